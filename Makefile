@@ -1,0 +1,179 @@
+# nss-ib — top-level GNU Makefile. Sources are found by directory, so a new
+# file in resolverd/, lib/, nss/, tools/ or test/unit/ needs no edit here.
+#   make            build everything into build/
+#   make check      unit tests (cmocka) then integration tests (pytest)
+#   make demo       a 4-node emulated cluster resolving names (root)
+#   make install DESTDIR=... PREFIX=...   /   make uninstall   /   make clean
+
+VERSION := 0.1.0
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+PKG_CONFIG ?= pkg-config
+PYTHON ?= /usr/bin/python3
+B := build
+
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+ifneq ($(MULTIARCH),)
+LIBDIR ?= $(PREFIX)/lib/$(MULTIARCH)
+else
+LIBDIR ?= $(PREFIX)/lib64
+endif
+ifeq ($(PREFIX),/usr)
+SYSCONFDIR ?= /etc
+else
+SYSCONFDIR ?= $(PREFIX)/etc
+endif
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+
+OPTFLAGS ?= -O2 -g
+WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wno-format-nonliteral -Wpointer-arith -Wvla -Wundef
+BASECFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing \
+	-Iinclude -Ilib -DIBRES_VERSION='"$(VERSION)"' -MMD -MP
+ALL_CFLAGS = $(BASECFLAGS) $(WARNFLAGS) $(OPTFLAGS) $(CFLAGS)
+DAEMON_PKGS := libsystemd libnl-3.0 libnl-route-3.0 libibumad libibverbs
+DAEMON_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS))
+DAEMON_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS)) -lcrypto -lm
+HARDEN_LDFLAGS := -Wl,-z,relro -Wl,-z,now
+
+LIB_SRC := $(wildcard lib/*.c)
+DAEMON_SRC := $(filter-out resolverd/main.c,$(wildcard resolverd/*.c))
+NSS_SRC := $(wildcard nss/*.c)
+TOOLS_SRC := $(filter-out tools/ibresctl.c,$(wildcard tools/*.c))
+UNIT_SRC := $(wildcard test/unit/test_*.c)
+UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard test/unit/*.c))
+FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
+NSS_OBJ := $(NSS_SRC:%.c=$(B)/%.o)
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(B)/%.o)
+UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(B)/test/%)
+UNIT_SUPPORT_OBJ := $(UNIT_SUPPORT:%.c=$(B)/%.o)
+FUZZ_REPLAY := $(FUZZ_SRC:test/fuzz/%.c=$(B)/test/%-replay)
+
+DEPS_STAMP := $(B)/.deps-ok
+
+PROGRAMS := $(B)/ibresd $(B)/ibresctl $(B)/libnss_ib.so.2 $(B)/libibres.so.1 $(B)/libibres.so \
+	$(B)/libibres.pc
+
+.PHONY: all check unit integration demo install uninstall clean fuzz bench format deps
+all: $(PROGRAMS)
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): scripts/install-deps
+	@scripts/install-deps
+	@mkdir -p $(B) && touch $@
+
+$(B)/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(if $(filter resolverd/% tools/% test/%,$<),$(DAEMON_CFLAGS)) -c -o $@ $<
+
+$(B)/libibres-internal.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/libibresd.a: $(DAEMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/ibresd: $(B)/resolverd/main.o $(B)/libibresd.a $(B)/libibres-internal.a
+	$(CC) $(ALL_CFLAGS) $(HARDEN_LDFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(B)/ibresctl: $(B)/tools/ibresctl.o $(TOOLS_OBJ) $(B)/libibres-internal.a
+	$(CC) $(ALL_CFLAGS) $(HARDEN_LDFLAGS) $(LDFLAGS) -o $@ $^
+
+$(B)/libibres.so.1: $(LIB_OBJ) lib/libibres.map
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libibres.so.1 -Wl,--version-script=lib/libibres.map \
+		-Wl,-z,defs $(HARDEN_LDFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJ)
+
+$(B)/libibres.so: $(B)/libibres.so.1
+	ln -sf libibres.so.1 $@
+
+$(B)/libibres.pc: lib/libibres.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' $< > $@
+
+# The NSS module runs inside every process: libc only, only _nss_ib_* exported.
+$(B)/libnss_ib.so.2: $(NSS_OBJ) $(B)/libibres-internal.a nss/nss_ib.map
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libnss_ib.so.2 -Wl,--version-script=nss/nss_ib.map \
+		-Wl,-z,defs -Wl,-z,nodelete $(HARDEN_LDFLAGS) $(LDFLAGS) -o $@ $(NSS_OBJ) \
+		$(B)/libibres-internal.a
+
+$(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJ) $(B)/libibresd.a $(B)/libibres-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lcmocka
+
+# Fuzz targets also build as plain programs that replay a corpus directory,
+# so `make check` runs every saved input through them with any compiler.
+$(B)/test/%-replay: $(B)/test/fuzz/%.o $(B)/test/fuzz/replay_main.o $(B)/libibresd.a \
+		$(B)/libibres-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+$(B)/test/fuzz/replay_main.o: test/fuzz/replay_main.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@set -e; for f in $(FUZZ_REPLAY); do \
+		n=$$(basename $$f -replay); echo "== $$f test/fuzz/corpus/$$n"; \
+		$$f test/fuzz/corpus/$$n; done
+
+integration: all
+	$(PYTHON) -m pytest -ra -p no:cacheprovider test/integration
+
+check: all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+
+demo: all
+	test/fabric/demo
+
+bench: all
+	bench/run
+
+fuzz: | $(DEPS_STAMP)
+	test/fuzz/run-libfuzzer
+
+format:
+	clang-format -i $(wildcard */*.c */*.h)
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/ibres
+	install -m 0755 $(B)/ibresd $(DESTDIR)$(SBINDIR)/ibresd
+	install -m 0755 $(B)/ibresctl $(DESTDIR)$(BINDIR)/ibresctl
+	install -m 0755 $(B)/libnss_ib.so.2 $(DESTDIR)$(LIBDIR)/libnss_ib.so.2
+	install -m 0755 $(B)/libibres.so.1 $(DESTDIR)$(LIBDIR)/libibres.so.1
+	ln -sf libibres.so.1 $(DESTDIR)$(LIBDIR)/libibres.so
+	install -m 0644 $(B)/libibres.pc $(DESTDIR)$(LIBDIR)/pkgconfig/libibres.pc
+	install -m 0644 include/ibres.h include/ibres_proto.h $(DESTDIR)$(INCLUDEDIR)/
+	for m in $(wildcard man/*.[1358]); do \
+		s=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+	test -e $(DESTDIR)$(SYSCONFDIR)/ibres/ibresd.conf || \
+		install -m 0644 conf/ibresd.conf $(DESTDIR)$(SYSCONFDIR)/ibres/ibresd.conf
+	if [ -d conf/systemd ]; then install -d $(DESTDIR)$(UNITDIR) && \
+		install -m 0644 conf/systemd/* $(DESTDIR)$(UNITDIR)/; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/ibresd $(DESTDIR)$(BINDIR)/ibresctl \
+		$(DESTDIR)$(LIBDIR)/libnss_ib.so.2 $(DESTDIR)$(LIBDIR)/libibres.so.1 \
+		$(DESTDIR)$(LIBDIR)/libibres.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibres.pc \
+		$(DESTDIR)$(INCLUDEDIR)/ibres.h $(DESTDIR)$(INCLUDEDIR)/ibres_proto.h
+	for m in $(notdir $(wildcard man/*.[1358])); do s=$${m##*.}; \
+		rm -f $(DESTDIR)$(MANDIR)/man$$s/$$m; done
+	for u in $(notdir $(wildcard conf/systemd/*)); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

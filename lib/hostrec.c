@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#include "hostrec.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h)
+{
+	unsigned i;
+
+	for (i = 0; i < h->n_names; i++)
+		tlv_put_str(w, i ? IBRES_T_ALIAS : IBRES_T_NAME, h->names[i]);
+	for (i = 0; i < h->n_v4; i++)
+		tlv_put(w, IBRES_T_IPV4, &h->v4[i], 4);
+	for (i = 0; i < h->n_v6; i++)
+		tlv_put(w, IBRES_T_IPV6, &h->v6[i], 16);
+	for (i = 0; i < h->n_gids; i++)
+		tlv_put(w, IBRES_T_GID, h->gids[i], 16);
+	tlv_put_u16(w, IBRES_T_LID, h->lid);
+	tlv_put_u32(w, IBRES_T_QPN, h->qpn);
+	tlv_put_u16(w, IBRES_T_PKEY, h->pkey);
+	tlv_put_u32(w, IBRES_T_TTL, h->ttl);
+	return w->overflow ? -ENOSPC : 0;
+}
+
+static int add_name(struct ibres_hostrec *h, const struct tlv_item *it)
+{
+	if (h->n_names == IBRES_HOST_NAMES_MAX)
+		return -EBADMSG;
+	if (tlv_get_str(it, h->names[h->n_names], sizeof(h->names[0])) || it->length == 0)
+		return -EBADMSG;
+	h->n_names++;
+	return 0;
+}
+
+static int add_bytes(void *array, unsigned *count, unsigned max, size_t size,
+		     const struct tlv_item *it)
+{
+	if (it->length != size || *count == max)
+		return -EBADMSG;
+	memcpy((uint8_t *)array + (size_t)*count * size, it->value, size);
+	(*count)++;
+	return 0;
+}
+
+int hostrec_decode(const void *buf, size_t len, struct ibres_hostrec *h)
+{
+	struct tlv_reader r;
+	struct tlv_item it;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	tlv_reader_init(&r, buf, len);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		switch (it.type) {
+		case IBRES_T_NAME:
+			/* the canonical name must come first */
+			if (h->n_names)
+				return -EBADMSG;
+			ret = add_name(h, &it);
+			break;
+		case IBRES_T_ALIAS:
+			ret = h->n_names ? add_name(h, &it) : -EBADMSG;
+			break;
+		case IBRES_T_IPV4:
+			ret = add_bytes(h->v4, &h->n_v4, IBRES_HOST_ADDRS_MAX, 4, &it);
+			break;
+		case IBRES_T_IPV6:
+			ret = add_bytes(h->v6, &h->n_v6, IBRES_HOST_ADDRS_MAX, 16, &it);
+			break;
+		case IBRES_T_GID:
+			ret = add_bytes(h->gids, &h->n_gids, IBRES_HOST_GIDS_MAX, 16, &it);
+			break;
+		case IBRES_T_LID:
+			ret = tlv_get_u16(&it, &h->lid);
+			break;
+		case IBRES_T_QPN:
+			ret = tlv_get_u32(&it, &h->qpn);
+			break;
+		case IBRES_T_PKEY:
+			ret = tlv_get_u16(&it, &h->pkey);
+			break;
+		case IBRES_T_TTL:
+			ret = tlv_get_u32(&it, &h->ttl);
+			break;
+		default:
+			ret = 0;
+			break;
+		}
+		if (ret)
+			return -EBADMSG;
+	}
+	if (ret < 0 || h->n_names == 0)
+		return -EBADMSG;
+	return 0;
+}
+
+int hostrec_has_name(const struct ibres_hostrec *h, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < h->n_names; i++)
+		if (!strcasecmp(h->names[i], name))
+			return 1;
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* A host record: everything nss-ib knows of one node's identity. The daemon
+ * keeps these in its cache; the HOST extension opcode carries them as TLV
+ * items; libibres and libnss_ib decode them. */
+#ifndef IBRES_HOSTREC_H
+#define IBRES_HOSTREC_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#include "ibres_proto.h"
+#include "tlv.h"
+
+struct ibres_hostrec {
+	char names[IBRES_HOST_NAMES_MAX][IBRES_NAME_MAX + 1]; /* [0] canonical */
+	unsigned n_names;
+	struct in_addr v4[IBRES_HOST_ADDRS_MAX];
+	unsigned n_v4;
+	struct in6_addr v6[IBRES_HOST_ADDRS_MAX];
+	unsigned n_v6;
+	uint8_t gids[IBRES_HOST_GIDS_MAX][16]; /* [0] is the port GID paths use */
+	unsigned n_gids;
+	uint16_t lid;
+	uint32_t qpn;
+	uint16_t pkey;
+	uint32_t ttl; /* seconds the answer stays valid; 0 = unknown */
+};
+
+/* Append the record's items (NAME, ALIAS…, IPV4…, IPV6…, GID…, LID, QPN,
+ * PKEY, TTL) to @w. 0 or -ENOSPC. */
+int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h);
+
+/* Fill @h from a sequence of items; unknown item types are skipped so that
+ * newer daemons can add items. 0, or -EBADMSG on a malformed or over-limit
+ * item. */
+int hostrec_decode(const void *buf, size_t len, struct ibres_hostrec *h);
+
+/* Case-insensitive name match against every name of @h. */
+int hostrec_has_name(const struct ibres_hostrec *h, const char *name);
+
+#endif

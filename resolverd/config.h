@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* ibresd configuration: the parsed form of ibresd.conf(5) and of the static
+ * hosts file. Parsing never exits or logs: errors come back as text. */
+#ifndef IBRESD_CONFIG_H
+#define IBRESD_CONFIG_H
+
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/un.h>
+
+#include "hostrec.h"
+
+#define CFG_MAX_ENDPOINTS 16
+#define CFG_MAX_GROUPS 4      /* multicast priority classes per endpoint */
+#define CFG_MAX_PATTERNS 16   /* cluster name patterns */
+#define CFG_PATTERN_MAX 128
+#define CFG_LINE_MAX 1024     /* longer lines are errors */
+#define CFG_HOSTS_MAX 65536   /* lines of the static hosts file */
+#define CFG_ERR_MAX 512
+#define CFG_SOCKET_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
+
+enum cfg_route_prot { ROUTE_PROT_MCAST = 0, ROUTE_PROT_SA = 1 };
+enum cfg_transport { TRANSPORT_NONE = 0, TRANSPORT_IP = 1, TRANSPORT_IB = 2 };
+enum cfg_log_level { LOG_LVL_ERR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+/* One multicast priority class: an IP group on the ip transport, an IB
+ * multicast group on ib. Ordered lowest priority first. */
+struct cfg_group {
+	struct sockaddr_storage addr; /* ip transport: AF_INET or AF_INET6 group */
+	uint8_t mtu;  /* IB MTU enum (1=256 … 5=4096) */
+	uint8_t rate; /* IB rate enum (2=2.5, 3=10, 4=30, 5=5, 6=20, 7=40 … Gb/s) */
+};
+
+struct cfg_endpoint {
+	char label[64];            /* from "[endpoint LABEL]" */
+	struct ibres_hostrec id;   /* names, addresses, GID (gids[0]), LID, QPN, P_Key */
+	uint8_t mtu;               /* IB MTU enum */
+	uint8_t rate;              /* IB rate enum */
+	uint8_t sl;                /* 0..15 */
+	uint8_t packet_life;       /* IB packet life time exponent, 0..63 */
+	uint64_t dev_guid;         /* reported by EP_QUERY */
+	uint8_t port_num;          /* reported by EP_QUERY; 1 by default */
+	char device[64];           /* ib transport / port discovery (later) */
+	enum cfg_transport transport;
+	char interface[16];
+	uint16_t udp_port;         /* ip transport */
+	struct cfg_group groups[CFG_MAX_GROUPS];
+	unsigned n_groups;
+};
+
+struct ibres_config {
+	/* [daemon] */
+	char socket_path[CFG_SOCKET_MAX];
+	char acm_socket_path[CFG_SOCKET_MAX]; /* "" = not served */
+	bool acm_link;                        /* make /run/ibacm.sock point at it */
+	enum cfg_log_level log_level;
+	unsigned max_clients;
+	unsigned client_timeout_ms; /* idle/incomplete request bound per client */
+	/* [resolve] */
+	unsigned timeout_ms;     /* one fabric attempt */
+	unsigned retries;        /* attempts after the first */
+	unsigned addr_ttl_s;     /* learned addresses */
+	unsigned route_ttl_s;    /* path records */
+	unsigned negative_ttl_s; /* "not found" answers */
+	unsigned cache_size;     /* entries, hard bound */
+	enum cfg_route_prot route_prot;
+	char hosts_file[PATH_MAX]; /* "" = none */
+	char patterns[CFG_MAX_PATTERNS][CFG_PATTERN_MAX]; /* fnmatch(3), case-insensitive */
+	unsigned n_patterns;     /* 0 = every name is a cluster name */
+	unsigned settle_ms;      /* after start-up, unknown cluster names are NOTFOUND at once */
+	unsigned announce_interval_s;
+	char cluster_key_file[PATH_MAX]; /* "" = no HMAC */
+	/* endpoints */
+	struct cfg_endpoint eps[CFG_MAX_ENDPOINTS];
+	unsigned n_eps;
+};
+
+/* Static hosts: each line one remote host. */
+struct cfg_hosts {
+	struct ibres_hostrec *hosts;
+	unsigned n_hosts;
+};
+
+/* Defaults for every setting, no endpoints. */
+void config_defaults(struct ibres_config *cfg);
+
+/* Parse a config file. 0, or a negative errno with "file:line: what is
+ * wrong" in @err. @cfg holds defaults plus what was parsed. */
+int config_load(const char *path, struct ibres_config *cfg, char *err, size_t errlen);
+
+/* Same, from memory (@name is used in error messages); used by tests and fuzzing. */
+int config_parse(const char *name, const char *text, size_t len, struct ibres_config *cfg,
+		 char *err, size_t errlen);
+
+/* Check the whole config once parsed (endpoints present, no duplicate
+ * names/addresses...). 0 or -EINVAL with a message. */
+int config_validate(const struct ibres_config *cfg, char *err, size_t errlen);
+
+/* Print the effective settings in config-file syntax (for --check-config). */
+void config_print(const struct ibres_config *cfg, FILE *out);
+
+/* Load the static hosts file. 0 or a negative errno with "file:line: ..." */
+int hosts_load(const char *path, struct cfg_hosts *hosts, char *err, size_t errlen);
+int hosts_parse(const char *name, const char *text, size_t len, struct cfg_hosts *hosts,
+		char *err, size_t errlen);
+void hosts_free(struct cfg_hosts *hosts);
+
+/* IB enum <-> human units, shared with the path builder and the tools. */
+int ib_mtu_from_bytes(unsigned bytes);     /* 256..4096 -> 1..5, else -EINVAL */
+unsigned ib_mtu_to_bytes(uint8_t mtu);     /* 0 if unknown */
+int ib_rate_from_gbps(const char *gbps);   /* "2.5","5","10","14","20","25","30","40","56",
+					      "100","200","300","400","600" -> enum, else -EINVAL */
+const char *ib_rate_to_gbps(uint8_t rate); /* "?" if unknown */
+
+#endif

@@ -178,6 +178,8 @@ enum {
 	IBRES_T_RATE = 20,     /* u8: IB rate enum */
 	IBRES_T_SL = 21,       /* u8 */
 	IBRES_T_PATH = 22,     /* struct ibres_path_record */
+	IBRES_T_KEY = 23,      /* string: a cache entry's key in text ("node2", "198.18.0.2") */
+	IBRES_T_LABEL = 24,    /* string: an endpoint's label from the config */
 	IBRES_T_MAX
 };
 

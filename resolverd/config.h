@@ -99,10 +99,17 @@ int config_parse(const char *name, const char *text, size_t len, struct ibres_co
  * names/addresses...). 0 or -EINVAL with a message. */
 int config_validate(const struct ibres_config *cfg, char *err, size_t errlen);
 
+/* Give the first endpoint that has no name @hostname as its name (and, when
+ * @hostname has dots, its first label as an alias), so that one config file
+ * serves a whole cluster. Call before config_validate. 0 (also when every
+ * endpoint has names), or -EINVAL when @hostname is not a valid host name. */
+int config_default_names(struct ibres_config *cfg, const char *hostname);
+
 /* Print the effective settings in config-file syntax (for --check-config). */
 void config_print(const struct ibres_config *cfg, FILE *out);
 
-/* Load the static hosts file. 0 or a negative errno with "file:line: ..." */
+/* Load the static hosts file. 0 or a negative errno with "file:line: ..."
+ * @hosts is overwritten (not freed first); on error it is left empty. */
 int hosts_load(const char *path, struct cfg_hosts *hosts, char *err, size_t errlen);
 int hosts_parse(const char *name, const char *text, size_t len, struct cfg_hosts *hosts,
 		char *err, size_t errlen);

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Client side of the daemon's socket: framing, deadlines, and a handle that
+ * caches a few connections. Shared by libibres, libnss_ib and ibresctl
+ * (internal; nothing here is exported).
+ *
+ * A handle owns IBC_SLOTS slots, each a mutex and at most one connected
+ * socket. A call takes the first slot whose mutex it can get without waiting
+ * and reuses that slot's connection; when every slot is busy it makes a
+ * one-off connection. So threads never queue behind each other, and a mutex
+ * left locked by a thread that vanished in fork() costs one slot, never a
+ * deadlock. A slot's connection is dropped after any error or timeout (an
+ * answer may still be in flight) and when the pid changed (after fork()).
+ */
+#ifndef IBRES_CONN_H
+#define IBRES_CONN_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include <infiniband/sa.h>
+#include <sys/socket.h>
+
+#include "ibres_proto.h"
+
+/* Marks the functions libibres.so exports (the build hides everything else). */
+#define IBRES_EXPORT __attribute__((visibility("default")))
+
+#define IBC_SLOTS 4
+#define IBC_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+struct ibc_slot {
+	pthread_mutex_t lock;
+	int fd;    /* -1 when not connected */
+	pid_t pid; /* process that made fd */
+	uint64_t tid;
+};
+
+struct ibres {
+	struct ibc_slot slot[IBC_SLOTS];
+	char path[IBC_PATH_MAX]; /* "" = $IBRES_SOCKET, else the default */
+	int timeout_ms;          /* <= 0: $IBRES_TIMEOUT_MS, else the default */
+};
+
+#define IBC_SLOT_INIT { PTHREAD_MUTEX_INITIALIZER, -1, 0, 0 }
+#define IBC_INIT                                                                          \
+	{                                                                                  \
+		.slot = { IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT },   \
+		.path = "", .timeout_ms = 0,                                               \
+	}
+
+/* The process-wide handle used when a public call gets h == NULL. */
+extern struct ibres ibc_default;
+
+/* Monotonic time in nanoseconds, and the deadline @h gives a call started now. */
+uint64_t ibc_now_ns(void);
+uint64_t ibc_deadline(const struct ibres *h);
+/* The timeout in ms a handle uses (resolving 0 through the environment). */
+int ibc_timeout_ms(const struct ibres *h);
+
+/*
+ * Send one request and receive its answer. @req is a whole message whose
+ * header has version, opcode and length set; its tid is overwritten. The
+ * answer (header included) goes to @ans; it must echo the tid and have
+ * opcode equal to the request's, or'ed with IBRES_OP_ACK or not. Returns the
+ * answer's length, or a negative errno: connection errors as connect(2)
+ * gives them, -ETIMEDOUT at @deadline_ns, -EMSGSIZE if the answer exceeds
+ * @cap, -EBADMSG/-EPROTO for a malformed answer, -EDEADLK when the socket is
+ * served by the calling process itself (ibresd resolving through NSS).
+ */
+ssize_t ibc_transact(struct ibres *h, void *req, size_t req_len, void *ans, size_t cap,
+		     uint64_t deadline_ns);
+
+/* Message length field: host order for RESOLVE, big-endian otherwise. */
+uint16_t ibc_get_length(const struct ibres_hdr *hdr);
+void ibc_set_length(struct ibres_hdr *hdr, uint16_t len);
+
+/* errno for a non-zero answer status (-ENODATA, -ETIMEDOUT, -EPERM...). */
+int ibc_status_errno(uint8_t status);
+
+/*
+ * An extension request: header + @body (TLV items). On return 0 the
+ * answer's status is in *@status (not yet turned into an errno) and its TLV
+ * body is *@abody / *@alen (inside @ans). Negative errno for transport and
+ * framing errors only.
+ */
+int ibc_ext(struct ibres *h, uint8_t op, const void *body, size_t len, void *ans, size_t cap,
+	    uint8_t *status, const uint8_t **abody, size_t *alen);
+
+/* Close every slot's connection (the caller owns @h exclusively). */
+void ibc_disconnect(struct ibres *h);
+
+struct ibres_hostrec;
+
+/*
+ * A HOST query: @key_type is IBRES_T_NAME, IBRES_T_IPV4, IBRES_T_IPV6 or
+ * IBRES_T_GID; @flags IBRES_HOST_* bits. Fills @rec on 0; otherwise a
+ * negative errno (the answer status through ibc_status_errno(), or a
+ * transport error).
+ */
+int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
+		   uint32_t flags, struct ibres_hostrec *rec);
+
+/* The outcome of an ACM RESOLVE (ibc_resolve). */
+struct ibc_route {
+	struct ibv_path_data *paths; /* malloc'd, n_paths >= 1 */
+	size_t n_paths;
+	struct ibres_ep_entry source; /* the source the daemon chose, if has_source */
+	int has_source;
+};
+
+/*
+ * ACM RESOLVE with @n wire entries @ents (SOURCE/DEST entries of type NAME,
+ * IP or IP6, and/or a PATH entry with sgid/dgid), at most 3. On 0 @rt holds
+ * the path records (free rt->paths). Negative errno otherwise (an answer
+ * status through ibc_status_errno()).
+ */
+int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n,
+		struct ibc_route *rt);
+
+/*
+ * Append the wire entries for @src (may be NULL) and @dst to @ents (room for
+ * 3): AF_INET/AF_INET6 give SOURCE/DEST entries; AF_IB (struct sockaddr_ib)
+ * gives one PATH entry carrying the sgid and/or dgid. Returns the number of
+ * entries, or -EAFNOSUPPORT / -EINVAL.
+ */
+int ibc_path_entries(const struct sockaddr *src, const struct sockaddr *dst, uint32_t dst_flags,
+		     struct ibres_ep_entry *ents);
+
+struct rdma_addrinfo;
+
+/* What ibres_getaddrinfo() learned, ready to become a result list. */
+struct ibc_gai {
+	int passive;                   /* addresses are sources (RAI_PASSIVE) */
+	int flags;                     /* ai_flags of every entry */
+	int want_ib, want_ip;          /* which entries to build */
+	int qp_type, port_space;
+	uint16_t port;                 /* host order */
+	const char *canon;             /* canonical name or NULL */
+	struct sockaddr_storage ip;    /* the IP form (dst, or src when passive) */
+	socklen_t ip_len;              /* 0: none */
+	struct sockaddr_storage ip_src; /* active: the source IP, if known */
+	socklen_t ip_src_len;
+	uint8_t gid[16];               /* dst GID (src when passive), if have_gid */
+	int have_gid;
+	uint16_t pkey;                 /* big-endian, with have_gid */
+	const struct ibv_path_data *paths; /* n_paths records; override gid/pkey */
+	size_t n_paths;
+};
+
+/* Build the result list (AF_IB entry first, then the IP entry). 0,
+ * -ENODATA when nothing would be returned, -ENOMEM. */
+int ibc_gai_build(const struct ibc_gai *g, struct rdma_addrinfo **res);
+
+#endif

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+/* Handles and host lookups of libibres. */
+#include "ibres.h"
+
+#include <errno.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "hostrec.h"
+#include "tlv.h"
+
+/* Room for the largest host record the daemon sends, with space to spare for
+ * item types a newer daemon may add. */
+#define HOST_ANSWER_MAX 4096
+
+IBRES_EXPORT int ibres_open(struct ibres **hp, const char *socket_path, int timeout_ms)
+{
+	static const struct ibres init = IBC_INIT;
+	struct ibres *h;
+
+	if (!hp)
+		return -EINVAL;
+	if (socket_path && strlen(socket_path) >= IBC_PATH_MAX)
+		return -EINVAL;
+	h = malloc(sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	memcpy(h, &init, sizeof(*h));
+	if (socket_path)
+		strcpy(h->path, socket_path);
+	h->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+	*hp = h;
+	return 0;
+}
+
+IBRES_EXPORT void ibres_close(struct ibres *h)
+{
+	unsigned i;
+
+	if (!h || h == &ibc_default)
+		return;
+	ibc_disconnect(h);
+	for (i = 0; i < IBC_SLOTS; i++)
+		pthread_mutex_destroy(&h->slot[i].lock);
+	free(h);
+}
+
+int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
+		   uint32_t flags, struct ibres_hostrec *rec)
+{
+	uint8_t body[4 + IBRES_NAME_MAX + 8], ans[HOST_ANSWER_MAX];
+	struct tlv_writer w;
+	const uint8_t *ab;
+	size_t alen;
+	uint8_t status;
+	int ret;
+
+	tlv_writer_init(&w, body, sizeof(body));
+	tlv_put(&w, key_type, key, key_len);
+	if (flags)
+		tlv_put_u32(&w, IBRES_T_FLAGS, flags);
+	if (w.overflow)
+		return -EINVAL;
+	ret = ibc_ext(h, IBRES_OP_HOST, body, w.len, ans, sizeof(ans), &status, &ab, &alen);
+	if (ret)
+		return ret;
+	if (status)
+		return ibc_status_errno(status);
+	return hostrec_decode(ab, alen, rec) ? -EBADMSG : 0;
+}
+
+/* Copy a decoded record into one allocation laid out as
+ * [struct][alias pointers][gids][ipv6][ipv4][strings]. */
+static struct ibres_host *host_from_rec(const struct ibres_hostrec *rec)
+{
+	size_t n_alias = rec->n_names - 1, size, strs = 0;
+	struct ibres_host *host;
+	uint8_t *p;
+	char *s;
+	unsigned i;
+
+	_Static_assert(alignof(union ibv_gid) <= alignof(char *), "layout");
+	_Static_assert(sizeof(union ibv_gid) == 16, "layout");
+	for (i = 0; i < rec->n_names; i++)
+		strs += strlen(rec->names[i]) + 1;
+	size = sizeof(*host) + (n_alias + 1) * sizeof(char *) + rec->n_gids * 16u +
+	       rec->n_v6 * 16u + rec->n_v4 * 4u + strs;
+	host = calloc(1, size);
+	if (!host)
+		return NULL;
+	p = (uint8_t *)(host + 1);
+	host->aliases = (char **)p;
+	p += (n_alias + 1) * sizeof(char *);
+	host->gids = (union ibv_gid *)p;
+	host->n_gids = rec->n_gids;
+	memcpy(p, rec->gids, rec->n_gids * 16u);
+	p += rec->n_gids * 16u;
+	host->ipv6 = (struct in6_addr *)p;
+	host->n_ipv6 = rec->n_v6;
+	memcpy(p, rec->v6, rec->n_v6 * 16u);
+	p += rec->n_v6 * 16u;
+	host->ipv4 = (struct in_addr *)p;
+	host->n_ipv4 = rec->n_v4;
+	memcpy(p, rec->v4, rec->n_v4 * 4u);
+	p += rec->n_v4 * 4u;
+	s = (char *)p;
+	for (i = 0; i < rec->n_names; i++) {
+		size_t l = strlen(rec->names[i]) + 1;
+
+		memcpy(s, rec->names[i], l);
+		if (i)
+			host->aliases[i - 1] = s;
+		else
+			host->name = s;
+		s += l;
+	}
+	host->aliases[n_alias] = NULL;
+	host->lid = rec->lid;
+	host->qpn = rec->qpn;
+	host->pkey = rec->pkey;
+	host->ttl = rec->ttl;
+	return host;
+}
+
+static int host_lookup(struct ibres *h, uint16_t type, const void *key, size_t len,
+		       unsigned flags, struct ibres_host **hostp)
+{
+	struct ibres_hostrec *rec;
+	uint32_t wire_flags = 0;
+	int ret;
+
+	if (!hostp || (flags & ~(unsigned)IBRES_LOOKUP_CACHE_ONLY))
+		return -EINVAL;
+	if (flags & IBRES_LOOKUP_CACHE_ONLY)
+		wire_flags |= IBRES_HOST_CACHE_ONLY;
+	rec = malloc(sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	ret = ibc_host_query(h ? h : &ibc_default, type, key, len, wire_flags, rec);
+	if (!ret) {
+		*hostp = host_from_rec(rec);
+		if (!*hostp)
+			ret = -ENOMEM;
+	}
+	free(rec);
+	return ret;
+}
+
+IBRES_EXPORT int ibres_host_by_name(struct ibres *h, const char *name, unsigned flags,
+				    struct ibres_host **hostp)
+{
+	size_t len;
+
+	if (!name)
+		return -EINVAL;
+	len = strlen(name);
+	if (!len || len > IBRES_NAME_MAX)
+		return -EINVAL;
+	return host_lookup(h, IBRES_T_NAME, name, len, flags, hostp);
+}
+
+IBRES_EXPORT int ibres_host_by_addr(struct ibres *h, int af, const void *addr, size_t len,
+				    unsigned flags, struct ibres_host **hostp)
+{
+	uint16_t type;
+	size_t want;
+
+	switch (af) {
+	case AF_INET:
+		type = IBRES_T_IPV4;
+		want = 4;
+		break;
+	case AF_INET6:
+		type = IBRES_T_IPV6;
+		want = 16;
+		break;
+	case AF_IB:
+		type = IBRES_T_GID;
+		want = 16;
+		break;
+	default:
+		return -EAFNOSUPPORT;
+	}
+	if (!addr || len != want)
+		return -EINVAL;
+	return host_lookup(h, type, addr, len, flags, hostp);
+}
+
+IBRES_EXPORT void ibres_host_free(struct ibres_host *host)
+{
+	free(host);
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's context: every piece of mutable state lives here and is owned
+ * by the one event loop. */
+#ifndef IBRESD_DAEMON_H
+#define IBRESD_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cache.h"
+#include "config.h"
+#include "loop.h"
+
+struct server;
+struct fabric;
+
+/* A local endpoint: its configuration and its ibacm counters. */
+struct endpoint {
+	unsigned index; /* 0-based; ibacm clients count from 1 */
+	struct cfg_endpoint cfg;
+	uint64_t counters[IBRES_CNTR_MAX];
+};
+
+/* Named counters beyond ibacm's seven (STATS opcode, ibresctl stats). */
+struct daemon_stats {
+	uint64_t clients_accepted;
+	uint64_t clients_rejected; /* over max_clients */
+	uint64_t clients_timed_out;
+	uint64_t requests;
+	uint64_t bad_requests;   /* malformed: closed or answered EINVAL */
+	uint64_t admin_denied;   /* state-changing request from uid != 0 */
+	uint64_t host_lookups;
+	uint64_t host_notfound;
+	uint64_t pending_timeouts;
+};
+
+struct ibresd {
+	char config_path[PATH_MAX];
+	char socket_override[CFG_SOCKET_MAX]; /* --socket, survives reloads */
+	bool foreground;
+	struct ibres_config cfg;
+	struct cfg_hosts static_hosts;
+	struct loop loop;
+	struct cache cache;
+	struct server *server;
+	struct fabric *fabric; /* NULL: no endpoint carries the fabric protocol */
+	struct endpoint eps[CFG_MAX_ENDPOINTS];
+	unsigned n_eps;
+	uint64_t counters[IBRES_CNTR_MAX]; /* ibacm's global counters */
+	struct daemon_stats stats;
+	struct loop_timer sweep_timer;
+	uint8_t *scratch; /* IBRES_MSG_MAX bytes for answers built outside a dispatch */
+	uint64_t start_ms;
+};
+
+#endif

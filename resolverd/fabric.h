@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The fabric protocol as the resolver core sees it: whether a key may be
+ * asked on the fabric, and starting a query for a cache entry. */
+#ifndef IBRESD_FABRIC_H
+#define IBRESD_FABRIC_H
+
+#include <stdbool.h>
+
+#include "cache.h"
+
+struct ibresd;
+
+/* Start the fabric protocol on every endpoint that has a transport; leaves
+ * d->fabric NULL when none has. 0 or a negative errno. */
+int fabric_start(struct ibresd *d);
+/* Say GOODBYE and close the transports. */
+void fabric_stop(struct ibresd *d);
+
+/* May @k be sent to the fabric? False without a transport, for names
+ * outside the cluster name patterns, and (authoritative "not found") for
+ * cluster names once the settle time has passed without an announcement. */
+bool fabric_may_query(struct ibresd *d, const struct cache_key *k);
+
+/* Send (or join) the query for @e: state QUERYING, retries and the final
+ * answer (cache_insert_host or cache_set_negative) are the fabric's job.
+ * 0 or a negative errno. */
+int fabric_query(struct ibresd *d, struct cache_entry *e);
+
+/* Append the fabric's named counters (NAME, COUNTER pairs) to a STATS answer. */
+struct tlv_writer;
+void fabric_stats(struct ibresd *d, struct tlv_writer *w);
+
+#endif

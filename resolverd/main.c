@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: MIT
+/* ibresd: command line, start-up, signals, reload and shutdown. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "fabric.h"
+#include "log.h"
+#include "resolver.h"
+#include "server.h"
+
+#ifndef IBRES_SYSCONFDIR
+#define IBRES_SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG IBRES_SYSCONFDIR "/ibres/ibresd.conf"
+
+struct sigctx {
+	struct loop_fd lf;
+	struct ibresd *d;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: ibresd [OPTIONS]\n"
+		"InfiniBand name and path resolver daemon (nss-ib); speaks the ibacm client protocol.\n"
+		"\n"
+		"  -c, --config FILE    configuration file (default " DEFAULT_CONFIG ")\n"
+		"  -s, --socket PATH    listen on PATH instead of the configured socket\n"
+		"  -f, --foreground     stay in the foreground and log to stderr\n"
+		"  -d, --debug          log at debug level (overrides log_level)\n"
+		"      --check-config   parse the configuration and the hosts file, print the\n"
+		"                       effective settings and exit (1 on the first error)\n"
+		"  -h, --help           show this help and exit\n"
+		"  -V, --version        show the version and exit\n"
+		"\n"
+		"Signals: SIGTERM/SIGINT shut down cleanly; SIGHUP reloads the configuration and\n"
+		"the hosts file, keeping learned cache entries.\n"
+		"Exit status: 0 clean shutdown, 1 configuration or start-up error, 2 usage error.\n"
+		"See ibresd(8) and ibresd.conf(5).\n");
+}
+
+/* Load and check a config and its hosts file; report the first error on stderr/log. */
+static int load_all(const char *path, const char *socket_override, struct ibres_config *cfg,
+		    struct cfg_hosts *hosts, bool to_log)
+{
+	char err[CFG_ERR_MAX];
+	int ret;
+
+	memset(hosts, 0, sizeof(*hosts));
+	config_defaults(cfg);
+	ret = config_load(path, cfg, err, sizeof(err));
+	if (!ret && socket_override[0])
+		snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s", socket_override);
+	if (!ret)
+		ret = config_validate(cfg, err, sizeof(err));
+	if (!ret && cfg->hosts_file[0])
+		ret = hosts_load(cfg->hosts_file, hosts, err, sizeof(err));
+	if (ret) {
+		if (to_log)
+			log_err("%s", err);
+		else
+			fprintf(stderr, "ibresd: %s\n", err);
+	}
+	return ret;
+}
+
+static void reload(struct ibresd *d)
+{
+	static struct ibres_config cfg; /* large: keep it off the stack */
+	struct cfg_hosts hosts;
+	int ret;
+
+	log_info("SIGHUP: reloading %s", d->config_path);
+	sd_notify(0, "RELOADING=1");
+	if (load_all(d->config_path, d->socket_override, &cfg, &hosts, true)) {
+		log_err("reload failed; keeping the running configuration");
+		goto out;
+	}
+	if (strcmp(cfg.socket_path, d->cfg.socket_path) ||
+	    strcmp(cfg.acm_socket_path, d->cfg.acm_socket_path))
+		log_warn("socket paths changed: they take effect at the next restart");
+	snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s", d->cfg.socket_path);
+	snprintf(cfg.acm_socket_path, sizeof(cfg.acm_socket_path), "%s", d->cfg.acm_socket_path);
+	ret = resolver_reload(d, &cfg, &hosts);
+	hosts_free(&hosts);
+	if (ret) {
+		log_err("reload failed: %s", strerror(-ret));
+		goto out;
+	}
+	log_set_level(d->cfg.log_level);
+	log_info("configuration reloaded: %u endpoints, %u static hosts", d->n_eps,
+		 d->static_hosts.n_hosts);
+out:
+	sd_notify(0, "READY=1");
+}
+
+static void on_signal(struct loop_fd *lf, uint32_t events)
+{
+	struct sigctx *sc = container_of(lf, struct sigctx, lf);
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(lf->fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			reload(sc->d);
+			break;
+		case SIGTERM:
+		case SIGINT:
+			log_info("signal %u: shutting down", si.ssi_signo);
+			loop_stop(&sc->d->loop);
+			break;
+		}
+	}
+}
+
+/* Room for max_clients connections plus our own descriptors. */
+static void raise_fd_limit(unsigned max_clients)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)max_clients + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+		log_warn("open file limit %lu is below max_clients + 64",
+			 (unsigned long)rl.rlim_cur);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct ibresd d; /* large; one per process */
+	struct sigctx sc = { .d = &d };
+	bool check_only = false, debug = false;
+	sigset_t mask;
+	int opt, ret, status = 1;
+
+	snprintf(d.config_path, sizeof(d.config_path), "%s", DEFAULT_CONFIG);
+	while ((opt = getopt_long(argc, argv, "c:s:fdhV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			snprintf(d.config_path, sizeof(d.config_path), "%s", optarg);
+			break;
+		case 's':
+			if (strlen(optarg) >= sizeof(d.socket_override)) {
+				fprintf(stderr, "ibresd: --socket: path too long (max %zu bytes)\n",
+					sizeof(d.socket_override) - 1);
+				return 2;
+			}
+			strcpy(d.socket_override, optarg);
+			break;
+		case 'f':
+			d.foreground = true;
+			break;
+		case 'd':
+			debug = true;
+			break;
+		case 'C':
+			check_only = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ibresd %s\n", IBRES_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ibresd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	if (load_all(d.config_path, d.socket_override, &d.cfg, &d.static_hosts, false))
+		return 1;
+	if (debug)
+		d.cfg.log_level = LOG_LVL_DEBUG;
+	if (check_only) {
+		config_print(&d.cfg, stdout);
+		printf("# %u endpoints, %u static hosts: configuration OK\n", d.cfg.n_eps,
+		       d.static_hosts.n_hosts);
+		hosts_free(&d.static_hosts);
+		return 0;
+	}
+
+	log_open(d.foreground, d.cfg.log_level);
+	d.start_ms = now_ms();
+	d.scratch = malloc(IBRES_MSG_MAX);
+	if (!d.scratch || loop_init(&d.loop) < 0) {
+		log_err("out of memory");
+		goto out_free;
+	}
+	raise_fd_limit(d.cfg.max_clients);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sc.lf.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	sc.lf.cb = on_signal;
+	if (sc.lf.fd < 0 || loop_add_fd(&d.loop, &sc.lf, EPOLLIN) < 0) {
+		log_err("signalfd: %s", strerror(errno));
+		goto out_loop;
+	}
+
+	ret = resolver_init(&d);
+	if (ret) {
+		log_err("cannot start the resolver: %s", strerror(-ret));
+		goto out_sig;
+	}
+	ret = server_open(&d);
+	if (ret)
+		goto out_resolver;
+	ret = fabric_start(&d);
+	if (ret) {
+		log_err("cannot start the fabric protocol: %s", strerror(-ret));
+		goto out_server;
+	}
+	if (!d.foreground && daemon(0, 0) < 0) {
+		log_err("daemon: %s", strerror(errno));
+		goto out_fabric;
+	}
+	log_info("ibresd %s ready: %u endpoints, %u static hosts", IBRES_VERSION, d.n_eps,
+		 d.static_hosts.n_hosts);
+	sd_notify(0, "READY=1");
+
+	ret = loop_run(&d.loop);
+	if (ret)
+		log_err("event loop: %s", strerror(-ret));
+	else
+		status = 0;
+	sd_notify(0, "STOPPING=1");
+
+out_fabric:
+	fabric_stop(&d);
+out_server:
+	server_close(&d);
+out_resolver:
+	resolver_fini(&d);
+out_sig:
+	close(sc.lf.fd);
+out_loop:
+	loop_fini(&d.loop);
+out_free:
+	free(d.scratch);
+	hosts_free(&d.static_hosts);
+	log_info("stopped");
+	return status;
+}

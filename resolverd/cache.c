@@ -174,12 +174,14 @@ static unsigned key_type_len(uint8_t type)
 	}
 }
 
+_Static_assert(CACHE_KEY_MAX == UINT8_MAX, "struct cache_key.len must cover every name length");
+
 static bool key_valid(const struct cache_key *k)
 {
 	if (!k)
 		return false;
 	if (k->type == IBRES_KEY_NAME)
-		return k->len > 0 && k->len <= CACHE_KEY_MAX;
+		return k->len > 0; /* and <= CACHE_KEY_MAX: see the assertion below */
 	return k->len && k->len == key_type_len(k->type);
 }
 
@@ -572,7 +574,8 @@ static bool entry_evictable(const struct cache_entry *e)
 }
 
 /* Phase one of removal: unlink @e from every index and drop its host
- * reference; it goes onto @grave. */
+ * reference (callbacks see host NULL, the rest as it was); it goes onto
+ * @grave. */
 static void entry_detach(struct cache *c, struct cache_entry *e, struct list_node *grave)
 {
 	entry_unlink_hash(c, e);
@@ -580,9 +583,6 @@ static void entry_detach(struct cache *c, struct cache_entry *e, struct list_nod
 	c->n_entries--;
 	c->stats.entries = c->n_entries;
 	entry_set_host(c, e, NULL);
-	if (e->state == IBRES_STATE_ROUTED || e->state == IBRES_STATE_RESOLVED)
-		e->state = IBRES_STATE_INIT;
-	route_clear(e);
 	list_add_tail(grave, &e->lru);
 }
 
@@ -903,7 +903,7 @@ int cache_insert_host(struct cache *c, const struct ibres_hostrec *h, uint8_t or
 	struct cache_entry *e;
 	struct list_node grave;
 	struct cache_key ident;
-	unsigned i, missing = 0;
+	unsigned i, missing = 0, applied = 0;
 	uint64_t expires, need;
 	uint16_t old_lid = 0;
 	bool reused;
@@ -996,8 +996,10 @@ int cache_insert_host(struct cache *c, const struct ibres_hostrec *h, uint8_t or
 		entry_set_host(c, e, nh);
 		e->expires_ms = expires;
 		entry_lru_update(c, e);
+		applied++;
 	}
-	c->stats.inserts++;
+	if (applied || x->n_stale)
+		c->stats.inserts++;
 
 	/* Everything is in place: now the callbacks. They may look keys up,
 	 * which can expire entries, so every entry is found afresh. */

@@ -73,7 +73,10 @@ struct cache_waiter {
 	 * otherwise modify the cache. Statuses the cache itself uses: 0 (host
 	 * inserted), -ETIMEDOUT (entry expired), -ECANCELED (flush, fini,
 	 * cache_remove_origin), -ENODATA (the key left its host: stale key of a
-	 * refreshed record, cache_remove_host_by_gid). */
+	 * refreshed record, cache_remove_host_by_gid). When the entry is being
+	 * removed, it is already out of the cache (lookups do not find it), its
+	 * host is NULL, its other fields are as they were, and it is freed right
+	 * after the callbacks. */
 	void (*done)(struct cache_waiter *w, struct cache_entry *e, int status);
 };
 

@@ -219,6 +219,8 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 		}
 	}
 
+	if (!req->counted)
+		ep->counters[IBRES_CNTR_RESOLVE]++;
 	res = resolver_lookup(d, request_waiter(req), &dkey, r->dst_flags & IBRES_FLAG_NODELAY, &e);
 	if (res != LOOKUP_FOUND)
 		return answer_lookup(d, req, ep, res, reply, len);
@@ -274,6 +276,8 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);
 	}
+	if (!req->counted)
+		ep->counters[IBRES_CNTR_RESOLVE]++;
 	res = resolver_lookup(d, request_waiter(req), &dkey, r->path->flags & IBRES_FLAG_NODELAY, &e);
 	if (res != LOOKUP_FOUND)
 		return answer_lookup(d, req, ep, res, reply, len);

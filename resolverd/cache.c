@@ -717,7 +717,8 @@ struct cache_entry *cache_lookup(struct cache *c, const struct cache_key *k, uin
 	}
 	e = entry_find(c, k);
 	if (e && entry_expired(e, now_ms)) {
-		entry_expire(c, e);
+		if (!e->busy)
+			entry_expire(c, e);
 		e = NULL;
 	}
 	if (!e) {
@@ -764,7 +765,7 @@ struct cache_entry *cache_get_or_create(struct cache *c, const struct cache_key 
 		return NULL;
 	}
 	e = entry_find(c, k);
-	if (e && entry_expired(e, now_ms)) {
+	if (e && entry_expired(e, now_ms) && !e->busy) {
 		entry_expire(c, e);
 		e = NULL;
 	}
@@ -1082,14 +1083,17 @@ void cache_complete(struct cache_entry *e, int status)
 	struct list_node todo;
 	struct cache_waiter *w;
 
-	/* Take the list first: callbacks may cancel other waiters of @e. */
+	/* Take the list first: callbacks may cancel other waiters of @e. While
+	 * busy, lookups from the callbacks do not free @e under our feet. */
 	list_move_all(&e->waiters, &todo);
+	e->busy++;
 	while (!list_empty(&todo)) {
 		w = list_entry(todo.next, struct cache_waiter, node);
 		list_del(&w->node);
 		if (w->done)
 			w->done(w, e, status);
 	}
+	e->busy--;
 }
 
 void cache_add_waiter(struct cache_entry *e, struct cache_waiter *w)

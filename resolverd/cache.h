@@ -54,6 +54,9 @@ struct cache_host {
 	struct ibres_hostrec rec;
 	uint8_t origin;      /* enum ibres_origin */
 	uint64_t expires_ms; /* UINT64_MAX = never */
+	/* The multicast group both ends share, best first (set by the fabric
+	 * after insertion; 0 = unknown: paths use the lowest group). */
+	uint8_t grp_mtu, grp_rate;
 	/* internal */
 	struct cache_key ident;   /* the identity key, see above */
 	struct cache_host *hnext; /* identity hash chain */
@@ -109,6 +112,7 @@ struct cache_entry {
 	/* internal */
 	struct cache_entry *hnext; /* hash chain */
 	struct list_node lru;
+	unsigned busy; /* waiters being completed: a lookup must not free it */
 };
 
 /* entries, hosts: live counts. hits: lookups that returned an answer
@@ -158,7 +162,9 @@ void cache_fini(struct cache *c);
 
 /* Find an entry. Expired entries are treated as absent (and removed, their
  * waiters completed with -ETIMEDOUT). An expired route drops the entry from
- * ROUTED back to RESOLVED. Updates LRU and hit/miss counters. */
+ * ROUTED back to RESOLVED. Updates LRU and hit/miss counters. From inside a
+ * waiter callback, an expired entry whose waiters are being completed is
+ * reported absent but left in place (the next lookup or sweep removes it). */
 struct cache_entry *cache_lookup(struct cache *c, const struct cache_key *k, uint64_t now_ms);
 
 /* Find or create an entry in state INIT (for a fabric query to hang off).

@@ -839,14 +839,20 @@ static bool parse_group_addr(const char *s, struct sockaddr_storage *ss)
 static int set_group(struct parser *p, const struct key_def *k, void *obj, char *val)
 {
 	struct cfg_endpoint *ep = obj;
-	struct cfg_group g = { .mtu = DEFAULT_MTU, .rate = DEFAULT_RATE };
+	struct cfg_group g;
 	bool have_mtu = false, have_rate = false;
-	char qb[QUOTE_MAX + 1];
-	char *s = val, *tok;
+	char qb[QUOTE_MAX + 1], copy[CFG_LINE_MAX + 1];
+	char *s = copy, *tok;
 	unsigned i;
 	uint64_t v;
 	int ret;
 
+	/* memset, not an initializer: padding too must compare equal */
+	memset(&g, 0, sizeof(g));
+	g.mtu = DEFAULT_MTU;
+	g.rate = DEFAULT_RATE;
+	/* tokens are cut out of a copy: messages show the whole value */
+	snprintf(copy, sizeof(copy), "%s", val);
 	tok = next_token(&s);
 	if (!tok || !parse_group_addr(tok, &g.addr))
 		return BAD_VALUE;
@@ -875,7 +881,7 @@ static int set_group(struct parser *p, const struct key_def *k, void *obj, char 
 				    ep->label);
 	if (ep->n_groups == CFG_MAX_GROUPS)
 		return too_many(p, k, CFG_MAX_GROUPS);
-	ep->groups[ep->n_groups++] = g;
+	memcpy(&ep->groups[ep->n_groups++], &g, sizeof(g));
 	return 0;
 }
 
@@ -1268,6 +1274,10 @@ static int parse_setting(struct parser *p, char *line)
 			    quote(line, qb));
 	val = trim(val + 1);
 	key[klen] = '\0';
+	/* "key =#..." is a comment too: no value starts with '#', so that
+	 * config_print's "key = value" reads back the same */
+	if (val[0] == '#')
+		val[0] = '\0';
 
 	if (p->sect == SECT_NONE)
 		return perr(p, "key '%s' outside of any section: put it under [daemon], "

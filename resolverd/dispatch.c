@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fabric.h"
 #include "log.h"
 #include "resolver.h"
 
@@ -26,6 +27,7 @@ uint8_t status_from_errno(int err)
 		return IBRES_STATUS_SUCCESS;
 	case -ENODATA:
 	case -ENOENT:
+	case -ECANCELED:
 		return IBRES_STATUS_ENODATA;
 	case -ETIMEDOUT:
 		return IBRES_STATUS_ETIMEDOUT;
@@ -45,8 +47,8 @@ static void request_wake(struct cache_waiter *w, struct cache_entry *e, int stat
 	struct request *req = container_of(w, struct request, waiter);
 
 	(void)e;
-	(void)status;
 	req->woken = true;
+	req->wake_status = status;
 	loop_timer_arm(&req->d->loop, &req->deadline, 0);
 }
 
@@ -66,6 +68,14 @@ static void request_resume(struct loop_timer *t)
 		return;
 	}
 	req->woken = false;
+	if (req->wake_status < 0) {
+		/* the query failed (timed out, flushed): say so, do not look again */
+		if (req->wake_status == -ETIMEDOUT)
+			d->stats.pending_timeouts++;
+		reply_status(req, d->scratch, &len, status_from_errno(req->wake_status));
+		server_complete(d, req, d->scratch, len);
+		return;
+	}
 	ret = dispatch_request(d, req, d->scratch, &len);
 	if (ret == -EINPROGRESS)
 		return;
@@ -82,7 +92,7 @@ struct cache_waiter *request_waiter(struct request *req)
 
 int request_wait(struct ibresd *d, struct request *req)
 {
-	uint64_t bound = (uint64_t)d->cfg.timeout_ms * (d->cfg.retries + 1) + WAIT_SLACK_MS;
+	uint64_t bound = fabric_bound_ms(&d->cfg) + WAIT_SLACK_MS;
 
 	req->woken = false;
 	req->deadline.cb = request_resume;

@@ -26,6 +26,17 @@ bool fabric_may_query(struct ibresd *d, const struct cache_key *k);
  * 0 or a negative errno. */
 int fabric_query(struct ibresd *d, struct cache_entry *e);
 
+/* The longest a fabric query can take: every attempt's wait, with jitter. */
+struct ibres_config;
+uint64_t fabric_bound_ms(const struct ibres_config *cfg);
+
+/* The path parameters towards @h from @ep: the group both joined (the
+ * lowest when unknown), capped by the endpoint's own MTU and rate. */
+struct endpoint;
+struct path_params;
+void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct cache_host *h,
+			struct path_params *pp);
+
 /* Append the fabric's named counters (NAME, COUNTER pairs) to a STATS answer. */
 struct tlv_writer;
 void fabric_stats(struct ibresd *d, struct tlv_writer *w);

@@ -207,7 +207,7 @@ const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint
 		return &e->route;
 	}
 	*cached = false;
-	path_params_of(&ep->cfg, &pp);
+	fabric_path_params(d, ep, e->host, &pp);
 	path_build(&path, &ep->cfg, &e->host->rec, &pp);
 	cache_set_route(e, (int)ep->index, &path, d->cfg.route_ttl_s, now);
 	return &e->route;

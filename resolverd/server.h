@@ -32,6 +32,7 @@ struct request {
 	struct cache_waiter waiter;  /* for the dispatcher's use */
 	struct loop_timer deadline;  /* answers ETIMEDOUT if nothing else does */
 	bool woken;                  /* the entry settled: dispatch again */
+	int wake_status;             /* how it settled: 0, or a negative errno */
 };
 
 static inline const struct ibres_hdr *request_hdr(const struct request *req)

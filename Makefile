@@ -74,7 +74,8 @@ $(DEPS_STAMP): scripts/install-deps
 
 $(B)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(if $(filter resolverd/% tools/% test/%,$<),$(DAEMON_CFLAGS)) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(if $(filter resolverd/% tools/% test/%,$<),$(DAEMON_CFLAGS)) \
+		$(if $(filter test/% bench/%,$<),-Iresolverd) -c -o $@ $<
 
 $(B)/libibres-internal.a: $(LIB_OBJ)
 	@rm -f $@
@@ -109,6 +110,8 @@ $(B)/libnss_ib.so.2: $(NSS_OBJ) $(B)/libibres-internal.a nss/nss_ib.map
 $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJ) $(B)/libibresd.a $(B)/libibres-internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lcmocka
+# nss/ is not in a library: its packing unit test links the object itself.
+$(B)/test/test_pack: $(B)/nss/pack.o
 
 # Fuzz targets also build as plain programs that replay a corpus directory,
 # so `make check` runs every saved input through them with any compiler.

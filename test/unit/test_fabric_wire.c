@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/* resolverd/fabric_wire.c: round trips and every reason to drop a datagram. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+
+#include "fabric_wire.h"
+
+static const uint8_t KEY[] = "0123456789abcdef-cluster-key";
+
+static void sample(struct fw_msg *m, uint8_t type)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->tid = 0x1122334455667788ULL;
+	strcpy(m->sender.names[0], "node1");
+	strcpy(m->sender.names[1], "node1.cluster");
+	m->sender.n_names = 2;
+	inet_pton(AF_INET, "198.18.0.1", &m->sender.v4[0]);
+	m->sender.n_v4 = 1;
+	inet_pton(AF_INET6, "2001:db8::1", &m->sender.v6[0]);
+	m->sender.n_v6 = 1;
+	inet_pton(AF_INET6, "fe80::2:c903:0:1", m->sender.gids[0]);
+	m->sender.n_gids = 1;
+	m->sender.lid = 1;
+	m->sender.qpn = 0x48;
+	m->sender.pkey = 0xffff;
+	m->sender.ttl = 3600;
+	m->groups[0] = (struct fw_group){ 4, 3 };
+	m->groups[1] = (struct fw_group){ 5, 16 };
+	m->n_groups = 2;
+	if (type == FW_REQUEST) {
+		m->has_target = true;
+		cache_key_name(&m->target, "node2");
+	}
+	if (type == FW_REPLY) {
+		m->has_chosen = true;
+		m->chosen = (struct fw_group){ 5, 16 };
+	}
+}
+
+static void roundtrip(const uint8_t *key, size_t key_len)
+{
+	static const uint8_t types[] = { FW_REQUEST, FW_REPLY, FW_ANNOUNCE, FW_GOODBYE };
+	uint8_t buf[FW_MAX_LEN];
+
+	for (unsigned i = 0; i < sizeof(types); i++) {
+		struct fw_msg m, out;
+		int len;
+
+		sample(&m, types[i]);
+		len = fw_encode(&m, key, key_len, buf, sizeof(buf));
+		assert_true(len > FW_HDR_LEN);
+		assert_int_equal(fw_decode(buf, (size_t)len, key, key_len, &out), FW_OK);
+		assert_int_equal(out.type, m.type);
+		assert_true(out.tid == m.tid);
+		assert_string_equal(out.sender.names[1], "node1.cluster");
+		assert_memory_equal(out.sender.gids[0], m.sender.gids[0], 16);
+		assert_int_equal(out.sender.lid, 1);
+		assert_int_equal(out.sender.ttl, 3600);
+		assert_int_equal(out.n_groups, 2);
+		assert_int_equal(out.groups[1].rate, 16);
+		assert_int_equal(out.has_target, m.has_target);
+		if (m.has_target)
+			assert_memory_equal(&out.target, &m.target, 2 + m.target.len);
+		assert_int_equal(out.has_chosen, m.has_chosen);
+	}
+}
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	roundtrip(NULL, 0);
+	roundtrip(KEY, sizeof(KEY) - 1);
+}
+
+static void test_target_kinds(void **state)
+{
+	uint8_t buf[FW_MAX_LEN], addr[16] = { 0xfe, 0x80, 1 };
+	struct fw_msg m, out;
+	uint8_t types[] = { IBRES_KEY_IPV4, IBRES_KEY_IPV6, IBRES_KEY_GID };
+	int len;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++) {
+		sample(&m, FW_REQUEST);
+		cache_key_addr(&m.target, types[i], addr);
+		len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
+		assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+		assert_int_equal(out.target.type, types[i]);
+		assert_memory_equal(out.target.data, m.target.data, m.target.len);
+	}
+}
+
+static int encode(uint8_t type, uint8_t *buf)
+{
+	struct fw_msg m;
+
+	sample(&m, type);
+	return fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+}
+
+static void test_drops(void **state)
+{
+	uint8_t buf[FW_MAX_LEN + 100];
+	struct fw_msg out;
+	int len;
+
+	(void)state;
+	len = encode(FW_REQUEST, buf);
+	/* every truncation */
+	for (int l = 0; l < len; l++)
+		assert_int_equal(fw_decode(buf, (size_t)l, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* bad magic */
+	buf[0] ^= 1;
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	buf[0] ^= 1;
+	/* other version */
+	buf[4] = 2;
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_VERSION);
+	buf[4] = FW_VERSION;
+	/* unknown type */
+	buf[5] = 9;
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	buf[5] = FW_REQUEST;
+	/* length field disagrees with the datagram */
+	assert_int_equal(fw_decode(buf, (size_t)len + 1, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* oversize */
+	memset(buf + len, 0, sizeof(buf) - (size_t)len);
+	buf[16] = (FW_MAX_LEN + 1) >> 8;
+	buf[17] = (FW_MAX_LEN + 1) & 0xff;
+	assert_int_equal(fw_decode(buf, FW_MAX_LEN + 1, NULL, 0, &out), FW_ERR_MALFORMED);
+
+	/* a REQUEST without a target, a REPLY without a chosen group */
+	{
+		struct fw_msg m;
+
+		sample(&m, FW_REQUEST);
+		m.has_target = false;
+		len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+		assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+		sample(&m, FW_REPLY);
+		m.has_chosen = false;
+		len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+		assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+		/* no GID: no identity */
+		sample(&m, FW_ANNOUNCE);
+		m.sender.n_gids = 0;
+		len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+		assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	}
+}
+
+static void test_item_overrun(void **state)
+{
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg out;
+	int len = encode(FW_ANNOUNCE, buf);
+
+	(void)state;
+	/* first item's length points past the end */
+	buf[FW_HDR_LEN + 2] = 0xff;
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+}
+
+static void test_hmac(void **state)
+{
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	sample(&m, FW_ANNOUNCE);
+	len = fw_encode(&m, KEY, sizeof(KEY) - 1, buf, sizeof(buf));
+	assert_int_equal(fw_decode(buf, (size_t)len, KEY, sizeof(KEY) - 1, &out), FW_OK);
+	/* wrong key */
+	assert_int_equal(fw_decode(buf, (size_t)len, (const uint8_t *)"another-key-0123", 16, &out),
+			 FW_ERR_AUTH);
+	/* signed, but we have no key: cannot check, do not trust */
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_AUTH);
+	/* any flipped bit */
+	for (int i = 0; i < len; i++) {
+		if (i == 16 || i == 17 || i == 6 || i == 7 || i == 4)
+			continue; /* length, flags, version: other checks first */
+		buf[i] ^= 0x40;
+		assert_int_not_equal(fw_decode(buf, (size_t)len, KEY, sizeof(KEY) - 1, &out),
+				     FW_OK);
+		buf[i] ^= 0x40;
+	}
+	/* unsigned datagram when a key is configured */
+	len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
+	assert_int_equal(fw_decode(buf, (size_t)len, KEY, sizeof(KEY) - 1, &out), FW_ERR_AUTH);
+}
+
+static void test_encode_limits(void **state)
+{
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg m;
+
+	(void)state;
+	sample(&m, FW_ANNOUNCE);
+	assert_int_equal(fw_encode(&m, NULL, 0, buf, 30), -ENOSPC);
+	/* a maximal identity still fits one datagram */
+	m.sender.n_names = IBRES_HOST_NAMES_MAX;
+	for (unsigned i = 0; i < IBRES_HOST_NAMES_MAX; i++) {
+		memset(m.sender.names[i], 'a', 100);
+		m.sender.names[i][100] = '\0';
+	}
+	m.sender.n_v4 = m.sender.n_v6 = IBRES_HOST_ADDRS_MAX;
+	m.sender.n_gids = IBRES_HOST_GIDS_MAX;
+	assert_true(fw_encode(&m, KEY, sizeof(KEY) - 1, buf, sizeof(buf)) > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),      cmocka_unit_test(test_target_kinds),
+		cmocka_unit_test(test_drops),          cmocka_unit_test(test_item_overrun),
+		cmocka_unit_test(test_hmac),           cmocka_unit_test(test_encode_limits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -199,3 +199,18 @@ def run(cmd, timeout=30, check=False, env=None, **kw):
 
 def have(cmd):
     return shutil.which(cmd) is not None
+
+
+def config_with(settings, base=None):
+    """The single-node example with extra settings added under their sections:
+    settings = {"daemon": ["acm_link = yes"], "resolve": [...]}."""
+    import re
+    text = open(base or SINGLE_NODE).read()
+    for section, lines in settings.items():
+        add = "\n".join(lines)
+        pattern = r"^\[%s\][ \t]*$" % re.escape(section)
+        if re.search(pattern, text, re.M):
+            text = re.sub(pattern, "[%s]\n%s" % (section, add), text, count=1, flags=re.M)
+        else:
+            text = "[%s]\n%s\n" % (section, add) + text
+    return text

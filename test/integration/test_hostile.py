@@ -2,14 +2,13 @@
 where the protocol has one, closes the connection otherwise, never crashes,
 never blocks other clients, and answers the next valid request correctly."""
 import random
-import re
 import struct
 import threading
 import time
 
 import pytest
 
-from conftest import Client, acm_hdr, ep_entry, parse_hdr
+from conftest import Client, acm_hdr, config_with, ep_entry, parse_hdr
 
 ACM_EINVAL, ACM_ENODATA, ACM_ESRCTYPE, ACM_EDESTADDR, ACM_EDESTTYPE = 2, 3, 8, 9, 10
 DEST, SOURCE = 2, 1
@@ -210,8 +209,4 @@ def test_pipelined_requests(single):
 
 @pytest.fixture
 def single_short_timeout(daemon_factory):
-    from conftest import SINGLE_NODE
-    text = open(SINGLE_NODE).read()
-    text = re.sub(r"^\[daemon\]$", "[daemon]\nclient_timeout = 1s", text, count=1, flags=re.M)
-    assert "client_timeout = 1s" in text
-    return daemon_factory(text).start()
+    return daemon_factory(config_with({"daemon": ["client_timeout = 1s"]})).start()

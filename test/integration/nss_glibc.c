@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Test helper: host lookups through glibc with "hosts: SERVICES" set by
+ * __nss_configure_lookup() (no /etc/nsswitch.conf change; libnss_ib.so.2 is
+ * found through LD_LIBRARY_PATH).
+ *
+ *   nss_glibc SERVICES byname2 NAME AF      gethostbyname2_r, buffer grown on ERANGE
+ *   nss_glibc SERVICES byaddr ADDR AF       gethostbyaddr_r (AF 27: ADDR is a GID)
+ *   nss_glibc SERVICES threads T N NAME ADDR  T threads x N gethostbyname2_r(AF_INET),
+ *                                           each answer checked against ADDR
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <nss.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void print_hostent(const struct hostent *he)
+{
+	char a[64];
+	int i;
+
+	printf("name=%s\naliases=", he->h_name);
+	for (i = 0; he->h_aliases[i]; i++)
+		printf("%s%s", i ? "," : "", he->h_aliases[i]);
+	printf("\naf=%d\nlength=%d\naddrs=", he->h_addrtype, he->h_length);
+	for (i = 0; he->h_addr_list[i]; i++) {
+		inet_ntop(he->h_length == 4 ? AF_INET : AF_INET6, he->h_addr_list[i], a, sizeof(a));
+		printf("%s%s", i ? "," : "", a);
+	}
+	printf("\n");
+}
+
+static int report(int ret, struct hostent *res, int herr, struct hostent *he)
+{
+	printf("ret=%d\nh_errno=%d\n", ret, herr);
+	if (!ret && res)
+		print_hostent(he);
+	else
+		printf("found=0\n");
+	return 0;
+}
+
+static int by_name(const char *name, int af)
+{
+	struct hostent he, *res = NULL;
+	size_t len = 16;
+	char *buf = NULL;
+	int ret, herr = 0;
+
+	do {
+		len *= 2;
+		free(buf);
+		buf = malloc(len);
+		ret = gethostbyname2_r(name, af, &he, buf, len, &res, &herr);
+	} while (ret == ERANGE && len < 1 << 20);
+	report(ret, res, herr, &he);
+	free(buf);
+	return 0;
+}
+
+static int by_addr(const char *text, int af)
+{
+	struct hostent he, *res = NULL;
+	unsigned char addr[16];
+	size_t len = 16;
+	char *buf = NULL;
+	int ret, herr = 0;
+	socklen_t alen = af == AF_INET ? 4 : 16;
+
+	if (inet_pton(af == AF_INET ? AF_INET : AF_INET6, text, addr) != 1)
+		return 2;
+	do {
+		len *= 2;
+		free(buf);
+		buf = malloc(len);
+		ret = gethostbyaddr_r(addr, alen, af, &he, buf, len, &res, &herr);
+	} while (ret == ERANGE && len < 1 << 20);
+	report(ret, res, herr, &he);
+	free(buf);
+	return 0;
+}
+
+struct job {
+	const char *name;
+	struct in_addr want;
+	long n;
+	long bad;
+	long err;
+};
+
+static void *worker(void *arg)
+{
+	struct job *j = arg;
+	struct hostent he, *res;
+	char buf[1024];
+	long i;
+	int herr;
+
+	for (i = 0; i < j->n; i++) {
+		res = NULL;
+		if (gethostbyname2_r(j->name, AF_INET, &he, buf, sizeof(buf), &res, &herr) || !res) {
+			j->err++;
+			continue;
+		}
+		if (strcmp(he.h_name, j->name) || he.h_length != 4 ||
+		    memcmp(he.h_addr_list[0], &j->want, 4) || he.h_addr_list[1])
+			j->bad++;
+	}
+	return NULL;
+}
+
+static int threads(int t, long n, const char *name, const char *addr)
+{
+	pthread_t *tid = calloc((size_t)t, sizeof(*tid));
+	struct job *jobs = calloc((size_t)t, sizeof(*jobs));
+	struct timespec a, b;
+	long bad = 0, err = 0;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < t; i++) {
+		jobs[i].name = name;
+		jobs[i].n = n;
+		inet_pton(AF_INET, addr, &jobs[i].want);
+		if (pthread_create(&tid[i], NULL, worker, &jobs[i]))
+			return 1;
+	}
+	for (i = 0; i < t; i++) {
+		pthread_join(tid[i], NULL);
+		bad += jobs[i].bad;
+		err += jobs[i].err;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("lookups=%ld\nwrong=%ld\nfailed=%ld\nseconds=%.3f\n", (long)t * n, bad, err,
+	       (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+	free(tid);
+	free(jobs);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: see the comment at the top of nss_glibc.c\n");
+		return 2;
+	}
+	if (__nss_configure_lookup("hosts", argv[1])) {
+		perror("__nss_configure_lookup");
+		return 2;
+	}
+	if (!strcmp(argv[2], "byname2") && argc == 5)
+		return by_name(argv[3], atoi(argv[4]));
+	if (!strcmp(argv[2], "byaddr") && argc == 5)
+		return by_addr(argv[3], atoi(argv[4]));
+	if (!strcmp(argv[2], "threads") && argc == 7)
+		return threads(atoi(argv[3]), atol(argv[4]), argv[5], argv[6]);
+	fprintf(stderr, "bad arguments\n");
+	return 2;
+}

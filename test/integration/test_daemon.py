@@ -1,0 +1,194 @@
+"""ibresd as a process: options, config checking, signals, reload, a second
+daemon, the ibacm socket, the static hosts file, admin privileges."""
+import os
+import signal
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import (IBRESD, SINGLE_NODE, Client, acm_hdr, config_with, ep_entry, needs_root,
+                      parse_hdr, parse_tlvs, run, tlv, wait_for_socket)
+
+OP_HOST, OP_CACHE_LIST, OP_CACHE_FLUSH, OP_STATS = 0x08, 0x09, 0x0a, 0x0b
+T_NAME, T_IPV4, T_GID, T_LID, T_COUNT = 1, 3, 5, 6, 17
+
+
+def resolve_name(name):
+    body = ep_entry(2, 1, name.encode() + b"\0")
+    return acm_hdr(1, 16 + len(body)) + body
+
+
+def ext(opcode, body=b""):
+    return acm_hdr(opcode, 16 + len(body)) + body
+
+
+def host(sock, name):
+    c = Client(sock)
+    ans = c.request(ext(OP_HOST, tlv(T_NAME, name.encode())))
+    c.close()
+    h = parse_hdr(ans)
+    return h["status"], parse_tlvs(ans[16:]) if h["status"] == 0 else []
+
+
+def test_help_and_version():
+    r = run([IBRESD, "--help"])
+    assert r.returncode == 0
+    for opt in ("--config", "--socket", "--foreground", "--check-config", "--help", "--version"):
+        assert opt in r.stdout
+    r = run([IBRESD, "--version"])
+    assert r.returncode == 0 and r.stdout.startswith("ibresd ")
+    assert run([IBRESD, "--no-such-option"]).returncode == 2
+
+
+def test_check_config_prints_effective_settings():
+    r = run([IBRESD, "--check-config", "--config", SINGLE_NODE])
+    assert r.returncode == 0, r.stderr
+    assert "node1" in r.stdout and "timeout" in r.stdout
+
+
+def test_check_config_reports_file_and_line(tmp_path):
+    bad = tmp_path / "bad.conf"
+    text = open(SINGLE_NODE).read().rstrip("\n").split("\n")
+    text.append("tiemout = 5")
+    bad.write_text("\n".join(text) + "\n")
+    r = run([IBRESD, "--check-config", "--config", str(bad)])
+    assert r.returncode == 1
+    assert "%s:%d:" % (bad, len(text)) in r.stderr, r.stderr
+    assert "tiemout" in r.stderr
+
+
+def test_missing_config_file(tmp_path):
+    r = run([IBRESD, "--foreground", "--config", str(tmp_path / "none.conf")])
+    assert r.returncode == 1 and "none.conf" in r.stderr
+
+
+def test_sigterm_removes_socket(single):
+    assert os.path.exists(single.socket)
+    assert single.stop() == 0
+    assert not os.path.exists(single.socket)
+
+
+def test_second_daemon_refuses(single, daemon_factory):
+    other = daemon_factory(name="other", sock=single.socket)
+    other.start(wait=False)
+    assert other.proc.wait(10) == 1
+    assert "already" in other.logtext()
+    # the first one still answers
+    c = Client(single.socket)
+    assert parse_hdr(c.request(resolve_name("node1")))["status"] == 0
+
+
+def test_stale_socket_is_replaced(daemon_factory):
+    d = daemon_factory().start()
+    d.proc.kill()
+    d.proc.wait(5)
+    assert os.path.exists(d.socket)
+    d.start()
+    assert parse_hdr(Client(d.socket).request(resolve_name("node1")))["status"] == 0
+
+
+def test_sighup_reload_keeps_cache_and_applies_config(daemon_factory, tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("fe80::2:c903:0:2 2 node2 198.18.0.2\n")
+    d = daemon_factory(config_with({"resolve": ["hosts_file = %s" % hosts]})).start()
+    assert host(d.socket, "node2")[0] == 0
+    assert host(d.socket, "node3")[0] == 3
+    hosts.write_text("fe80::2:c903:0:3 3 node3 198.18.0.3\n")
+    d.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and host(d.socket, "node3")[0] != 0:
+        time.sleep(0.05)
+    assert host(d.socket, "node3")[0] == 0
+    assert host(d.socket, "node2")[0] == 3, "static host gone from the file must go"
+    assert host(d.socket, "node1")[0] == 0
+
+
+def test_sighup_with_broken_config_keeps_running(daemon_factory):
+    d = daemon_factory().start()
+    with open(d.config, "a") as f:
+        f.write("\nthis is not a setting\n")
+    d.signal(signal.SIGHUP)
+    time.sleep(0.5)
+    assert d.alive()
+    assert "reload failed" in d.logtext()
+    assert parse_hdr(Client(d.socket).request(resolve_name("node1")))["status"] == 0
+
+
+def test_static_hosts_file(daemon_factory, tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# pre-provisioned\n"
+                     "fe80::2:c903:0:7 7 node7 node7.cluster 198.18.0.7 2001:db8::7\n")
+    d = daemon_factory(config_with({"resolve": ["hosts_file = %s" % hosts]})).start()
+    r = run(["ib_acme", "-S", d.socket, "-f", "n", "-d", "node7.cluster", "-s", "node1"])
+    assert r.returncode == 0, r.stdout
+    assert "dgid: fe80::2:c903:0:7" in r.stdout and "dlid: 7" in r.stdout
+    status, items = host(d.socket, "node7")
+    assert status == 0
+    assert (T_NAME, b"node7") in items and (T_IPV4, bytes([198, 18, 0, 7])) in items
+
+
+def test_acm_socket_and_link(daemon_factory, tmp_path):
+    acm = tmp_path / "run" / "ibacm-unix.sock"
+    os.makedirs(acm.parent)
+    d = daemon_factory(config_with({"daemon": ["acm_socket = %s" % acm, "acm_link = yes"]}))
+    d.start()
+    wait_for_socket(str(acm))
+    link = acm.parent / "ibacm.sock"
+    assert os.readlink(link) == "ibacm-unix.sock"
+    r = run(["ib_acme", "-S", str(link), "-f", "n", "-d", "node1"])
+    assert r.returncode == 0, r.stdout
+    d.stop()
+    assert not os.path.exists(acm) and not os.path.lexists(link)
+
+
+@needs_root
+def test_admin_needs_root(daemon_factory):
+    # a socket that an unprivileged user can reach
+    import tempfile
+    pub = tempfile.mkdtemp(prefix="ibres-admin-")
+    os.chmod(pub, 0o755)
+    single = daemon_factory(sock=os.path.join(pub, "ibresd.sock")).start()
+    flush = ext(OP_CACHE_FLUSH)
+    # as root: allowed
+    assert parse_hdr(Client(single.socket).request(flush))["status"] == 0
+    # as nobody: EPERM; queries still open
+    code = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(bytes.fromhex(sys.argv[2]))\n"
+        "a=s.recv(4096); print(a[2])\n"
+        "s.sendall(bytes.fromhex(sys.argv[3])); a=s.recv(4096); print(a[2])\n")
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        "/usr/bin/python3", "-c", code, single.socket, flush.hex(),
+                        resolve_name("node1").hex()],
+                       capture_output=True, text=True, timeout=20)
+    assert r.stdout.split() == ["11", "0"], r.stdout + r.stderr
+
+
+def test_stats_and_cache_list(single):
+    c = Client(single.socket)
+    assert parse_hdr(c.request(resolve_name("node1")))["status"] == 0
+    ans = c.request(ext(OP_STATS))
+    items = parse_tlvs(ans[16:])
+    names = [v.decode() for t, v in items if t == T_NAME]
+    assert "resolve" in names and "requests" in names and "fabric_rx" in names
+    ans = c.request(ext(OP_CACHE_LIST))
+    assert parse_hdr(ans)["status"] == 0
+    nests = [v for t, v in parse_tlvs(ans[16:]) if t == 13]
+    keys = [dict((t, v) for t, v in parse_tlvs(n)).get(23) for n in nests]
+    assert b"node1" in keys and b"198.18.0.1" in keys
+
+
+def test_host_lookup_by_every_key(single):
+    import ipaddress
+    for key in (tlv(T_NAME, b"NODE1"), tlv(T_IPV4, bytes([198, 18, 0, 1])),
+                tlv(4, ipaddress.IPv6Address("2001:db8::1").packed),
+                tlv(T_GID, ipaddress.IPv6Address("fe80::2:c903:0:1").packed)):
+        ans = Client(single.socket).request(ext(OP_HOST, key))
+        h = parse_hdr(ans)
+        assert h["status"] == 0 and h["opcode"] == 0x88
+        items = parse_tlvs(ans[16:])
+        assert items[0] == (T_NAME, b"node1")
+    bad = Client(single.socket).request(ext(OP_HOST, tlv(T_NAME, b"a") + tlv(T_NAME, b"b")))
+    assert parse_hdr(bad)["status"] == 2

@@ -260,6 +260,11 @@ static void client_read(struct client *cl)
 		if (cl->in_len == 0)
 			cl->wait_since = now_ms();
 		cl->in_len += (size_t)n;
+		/* A short read drained the socket; epoll is level-triggered, so
+		 * asking again only to hear EAGAIN would cost a system call
+		 * per request. */
+		if ((size_t)n < IN_CAP - (cl->in_len - (size_t)n))
+			return;
 	}
 }
 

@@ -154,25 +154,34 @@ install: all
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/ibres
 	install -m 0755 $(B)/ibresd $(DESTDIR)$(SBINDIR)/ibresd
+	install -m 0755 tools/ibres-nsswitch $(DESTDIR)$(SBINDIR)/ibres-nsswitch
 	install -m 0755 $(B)/ibresctl $(DESTDIR)$(BINDIR)/ibresctl
 	install -m 0755 $(B)/libnss_ib.so.2 $(DESTDIR)$(LIBDIR)/libnss_ib.so.2
 	install -m 0755 $(B)/libibres.so.1 $(DESTDIR)$(LIBDIR)/libibres.so.1
 	ln -sf libibres.so.1 $(DESTDIR)$(LIBDIR)/libibres.so
-	install -m 0644 $(B)/libibres.pc $(DESTDIR)$(LIBDIR)/pkgconfig/libibres.pc
+	@# from the template, not build/: the paths are install-time ones
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+		lib/libibres.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libibres.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/libibres.pc
 	install -m 0644 include/ibres.h include/ibres_proto.h $(DESTDIR)$(INCLUDEDIR)/
-	for m in $(wildcard man/*.[1358]); do \
-		s=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+	@# a page that is a symlink (ibres_close.3 -> ibres_open.3) stays a symlink
+	for m in $(wildcard man/*.[1-8]); do s=$${m##*.}; d=$(DESTDIR)$(MANDIR)/man$$s; \
+		install -d $$d && if [ -L $$m ]; then ln -sf "$$(readlink $$m)" $$d/$${m##*/}; \
+		else install -m 0644 $$m $$d/; fi; done
 	test -e $(DESTDIR)$(SYSCONFDIR)/ibres/ibresd.conf || \
 		install -m 0644 conf/ibresd.conf $(DESTDIR)$(SYSCONFDIR)/ibres/ibresd.conf
-	if [ -d conf/systemd ]; then install -d $(DESTDIR)$(UNITDIR) && \
-		install -m 0644 conf/systemd/* $(DESTDIR)$(UNITDIR)/; fi
+	@# units name /usr/sbin/ibresd and /etc/ibres: point them at this install
+	install -d $(DESTDIR)$(UNITDIR)
+	for u in $(wildcard conf/systemd/*); do \
+		sed -e 's|/usr/sbin/ibresd|$(SBINDIR)/ibresd|g; s|/etc/ibres/|$(SYSCONFDIR)/ibres/|g' \
+			$$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/}; done
 
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/ibresd $(DESTDIR)$(BINDIR)/ibresctl \
+	rm -f $(DESTDIR)$(SBINDIR)/ibresd $(DESTDIR)$(SBINDIR)/ibres-nsswitch $(DESTDIR)$(BINDIR)/ibresctl \
 		$(DESTDIR)$(LIBDIR)/libnss_ib.so.2 $(DESTDIR)$(LIBDIR)/libibres.so.1 \
 		$(DESTDIR)$(LIBDIR)/libibres.so $(DESTDIR)$(LIBDIR)/pkgconfig/libibres.pc \
 		$(DESTDIR)$(INCLUDEDIR)/ibres.h $(DESTDIR)$(INCLUDEDIR)/ibres_proto.h
-	for m in $(notdir $(wildcard man/*.[1358])); do s=$${m##*.}; \
+	for m in $(notdir $(wildcard man/*.[1-8])); do s=$${m##*.}; \
 		rm -f $(DESTDIR)$(MANDIR)/man$$s/$$m; done
 	for u in $(notdir $(wildcard conf/systemd/*)); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
 
@@ -180,3 +189,5 @@ clean:
 	rm -rf $(B)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+include mk/dist.mk

@@ -64,18 +64,18 @@ void ibres_close(struct ibres *h);
 
 /* A host as the daemon knows it. One allocation: free with ibres_host_free(). */
 struct ibres_host {
-	char *name;              /* canonical name */
-	char **aliases;          /* NULL-terminated list, never NULL */
-	struct in_addr *ipv4;    /* IPoIB IPv4 addresses */
+	char *name;	      /* canonical name */
+	char **aliases;	      /* NULL-terminated list, never NULL */
+	struct in_addr *ipv4; /* IPoIB IPv4 addresses */
 	size_t n_ipv4;
-	struct in6_addr *ipv6;   /* IPoIB IPv6 addresses */
+	struct in6_addr *ipv6; /* IPoIB IPv6 addresses */
 	size_t n_ipv6;
-	union ibv_gid *gids;     /* port GIDs; gids[0] is the one paths use */
+	union ibv_gid *gids; /* port GIDs; gids[0] is the one paths use */
 	size_t n_gids;
-	uint16_t lid;            /* host byte order; 0 = unknown */
-	uint32_t qpn;            /* the daemon's UD QPN on that host; 0 = unknown */
-	uint16_t pkey;           /* host byte order */
-	uint32_t ttl;            /* seconds the answer stays valid; 0 = unknown */
+	uint16_t lid;  /* host byte order; 0 = unknown */
+	uint32_t qpn;  /* the daemon's UD QPN on that host; 0 = unknown */
+	uint16_t pkey; /* host byte order */
+	uint32_t ttl;  /* seconds the answer stays valid; 0 = unknown */
 };
 
 /* Flags of ibres_host_by_name() and ibres_host_by_addr(). */

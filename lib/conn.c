@@ -62,7 +62,7 @@ static int ms_left(uint64_t deadline)
 /* Wait for @events on @fd until @deadline, retrying EINTR. 0, -ETIMEDOUT. */
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p = {.fd = fd, .events = events};
 	int ms, n;
 
 	for (;;) {
@@ -134,7 +134,7 @@ static const char *socket_path(const struct ibres *h)
 /* A connected, non-blocking, close-on-exec socket numbered 3 or above. */
 static int conn_open(const struct ibres *h, pid_t self, uint64_t deadline)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	const char *path = socket_path(h);
 	size_t plen = strlen(path);
 	struct ucred cred;

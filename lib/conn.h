@@ -28,12 +28,12 @@
 /* Marks the functions libibres.so exports (the build hides everything else). */
 #define IBRES_EXPORT __attribute__((visibility("default")))
 
-#define IBC_SLOTS 4
+#define IBC_SLOTS    4
 #define IBC_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
 struct ibc_slot {
 	pthread_mutex_t lock;
-	int fd;    /* -1 when not connected */
+	int fd;	   /* -1 when not connected */
 	pid_t pid; /* process that made fd */
 	uint64_t tid;
 };
@@ -41,14 +41,17 @@ struct ibc_slot {
 struct ibres {
 	struct ibc_slot slot[IBC_SLOTS];
 	char path[IBC_PATH_MAX]; /* "" = $IBRES_SOCKET, else the default */
-	int timeout_ms;          /* <= 0: $IBRES_TIMEOUT_MS, else the default */
+	int timeout_ms;		 /* <= 0: $IBRES_TIMEOUT_MS, else the default */
 };
 
-#define IBC_SLOT_INIT { PTHREAD_MUTEX_INITIALIZER, -1, 0, 0 }
-#define IBC_INIT                                                                          \
-	{                                                                                  \
-		.slot = { IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT },   \
-		.path = "", .timeout_ms = 0,                                               \
+#define IBC_SLOT_INIT                                                                              \
+	{                                                                                          \
+		PTHREAD_MUTEX_INITIALIZER, -1, 0, 0                                                \
+	}
+#define IBC_INIT                                                                                   \
+	{                                                                                          \
+		.slot = {IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT}, .path = "",  \
+		.timeout_ms = 0,                                                                   \
 	}
 
 /* The process-wide handle used when a public call gets h == NULL. */
@@ -98,10 +101,11 @@ struct ibres_hostrec;
  * A HOST query: @key_type is IBRES_T_NAME, IBRES_T_IPV4, IBRES_T_IPV6 or
  * IBRES_T_GID; @flags IBRES_HOST_* bits. Fills @rec on 0; otherwise a
  * negative errno (the answer status through ibc_status_errno(), or a
- * transport error).
+ * transport error). If @statusp is not NULL it gets the answer's status,
+ * or -1 when no answer arrived.
  */
 int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
-		   uint32_t flags, struct ibres_hostrec *rec);
+		   uint32_t flags, struct ibres_hostrec *rec, int *statusp);
 
 /* The outcome of an ACM RESOLVE (ibc_resolve). */
 struct ibc_route {
@@ -115,10 +119,10 @@ struct ibc_route {
  * ACM RESOLVE with @n wire entries @ents (SOURCE/DEST entries of type NAME,
  * IP or IP6, and/or a PATH entry with sgid/dgid), at most 3. On 0 @rt holds
  * the path records (free rt->paths). Negative errno otherwise (an answer
- * status through ibc_status_errno()).
+ * status through ibc_status_errno()); @statusp as for ibc_host_query().
  */
-int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n,
-		struct ibc_route *rt);
+int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n, struct ibc_route *rt,
+		int *statusp);
 
 /*
  * Append the wire entries for @src (may be NULL) and @dst to @ents (room for
@@ -133,19 +137,19 @@ struct rdma_addrinfo;
 
 /* What ibres_getaddrinfo() learned, ready to become a result list. */
 struct ibc_gai {
-	int passive;                   /* addresses are sources (RAI_PASSIVE) */
-	int flags;                     /* ai_flags of every entry */
-	int want_ib, want_ip;          /* which entries to build */
+	int passive;	      /* addresses are sources (RAI_PASSIVE) */
+	int flags;	      /* ai_flags of every entry */
+	int want_ib, want_ip; /* which entries to build */
 	int qp_type, port_space;
-	uint16_t port;                 /* host order */
-	const char *canon;             /* canonical name or NULL */
-	struct sockaddr_storage ip;    /* the IP form (dst, or src when passive) */
-	socklen_t ip_len;              /* 0: none */
+	uint16_t port;			/* host order */
+	const char *canon;		/* canonical name or NULL */
+	struct sockaddr_storage ip;	/* the IP form (dst, or src when passive) */
+	socklen_t ip_len;		/* 0: none */
 	struct sockaddr_storage ip_src; /* active: the source IP, if known */
 	socklen_t ip_src_len;
-	uint8_t gid[16];               /* dst GID (src when passive), if have_gid */
+	uint8_t gid[16]; /* dst GID (src when passive), if have_gid */
 	int have_gid;
-	uint16_t pkey;                 /* big-endian, with have_gid */
+	uint16_t pkey;			   /* big-endian, with have_gid */
 	const struct ibv_path_data *paths; /* n_paths records; override gid/pkey */
 	size_t n_paths;
 };

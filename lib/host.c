@@ -48,7 +48,7 @@ IBRES_EXPORT void ibres_close(struct ibres *h)
 }
 
 int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
-		   uint32_t flags, struct ibres_hostrec *rec)
+		   uint32_t flags, struct ibres_hostrec *rec, int *statusp)
 {
 	uint8_t body[4 + IBRES_NAME_MAX + 8], ans[HOST_ANSWER_MAX];
 	struct tlv_writer w;
@@ -57,6 +57,8 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 	uint8_t status;
 	int ret;
 
+	if (statusp)
+		*statusp = -1;
 	tlv_writer_init(&w, body, sizeof(body));
 	tlv_put(&w, key_type, key, key_len);
 	if (flags)
@@ -66,6 +68,8 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 	ret = ibc_ext(h, IBRES_OP_HOST, body, w.len, ans, sizeof(ans), &status, &ab, &alen);
 	if (ret)
 		return ret;
+	if (statusp)
+		*statusp = status;
 	if (status)
 		return ibc_status_errno(status);
 	return hostrec_decode(ab, alen, rec) ? -EBADMSG : 0;
@@ -124,8 +128,8 @@ static struct ibres_host *host_from_rec(const struct ibres_hostrec *rec)
 	return host;
 }
 
-static int host_lookup(struct ibres *h, uint16_t type, const void *key, size_t len,
-		       unsigned flags, struct ibres_host **hostp)
+static int host_lookup(struct ibres *h, uint16_t type, const void *key, size_t len, unsigned flags,
+		       struct ibres_host **hostp)
 {
 	struct ibres_hostrec *rec;
 	uint32_t wire_flags = 0;
@@ -138,7 +142,7 @@ static int host_lookup(struct ibres *h, uint16_t type, const void *key, size_t l
 	rec = malloc(sizeof(*rec));
 	if (!rec)
 		return -ENOMEM;
-	ret = ibc_host_query(h ? h : &ibc_default, type, key, len, wire_flags, rec);
+	ret = ibc_host_query(h ? h : &ibc_default, type, key, len, wire_flags, rec, NULL);
 	if (!ret) {
 		*hostp = host_from_rec(rec);
 		if (!*hostp)

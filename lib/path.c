@@ -10,7 +10,7 @@
 #include "conn.h"
 
 /* RESOLVE answers are at most 592 bytes for ibacm clients; be lenient. */
-#define RESOLVE_ANSWER_MAX 4096
+#define RESOLVE_ANSWER_MAX  4096
 #define RESOLVE_ENTRIES_MAX 3
 
 _Static_assert(sizeof(struct ibres_ep_entry) == sizeof(struct ibv_path_data),
@@ -18,8 +18,8 @@ _Static_assert(sizeof(struct ibres_ep_entry) == sizeof(struct ibv_path_data),
 _Static_assert(sizeof(struct ibres_path_record) == sizeof(struct ibv_path_record),
 	       "path record layout");
 
-int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n,
-		struct ibc_route *rt)
+int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n, struct ibc_route *rt,
+		int *statusp)
 {
 	uint8_t req[IBRES_HDR_LEN + RESOLVE_ENTRIES_MAX * IBRES_EP_LEN];
 	uint8_t ans[RESOLVE_ANSWER_MAX];
@@ -29,6 +29,8 @@ int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n,
 	ssize_t len;
 	int ret;
 
+	if (statusp)
+		*statusp = -1;
 	if (!n || n > RESOLVE_ENTRIES_MAX)
 		return -EINVAL;
 	memset(req, 0, sizeof(req));
@@ -41,6 +43,8 @@ int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n,
 			   ibc_deadline(h));
 	if (len < 0)
 		return (int)len;
+	if (statusp)
+		*statusp = ((struct ibres_hdr *)ans)->status;
 	ret = ibc_status_errno(((struct ibres_hdr *)ans)->status);
 	if (ret)
 		return ret;
@@ -108,7 +112,8 @@ int ibc_path_entries(const struct sockaddr *src, const struct sockaddr *dst, uin
 			n += ip_entry(src, IBRES_EP_FLAG_SOURCE, &ents[n]);
 			break;
 		case AF_IB:
-			memcpy(path.info.path.sgid, &((const struct sockaddr_ib *)src)->sib_addr, 16);
+			memcpy(path.info.path.sgid, &((const struct sockaddr_ib *)src)->sib_addr,
+			       16);
 			use_path = 1;
 			break;
 		default:
@@ -146,7 +151,7 @@ IBRES_EXPORT int ibres_resolve_path(struct ibres *h, const struct sockaddr *src,
 			     ents);
 	if (n < 0)
 		return n;
-	ret = ibc_resolve(h ? h : &ibc_default, ents, (size_t)n, &rt);
+	ret = ibc_resolve(h ? h : &ibc_default, ents, (size_t)n, &rt, NULL);
 	if (ret)
 		return ret;
 	*pathsp = rt.paths;

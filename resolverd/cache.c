@@ -141,7 +141,7 @@ static uint64_t splitmix64(uint64_t *x)
 
 static void cache_seed(struct cache *c)
 {
-	struct timespec mono = { 0 }, real = { 0 };
+	struct timespec mono = {0}, real = {0};
 	uint64_t x;
 
 	/* GRND_NONBLOCK: never stall start-up on an early-boot entropy pool */
@@ -620,8 +620,7 @@ static void entry_expire(struct cache *c, struct cache_entry *e)
 
 /* Detach every entry of host @h (found through its record's keys; see the
  * invariant in cache.h) onto @grave. Returns how many. */
-static unsigned host_detach_entries(struct cache *c, struct cache_host *h,
-				    struct list_node *grave)
+static unsigned host_detach_entries(struct cache *c, struct cache_host *h, struct list_node *grave)
 {
 	struct cache_key k;
 	struct cache_entry *e;
@@ -754,8 +753,7 @@ static void entry_evict(struct cache *c, struct cache_entry *e, struct list_node
 	entry_detach(c, e, grave);
 }
 
-struct cache_entry *cache_get_or_create(struct cache *c, const struct cache_key *k,
-					uint64_t now_ms)
+struct cache_entry *cache_get_or_create(struct cache *c, const struct cache_key *k, uint64_t now_ms)
 {
 	struct cache_entry *e, *victim = NULL;
 	struct list_node grave;
@@ -890,8 +888,7 @@ static void insert_free_spares(struct insert_ctx *x)
 }
 
 /* Would the insert skip this key (held by a more authoritative host)? */
-static bool key_held_above(const struct cache_entry *e, const struct cache_host *nh,
-			   uint8_t origin)
+static bool key_held_above(const struct cache_entry *e, const struct cache_host *nh, uint8_t origin)
 {
 	return e && e->host && e->host != nh && origin_rank(e->host->origin) < origin_rank(origin);
 }

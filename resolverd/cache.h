@@ -251,8 +251,8 @@ void cache_foreach(struct cache *c, int (*cb)(struct cache_entry *e, void *arg),
 /* True for entries of LOCAL and STATIC hosts (never expire, never evicted). */
 static inline bool cache_entry_pinned(const struct cache_entry *e)
 {
-	return e->host && (e->host->origin == IBRES_ORIGIN_LOCAL ||
-			   e->host->origin == IBRES_ORIGIN_STATIC);
+	return e->host &&
+	       (e->host->origin == IBRES_ORIGIN_LOCAL || e->host->origin == IBRES_ORIGIN_STATIC);
 }
 
 /* Check every internal invariant (hash placement, unique keys, counts,

@@ -1184,7 +1184,8 @@ static void print_key(FILE *out, const struct key_def *k, const void *obj)
 			fprintf(out, "%s = %llu\n", k->name, (unsigned long long)v);
 		break;
 	case KT_BOOL:
-		fprintf(out, "%s = %s\n", k->name, *(const bool *)(const void *)field ? "yes" : "no");
+		fprintf(out, "%s = %s\n", k->name,
+			*(const bool *)(const void *)field ? "yes" : "no");
 		break;
 	case KT_DURATION:
 		v = load_uint(field, k->size) * k->store_ms;
@@ -1552,6 +1553,12 @@ int config_validate(const struct ibres_config *cfg, char *err, size_t errlen)
 			"no endpoint configured: add an [endpoint LABEL] section");
 		return -EINVAL;
 	}
+	if (cfg->acm_socket_path[0] &&
+	    !strncmp(cfg->acm_socket_path, cfg->socket_path, sizeof(cfg->socket_path))) {
+		set_err(err, errlen, "acm_socket and socket are the same path: %.*s",
+			(int)sizeof(cfg->socket_path), cfg->socket_path);
+		return -EINVAL;
+	}
 	if (cfg->n_patterns > CFG_MAX_PATTERNS) {
 		set_err(err, errlen, "too many name patterns");
 		return -EINVAL;
@@ -1869,7 +1876,8 @@ static int hosts_line(struct hosts_parser *hp, char *line)
 	while ((tok = next_token(&s))) {
 		if (strchr(tok, '=')) {
 			ret = hosts_option(hp, r, tok, &have_qpn, &have_pkey);
-		} else if (inet_pton(AF_INET, tok, &v4) == 1 || inet_pton(AF_INET6, tok, &v6) == 1) {
+		} else if (inet_pton(AF_INET, tok, &v4) == 1 ||
+			   inet_pton(AF_INET6, tok, &v6) == 1) {
 			switch (parse_unicast(tok, &v4, &v6)) {
 			case AF_INET:
 				if (r->n_v4 == IBRES_HOST_ADDRS_MAX)

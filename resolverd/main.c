@@ -61,6 +61,17 @@ static int load_all(const char *path, const char *socket_override, struct ibres_
 	ret = config_load(path, cfg, err, sizeof(err));
 	if (!ret && socket_override[0])
 		snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s", socket_override);
+	if (!ret) {
+		/* one shipped config serves every node: an unnamed endpoint takes
+		 * this host's name */
+		char host[IBRES_NAME_MAX + 1] = "";
+
+		gethostname(host, sizeof(host) - 1);
+		ret = config_default_names(cfg, host);
+		if (ret)
+			snprintf(err, sizeof(err), "%s: host name '%s' cannot name an endpoint",
+				 path, host);
+	}
 	if (!ret)
 		ret = config_validate(cfg, err, sizeof(err));
 	if (!ret && cfg->hosts_file[0])

@@ -3,11 +3,12 @@ test/fabric/emulate, talk to the daemons' sockets (RESOLVE, HOST, STATS,
 CACHE_LIST, CACHE_FLUSH) and send raw datagrams from inside a node's
 namespace. Stdlib only, so bench/fabric-bench can import it too."""
 import base64
+import hashlib
+import hmac
 import ipaddress
 import json
 import os
 import re
-import socket
 import struct
 import subprocess
 import time
@@ -53,6 +54,7 @@ class Cluster:
         self.n = nodes
         self.up_args = [str(a) for a in up_args]
         self.nodes = {}
+        self.started = None
 
     def up(self, timeout=120):
         try:
@@ -61,6 +63,9 @@ class Cluster:
         except BaseException:
             self.down()
             raise
+        # Every daemon started before `up` returned: their settle time ends
+        # at the latest settle_time after now.
+        self.started = time.monotonic()
         with open(os.path.join(self.dir, "nodes.tsv")) as f:
             lines = f.read().splitlines()
         head = lines[0].split("\t")
@@ -70,6 +75,13 @@ class Cluster:
             row["k"] = int(row["name"][4:])
             self.nodes[row["k"]] = row
         return self
+
+    def wait_settled(self, settle=1.0):
+        """Sleep until every daemon has been up for @settle seconds (the
+        settle_time, 1 s by default) plus a margin."""
+        left = self.started + settle + 0.2 - time.monotonic()
+        if left > 0:
+            time.sleep(left)
 
     def down(self):
         emulate("down", "--dir", self.dir, timeout=120, check=False)
@@ -191,11 +203,11 @@ def host_record(items):
     return rec
 
 
-def host(sock, key, cache_only=False, timeout=10.0):
-    """HOST lookup by name or address: (status, record or None)."""
+def host(sock, key, cache_only=False, timeout=10.0, gid=False):
+    """HOST lookup by name, address or (@gid) GID: (status, record or None)."""
     try:
         a = ipaddress.ip_address(key)
-        item = tlv(T_IPV4 if a.version == 4 else T_IPV6, a.packed)
+        item = tlv(T_GID if gid else T_IPV4 if a.version == 4 else T_IPV6, a.packed)
     except ValueError:
         item = tlv(T_NAME, key.encode())
     if cache_only:
@@ -366,8 +378,14 @@ def target_item(key):
 
 
 def fabric_msg(mtype, items, tid=0, flags=0, version=FW_VERSION, magic=FW_MAGIC,
-               length=None, trailer=b""):
-    """One fabric datagram; @length overrides the header's length field."""
+               length=None, trailer=b"", key=None):
+    """One fabric datagram; @length overrides the header's length field; with
+    @key, the HMAC-SHA256 trailer (flag bit 0) over header and items."""
+    if key is not None:
+        flags |= FW_FLAG_HMAC
+        trailer = b"\0" * 32
     total = FW_HDR.size + len(items) + len(trailer)
     hdr = FW_HDR.pack(magic, version, mtype, flags, tid, total if length is None else length)
+    if key is not None:
+        trailer = hmac.new(key, hdr + items, hashlib.sha256).digest()
     return hdr + items + trailer

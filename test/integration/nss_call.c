@@ -144,7 +144,7 @@ static enum nss_status one(const struct call *c, size_t len, int *err, int *herr
 int main(int argc, char **argv)
 {
 	char sym[64], desc[8192], first[8192];
-	struct call c = { .af = AF_INET };
+	struct call c = {.af = AF_INET};
 	int sweep = 0, err, herr, i = 1;
 	size_t len, minbuf = 0;
 	enum nss_status s;

@@ -103,7 +103,8 @@ static void *worker(void *arg)
 
 	for (i = 0; i < j->n; i++) {
 		res = NULL;
-		if (gethostbyname2_r(j->name, AF_INET, &he, buf, sizeof(buf), &res, &herr) || !res) {
+		if (gethostbyname2_r(j->name, AF_INET, &he, buf, sizeof(buf), &res, &herr) ||
+		    !res) {
 			j->err++;
 			continue;
 		}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libnss_ib.so.2: the glibc "hosts" entry points of nss-ib. Each call is one
+ * HOST query to ibresd (through the connection slots of lib/conn.c, bounded
+ * by $IBRES_TIMEOUT_MS or 5 s), packed into the caller's buffer.
+ *
+ *   AF_INET, AF_INET6   the host's IPoIB addresses
+ *   AF_IB (27)          the host's port GIDs (h_length 16)
+ *   reverse             by IPv4 (len 4), IPv6 (len 16) or GID (AF_IB, len 16)
+ *
+ * Status: daemon unreachable or broken answer -> UNAVAIL; no such host or
+ * no address of that family -> NOTFOUND; the daemon or the fabric too slow
+ * -> TRYAGAIN (h_errno TRY_AGAIN); buffer too small -> TRYAGAIN with errno
+ * ERANGE and h_errno NETDB_INTERNAL, so that glibc retries bigger.
+ *
+ * The module runs inside every process: no threads, no signal handlers, no
+ * logging, libc only. Inside ibresd itself it answers UNAVAIL (lib/conn.c
+ * sees that the socket's peer is the calling process), so the daemon's own
+ * lookups can never wait on themselves.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <nss.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "conn.h"
+#include "hostrec.h"
+#include "pack.h"
+
+#define NSS_EXPORT __attribute__((visibility("default")))
+
+#ifndef AF_IB
+#define AF_IB 27
+#endif
+
+/* The module's own handle: its connections are separate from libibres's. */
+static struct ibres nss_conn = IBC_INIT;
+
+nss_gethostbyname_r _nss_ib_gethostbyname_r;
+nss_gethostbyname2_r _nss_ib_gethostbyname2_r;
+nss_gethostbyname3_r _nss_ib_gethostbyname3_r;
+nss_gethostbyname4_r _nss_ib_gethostbyname4_r;
+nss_gethostbyaddr_r _nss_ib_gethostbyaddr_r;
+nss_gethostbyaddr2_r _nss_ib_gethostbyaddr2_r;
+
+static enum nss_status fail(int err, int *errnop, int *h_errnop)
+{
+	switch (err) {
+	case -ERANGE:
+		*errnop = ERANGE;
+		*h_errnop = NETDB_INTERNAL;
+		return NSS_STATUS_TRYAGAIN;
+	case -ENODATA:
+	case -EADDRNOTAVAIL:
+	case -EINVAL:
+		*errnop = ENOENT;
+		*h_errnop = HOST_NOT_FOUND;
+		return NSS_STATUS_NOTFOUND;
+	case -ETIMEDOUT:
+	case -EAGAIN:
+	case -ENOMEM:
+		*errnop = -err;
+		*h_errnop = TRY_AGAIN;
+		return NSS_STATUS_TRYAGAIN;
+	default:
+		/* no daemon (ENOENT, ECONNREFUSED...), inside ibresd, or a bad answer */
+		*errnop = -err;
+		*h_errnop = NO_RECOVERY;
+		return NSS_STATUS_UNAVAIL;
+	}
+}
+
+static int query(uint16_t type, const void *key, size_t len, struct ibres_hostrec *rec)
+{
+	return ibc_host_query(&nss_conn, type, key, len, 0, rec, NULL);
+}
+
+static int name_ok(const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+
+	return len && len <= IBRES_NAME_MAX;
+}
+
+static void set_ttl(int32_t *ttlp, const struct ibres_hostrec *rec)
+{
+	if (ttlp && rec->ttl)
+		*ttlp = rec->ttl > INT32_MAX ? INT32_MAX : (int32_t)rec->ttl;
+}
+
+NSS_EXPORT enum nss_status _nss_ib_gethostbyname3_r(const char *name, int af,
+						    struct hostent *result, char *buffer,
+						    size_t buflen, int *errnop, int *h_errnop,
+						    int32_t *ttlp, char **canonp)
+{
+	struct ibres_hostrec rec;
+	const void *addrs;
+	size_t n, alen;
+	int ret;
+
+	if (af != AF_INET && af != AF_INET6 && af != AF_IB) {
+		*errnop = EAFNOSUPPORT;
+		*h_errnop = NO_DATA;
+		return NSS_STATUS_UNAVAIL;
+	}
+	if (!name_ok(name))
+		return fail(-ENODATA, errnop, h_errnop);
+	ret = query(IBRES_T_NAME, name, strlen(name), &rec);
+	if (ret)
+		return fail(ret, errnop, h_errnop);
+
+	if (af == AF_INET) {
+		addrs = rec.v4;
+		n = rec.n_v4;
+		alen = 4;
+	} else if (af == AF_INET6) {
+		addrs = rec.v6;
+		n = rec.n_v6;
+		alen = 16;
+	} else {
+		addrs = rec.gids;
+		n = rec.n_gids;
+		alen = 16;
+	}
+	if (!n) {
+		/* the host exists but has no address of this family */
+		*errnop = ENOENT;
+		*h_errnop = NO_DATA;
+		return NSS_STATUS_NOTFOUND;
+	}
+	ret = ibpack_hostent(result, buffer, buflen, &rec, af, addrs, n, alen);
+	if (ret)
+		return fail(ret, errnop, h_errnop);
+	set_ttl(ttlp, &rec);
+	if (canonp)
+		*canonp = result->h_name;
+	*h_errnop = NETDB_SUCCESS;
+	return NSS_STATUS_SUCCESS;
+}
+
+NSS_EXPORT enum nss_status _nss_ib_gethostbyname2_r(const char *name, int af,
+						    struct hostent *result, char *buffer,
+						    size_t buflen, int *errnop, int *h_errnop)
+{
+	return _nss_ib_gethostbyname3_r(name, af, result, buffer, buflen, errnop, h_errnop, NULL,
+					NULL);
+}
+
+NSS_EXPORT enum nss_status _nss_ib_gethostbyname_r(const char *name, struct hostent *result,
+						   char *buffer, size_t buflen, int *errnop,
+						   int *h_errnop)
+{
+	return _nss_ib_gethostbyname3_r(name, AF_INET, result, buffer, buflen, errnop, h_errnop,
+					NULL, NULL);
+}
+
+NSS_EXPORT enum nss_status _nss_ib_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat,
+						    char *buffer, size_t buflen, int *errnop,
+						    int *h_errnop, int32_t *ttlp)
+{
+	struct ibres_hostrec rec;
+	int ret;
+
+	if (!name_ok(name))
+		return fail(-ENODATA, errnop, h_errnop);
+	ret = query(IBRES_T_NAME, name, strlen(name), &rec);
+	if (ret)
+		return fail(ret, errnop, h_errnop);
+	/* AF_INET/AF_INET6 only: glibc's getaddrinfo mangles other families */
+	ret = ibpack_tuples(pat, buffer, buflen, &rec);
+	if (ret == -ENOENT) {
+		*errnop = ENOENT;
+		*h_errnop = NO_DATA;
+		return NSS_STATUS_NOTFOUND;
+	}
+	if (ret)
+		return fail(ret, errnop, h_errnop);
+	set_ttl(ttlp, &rec);
+	*h_errnop = NETDB_SUCCESS;
+	return NSS_STATUS_SUCCESS;
+}
+
+NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr2_r(const void *addr, socklen_t len, int af,
+						    struct hostent *result, char *buffer,
+						    size_t buflen, int *errnop, int *h_errnop,
+						    int32_t *ttlp)
+{
+	struct ibres_hostrec rec;
+	socklen_t want;
+	uint16_t type;
+	int ret;
+
+	switch (af) {
+	case AF_INET:
+		type = IBRES_T_IPV4;
+		want = 4;
+		break;
+	case AF_INET6:
+		type = IBRES_T_IPV6;
+		want = 16;
+		break;
+	case AF_IB:
+		type = IBRES_T_GID;
+		want = 16;
+		break;
+	default:
+		*errnop = EAFNOSUPPORT;
+		*h_errnop = NO_DATA;
+		return NSS_STATUS_UNAVAIL;
+	}
+	if (len != want || !addr) {
+		*errnop = EINVAL;
+		*h_errnop = NO_RECOVERY;
+		return NSS_STATUS_UNAVAIL;
+	}
+	ret = query(type, addr, len, &rec);
+	if (ret)
+		return fail(ret, errnop, h_errnop);
+	/* like the dns and files modules: the one address asked about */
+	ret = ibpack_hostent(result, buffer, buflen, &rec, af, addr, 1, len);
+	if (ret)
+		return fail(ret, errnop, h_errnop);
+	set_ttl(ttlp, &rec);
+	*h_errnop = NETDB_SUCCESS;
+	return NSS_STATUS_SUCCESS;
+}
+
+NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr_r(const void *addr, socklen_t len, int af,
+						   struct hostent *result, char *buffer,
+						   size_t buflen, int *errnop, int *h_errnop)
+{
+	return _nss_ib_gethostbyaddr2_r(addr, len, af, result, buffer, buflen, errnop, h_errnop,
+					NULL);
+}

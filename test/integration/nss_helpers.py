@@ -1,0 +1,66 @@
+"""Helpers shared by the consumer-side integration tests (test_nss.py,
+test_libibres.py, test_ibresctl.py): the C helper programs, compiled once
+per session from test/integration/nss_*.c, and the environment that points
+libnss_ib / libibres / ibresctl at a test daemon."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import BUILD, ROOT, SINGLE_NODE
+
+INCLUDE = [os.path.join(ROOT, "include")]
+NSS_MODULE = os.path.join(BUILD, "libnss_ib.so.2")
+HOSTS_EXAMPLE = os.path.join(ROOT, "conf", "examples", "hosts.example")
+
+# name -> extra compiler arguments
+HELPERS = {
+    "nss_call": ["-ldl"],
+    "nss_glibc": ["-lpthread"],
+    "nss_libibres": ["-I" + INCLUDE[0], "-L" + BUILD, "-libres", "-lrdmacm",
+                     "-Wl,-rpath," + BUILD],
+}
+
+
+def compile_helper(name, outdir):
+    src = os.path.join(ROOT, "test", "integration", name + ".c")
+    out = os.path.join(str(outdir), name)
+    cc = os.environ.get("CC", "cc")
+    cmd = [cc, "-std=gnu11", "-D_GNU_SOURCE", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+           "-o", out, src] + HELPERS[name]
+    subprocess.run(cmd, check=True, timeout=120)
+    return out
+
+
+@pytest.fixture(scope="session")
+def helpers(tmp_path_factory):
+    """{name: path} of every compiled helper program."""
+    d = tmp_path_factory.mktemp("nss-helpers")
+    return {name: compile_helper(name, d) for name in HELPERS}
+
+
+def client_env(daemon=None, socket_path=None, **extra):
+    """The environment for a client of @daemon (or of @socket_path)."""
+    env = dict(os.environ)
+    env["IBRES_SOCKET"] = socket_path or daemon.socket
+    env["LD_LIBRARY_PATH"] = BUILD
+    env.pop("IBRES_TIMEOUT_MS", None)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def static_hosts_config():
+    """single-node.conf plus the example static hosts file (aliases, an
+    IPv4-only host, a second partition)."""
+    text = open(SINGLE_NODE).read()
+    return text.replace("[resolve]\n", "[resolve]\nhosts_file = %s\n" % HOSTS_EXAMPLE, 1)
+
+
+def parse_kv(text):
+    """key=value lines into a dict (later keys win)."""
+    out = {}
+    for line in text.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            out[k] = v
+    return out

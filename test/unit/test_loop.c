@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/* resolverd/loop.c: the timer heap keeps order through arm, re-arm and cancel,
+ * and the loop runs fd callbacks and due timers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "list.h"
+#include "loop.h"
+
+#define N 500
+
+struct tt {
+	struct loop_timer t;
+	unsigned id;
+};
+
+static unsigned fired[N], n_fired;
+static struct loop *cur;
+
+static void on_timer(struct loop_timer *t)
+{
+	fired[n_fired++] = container_of(t, struct tt, t)->id;
+	if (n_fired == N / 2 || n_fired == N)
+		loop_stop(cur);
+}
+
+static void test_heap_order(void **state)
+{
+	static struct tt ts[N];
+	struct loop l;
+	uint64_t base = now_ms() - 100000; /* all due already */
+
+	(void)state;
+	assert_int_equal(loop_init(&l), 0);
+	cur = &l;
+	srand(1);
+	for (unsigned i = 0; i < N; i++) {
+		ts[i].id = i;
+		ts[i].t.cb = on_timer;
+		assert_int_equal(loop_timer_arm(&l, &ts[i].t, base + (uint64_t)(rand() % 1000)), 0);
+	}
+	/* re-arm half of them, cancel a quarter */
+	for (unsigned i = 0; i < N; i += 2)
+		loop_timer_arm(&l, &ts[i].t, base + (uint64_t)(rand() % 1000));
+	for (unsigned i = 1; i < N; i += 4)
+		loop_timer_cancel(&l, &ts[i].t);
+	for (unsigned i = 1; i < N; i += 4)
+		assert_false(loop_timer_armed(&ts[i].t));
+	/* refill so exactly N fire: re-arm the cancelled ones */
+	for (unsigned i = 1; i < N; i += 4)
+		loop_timer_arm(&l, &ts[i].t, base + (uint64_t)(rand() % 1000));
+	n_fired = 0;
+	assert_int_equal(loop_run(&l), 0);
+	assert_int_equal(n_fired, N / 2);
+	assert_int_equal(loop_run(&l), 0); /* the rest, until all N fired */
+	assert_int_equal(n_fired, N);
+	for (unsigned i = 1; i < n_fired; i++)
+		assert_true(ts[fired[i - 1]].t.due_ms <= ts[fired[i]].t.due_ms);
+	loop_fini(&l);
+}
+
+static int pipefd[2];
+static int fd_calls;
+
+static void on_fd(struct loop_fd *lf, uint32_t events)
+{
+	char c;
+
+	assert_true(events & EPOLLIN);
+	assert_int_equal(read(lf->fd, &c, 1), 1);
+	fd_calls++;
+}
+
+static void stop_timer(struct loop_timer *t)
+{
+	(void)t;
+	loop_stop(cur);
+}
+
+static void test_fd_and_timer(void **state)
+{
+	struct loop l;
+	struct loop_fd lf = { .cb = on_fd };
+	struct loop_timer stop = { .cb = stop_timer };
+	uint64_t t0 = now_ms();
+
+	(void)state;
+	assert_int_equal(loop_init(&l), 0);
+	cur = &l;
+	assert_int_equal(pipe(pipefd), 0);
+	lf.fd = pipefd[0];
+	assert_int_equal(loop_add_fd(&l, &lf, EPOLLIN), 0);
+	assert_int_equal(write(pipefd[1], "x", 1), 1);
+	loop_timer_arm(&l, &stop, t0 + 50);
+	assert_int_equal(loop_run(&l), 0);
+	assert_int_equal(fd_calls, 1);
+	assert_true(now_ms() >= t0 + 50); /* never woken early */
+	loop_del_fd(&l, &lf);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	loop_fini(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_heap_order),
+		cmocka_unit_test(test_fd_and_timer),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+/* nss/pack.c: results packed into glibc's buffer, tried with every buffer
+ * size from 1 byte up and with misaligned buffers; nothing may be written
+ * outside the buffer, and everything returned must point inside it. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdalign.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostrec.h"
+#include "../../nss/pack.h"
+
+#define GUARD 64
+#define FILL  0xa5
+
+static void make_rec(struct ibres_hostrec *r, unsigned names, unsigned v4, unsigned v6,
+		     unsigned gids, size_t name_len)
+{
+	unsigned i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < names; i++) {
+		size_t l = name_len ? name_len : 5 + i;
+
+		memset(r->names[i], 'a' + (int)i, l);
+		r->names[i][l] = '\0';
+	}
+	r->n_names = names;
+	for (i = 0; i < v4; i++)
+		r->v4[i].s_addr = htonl(0xc6120000u + i + 1);
+	r->n_v4 = v4;
+	for (i = 0; i < v6; i++) {
+		inet_pton(AF_INET6, "2001:db8::1", &r->v6[i]);
+		r->v6[i].s6_addr[15] = (uint8_t)(i + 1);
+	}
+	r->n_v6 = v6;
+	for (i = 0; i < gids; i++) {
+		inet_pton(AF_INET6, "fe80::2:c903:0:1", r->gids[i]);
+		r->gids[i][14] = (uint8_t)(i + 1);
+	}
+	r->n_gids = gids;
+}
+
+static int inside(const void *p, size_t n, const char *buf, size_t len)
+{
+	const char *c = p;
+
+	return c >= buf && n <= len && c - buf <= (ptrdiff_t)(len - n);
+}
+
+/* The memory around [area + start, + len) must still hold FILL. */
+static void check_guards(const unsigned char *area, size_t start, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < start; i++)
+		assert_int_equal(area[i], FILL);
+	for (i = start + len; i < start + len + GUARD; i++)
+		assert_int_equal(area[i], FILL);
+}
+
+static void test_alloc(void **state)
+{
+	char area[64];
+	struct ibpack p;
+	void *a, *b;
+	size_t off;
+
+	(void)state;
+	for (off = 0; off < 8; off++) {
+		ibpack_init(&p, area + off, 17);
+		a = ibpack_alloc(&p, 8, 8);
+		assert_non_null(a);
+		assert_int_equal((uintptr_t)a % 8, 0);
+		b = ibpack_alloc(&p, 1, 1);
+		assert_non_null(b);
+		assert_true(inside(a, 8, area + off, 17));
+		/* does not fit: the allocator stays as it was */
+		size_t before = p.off;
+
+		assert_null(ibpack_alloc(&p, 17, 1));
+		assert_int_equal(p.off, before);
+		assert_null(ibpack_alloc(&p, SIZE_MAX, 1));
+		assert_int_equal(p.off, before);
+	}
+	/* zero-size buffer */
+	ibpack_init(&p, area, 0);
+	assert_null(ibpack_alloc(&p, 1, 1));
+	assert_null(ibpack_str(&p, ""));
+}
+
+static void check_hostent(const struct hostent *he, const char *buf, size_t len,
+			  const struct ibres_hostrec *r, int af, const void *addrs, size_t n,
+			  size_t alen)
+{
+	size_t i;
+
+	assert_int_equal(he->h_addrtype, af);
+	assert_int_equal(he->h_length, (int)alen);
+	assert_true(inside(he->h_name, strlen(r->names[0]) + 1, buf, len));
+	assert_string_equal(he->h_name, r->names[0]);
+	assert_true(inside(he->h_aliases, r->n_names * sizeof(char *), buf, len));
+	assert_int_equal((uintptr_t)he->h_aliases % alignof(char *), 0);
+	for (i = 1; i < r->n_names; i++) {
+		assert_true(inside(he->h_aliases[i - 1], strlen(r->names[i]) + 1, buf, len));
+		assert_string_equal(he->h_aliases[i - 1], r->names[i]);
+	}
+	assert_null(he->h_aliases[r->n_names - 1]);
+	assert_true(inside(he->h_addr_list, (n + 1) * sizeof(char *), buf, len));
+	assert_int_equal((uintptr_t)he->h_addr_list % alignof(char *), 0);
+	for (i = 0; i < n; i++) {
+		assert_true(inside(he->h_addr_list[i], alen, buf, len));
+		assert_int_equal((uintptr_t)he->h_addr_list[i] % 4, 0);
+		assert_memory_equal(he->h_addr_list[i], (const char *)addrs + i * alen, alen);
+	}
+	assert_null(he->h_addr_list[n]);
+}
+
+/* Every size from 1 up: -ERANGE until it fits, then success for good. */
+static void sweep_hostent(const struct ibres_hostrec *r, int af, const void *addrs, size_t n,
+			  size_t alen)
+{
+	size_t max = 4096 + 8 * 300, len, off, fit = 0;
+	unsigned char *area = malloc(max + 8 + 2 * GUARD);
+	struct hostent he;
+	int ret;
+
+	assert_non_null(area);
+	for (off = 0; off < 8; off += 3) {
+		fit = 0;
+		for (len = 1; len <= max; len++) {
+			char *buf = (char *)area + GUARD + off;
+
+			memset(area, FILL, max + 8 + 2 * GUARD);
+			memset(&he, 0, sizeof(he));
+			ret = ibpack_hostent(&he, buf, len, r, af, addrs, n, alen);
+			check_guards(area, GUARD + off, len);
+			if (ret) {
+				assert_int_equal(ret, -ERANGE);
+				assert_int_equal(fit, 0); /* never fails after fitting once */
+				continue;
+			}
+			if (!fit)
+				fit = len;
+			check_hostent(&he, buf, len, r, af, addrs, n, alen);
+			if (len > fit + 64)
+				break;
+		}
+		assert_int_not_equal(fit, 0);
+	}
+	free(area);
+}
+
+static void test_hostent_sizes(void **state)
+{
+	struct ibres_hostrec r;
+
+	(void)state;
+	make_rec(&r, 1, 1, 0, 0, 0);
+	sweep_hostent(&r, AF_INET, r.v4, r.n_v4, 4);
+	make_rec(&r, 3, 2, 2, 2, 0);
+	sweep_hostent(&r, AF_INET, r.v4, r.n_v4, 4);
+	sweep_hostent(&r, AF_INET6, r.v6, r.n_v6, 16);
+	sweep_hostent(&r, 27, r.gids, r.n_gids, 16);
+	/* reverse lookup: one address, the one asked about */
+	sweep_hostent(&r, AF_INET6, &r.v6[1], 1, 16);
+}
+
+static void test_hostent_limits(void **state)
+{
+	struct ibres_hostrec r;
+
+	(void)state;
+	/* the biggest record the protocol allows */
+	make_rec(&r, IBRES_HOST_NAMES_MAX, IBRES_HOST_ADDRS_MAX, IBRES_HOST_ADDRS_MAX,
+		 IBRES_HOST_GIDS_MAX, IBRES_NAME_MAX);
+	sweep_hostent(&r, AF_INET, r.v4, r.n_v4, 4);
+	sweep_hostent(&r, 27, r.gids, r.n_gids, 16);
+}
+
+static void check_tuples(const struct gaih_addrtuple *t, const struct ibres_hostrec *r,
+			 const char *buf, size_t len, const struct gaih_addrtuple *first)
+{
+	size_t i, n = r->n_v4 + r->n_v6;
+
+	for (i = 0; i < n; i++, t = t->next) {
+		assert_non_null(t);
+		if (i == 0 && first)
+			assert_ptr_equal(t, first);
+		else
+			assert_true(inside(t, sizeof(*t), buf, len));
+		assert_int_equal((uintptr_t)t % alignof(struct gaih_addrtuple), 0);
+		assert_true(inside(t->name, strlen(r->names[0]) + 1, buf, len));
+		assert_string_equal(t->name, r->names[0]);
+		assert_int_equal(t->scopeid, 0);
+		if (i < r->n_v6) {
+			assert_int_equal(t->family, AF_INET6);
+			assert_memory_equal(t->addr, &r->v6[i], 16);
+		} else {
+			assert_int_equal(t->family, AF_INET);
+			assert_memory_equal(t->addr, &r->v4[i - r->n_v6], 4);
+		}
+	}
+	assert_null(t);
+}
+
+static void sweep_tuples(const struct ibres_hostrec *r, int prealloc)
+{
+	size_t max = 2048, len, off, fit;
+	unsigned char *area = malloc(max + 8 + 2 * GUARD);
+	struct gaih_addrtuple mine, *pat;
+	int ret;
+
+	assert_non_null(area);
+	for (off = 0; off < 8; off += 5) {
+		fit = 0;
+		for (len = 1; len <= max; len++) {
+			char *buf = (char *)area + GUARD + off;
+
+			memset(area, FILL, max + 8 + 2 * GUARD);
+			memset(&mine, 0xee, sizeof(mine));
+			pat = prealloc ? &mine : NULL;
+			ret = ibpack_tuples(&pat, buf, len, r);
+			check_guards(area, GUARD + off, len);
+			if (ret) {
+				assert_int_equal(ret, -ERANGE);
+				assert_int_equal(fit, 0);
+				assert_ptr_equal(pat, prealloc ? &mine : NULL);
+				continue;
+			}
+			if (!fit)
+				fit = len;
+			check_tuples(pat, r, buf, len, prealloc ? &mine : NULL);
+			if (len > fit + 64)
+				break;
+		}
+		assert_int_not_equal(fit, 0);
+	}
+	free(area);
+}
+
+static void test_tuples(void **state)
+{
+	struct ibres_hostrec r;
+	struct gaih_addrtuple *pat = NULL;
+	char buf[256];
+
+	(void)state;
+	make_rec(&r, 2, 1, 0, 1, 0);
+	sweep_tuples(&r, 0);
+	sweep_tuples(&r, 1);
+	make_rec(&r, 1, 3, 2, 1, 0);
+	sweep_tuples(&r, 0);
+	sweep_tuples(&r, 1);
+	make_rec(&r, 1, 0, 1, 0, IBRES_NAME_MAX);
+	sweep_tuples(&r, 1);
+	make_rec(&r, 1, IBRES_HOST_ADDRS_MAX, IBRES_HOST_ADDRS_MAX, 0, IBRES_NAME_MAX);
+	sweep_tuples(&r, 0);
+
+	/* GIDs only: no tuple to give (AF_IB never goes into tuples) */
+	make_rec(&r, 1, 0, 0, 2, 0);
+	assert_int_equal(ibpack_tuples(&pat, buf, sizeof(buf), &r), -ENOENT);
+	assert_null(pat);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alloc),
+		cmocka_unit_test(test_hostent_sizes),
+		cmocka_unit_test(test_hostent_limits),
+		cmocka_unit_test(test_tuples),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

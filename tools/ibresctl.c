@@ -1,0 +1,874 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ibresctl: command-line client of ibresd. See ibresctl(1).
+ * Exit status: 0 success, 1 negative answer (not found, refused...), 2 usage
+ * error, 3 daemon unreachable or protocol error.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "hostrec.h"
+#include "ibres.h"
+#include "json.h"
+#include "show.h"
+#include "tlv.h"
+
+#ifndef IBRES_VERSION
+#define IBRES_VERSION "unknown"
+#endif
+
+enum { EXIT_NEGATIVE = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
+
+#define ANSWER_MAX	(IBRES_MSG_MAX + 1)
+#define CACHE_PAGES_MAX 100000 /* bound on CACHE_LIST round trips */
+
+struct ctl {
+	struct ibres *h;
+	const char *socket; /* for messages */
+	int timeout_ms;
+	bool json;
+	bool cache_only;
+	bool nodelay;
+	struct json j;
+	uint8_t ans[ANSWER_MAX];
+};
+
+/* A lookup key given on the command line. */
+struct key {
+	uint16_t type; /* IBRES_T_NAME, _IPV4, _IPV6 or _GID */
+	uint8_t data[IBRES_NAME_MAX + 1];
+	size_t len;
+	bool maybe_gid; /* an IPv6 literal without "gid:": a GID if not an address */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: ibresctl [OPTIONS] COMMAND [ARGS]\n"
+		"Query and control ibresd, the InfiniBand name service daemon (nss-ib).\n"
+		"\n"
+		"Commands:\n"
+		"  resolve [SRC] DST    path records from SRC (default: chosen by the daemon)\n"
+		"                       to DST; SRC/DST: name, IPv4, IPv6 or gid:GID\n"
+		"  host KEY             the host record of a name, IPv4, IPv6 address or GID\n"
+		"  endpoints            this node's endpoints\n"
+		"  cache list           every cache entry\n"
+		"  cache flush [KEY]    drop one host (KEY) or every learned entry (root)\n"
+		"  stats                the daemon's counters\n"
+		"  config check FILE    check an ibresd.conf(5) file with ibresd --check-config\n"
+		"\n"
+		"Options:\n"
+		"  -s, --socket PATH    daemon socket (default $" IBRES_SOCKET_ENV
+		" or " IBRES_DEFAULT_SOCKET ")\n"
+		"  -t, --timeout MS     bound on each request (default $" IBRES_TIMEOUT_ENV
+		" or 5000)\n"
+		"  -j, --json           JSON output\n"
+		"      --cache-only     host: answer from the daemon's cache, never the fabric\n"
+		"      --nodelay        resolve: do not wait for the fabric (answer if cached)\n"
+		"  -h, --help           this help\n"
+		"  -V, --version        the version\n"
+		"\n"
+		"An IPv6 literal is looked up as an address and then as a GID; write\n"
+		"gid:fe80::2:c903:0:1 for a GID only.\n"
+		"Exit status: 0 success, 1 negative answer (not found, permission denied...),\n"
+		"2 usage error, 3 daemon unreachable or protocol error. See ibresctl(1).\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("ibresctl: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\nTry 'ibresctl --help'.\n", stderr);
+	return EXIT_USAGE;
+}
+
+static const char *status_text(int status)
+{
+	switch (status) {
+	case IBRES_STATUS_ENOMEM:
+		return "the daemon is out of memory";
+	case IBRES_STATUS_EINVAL:
+		return "invalid request";
+	case IBRES_STATUS_ENODATA:
+		return "not found";
+	case IBRES_STATUS_ENOTCONN:
+		return "the daemon is not connected to the fabric";
+	case IBRES_STATUS_ETIMEDOUT:
+		return "the fabric did not answer in time";
+	case IBRES_STATUS_ESRCADDR:
+		return "unknown source address";
+	case IBRES_STATUS_ESRCTYPE:
+		return "unsupported source address type";
+	case IBRES_STATUS_EDESTADDR:
+		return "unknown destination address";
+	case IBRES_STATUS_EDESTTYPE:
+		return "unsupported destination address type";
+	case IBRES_STATUS_EPERM:
+		return "permission denied (needs root)";
+	case IBRES_STATUS_EAGAIN:
+		return "the daemon is busy, try again";
+	default:
+		return "unknown status";
+	}
+}
+
+/* Report a failed request: exit 1 for an answer, 3 for no (usable) answer. */
+static int failed(struct ctl *c, const char *what, int err, int status)
+{
+	if (status > 0) {
+		fprintf(stderr, "ibresctl: %s: %s\n", what, status_text(status));
+		if (c->json) {
+			json_obj_begin(&c->j, NULL);
+			json_str(&c->j, "error", status_text(status));
+			json_u64(&c->j, "status", (uint64_t)status);
+			json_obj_end(&c->j);
+			json_end(&c->j);
+		}
+		return EXIT_NEGATIVE;
+	}
+	if (err == -EBADMSG || err == -EPROTO || err == -EMSGSIZE)
+		fprintf(stderr, "ibresctl: %s: malformed answer from ibresd at %s\n", what,
+			c->socket);
+	else
+		fprintf(stderr, "ibresctl: %s: cannot reach ibresd at %s: %s\n", what, c->socket,
+			strerror(-err));
+	return EXIT_UNREACHABLE;
+}
+
+static int parse_key(const char *arg, struct key *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (!strncmp(arg, "gid:", 4)) {
+		k->type = IBRES_T_GID;
+		k->len = 16;
+		return inet_pton(AF_INET6, arg + 4, k->data) == 1 ? 0 : -EINVAL;
+	}
+	if (inet_pton(AF_INET, arg, k->data) == 1) {
+		k->type = IBRES_T_IPV4;
+		k->len = 4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, arg, k->data) == 1) {
+		k->type = IBRES_T_IPV6;
+		k->len = 16;
+		k->maybe_gid = true;
+		return 0;
+	}
+	k->len = strlen(arg);
+	if (!k->len || k->len > IBRES_NAME_MAX)
+		return -EINVAL;
+	k->type = IBRES_T_NAME;
+	memcpy(k->data, arg, k->len);
+	return 0;
+}
+
+/* An extension request whose body is at most one key item and one u32 item. */
+static int ext_call(struct ctl *c, uint8_t op, const struct key *k, uint16_t u32_type, uint32_t u32,
+		    uint8_t *status, const uint8_t **body, size_t *len)
+{
+	uint8_t req[4 + IBRES_NAME_MAX + 8];
+	struct tlv_writer w;
+
+	tlv_writer_init(&w, req, sizeof(req));
+	if (k)
+		tlv_put(&w, k->type, k->data, k->len);
+	if (u32_type)
+		tlv_put_u32(&w, u32_type, u32);
+	return ibc_ext(c->h, op, req, w.len, c->ans, sizeof(c->ans), status, body, len);
+}
+
+/* ---- host --------------------------------------------------------------- */
+
+static int cmd_host(struct ctl *c, int argc, char **argv)
+{
+	struct ibres_hostrec rec;
+	struct key k;
+	int ret, status;
+
+	if (argc != 1)
+		return usage_error("%s", "usage: host NAME|ADDRESS|GID");
+	if (parse_key(argv[0], &k))
+		return usage_error("not a host name, address or GID: '%s'", argv[0]);
+	ret = ibc_host_query(c->h, k.type, k.data, k.len, c->cache_only ? IBRES_HOST_CACHE_ONLY : 0,
+			     &rec, &status);
+	if (ret && status == IBRES_STATUS_ENODATA && k.maybe_gid)
+		ret = ibc_host_query(c->h, IBRES_T_GID, k.data, k.len,
+				     c->cache_only ? IBRES_HOST_CACHE_ONLY : 0, &rec, &status);
+	if (ret)
+		return failed(c, argv[0], ret, status);
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		show_host_json(&c->j, &rec);
+		json_obj_end(&c->j);
+		json_end(&c->j);
+	} else {
+		show_host_text(stdout, &rec, "  ");
+	}
+	return 0;
+}
+
+/* ---- resolve ------------------------------------------------------------ */
+
+/* Add @k as a SOURCE/DEST entry, or its GID to the PATH entry @path. */
+static void key_entry(const struct key *k, bool gid, uint32_t flags, struct ibres_ep_entry *ents,
+		      int *n, struct ibres_ep_entry *path, bool is_src)
+{
+	struct ibres_ep_entry *e = &ents[*n];
+
+	if (gid || k->type == IBRES_T_GID) {
+		memcpy(is_src ? path->info.path.sgid : path->info.path.dgid, k->data, 16);
+		path->type = IBRES_EP_TYPE_PATH;
+		return;
+	}
+	memset(e, 0, sizeof(*e));
+	e->flags = flags;
+	e->type = k->type == IBRES_T_NAME   ? IBRES_EP_TYPE_NAME
+		  : k->type == IBRES_T_IPV4 ? IBRES_EP_TYPE_IP
+					    : IBRES_EP_TYPE_IP6;
+	memcpy(e->info.addr, k->data, k->len);
+	(*n)++;
+}
+
+static int resolve_once(struct ctl *c, const struct key *src, const struct key *dst, bool as_gid,
+			struct ibc_route *rt, int *status)
+{
+	struct ibres_ep_entry ents[3], path;
+	int n = 0;
+
+	memset(&path, 0, sizeof(path));
+	path.info.path.reversible_numpath = 0x81;
+	if (src)
+		key_entry(src, as_gid && src->maybe_gid, IBRES_EP_FLAG_SOURCE, ents, &n, &path,
+			  true);
+	key_entry(dst, as_gid && dst->maybe_gid,
+		  IBRES_EP_FLAG_DEST | (c->nodelay ? IBRES_FLAG_NODELAY : 0), ents, &n, &path,
+		  false);
+	if (path.type == IBRES_EP_TYPE_PATH)
+		ents[n++] = path;
+	return ibc_resolve(c->h, ents, (size_t)n, rt, status);
+}
+
+static void source_text(const struct ibres_ep_entry *e, char *buf, size_t len)
+{
+	switch (e->type) {
+	case IBRES_EP_TYPE_IP:
+		inet_ntop(AF_INET, e->info.addr, buf, (socklen_t)len);
+		break;
+	case IBRES_EP_TYPE_IP6:
+		inet_ntop(AF_INET6, e->info.addr, buf, (socklen_t)len);
+		break;
+	case IBRES_EP_TYPE_NAME:
+		snprintf(buf, len, "%.*s", IBRES_ADDR_MAX, e->info.name);
+		break;
+	default:
+		snprintf(buf, len, "(type %u)", e->type);
+	}
+}
+
+static int cmd_resolve(struct ctl *c, int argc, char **argv)
+{
+	struct key src, dst;
+	struct ibc_route rt;
+	char b[IBRES_ADDR_MAX + 1];
+	int i, ret, status;
+
+	if (argc < 1 || argc > 2)
+		return usage_error("%s", "usage: resolve [SRC] DST");
+	for (i = 0; i < argc; i++) {
+		struct key *k = i == argc - 1 ? &dst : &src;
+
+		if (parse_key(argv[i], k) || (k->type == IBRES_T_NAME && k->len >= IBRES_ADDR_MAX))
+			return usage_error("not a name (at most 63 bytes), address or GID: '%s'",
+					   argv[i]);
+	}
+	ret = resolve_once(c, argc == 2 ? &src : NULL, &dst, false, &rt, &status);
+	if (ret &&
+	    (status == IBRES_STATUS_ENODATA || status == IBRES_STATUS_EDESTADDR ||
+	     status == IBRES_STATUS_ESRCADDR) &&
+	    (dst.maybe_gid || (argc == 2 && src.maybe_gid)))
+		ret = resolve_once(c, argc == 2 ? &src : NULL, &dst, true, &rt, &status);
+	if (ret)
+		return failed(c, argv[argc - 1], ret, status);
+
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		if (rt.has_source) {
+			source_text(&rt.source, b, sizeof(b));
+			json_str(&c->j, "source", b);
+		}
+		json_arr_begin(&c->j, "paths");
+		for (size_t p = 0; p < rt.n_paths; p++)
+			show_path_json(&c->j, NULL, rt.paths[p].flags,
+				       (const struct ibres_path_record *)&rt.paths[p].path);
+		json_arr_end(&c->j);
+		json_obj_end(&c->j);
+		json_end(&c->j);
+	} else {
+		if (rt.has_source) {
+			source_text(&rt.source, b, sizeof(b));
+			printf("source  %s\n", b);
+		}
+		for (size_t p = 0; p < rt.n_paths; p++) {
+			printf("path %zu of %zu\n", p + 1, rt.n_paths);
+			show_path_text(stdout, rt.paths[p].flags,
+				       (const struct ibres_path_record *)&rt.paths[p].path, "  ");
+		}
+	}
+	free(rt.paths);
+	return 0;
+}
+
+/* ---- endpoints ---------------------------------------------------------- */
+
+static int show_endpoint(struct ctl *c, const struct tlv_item *nest)
+{
+	struct ibres_hostrec rec;
+	struct tlv_reader r;
+	struct tlv_item it;
+	char label[IBRES_NAME_MAX + 1] = "";
+	uint8_t mtu = 0, rate = 0, sl = 0;
+	int ret;
+
+	if (hostrec_decode(nest->value, nest->length, &rec))
+		return -EBADMSG;
+	tlv_reader_init(&r, nest->value, nest->length);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		if (it.type == IBRES_T_LABEL)
+			ret = tlv_get_str(&it, label, sizeof(label));
+		else if (it.type == IBRES_T_MTU)
+			ret = tlv_get_u8(&it, &mtu);
+		else if (it.type == IBRES_T_RATE)
+			ret = tlv_get_u8(&it, &rate);
+		else if (it.type == IBRES_T_SL)
+			ret = tlv_get_u8(&it, &sl);
+		if (ret < 0)
+			return -EBADMSG;
+	}
+	if (ret < 0)
+		return -EBADMSG;
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		json_str(&c->j, "label", label);
+		show_host_json(&c->j, &rec);
+		json_u64(&c->j, "mtu", mtu);
+		json_u64(&c->j, "mtu_bytes", show_mtu_bytes(mtu));
+		json_u64(&c->j, "rate", rate);
+		json_str(&c->j, "rate_gbps", show_rate_gbps(rate));
+		json_u64(&c->j, "sl", sl);
+		json_obj_end(&c->j);
+	} else {
+		printf("endpoint %s: ", label);
+		show_host_text(stdout, &rec, "  ");
+		printf("  mtu      %u (%u bytes)\n", mtu, show_mtu_bytes(mtu));
+		printf("  rate     %u (%s Gb/s)\n", rate, show_rate_gbps(rate));
+		printf("  sl       %u\n", sl);
+	}
+	return 0;
+}
+
+static int cmd_endpoints(struct ctl *c, int argc, char **argv)
+{
+	const uint8_t *body;
+	struct tlv_reader r;
+	struct tlv_item it;
+	size_t len;
+	uint8_t status;
+	int ret;
+
+	(void)argv;
+	if (argc)
+		return usage_error("%s", "usage: endpoints");
+	ret = ext_call(c, IBRES_OP_ENDPOINTS, NULL, 0, 0, &status, &body, &len);
+	if (ret || status)
+		return failed(c, "endpoints", ret, ret ? -1 : status);
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		json_arr_begin(&c->j, "endpoints");
+	}
+	tlv_reader_init(&r, body, len);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		if (it.type != IBRES_T_NEST)
+			continue;
+		ret = show_endpoint(c, &it);
+		if (ret)
+			break;
+	}
+	if (c->json) {
+		json_arr_end(&c->j);
+		json_obj_end(&c->j);
+		json_end(&c->j);
+	}
+	if (ret < 0)
+		return failed(c, "endpoints", -EBADMSG, -1);
+	return 0;
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static int cmd_stats(struct ctl *c, int argc, char **argv)
+{
+	char name[IBRES_NAME_MAX + 1] = "";
+	const uint8_t *body;
+	struct tlv_reader r;
+	struct tlv_item it;
+	uint64_t v;
+	size_t len;
+	uint8_t status;
+	int ret;
+
+	(void)argv;
+	if (argc)
+		return usage_error("%s", "usage: stats");
+	ret = ext_call(c, IBRES_OP_STATS, NULL, 0, 0, &status, &body, &len);
+	if (ret || status)
+		return failed(c, "stats", ret, ret ? -1 : status);
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		json_obj_begin(&c->j, "counters");
+	}
+	tlv_reader_init(&r, body, len);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		if (it.type == IBRES_T_NAME) {
+			ret = tlv_get_str(&it, name, sizeof(name));
+		} else if (it.type == IBRES_T_COUNTER) {
+			ret = tlv_get_u64(&it, &v);
+			if (!ret && !name[0])
+				ret = -EBADMSG; /* a counter needs its name first */
+			if (!ret && c->json)
+				json_u64(&c->j, name, v);
+			else if (!ret)
+				printf("%-28s %llu\n", name, (unsigned long long)v);
+			name[0] = '\0';
+		}
+		if (ret < 0)
+			break;
+	}
+	if (c->json) {
+		json_obj_end(&c->j);
+		json_obj_end(&c->j);
+		json_end(&c->j);
+	}
+	if (ret < 0)
+		return failed(c, "stats", -EBADMSG, -1);
+	return 0;
+}
+
+/* ---- cache -------------------------------------------------------------- */
+
+struct cache_row {
+	uint8_t keytype, state, origin;
+	char key[IBRES_NAME_MAX + 1];
+	uint32_t ttl;
+	bool has_host, has_path;
+	struct ibres_hostrec host;
+	struct ibres_path_record path;
+};
+
+static int parse_row(const struct tlv_item *nest, struct cache_row *row)
+{
+	struct tlv_reader r;
+	struct tlv_item it;
+	int ret;
+
+	memset(row, 0, sizeof(*row));
+	tlv_reader_init(&r, nest->value, nest->length);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		switch (it.type) {
+		case IBRES_T_KEYTYPE:
+			ret = tlv_get_u8(&it, &row->keytype);
+			break;
+		case IBRES_T_KEY:
+			ret = tlv_get_str(&it, row->key, sizeof(row->key));
+			break;
+		case IBRES_T_STATE:
+			ret = tlv_get_u8(&it, &row->state);
+			break;
+		case IBRES_T_ORIGIN:
+			ret = tlv_get_u8(&it, &row->origin);
+			break;
+		case IBRES_T_TTL:
+			ret = tlv_get_u32(&it, &row->ttl);
+			break;
+		case IBRES_T_NAME:
+			row->has_host = true;
+			break;
+		case IBRES_T_PATH:
+			if (it.length != sizeof(row->path))
+				return -EBADMSG;
+			memcpy(&row->path, it.value, sizeof(row->path));
+			row->has_path = true;
+			break;
+		}
+		if (ret < 0)
+			return -EBADMSG;
+	}
+	if (ret < 0)
+		return -EBADMSG;
+	/* the host items are the entry's own TTL item too: decode, then keep the entry's */
+	if (row->has_host && hostrec_decode(nest->value, nest->length, &row->host))
+		return -EBADMSG;
+	return 0;
+}
+
+static void show_row(struct ctl *c, const struct cache_row *row)
+{
+	char ttl[16], gid[GID_STRLEN];
+
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		json_str(&c->j, "key_type", show_keytype(row->keytype));
+		json_str(&c->j, "key", row->key);
+		json_str(&c->j, "state", show_state(row->state));
+		json_str(&c->j, "origin", show_origin(row->origin));
+		if (row->ttl == UINT32_MAX)
+			json_null(&c->j, "ttl");
+		else
+			json_u64(&c->j, "ttl", row->ttl);
+		if (row->has_host) {
+			json_obj_begin(&c->j, "host");
+			show_host_json(&c->j, &row->host);
+			json_obj_end(&c->j);
+		}
+		if (row->has_path)
+			show_path_json(&c->j, "path", IBRES_PATH_FLAGS_ACM, &row->path);
+		json_obj_end(&c->j);
+		return;
+	}
+	if (row->ttl == UINT32_MAX)
+		strcpy(ttl, "never");
+	else
+		snprintf(ttl, sizeof(ttl), "%us", row->ttl);
+	printf("%-5s %-28s %-9s %-7s %-7s %-16s %s\n", show_keytype(row->keytype), row->key,
+	       show_state(row->state), show_origin(row->origin), ttl,
+	       row->has_host ? row->host.names[0] : "-",
+	       row->has_host && row->host.n_gids ? show_gid(row->host.gids[0], gid) : "-");
+}
+
+static void cache_list_begin(struct ctl *c)
+{
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		json_arr_begin(&c->j, "entries");
+	} else {
+		printf("%-5s %-28s %-9s %-7s %-7s %-16s %s\n", "TYPE", "KEY", "STATE", "ORIGIN",
+		       "TTL", "HOST", "GID");
+	}
+}
+
+static void cache_list_end(struct ctl *c, uint64_t count)
+{
+	if (c->json) {
+		json_arr_end(&c->j);
+		json_u64(&c->j, "count", count);
+		json_obj_end(&c->j);
+		json_end(&c->j);
+	}
+}
+
+static int cache_list(struct ctl *c)
+{
+	static struct cache_row row; /* large */
+	const uint8_t *body;
+	struct tlv_reader r;
+	struct tlv_item it;
+	uint32_t offset = 0, next;
+	uint64_t count = 0;
+	unsigned pages;
+	size_t len;
+	uint8_t status;
+	bool more = true;
+	int ret;
+
+	for (pages = 0; more && pages < CACHE_PAGES_MAX; pages++) {
+		ret = ext_call(c, IBRES_OP_CACHE_LIST, NULL, IBRES_T_OFFSET, offset, &status, &body,
+			       &len);
+		if (ret || status) {
+			if (pages)
+				cache_list_end(c, count); /* close what was printed */
+			return failed(c, "cache list", ret, ret ? -1 : status);
+		}
+		if (!pages)
+			cache_list_begin(c);
+		more = false;
+		tlv_reader_init(&r, body, len);
+		while ((ret = tlv_next(&r, &it)) > 0) {
+			if (it.type == IBRES_T_NEST) {
+				ret = parse_row(&it, &row);
+				if (ret)
+					break;
+				show_row(c, &row);
+				count++;
+			} else if (it.type == IBRES_T_NEXT) {
+				/* must move forward, or a broken daemon loops us */
+				if (tlv_get_u32(&it, &next) || next <= offset) {
+					ret = -EBADMSG;
+					break;
+				}
+				offset = next;
+				more = true;
+			}
+		}
+		if (ret < 0) {
+			cache_list_end(c, count);
+			return failed(c, "cache list", ret, -1);
+		}
+	}
+	cache_list_end(c, count);
+	return 0;
+}
+
+static int cache_flush(struct ctl *c, const char *arg)
+{
+	const uint8_t *body;
+	struct tlv_reader r;
+	struct tlv_item it;
+	struct key k;
+	uint64_t n = 0;
+	size_t len;
+	uint8_t status;
+	int ret;
+	bool got = false;
+
+	if (arg && parse_key(arg, &k))
+		return usage_error("not a host name, address or GID: '%s'", arg);
+	ret = ext_call(c, IBRES_OP_CACHE_FLUSH, arg ? &k : NULL, 0, 0, &status, &body, &len);
+	if (!ret && status == IBRES_STATUS_ENODATA && arg && k.maybe_gid) {
+		k.type = IBRES_T_GID;
+		ret = ext_call(c, IBRES_OP_CACHE_FLUSH, &k, 0, 0, &status, &body, &len);
+	}
+	if (ret || status)
+		return failed(c, "cache flush", ret, ret ? -1 : status);
+	tlv_reader_init(&r, body, len);
+	while ((ret = tlv_next(&r, &it)) > 0)
+		if (it.type == IBRES_T_COUNT && !tlv_get_u64(&it, &n))
+			got = true;
+	if (ret < 0 || !got)
+		return failed(c, "cache flush", -EBADMSG, -1);
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		json_u64(&c->j, "flushed", n);
+		json_obj_end(&c->j);
+		json_end(&c->j);
+	} else {
+		printf("flushed %llu entr%s\n", (unsigned long long)n, n == 1 ? "y" : "ies");
+	}
+	return 0;
+}
+
+static int cmd_cache(struct ctl *c, int argc, char **argv)
+{
+	if (argc == 1 && !strcmp(argv[0], "list"))
+		return cache_list(c);
+	if ((argc == 1 || argc == 2) && !strcmp(argv[0], "flush"))
+		return cache_flush(c, argc == 2 ? argv[1] : NULL);
+	return usage_error("%s", "usage: cache list | cache flush [KEY]");
+}
+
+/* ---- config check ------------------------------------------------------- */
+
+/* ibresd next to this program (build tree, or bin/ beside sbin/), else PATH. */
+static void find_ibresd(char *buf, size_t len)
+{
+	static const char *const rel[] = {"/ibresd", "/../sbin/ibresd"};
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t i;
+	char *slash;
+
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+				if ((size_t)snprintf(buf, len, "%s%s", self, rel[i]) < len &&
+				    !access(buf, X_OK))
+					return;
+			}
+		}
+	}
+	snprintf(buf, len, "ibresd");
+}
+
+static int cmd_config(struct ctl *c, int argc, char **argv)
+{
+	char prog[PATH_MAX], out[16384];
+	size_t used = 0;
+	int fds[2], wstatus = 0, ms, pr, bound_ms;
+	uint64_t deadline;
+	pid_t pid;
+	ssize_t n;
+
+	if (argc != 2 || strcmp(argv[0], "check"))
+		return usage_error("%s", "usage: config check FILE");
+	find_ibresd(prog, sizeof(prog));
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return failed(c, "config check", -errno, -1);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return failed(c, "config check", -errno, -1);
+	}
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		execlp(prog, prog, "--check-config", "--config", argv[1], (char *)NULL);
+		fprintf(stderr, "cannot run %s: %s\n", prog, strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	/* the parse takes milliseconds; bound it anyway */
+	bound_ms = c->timeout_ms > 10000 ? c->timeout_ms : 10000;
+	deadline = ibc_now_ns() + (uint64_t)bound_ms * 1000000u;
+	for (;;) {
+		struct pollfd p = {.fd = fds[0], .events = POLLIN};
+		uint64_t now = ibc_now_ns();
+		char sink[4096];
+
+		ms = now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
+		pr = ms ? poll(&p, 1, ms) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		/* keep what fits, drain the rest so that the child never blocks */
+		if (used < sizeof(out) - 1)
+			n = read(fds[0], out + used, sizeof(out) - 1 - used);
+		else
+			n = read(fds[0], sink, sizeof(sink));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (used < sizeof(out) - 1)
+			used += (size_t)n;
+	}
+	out[used] = '\0';
+	close(fds[0]);
+	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+		;
+
+	bool ran = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 127;
+	bool valid = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+
+	if (c->json) {
+		json_obj_begin(&c->j, NULL);
+		json_str(&c->j, "file", argv[1]);
+		json_bool(&c->j, "valid", valid);
+		json_str(&c->j, "checker", prog);
+		json_str(&c->j, "output", out);
+		json_obj_end(&c->j);
+		json_end(&c->j);
+	} else {
+		fputs(out, valid ? stdout : stderr);
+		if (valid)
+			printf("%s: configuration OK\n", argv[1]);
+	}
+	if (!ran) {
+		fprintf(stderr, "ibresctl: config check: could not run %s\n", prog);
+		return EXIT_UNREACHABLE;
+	}
+	return valid ? 0 : EXIT_NEGATIVE;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static const struct command {
+	const char *name;
+	int (*fn)(struct ctl *c, int argc, char **argv);
+} commands[] = {
+	{"resolve", cmd_resolve}, {"host", cmd_host},	{"endpoints", cmd_endpoints},
+	{"cache", cmd_cache},	  {"stats", cmd_stats}, {"config", cmd_config},
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"socket", required_argument, NULL, 's'}, {"timeout", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},	  {"cache-only", no_argument, NULL, 'C'},
+		{"nodelay", no_argument, NULL, 'N'},	  {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},	  {NULL, 0, NULL, 0},
+	};
+	static struct ctl c; /* holds a 64 KiB answer buffer */
+	const char *socket_path = NULL, *env;
+	char *end;
+	long v;
+	size_t i;
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "s:t:jhV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 't':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || v <= 0 || v > INT_MAX)
+				return usage_error("bad --timeout '%s' (milliseconds, > 0)",
+						   optarg);
+			c.timeout_ms = (int)v;
+			break;
+		case 'j':
+			c.json = true;
+			break;
+		case 'C':
+			c.cache_only = true;
+			break;
+		case 'N':
+			c.nodelay = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ibresctl (nss-ib) %s\n", IBRES_VERSION);
+			return 0;
+		default:
+			fputs("Try 'ibresctl --help'.\n", stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no command given");
+	env = getenv(IBRES_SOCKET_ENV);
+	c.socket = socket_path ? socket_path : env && *env ? env : IBRES_DEFAULT_SOCKET;
+	ret = ibres_open(&c.h, socket_path, c.timeout_ms);
+	if (ret == -EINVAL)
+		return usage_error("socket path too long: '%s'", socket_path);
+	if (ret)
+		return failed(&c, "ibresctl", ret, -1);
+	c.timeout_ms = ibc_timeout_ms(c.h);
+	json_init(&c.j, stdout);
+
+	ret = -1;
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!strcmp(argv[optind], commands[i].name)) {
+			ret = commands[i].fn(&c, argc - optind - 1, argv + optind + 1);
+			break;
+		}
+	}
+	if (ret < 0)
+		ret = usage_error("unknown command '%s'", argv[optind]);
+	ibres_close(c.h);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "ibresctl: write error: %s\n", strerror(errno));
+		return ret ? ret : EXIT_UNREACHABLE;
+	}
+	return ret;
+}

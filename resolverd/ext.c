@@ -212,6 +212,8 @@ static int handle_cache_flush(struct ibresd *d, struct request *req, const struc
 		return reply_status(req, reply, len, IBRES_STATUS_EPERM);
 	}
 	n = cache_flush(&d->cache, a->has_key ? &a->key : NULL);
+	if (n)
+		fabric_resync(d);
 	ext_begin(&r, req, reply);
 	tlv_put_u64(&r.w, IBRES_T_COUNT, n);
 	return ext_end(&r, reply, len);

@@ -50,8 +50,17 @@ struct fabric_counters {
 		query_timeouts, queries_joined;
 };
 
+#define NEWCOMER_SLOTS 1024
+
+/* Newcomers answered recently (a collision only costs one more answer). */
+struct newcomer_slot {
+	uint8_t gid[16];
+	uint64_t until_ms;
+};
+
 struct fabric {
 	struct ibresd *d;
+	struct newcomer_slot newcomers[NEWCOMER_SLOTS];
 	struct fabric_port ports[CFG_MAX_ENDPOINTS];
 	unsigned n_ports;
 	struct list_node queries;
@@ -103,6 +112,16 @@ uint64_t fabric_bound_ms(const struct ibres_config *cfg)
 static bool announcing(const struct fabric *f)
 {
 	return f->d->cfg.announce_interval_s > 0;
+}
+
+/* The cache is the whole cluster directory only while announcements refresh
+ * every entry well before it expires; otherwise a miss may be a live node
+ * whose entry just ran out, and must be asked. */
+static bool directory_mode(const struct fabric *f)
+{
+	const struct ibres_config *cfg = &f->d->cfg;
+
+	return announcing(f) && (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s;
 }
 
 /* --- identities and groups ------------------------------------------------ */
@@ -184,10 +203,19 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
 		cache_key_addr(&keys[n++], IBRES_KEY_IPV6, &h->v6[i]);
 	for (unsigned i = 0; i < h->n_gids; i++)
 		cache_key_addr(&keys[n++], IBRES_KEY_GID, h->gids[i]);
+	if (h->lid && cache_key_lid(&keys[n], h->lid) == 0)
+		n++;
 	for (unsigned i = 0; i < n; i++) {
 		struct cache_entry *e = cache_lookup(&f->d->cache, &keys[i], now);
+		bool same;
 
-		if (!e || !e->host || !memcmp(e->host->rec.gids[0], h->gids[0], 16))
+		if (!e || !e->host)
+			continue;
+		/* the same port (GID) under another canonical name is a forgery
+		 * too, while the known owner lives */
+		same = !memcmp(e->host->rec.gids[0], h->gids[0], 16) &&
+		       !strcasecmp(e->host->rec.names[0], h->names[0]);
+		if (same)
 			continue;
 		if (e->host->origin != IBRES_ORIGIN_FABRIC || e->host->expires_ms > now)
 			return true;
@@ -414,10 +442,14 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 	struct fw_msg r;
 
 	/* every receiver caches the requester */
-	if (learn(p, m, g) == 0)
-		f->c.overheard++;
-	if (!key_matches_host(&m->target, &p->ep->cfg.id))
+	if (!key_matches_host(&m->target, &p->ep->cfg.id)) {
+		if (learn(p, m, g) == 0)
+			f->c.overheard++;
 		return;
+	}
+	if (learn(p, m, g) == -EEXIST)
+		return; /* a forged requester gets nothing from us */
+	f->c.overheard++;
 	msg_init(p, &r, FW_REPLY, m->tid);
 	r.has_chosen = true;
 	r.chosen.mtu = p->ep->cfg.groups[g < 0 ? 0 : g].mtu;
@@ -449,6 +481,21 @@ static void on_reply(struct fabric_port *p, const struct fw_msg *m)
 	arm_retry_timer(f);
 }
 
+static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h)
+{
+	uint64_t hash = 1469598103934665603ULL, now = now_ms();
+	struct newcomer_slot *slot;
+
+	for (unsigned i = 0; i < 16; i++)
+		hash = (hash ^ h->gids[0][i]) * 1099511628211ULL;
+	slot = &f->newcomers[hash % NEWCOMER_SLOTS];
+	if (!memcmp(slot->gid, h->gids[0], 16) && now < slot->until_ms)
+		return false;
+	memcpy(slot->gid, h->gids[0], 16);
+	slot->until_ms = now + f->d->cfg.settle_ms + 1000;
+	return true;
+}
+
 static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from)
 {
@@ -457,8 +504,9 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 
 	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0)
 		f->c.overheard++;
-	/* a newcomer learns the directory from everyone's unicast answer */
-	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f)) {
+	/* a newcomer learns the directory from everyone's unicast answer; one
+	 * answer per newcomer and settle period, not one per announcement */
+	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender)) {
 		msg_init(p, &r, FW_ANNOUNCE, 0);
 		if (port_send(p, &r, from) == 0)
 			f->c.announces_sent++;
@@ -555,6 +603,8 @@ static void on_announce_timer(struct loop_timer *t)
 		next = f->d->cfg.settle_ms / (STARTUP_ANNOUNCES + 1);
 		if (next < 50)
 			next = 50;
+		if (!f->startup_announces_left)
+			next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
 	} else {
 		announce_all(f, 0, FW_ANNOUNCE);
 		next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
@@ -588,7 +638,7 @@ bool fabric_may_query(struct ibresd *d, const struct cache_key *k)
 		return false;
 	/* With announcements on, the cache holds the whole directory once the
 	 * settle time has passed: what is not there does not exist. */
-	if (announcing(f) && now_ms() >= f->settled_ms)
+	if (directory_mode(f) && now_ms() >= f->settled_ms)
 		return false;
 	return true;
 }
@@ -683,6 +733,18 @@ err:
 	d->fabric = f;
 	fabric_stop(d);
 	return ret;
+}
+
+void fabric_resync(struct ibresd *d)
+{
+	struct fabric *f = d->fabric;
+
+	if (!f || !announcing(f))
+		return;
+	/* the directory is incomplete again: ask everyone, as at start-up */
+	f->settled_ms = now_ms() + d->cfg.settle_ms;
+	f->startup_announces_left = STARTUP_ANNOUNCES;
+	loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
 }
 
 void fabric_stop(struct ibresd *d)

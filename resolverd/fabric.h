@@ -16,6 +16,10 @@ int fabric_start(struct ibresd *d);
 /* Say GOODBYE and close the transports. */
 void fabric_stop(struct ibresd *d);
 
+/* The cache lost entries (an admin flush): relearn the directory as at
+ * start-up before answering "not found" from it again. */
+void fabric_resync(struct ibresd *d);
+
 /* May @k be sent to the fabric? False without a transport, for names
  * outside the cluster name patterns, and (authoritative "not found") for
  * cluster names once the settle time has passed without an announcement. */

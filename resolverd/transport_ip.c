@@ -19,6 +19,7 @@
 #include "transport.h"
 
 #define RECV_BUF 2048
+#define UCAST_RCVBUF (4 << 20)
 
 struct ip_sock {
 	struct loop_fd lf;
@@ -143,6 +144,7 @@ static int ip_open(struct transport *t, struct loop *loop, const struct cfg_endp
 {
 	struct sockaddr_storage ss;
 	struct ip_priv *p;
+	int rcvbuf = UCAST_RCVBUF;
 	socklen_t len;
 	int ret;
 
@@ -179,6 +181,9 @@ static int ip_open(struct transport *t, struct loop *loop, const struct cfg_endp
 		log_err("endpoint %s: bind to its own address: %s", ep->label, strerror(errno));
 		goto err;
 	}
+	/* A newcomer hears every node's answer at once: room for thousands. */
+	if (setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	ret = set_mcast_out(p->ucast.lf.fd, p->family, p->ifindex);
 	if (ret)
 		goto err;

@@ -198,16 +198,36 @@ static int answer_lookup(struct ibresd *d, struct request *req, struct endpoint 
 	}
 }
 
+/* Look the destination up and answer with the path from @ep to it (and the
+ * chosen source, if any), or with why not. Both RESOLVE forms end here. */
+static int answer_route(struct ibresd *d, struct request *req, struct endpoint *ep,
+			const struct cache_key *dkey, bool nodelay,
+			const struct ibres_ep_entry *src, uint8_t *reply, size_t *len)
+{
+	const struct ibres_path_record *path;
+	enum lookup_result res;
+	struct cache_entry *e;
+	bool cached;
+
+	if (!req->counted)
+		ep->counters[IBRES_CNTR_RESOLVE]++;
+	res = resolver_lookup(d, request_waiter(req), dkey, nodelay, &e);
+	if (res != LOOKUP_FOUND)
+		return answer_lookup(d, req, ep, res, reply, len);
+	if (!req->counted)
+		count(d, ep, IBRES_CNTR_ADDR_CACHE);
+	path = resolver_route(d, ep, e, &cached);
+	count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
+	*len = build_resolve_reply(req, reply, path, src);
+	return 0;
+}
+
 static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_resolve_req *r,
 			uint8_t *reply, size_t *len)
 {
 	struct cache_key dkey, skey;
 	struct endpoint *ep;
-	struct cache_entry *e;
 	struct ibres_ep_entry src;
-	const struct ibres_path_record *path;
-	enum lookup_result res;
-	bool cached;
 
 	if (key_from_entry(r->dst, &dkey) < 0) {
 		count(d, NULL, IBRES_CNTR_ERROR);
@@ -229,17 +249,8 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 		}
 	}
 
-	if (!req->counted)
-		ep->counters[IBRES_CNTR_RESOLVE]++;
-	res = resolver_lookup(d, request_waiter(req), &dkey, r->dst_flags & IBRES_FLAG_NODELAY, &e);
-	if (res != LOOKUP_FOUND)
-		return answer_lookup(d, req, ep, res, reply, len);
-	if (!req->counted)
-		count(d, ep, IBRES_CNTR_ADDR_CACHE);
-	path = resolver_route(d, ep, e, &cached);
-	count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
-	*len = build_resolve_reply(req, reply, path, r->src ? NULL : &src);
-	return 0;
+	return answer_route(d, req, ep, &dkey, r->dst_flags & IBRES_FLAG_NODELAY,
+			    r->src ? NULL : &src, reply, len);
 }
 
 static bool gid_is_zero(const uint8_t gid[16])
@@ -253,12 +264,8 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 			uint8_t *reply, size_t *len)
 {
 	const struct ibres_path_record *in = &r->path->info.path;
-	const struct ibres_path_record *path;
 	struct cache_key dkey, skey;
 	struct endpoint *ep = NULL;
-	struct cache_entry *e;
-	enum lookup_result res;
-	bool cached;
 
 	if (r->query_sa) {
 		/* Verification needs a Subnet Administrator; none is configured. */
@@ -286,17 +293,8 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);
 	}
-	if (!req->counted)
-		ep->counters[IBRES_CNTR_RESOLVE]++;
-	res = resolver_lookup(d, request_waiter(req), &dkey, r->path->flags & IBRES_FLAG_NODELAY, &e);
-	if (res != LOOKUP_FOUND)
-		return answer_lookup(d, req, ep, res, reply, len);
-	if (!req->counted)
-		count(d, ep, IBRES_CNTR_ADDR_CACHE);
-	path = resolver_route(d, ep, e, &cached);
-	count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
-	*len = build_resolve_reply(req, reply, path, NULL);
-	return 0;
+	return answer_route(d, req, ep, &dkey, r->path->flags & IBRES_FLAG_NODELAY, NULL, reply,
+			    len);
 }
 
 static int handle_resolve(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)

@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,11 +99,28 @@ static int local_addr(const struct cfg_endpoint *ep, int family, struct sockaddr
 	return 0;
 }
 
-static int set_mcast_out(int fd, int family, unsigned ifindex)
+/* Is @ifname a loopback interface? Only there can other daemons share the
+ * interface with us, so only there must our own multicast loop back. */
+static bool is_loopback(const char *ifname)
 {
-	int loop = 1, ttl = 1;
+	struct ifreq ifr = { 0 };
+	bool ret = false;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
-	/* Loop back on: daemons sharing one namespace hear each other. */
+	if (fd < 0)
+		return false;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+		ret = ifr.ifr_flags & IFF_LOOPBACK;
+	close(fd);
+	return ret;
+}
+
+static int set_mcast_out(int fd, int family, unsigned ifindex, int loop)
+{
+	int ttl = 1;
+
+	/* On a real interface our own copies would only wake us for nothing. */
 	if (family == AF_INET) {
 		struct ip_mreqn mr = { .imr_ifindex = (int)ifindex };
 
@@ -184,7 +203,7 @@ static int ip_open(struct transport *t, struct loop *loop, const struct cfg_endp
 	/* A newcomer hears every node's answer at once: room for thousands. */
 	if (setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
 		setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	ret = set_mcast_out(p->ucast.lf.fd, p->family, p->ifindex);
+	ret = set_mcast_out(p->ucast.lf.fd, p->family, p->ifindex, is_loopback(ep->interface));
 	if (ret)
 		goto err;
 	p->ucast.t = t;

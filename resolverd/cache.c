@@ -1068,6 +1068,7 @@ void cache_set_negative(struct cache *c, struct cache_entry *e, uint32_t ttl_s, 
 	entry_set_host(c, e, NULL);
 	route_clear(e);
 	e->state = IBRES_STATE_NEGATIVE;
+	e->neg_status = status;
 	e->expires_ms = ttl_s ? deadline(now_ms, ttl_s) : now_ms;
 	entry_lru_update(c, e);
 	cache_complete(e, status);
@@ -1172,6 +1173,24 @@ unsigned cache_flush(struct cache *c, const struct cache_key *k)
 		}
 	}
 	grave_finish(c, &grave, -ECANCELED);
+	return n;
+}
+
+unsigned cache_drop_routes(struct cache *c, int ep)
+{
+	struct cache_entry *e;
+	unsigned i, n = 0;
+
+	if (!c || !c->buckets)
+		return 0;
+	for (i = 0; i < c->n_buckets; i++)
+		for (e = c->buckets[i]; e; e = e->hnext) {
+			if (e->state != IBRES_STATE_ROUTED || (ep >= 0 && e->route_ep != ep))
+				continue;
+			route_clear(e);
+			e->state = IBRES_STATE_RESOLVED;
+			n++;
+		}
 	return n;
 }
 

@@ -96,6 +96,7 @@ struct cache_waiter {
 struct cache_entry {
 	struct cache_key key;
 	uint8_t state;       /* enum ibres_entry_state */
+	int neg_status;      /* NEGATIVE: why (-ENODATA, -ETIMEDOUT...) */
 	struct cache_host *host; /* RESOLVED/ROUTED; NULL otherwise */
 	uint64_t expires_ms; /* NEGATIVE and learned entries; UINT64_MAX = never */
 	uint64_t used_ms;    /* last lookup, for LRU */
@@ -232,6 +233,11 @@ void cache_cancel_waiter(struct cache_waiter *w);
  * A ROUTED entry gets the new route; other states are left alone. */
 void cache_set_route(struct cache_entry *e, int ep, const struct ibres_path_record *p,
 		     uint32_t ttl_s, uint64_t now_ms);
+
+/* Forget every route from local endpoint @ep (every route when @ep < 0):
+ * ROUTED entries go back to RESOLVED (the endpoint's LID or GID changed).
+ * Returns how many. */
+unsigned cache_drop_routes(struct cache *c, int ep);
 
 /* Expire what is due: entries and routes past their time. Returns entries
  * removed (waiters complete with -ETIMEDOUT). A QUERYING entry is removed

@@ -546,7 +546,7 @@ enum key_type { KT_INT, KT_BOOL, KT_DURATION, KT_PATH, KT_STRING, KT_ENUM, KT_CU
 
 enum {
 	KF_REPEAT = 1 << 0,  /* may be given more than once */
-	KF_NONE = 1 << 1,    /* path: "none" means unset ("") */
+	KF_NONE = 1 << 1,    /* path, string: "none" means unset ("") */
 	KF_HEX = 1 << 2,     /* integer: shown in hex */
 	KF_ZERO_OK = 1 << 3, /* duration: 0 is allowed below min (off) */
 };
@@ -978,6 +978,7 @@ static const struct key_def daemon_keys[] = {
 	{ .name = "max_clients", .type = KT_INT, D(max_clients), .min = 1, .max = 65536 },
 	{ .name = "client_timeout", .type = KT_DURATION, D(client_timeout_ms), .min = 100,
 	  .max = MS_PER_H, .unit_ms = MS_PER_S, .store_ms = 1 },
+	{ .name = "user", .type = KT_STRING, .flags = KF_NONE, D(user) },
 };
 
 static const struct key_def resolve_keys[] = {
@@ -1002,6 +1003,9 @@ static const struct key_def resolve_keys[] = {
 	  D(announce_interval_s), .min = MS_PER_S, .max = MS_PER_D, .unit_ms = MS_PER_S,
 	  .store_ms = MS_PER_S },
 	{ .name = "cluster_key_file", .type = KT_PATH, .flags = KF_NONE, D(cluster_key_file) },
+	{ .name = "sa_window", .type = KT_INT, D(sa_window), .min = 1, .max = 64 },
+	{ .name = "port_poll_interval", .type = KT_DURATION, .flags = KF_ZERO_OK, D(port_poll_ms),
+	  .min = 100, .max = MS_PER_H, .unit_ms = MS_PER_S, .store_ms = 1 },
 };
 
 static const struct key_def endpoint_keys[] = {
@@ -1028,6 +1032,7 @@ static const struct key_def endpoint_keys[] = {
 	  .print = print_guid },
 	{ .name = "port_num", .type = KT_INT, E(port_num), .min = 1, .max = 254 },
 	{ .name = "device", .type = KT_STRING, E(device) },
+	{ .name = "pkey_index", .type = KT_INT, E(pkey_index), .min = 0, .max = 127 },
 	{ .name = "transport", .type = KT_ENUM, E(transport), .enums = transports },
 	{ .name = "interface", .type = KT_STRING, E(interface) },
 	{ .name = "udp_port", .type = KT_INT, E(udp_port), .min = 1, .max = 65535 },
@@ -1084,7 +1089,8 @@ static const char *describe(const struct key_def *k, char *buf, size_t len)
 			 (k->flags & KF_NONE) ? " or 'none'" : "");
 		break;
 	case KT_STRING:
-		snprintf(buf, len, "1..%zu characters without spaces", k->size - 1);
+		snprintf(buf, len, "1..%zu characters without spaces%s", k->size - 1,
+			 (k->flags & KF_NONE) ? " or 'none'" : "");
 		break;
 	case KT_ENUM:
 		n = (size_t)snprintf(buf, len, "one of");
@@ -1142,6 +1148,10 @@ static int set_value(struct parser *p, const struct key_def *k, void *obj, char 
 		return 0;
 	case KT_STRING:
 		n = strlen(val);
+		if ((k->flags & KF_NONE) && !strcasecmp(val, "none")) {
+			memset(field, 0, k->size);
+			return 0;
+		}
 		if (!n || n >= k->size)
 			return BAD_VALUE;
 		for (i = 0; i < n; i++)
@@ -1399,6 +1409,8 @@ void config_defaults(struct ibres_config *cfg)
 	cfg->route_prot = ROUTE_PROT_MCAST;
 	cfg->settle_ms = 3 * MS_PER_S;
 	cfg->announce_interval_s = 60;
+	cfg->sa_window = 4;
+	cfg->port_poll_ms = 2 * MS_PER_S;
 }
 
 int config_parse(const char *name, const char *text, size_t len, struct ibres_config *cfg,

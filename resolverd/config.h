@@ -43,7 +43,8 @@ struct cfg_endpoint {
 	uint8_t packet_life;       /* IB packet life time exponent, 0..63 */
 	uint64_t dev_guid;         /* reported by EP_QUERY */
 	uint8_t port_num;          /* reported by EP_QUERY; 1 by default */
-	char device[64];           /* ib transport / port discovery (later) */
+	char device[64];           /* IB port: discovery, SA client, ib transport */
+	uint16_t pkey_index;       /* with device: the P_Key table entry to use */
 	enum cfg_transport transport;
 	char interface[16];
 	uint16_t udp_port;         /* ip transport */
@@ -59,6 +60,7 @@ struct ibres_config {
 	enum cfg_log_level log_level;
 	unsigned max_clients;
 	unsigned client_timeout_ms; /* idle/incomplete request bound per client */
+	char user[64];              /* "" = keep the identity started with */
 	/* [resolve] */
 	unsigned timeout_ms;     /* one fabric attempt */
 	unsigned retries;        /* attempts after the first */
@@ -73,6 +75,8 @@ struct ibres_config {
 	unsigned settle_ms;      /* after start-up, unknown cluster names are NOTFOUND at once */
 	unsigned announce_interval_s;
 	char cluster_key_file[PATH_MAX]; /* "" = no HMAC */
+	unsigned sa_window;      /* SA queries outstanding per port */
+	unsigned port_poll_ms;   /* PortInfo poll of IB ports; 0 = off */
 	/* endpoints */
 	struct cfg_endpoint eps[CFG_MAX_ENDPOINTS];
 	unsigned n_eps;

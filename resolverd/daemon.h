@@ -14,6 +14,8 @@
 
 struct server;
 struct fabric;
+struct sa_client;
+struct netlink;
 
 /* A local endpoint: its configuration and its ibacm counters. */
 struct endpoint {
@@ -45,6 +47,10 @@ struct ibresd {
 	struct cache cache;
 	struct server *server;
 	struct fabric *fabric; /* NULL: no endpoint carries the fabric protocol */
+	struct sa_client *sa;  /* NULL: no endpoint names an IB device (sa.h) */
+	struct netlink *netlink; /* NULL: no kernel addresses, config addresses only */
+	uid_t run_uid;           /* [daemon] user, looked up at start (cfg.user set) */
+	gid_t run_gid;
 	struct endpoint eps[CFG_MAX_ENDPOINTS];
 	unsigned n_eps;
 	uint64_t counters[IBRES_CNTR_MAX]; /* ibacm's global counters */

@@ -9,7 +9,9 @@
 
 #include "fabric.h"
 #include "log.h"
+#include "netlink.h"
 #include "resolver.h"
+#include "sa.h"
 
 /* Slack past the fabric's own bound before a waiting request gives up. */
 #define WAIT_SLACK_MS 500
@@ -192,6 +194,9 @@ static int answer_lookup(struct ibresd *d, struct request *req, struct endpoint 
 	case LOOKUP_NOTFOUND:
 		count(d, ep, IBRES_CNTR_NODATA);
 		return reply_status(req, reply, len, IBRES_STATUS_ENODATA);
+	case LOOKUP_TIMEDOUT:
+		count(d, ep, IBRES_CNTR_ERROR);
+		return reply_status(req, reply, len, IBRES_STATUS_ETIMEDOUT);
 	default:
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
@@ -208,6 +213,7 @@ static int answer_route(struct ibresd *d, struct request *req, struct endpoint *
 	enum lookup_result res;
 	struct cache_entry *e;
 	bool cached;
+	int err;
 
 	if (!req->counted)
 		ep->counters[IBRES_CNTR_RESOLVE]++;
@@ -216,8 +222,20 @@ static int answer_route(struct ibresd *d, struct request *req, struct endpoint *
 		return answer_lookup(d, req, ep, res, reply, len);
 	if (!req->counted)
 		count(d, ep, IBRES_CNTR_ADDR_CACHE);
+	/* route protocol sa: the first resolution waits for the SA's path */
+	res = resolver_route_wait(d, request_waiter(req), ep, e, &err);
+	if (res == LOOKUP_WAIT) {
+		count(d, ep, IBRES_CNTR_ROUTE_QUERY);
+		req->counted = req->route_asked = true;
+		return request_wait(d, req);
+	}
+	if (res != LOOKUP_FOUND) {
+		count(d, ep, IBRES_CNTR_ERROR);
+		return reply_status(req, reply, len, status_from_errno(err));
+	}
 	path = resolver_route(d, ep, e, &cached);
-	count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
+	if (!req->route_asked)
+		count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
 	*len = build_resolve_reply(req, reply, path, src);
 	return 0;
 }
@@ -241,6 +259,8 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 	} else {
 		/* A local destination is reached through its own endpoint. */
 		ep = endpoint_by_key(d, &dkey);
+		if (!ep) /* where the kernel's route to it leaves from */
+			ep = netlink_route_endpoint(d, &dkey);
 		if (!ep)
 			ep = endpoint_for_dest(d, &dkey);
 		if (!ep || source_entry(ep, r->dst->type, &src) < 0) {
@@ -251,6 +271,39 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 
 	return answer_route(d, req, ep, &dkey, r->dst_flags & IBRES_FLAG_NODELAY,
 			    r->src ? NULL : &src, reply, len);
+}
+
+/* The SA answered a QUERY_SA (called from the SA client: only schedule). */
+static void request_verified(struct cache_waiter *w, struct cache_entry *e, int status)
+{
+	struct request *req = container_of(w, struct request, waiter);
+
+	req->verified = true;
+	request_wake(w, e, status);
+}
+
+/* QUERY_SA (ib_acme -v): the SA's record for the client's path, never the
+ * cache's. The request waits for the SA; its answer comes back here. */
+static int verify_path(struct ibresd *d, struct request *req, struct endpoint *ep,
+		       const struct ibres_path_record *in, uint8_t *reply, size_t *len)
+{
+	int ret;
+
+	if (req->verified) {
+		*len = build_resolve_reply(req, reply, &req->sa_path, NULL);
+		return 0;
+	}
+	if (!req->counted)
+		ep->counters[IBRES_CNTR_RESOLVE]++;
+	req->waiter.done = request_verified;
+	ret = sa_verify_path(d, ep, in, &req->waiter, &req->sa_path);
+	if (ret) {
+		count(d, ep, IBRES_CNTR_ERROR);
+		return reply_status(req, reply, len, status_from_errno(ret));
+	}
+	count(d, ep, IBRES_CNTR_ROUTE_QUERY);
+	req->counted = true;
+	return request_wait(d, req);
 }
 
 static bool gid_is_zero(const uint8_t gid[16])
@@ -267,7 +320,7 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 	struct cache_key dkey, skey;
 	struct endpoint *ep = NULL;
 
-	if (r->query_sa) {
+	if (r->query_sa && !d->sa) {
 		/* Verification needs a Subnet Administrator; none is configured. */
 		count(d, NULL, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_ENOTCONN);
@@ -285,6 +338,8 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		count(d, NULL, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
 	}
+	if (r->query_sa)
+		return verify_path(d, req, ep, in, reply, len);
 	if (!gid_is_zero(in->dgid)) {
 		cache_key_addr(&dkey, IBRES_KEY_GID, in->dgid);
 	} else if (in->dlid) {
@@ -302,8 +357,10 @@ static int handle_resolve(struct ibresd *d, struct request *req, uint8_t *reply,
 	struct acm_resolve_req r;
 	int status = acm_parse_resolve(req->msg, req->len, &r);
 
-	if (!req->counted)
+	if (!req->counted) {
 		d->counters[IBRES_CNTR_RESOLVE]++;
+		req->route_asked = req->verified = false; /* a new request */
+	}
 	if (status) {
 		count(d, NULL, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, (uint8_t)status);

@@ -132,6 +132,8 @@ static int handle_host(struct ibresd *d, struct request *req, const struct ext_a
 	case LOOKUP_NOTFOUND:
 		d->stats.host_notfound++;
 		return reply_status(req, reply, len, IBRES_STATUS_ENODATA);
+	case LOOKUP_TIMEDOUT:
+		return reply_status(req, reply, len, IBRES_STATUS_ETIMEDOUT);
 	default:
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	}
@@ -212,8 +214,7 @@ static int handle_cache_flush(struct ibresd *d, struct request *req, const struc
 		return reply_status(req, reply, len, IBRES_STATUS_EPERM);
 	}
 	n = cache_flush(&d->cache, a->has_key ? &a->key : NULL);
-	if (n)
-		fabric_resync(d);
+	fabric_resync(d);
 	ext_begin(&r, req, reply);
 	tlv_put_u64(&r.w, IBRES_T_COUNT, n);
 	return ext_end(&r, reply, len);

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "path.h"
 #include "resolver.h"
+#include "sa.h"
 #include "tlv.h"
 #include "transport.h"
 
@@ -55,6 +56,7 @@ struct fabric_counters {
 /* Newcomers answered recently (a collision only costs one more answer). */
 struct newcomer_slot {
 	uint8_t gid[16];
+	uint64_t burst;
 	uint64_t until_ms;
 };
 
@@ -68,6 +70,7 @@ struct fabric {
 	struct loop_timer retry_timer;
 	struct loop_timer announce_timer;
 	unsigned startup_announces_left;
+	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
 	uint64_t next_tid;
 	uint64_t rng;
@@ -260,7 +263,6 @@ void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struc
 	uint8_t mtu, rate;
 
 	path_params_of(&ep->cfg, pp);
-	(void)d;
 	if (h->origin == IBRES_ORIGIN_LOCAL || !ep->cfg.n_groups)
 		return;
 	mtu = h->grp_mtu ? h->grp_mtu : ep->cfg.groups[0].mtu;
@@ -270,6 +272,8 @@ void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struc
 		pp->mtu = mtu;
 	if (ib_rate_speed(rate) < ib_rate_speed(pp->rate))
 		pp->rate = rate;
+	/* on IB: what the SA answered when the port joined that group */
+	sa_group_path_params(d, ep, mtu, rate, pp);
 }
 
 /* --- queries ---------------------------------------------------------------- */
@@ -481,7 +485,9 @@ static void on_reply(struct fabric_port *p, const struct fw_msg *m)
 	arm_retry_timer(f);
 }
 
-static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h)
+/* The first NEWCOMER announce of a burst (start-up or resync: the tid names
+ * the burst) from this sender? */
+static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint64_t burst)
 {
 	uint64_t hash = 1469598103934665603ULL, now = now_ms();
 	struct newcomer_slot *slot;
@@ -489,9 +495,10 @@ static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h)
 	for (unsigned i = 0; i < 16; i++)
 		hash = (hash ^ h->gids[0][i]) * 1099511628211ULL;
 	slot = &f->newcomers[hash % NEWCOMER_SLOTS];
-	if (!memcmp(slot->gid, h->gids[0], 16) && now < slot->until_ms)
+	if (!memcmp(slot->gid, h->gids[0], 16) && slot->burst == burst && now < slot->until_ms)
 		return false;
 	memcpy(slot->gid, h->gids[0], 16);
+	slot->burst = burst;
 	slot->until_ms = now + f->d->cfg.settle_ms + 1000;
 	return true;
 }
@@ -506,7 +513,7 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		f->c.overheard++;
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
-	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender)) {
+	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender, m->tid)) {
 		msg_init(p, &r, FW_ANNOUNCE, 0);
 		if (port_send(p, &r, from) == 0)
 			f->c.announces_sent++;
@@ -575,7 +582,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 
 /* --- announcements --------------------------------------------------------- */
 
-static void announce_all(struct fabric *f, uint16_t flags, uint8_t type)
+static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid)
 {
 	struct fw_msg m;
 
@@ -584,7 +591,7 @@ static void announce_all(struct fabric *f, uint16_t flags, uint8_t type)
 
 		if (!p->open)
 			continue;
-		msg_init(p, &m, type, 0);
+		msg_init(p, &m, type, tid);
 		m.flags = flags;
 		if (port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
 			f->c.announces_sent++;
@@ -598,7 +605,7 @@ static void on_announce_timer(struct loop_timer *t)
 
 	if (f->startup_announces_left) {
 		f->startup_announces_left--;
-		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE);
+		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
 		/* spread the start-up announcements over the settle time */
 		next = f->d->cfg.settle_ms / (STARTUP_ANNOUNCES + 1);
 		if (next < 50)
@@ -606,7 +613,7 @@ static void on_announce_timer(struct loop_timer *t)
 		if (!f->startup_announces_left)
 			next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
 	} else {
-		announce_all(f, 0, FW_ANNOUNCE);
+		announce_all(f, 0, FW_ANNOUNCE, 0);
 		next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
 	}
 	loop_timer_arm(&f->d->loop, t, now_ms() + jitter(f, next));
@@ -725,6 +732,7 @@ int fabric_start(struct ibresd *d)
 	f->settled_ms = now_ms() + d->cfg.settle_ms;
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
+		f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
 		/* random start-up delay: a rebooting rack must not announce at once */
 		loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
 	}
@@ -744,7 +752,40 @@ void fabric_resync(struct ibresd *d)
 	/* the directory is incomplete again: ask everyone, as at start-up */
 	f->settled_ms = now_ms() + d->cfg.settle_ms;
 	f->startup_announces_left = STARTUP_ANNOUNCES;
+	f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
 	loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+}
+
+void fabric_announce_now(struct ibresd *d)
+{
+	struct fabric *f = d->fabric;
+
+	/* the timer carries on with the start-up announcements, if any are
+	 * left, then with the period counted from now */
+	if (f && announcing(f))
+		loop_timer_arm(&d->loop, &f->announce_timer, now_ms());
+}
+
+void fabric_identity_changed(struct ibresd *d, const struct endpoint *ep,
+			     const struct ibres_hostrec *old)
+{
+	struct fabric *f = d->fabric;
+	struct fw_msg m;
+
+	if (!f)
+		return;
+	/* a new GID is a new identity: peers let a name move only after its
+	 * old owner said goodbye (or expired) */
+	for (unsigned i = 0; i < f->n_ports && old->n_gids; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		if (!p->open || p->ep != ep || !memcmp(old->gids[0], ep->cfg.id.gids[0], 16))
+			continue;
+		msg_init(p, &m, FW_GOODBYE, 0);
+		m.sender = *old;
+		port_send(p, &m, NULL);
+	}
+	fabric_announce_now(d);
 }
 
 void fabric_stop(struct ibresd *d)
@@ -754,7 +795,7 @@ void fabric_stop(struct ibresd *d)
 
 	if (!f)
 		return;
-	announce_all(f, 0, FW_GOODBYE);
+	announce_all(f, 0, FW_GOODBYE, 0);
 	loop_timer_cancel(&d->loop, &f->retry_timer);
 	loop_timer_cancel(&d->loop, &f->announce_timer);
 	list_for_each_safe(pos, tmp, &f->queries)
@@ -802,11 +843,11 @@ void fabric_stats(struct ibresd *d, struct tlv_writer *w)
 		{ "fabric_query_timeouts", c->query_timeouts },
 		{ "fabric_queries_joined", c->queries_joined },
 		{ "fabric_queries_outstanding", d->fabric ? d->fabric->n_queries : 0 },
-		{ "sa_queries", 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
 		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
 	}
+	sa_stats(d, w); /* sa_queries and the rest of the SA client's */
 }

@@ -15,7 +15,10 @@
 #include "daemon.h"
 #include "fabric.h"
 #include "log.h"
+#include "netlink.h"
+#include "privs.h"
 #include "resolver.h"
+#include "sa.h"
 #include "server.h"
 
 #ifndef IBRES_SYSCONFDIR
@@ -102,6 +105,9 @@ static void reload(struct ibresd *d)
 		log_warn("socket paths changed: they take effect at the next restart");
 	snprintf(cfg.socket_path, sizeof(cfg.socket_path), "%s", d->cfg.socket_path);
 	snprintf(cfg.acm_socket_path, sizeof(cfg.acm_socket_path), "%s", d->cfg.acm_socket_path);
+	if (strcmp(cfg.user, d->cfg.user))
+		log_warn("user changed: it takes effect at the next restart");
+	snprintf(cfg.user, sizeof(cfg.user), "%s", d->cfg.user);
 	ret = resolver_reload(d, &cfg, &hosts);
 	hosts_free(&hosts);
 	if (ret) {
@@ -209,6 +215,10 @@ int main(int argc, char **argv)
 
 	if (load_all(d.config_path, d.socket_override, &d.cfg, &d.static_hosts, false))
 		return 1;
+	if (privs_lookup(&d)) {
+		hosts_free(&d.static_hosts);
+		return 1;
+	}
 	if (debug)
 		d.cfg.log_level = LOG_LVL_DEBUG;
 	if (check_only) {
@@ -241,6 +251,7 @@ int main(int argc, char **argv)
 		goto out_loop;
 	}
 
+	netlink_start(&d); /* without it (logged): the configured addresses only */
 	ret = resolver_init(&d);
 	if (ret) {
 		log_err("cannot start the resolver: %s", strerror(-ret));
@@ -249,11 +260,19 @@ int main(int argc, char **argv)
 	ret = server_open(&d);
 	if (ret)
 		goto out_resolver;
+	ret = sa_start(&d); /* IB ports first: they give endpoints their GID and LID */
+	if (ret) {
+		log_err("cannot start the SA client: %s", strerror(-ret));
+		goto out_server;
+	}
 	ret = fabric_start(&d);
 	if (ret) {
 		log_err("cannot start the fabric protocol: %s", strerror(-ret));
-		goto out_server;
+		goto out_sa;
 	}
+	/* everything that needs root is open */
+	if (privs_drop(&d))
+		goto out_fabric;
 	if (!d.foreground && daemon(0, 0) < 0) {
 		log_err("daemon: %s", strerror(errno));
 		goto out_fabric;
@@ -271,11 +290,14 @@ int main(int argc, char **argv)
 
 out_fabric:
 	fabric_stop(&d);
+out_sa:
+	sa_stop(&d); /* leave the IB groups */
 out_server:
 	server_close(&d);
 out_resolver:
 	resolver_fini(&d);
 out_sig:
+	netlink_stop(&d);
 	close(sc.lf.fd);
 out_loop:
 	loop_fini(&d.loop);

@@ -7,7 +7,9 @@
 
 #include "fabric.h"
 #include "log.h"
+#include "netlink.h"
 #include "path.h"
+#include "sa.h"
 
 #define SWEEP_INTERVAL_MS 1000
 
@@ -100,6 +102,8 @@ static void load_endpoints(struct ibresd *d)
 			memset(ep->counters, 0, sizeof(ep->counters));
 		ep->index = i;
 		ep->cfg = d->cfg.eps[i];
+		sa_apply_endpoint(d, ep); /* a device's port data over the config's */
+		netlink_merge(d, ep); /* its interfaces' addresses after the config's */
 	}
 }
 
@@ -178,7 +182,7 @@ enum lookup_result resolver_lookup(struct ibresd *d, struct cache_waiter *w,
 		return LOOKUP_FOUND;
 	}
 	if (e && e->state == IBRES_STATE_NEGATIVE)
-		return LOOKUP_NOTFOUND;
+		return e->neg_status == -ETIMEDOUT ? LOOKUP_TIMEDOUT : LOOKUP_NOTFOUND;
 	if (!fabric_may_query(d, k))
 		return LOOKUP_NOTFOUND;
 	if (!e) {
@@ -186,7 +190,9 @@ enum lookup_result resolver_lookup(struct ibresd *d, struct cache_waiter *w,
 		if (!e)
 			return LOOKUP_ERROR;
 	}
-	if (e->state == IBRES_STATE_INIT && fabric_query(d, e) < 0)
+	/* a second asker joins the query in flight (and is counted) */
+	if ((e->state == IBRES_STATE_INIT || e->state == IBRES_STATE_QUERYING) &&
+	    fabric_query(d, e) < 0)
 		return LOOKUP_ERROR;
 	if (nodelay)
 		return LOOKUP_NOTFOUND;
@@ -211,4 +217,44 @@ const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint
 	path_build(&path, &ep->cfg, &e->host->rec, &pp);
 	cache_set_route(e, (int)ep->index, &path, d->cfg.route_ttl_s, now);
 	return &e->route;
+}
+
+void resolver_local_changed(struct ibresd *d, struct endpoint *ep, bool gid_changed)
+{
+	uint64_t now = now_ms();
+	int ret;
+
+	/* a new GID is a new identity: the old record must go first (local
+	 * records are never replaced by another identity's) */
+	if (gid_changed)
+		cache_remove_origin(&d->cache, IBRES_ORIGIN_LOCAL);
+	for (unsigned i = 0; i < d->n_eps; i++) {
+		if (!gid_changed && &d->eps[i] != ep)
+			continue;
+		ret = cache_insert_host(&d->cache, &d->eps[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, now);
+		if (ret)
+			log_err("endpoint %s: cannot cache its identity: %s", d->eps[i].cfg.label,
+				strerror(-ret));
+	}
+	/* paths from it carry its old LID or GID */
+	cache_drop_routes(&d->cache, (int)ep->index);
+}
+
+enum lookup_result resolver_route_wait(struct ibresd *d, struct cache_waiter *w,
+				       struct endpoint *ep, struct cache_entry *e, int *err)
+{
+	*err = 0;
+	/* loopback paths are built locally, as are paths of endpoints without
+	 * an SA port */
+	if (d->cfg.route_prot != ROUTE_PROT_SA || !e->host ||
+	    e->host->origin == IBRES_ORIGIN_LOCAL || !sa_route_available(d, ep))
+		return LOOKUP_FOUND;
+	if (e->state == IBRES_STATE_ROUTED && e->route_ep == (int)ep->index &&
+	    e->route_expires_ms > now_ms())
+		return LOOKUP_FOUND;
+	*err = sa_route_query(d, ep, e);
+	if (*err)
+		return LOOKUP_ERROR;
+	cache_add_waiter(e, w);
+	return LOOKUP_WAIT;
 }

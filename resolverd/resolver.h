@@ -27,6 +27,7 @@ enum lookup_result {
 	LOOKUP_NOTFOUND, /* authoritative: no such host (or NODELAY miss) */
 	LOOKUP_WAIT,     /* the request waits on a fabric query; answered later */
 	LOOKUP_ERROR,    /* cache full or query failed: answer ENOMEM */
+	LOOKUP_TIMEDOUT, /* the fabric did not answer lately (negative_ttl): ETIMEDOUT */
 };
 
 /* Find @k. On LOOKUP_WAIT, @w (its done callback set by the caller) waits on
@@ -40,6 +41,19 @@ enum lookup_result resolver_lookup(struct ibresd *d, struct cache_waiter *w,
  * when it came from the cache. */
 const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint *ep,
 					       struct cache_entry *e, bool *cached);
+
+/* Route protocol sa: is the route from @ep to @e's host there? LOOKUP_FOUND:
+ * call resolver_route() (also for every case the SA does not serve: route
+ * protocol mcast, a local destination, an endpoint without an SA port).
+ * LOOKUP_WAIT: @w waits on @e until the SA's answer (or failure) settles it
+ * (sa.h). LOOKUP_ERROR: the query could not start; *err says why
+ * (-ENOTCONN: no SM or port down). */
+enum lookup_result resolver_route_wait(struct ibresd *d, struct cache_waiter *w,
+				       struct endpoint *ep, struct cache_entry *e, int *err);
+
+/* @ep's identity changed (port data: LID, GID, P_Key): refresh the local
+ * records in the cache and forget the routes from it. */
+void resolver_local_changed(struct ibresd *d, struct endpoint *ep, bool gid_changed);
 
 /* Periodic cache expiry. */
 void resolver_sweep(struct loop_timer *t);

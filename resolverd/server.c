@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -21,6 +22,7 @@
 #define LISTEN_BACKLOG 4096
 #define ACCEPT_PAUSE_MS 100 /* after EMFILE: let connections drain */
 #define IN_CAP (2 * ACM_REQ_MAX)
+#define LISTENERS_MAX 4 /* ours, ibacm's, and sockets systemd passes besides */
 
 struct listener {
 	struct loop_fd lf;
@@ -28,6 +30,7 @@ struct listener {
 	char path[CFG_SOCKET_MAX];
 	char link[CFG_SOCKET_MAX]; /* symlink we made to this socket, or "" */
 	int lock_fd;
+	bool adopted; /* passed by systemd: its file is not ours to remove */
 	struct loop_timer pause;
 };
 
@@ -50,7 +53,7 @@ struct client {
 
 struct server {
 	struct ibresd *d;
-	struct listener ls[2];
+	struct listener ls[LISTENERS_MAX];
 	unsigned n_ls;
 	struct list_node clients;
 	unsigned n_clients;
@@ -404,6 +407,7 @@ static int listener_open(struct server *srv, struct listener *ls, const char *pa
 	ls->lf.fd = -1;
 	ls->lock_fd = -1;
 	ls->link[0] = '\0';
+	ls->adopted = false;
 	ls->pause.cb = listener_resume;
 	if (strlen(path) >= sizeof(sa.sun_path) || strlen(path) >= sizeof(ls->path)) {
 		log_err("socket path too long: %s", path);
@@ -469,7 +473,8 @@ static void listener_close(struct server *srv, struct listener *ls)
 	if (ls->lf.fd >= 0) {
 		loop_del_fd(&srv->d->loop, &ls->lf);
 		close(ls->lf.fd);
-		unlink(ls->path);
+		if (!ls->adopted)
+			unlink(ls->path);
 		ls->lf.fd = -1;
 	}
 	loop_timer_cancel(&srv->d->loop, &ls->pause);
@@ -508,9 +513,156 @@ static void make_acm_link(struct listener *ls)
 		strcpy(ls->link, link);
 }
 
+/* --- socket activation -------------------------------------------------- */
+
+/* The descriptors systemd passed (LISTEN_FDS, from SD_LISTEN_FDS_START on). */
+struct activation {
+	int n;
+	char **names; /* FileDescriptorName= of each, or NULL */
+	bool *used;
+};
+
+static const char *passed_name(const struct activation *a, int i)
+{
+	return a->names && a->names[i] ? a->names[i] : "unnamed";
+}
+
+/* The file a Unix socket is bound to, into @buf; "" if none (abstract or
+ * unbound). */
+static const char *bound_path(int fd, char *buf, size_t len)
+{
+	struct sockaddr_un sa;
+	socklen_t salen = sizeof(sa);
+	size_t n;
+
+	buf[0] = '\0';
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &salen) < 0 || sa.sun_family != AF_UNIX ||
+	    salen <= offsetof(struct sockaddr_un, sun_path) || !sa.sun_path[0])
+		return buf;
+	n = strnlen(sa.sun_path, salen - offsetof(struct sockaddr_un, sun_path));
+	snprintf(buf, len, "%.*s", (int)n, sa.sun_path);
+	return buf;
+}
+
+/* Is @fd a listening Unix stream socket on @path: the same name, or the
+ * same file reached by another name? */
+static bool passed_is(int fd, const char *path)
+{
+	char bound[CFG_SOCKET_MAX + 1];
+	struct stat a, b;
+
+	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, path, 0) > 0)
+		return true;
+	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0 ||
+	    !bound_path(fd, bound, sizeof(bound))[0])
+		return false;
+	return stat(bound, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Serve a socket systemd made: it is bound and listening already, and its
+ * file (and any link to it) is systemd's, neither locked nor removed. */
+static int listener_adopt(struct server *srv, struct listener *ls, int fd, const char *path,
+			  const char *name)
+{
+	int flags = fcntl(fd, F_GETFL);
+	int ret;
+
+	memset(ls, 0, sizeof(*ls));
+	ls->srv = srv;
+	ls->lock_fd = -1;
+	ls->adopted = true;
+	ls->pause.cb = listener_resume;
+	snprintf(ls->path, sizeof(ls->path), "%s", path);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	ls->lf.fd = fd;
+	ls->lf.cb = on_listener;
+	ret = loop_add_fd(&srv->d->loop, &ls->lf, EPOLLIN);
+	if (ret)
+		goto err;
+	log_info("listening on %s (socket '%s' from systemd)", path, name);
+	return 0;
+err:
+	log_err("socket %s from systemd: %s", path, strerror(-ret));
+	close(fd);
+	ls->lf.fd = -1;
+	return ret;
+}
+
+/* Take the passed socket for @path if there is one: 1 if taken, 0 if none,
+ * or a negative errno. */
+static int adopt_for(struct server *srv, struct activation *a, struct listener *ls,
+		     const char *path)
+{
+	for (int i = 0; i < a->n; i++) {
+		int fd = SD_LISTEN_FDS_START + i, ret;
+
+		if (a->used[i] || !passed_is(fd, path))
+			continue;
+		a->used[i] = true;
+		ret = listener_adopt(srv, ls, fd, path, passed_name(a, i));
+		return ret ? ret : 1;
+	}
+	return 0;
+}
+
+/* Passed descriptors the configuration does not name: a listening Unix
+ * stream socket is served too (systemd listens there for us, so someone
+ * expects an answer); anything else is closed. */
+static int adopt_others(struct server *srv, struct activation *a)
+{
+	char path[CFG_SOCKET_MAX + 1];
+
+	for (int i = 0; i < a->n; i++) {
+		int fd = SD_LISTEN_FDS_START + i, ret;
+
+		if (a->used[i])
+			continue;
+		a->used[i] = true;
+		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+			log_warn("descriptor %d ('%s') from systemd is not a listening Unix stream "
+				 "socket; closing it", fd, passed_name(a, i));
+			close(fd);
+			continue;
+		}
+		if (!bound_path(fd, path, sizeof(path))[0])
+			snprintf(path, sizeof(path), "descriptor %d", fd);
+		if (srv->n_ls == LISTENERS_MAX) {
+			log_warn("socket %s ('%s') from systemd: already serving %u sockets; closing "
+				 "it", path, passed_name(a, i), LISTENERS_MAX);
+			close(fd);
+			continue;
+		}
+		log_info("socket %s ('%s') from systemd is not in the configuration: serving it "
+			 "too", path, passed_name(a, i));
+		ret = listener_adopt(srv, &srv->ls[srv->n_ls], fd, path, passed_name(a, i));
+		if (ret)
+			return ret;
+		srv->n_ls++;
+	}
+	return 0;
+}
+
+/* Our socket @path: the one systemd passed, else one we make. */
+static int listener_setup(struct server *srv, struct activation *a, struct listener *ls,
+			  const char *path)
+{
+	int ret = adopt_for(srv, a, ls, path);
+
+	if (ret)
+		return ret < 0 ? ret : 0;
+	return listener_open(srv, ls, path);
+}
+
 int server_open(struct ibresd *d)
 {
 	struct server *srv = calloc(1, sizeof(*srv));
+	struct activation a = { 0 };
 	int ret;
 
 	if (!srv)
@@ -521,21 +673,44 @@ int server_open(struct ibresd *d)
 	srv->reaper.cb = reap_clients;
 	d->server = srv;
 
-	ret = listener_open(srv, &srv->ls[0], d->cfg.socket_path);
+	/* socket activation: what systemd passed, for this process only */
+	a.n = sd_listen_fds_with_names(1, &a.names);
+	if (a.n < 0) {
+		log_warn("sockets from systemd: %s; ignoring them", strerror(-a.n));
+		a.n = 0;
+	}
+	if (a.n > 0 && !(a.used = calloc((size_t)a.n, sizeof(*a.used)))) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = listener_setup(srv, &a, &srv->ls[0], d->cfg.socket_path);
 	if (ret)
 		goto err;
 	srv->n_ls = 1;
 	if (d->cfg.acm_socket_path[0]) {
-		ret = listener_open(srv, &srv->ls[1], d->cfg.acm_socket_path);
+		ret = listener_setup(srv, &a, &srv->ls[1], d->cfg.acm_socket_path);
 		if (ret)
 			goto err;
 		srv->n_ls = 2;
-		if (d->cfg.acm_link)
+		/* systemd makes its own link (Symlinks=) */
+		if (d->cfg.acm_link && !srv->ls[1].adopted)
 			make_acm_link(&srv->ls[1]);
 	}
-	return 0;
+	ret = adopt_others(srv, &a);
+	if (ret)
+		goto err;
+	goto out;
 err:
 	server_close(d);
+out:
+	/* a descriptor nobody took (an error above) is not left open */
+	for (int i = 0; i < a.n; i++)
+		if (!a.used || !a.used[i])
+			close(SD_LISTEN_FDS_START + i);
+	for (int i = 0; a.names && i < a.n; i++)
+		free(a.names[i]);
+	free(a.names);
+	free(a.used);
 	return ret;
 }
 

@@ -33,6 +33,9 @@ struct request {
 	struct loop_timer deadline;  /* answers ETIMEDOUT if nothing else does */
 	bool woken;                  /* the entry settled: dispatch again */
 	int wake_status;             /* how it settled: 0, or a negative errno */
+	bool route_asked;            /* counted its SA route query (dispatch.c) */
+	bool verified;               /* QUERY_SA answered: sa_path holds the SA's record */
+	struct ibres_path_record sa_path;
 };
 
 static inline const struct ibres_hdr *request_hdr(const struct request *req)

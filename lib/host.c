@@ -169,25 +169,11 @@ IBRES_EXPORT int ibres_host_by_addr(struct ibres *h, int af, const void *addr, s
 				    unsigned flags, struct ibres_host **hostp)
 {
 	uint16_t type;
-	size_t want;
+	int ret = hostrec_addr_type(af, len, &type);
 
-	switch (af) {
-	case AF_INET:
-		type = IBRES_T_IPV4;
-		want = 4;
-		break;
-	case AF_INET6:
-		type = IBRES_T_IPV6;
-		want = 16;
-		break;
-	case AF_IB:
-		type = IBRES_T_GID;
-		want = 16;
-		break;
-	default:
-		return -EAFNOSUPPORT;
-	}
-	if (!addr || len != want)
+	if (ret)
+		return ret;
+	if (!addr)
 		return -EINVAL;
 	return host_lookup(h, type, addr, len, flags, hostp);
 }

@@ -2,6 +2,7 @@
 #include "hostrec.h"
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <strings.h>
 
@@ -94,6 +95,25 @@ int hostrec_decode(const void *buf, size_t len, struct ibres_hostrec *h)
 	if (ret < 0 || h->n_names == 0)
 		return -EBADMSG;
 	return 0;
+}
+
+/* AF_IB from <rdma/ib.h>, which the NSS module cannot include. */
+#define AF_IB_FAMILY 27
+
+int hostrec_addr_type(int af, size_t len, uint16_t *type)
+{
+	switch (af) {
+	case AF_INET:
+		*type = IBRES_T_IPV4;
+		return len == 4 ? 0 : -EINVAL;
+	case AF_INET6:
+		*type = IBRES_T_IPV6;
+		return len == 16 ? 0 : -EINVAL;
+	case AF_IB_FAMILY: /* a GID */
+		*type = IBRES_T_GID;
+		return len == 16 ? 0 : -EINVAL;
+	}
+	return -EAFNOSUPPORT;
 }
 
 int hostrec_has_name(const struct ibres_hostrec *h, const char *name)

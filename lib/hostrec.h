@@ -35,6 +35,11 @@ int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h);
  * item. */
 int hostrec_decode(const void *buf, size_t len, struct ibres_hostrec *h);
 
+/* The key item type for an address of family @af (AF_INET, AF_INET6, or
+ * AF_IB for a GID) and length @len: 0, -EAFNOSUPPORT, or -EINVAL when the
+ * length does not fit the family. */
+int hostrec_addr_type(int af, size_t len, uint16_t *type);
+
 /* Case-insensitive name match against every name of @h. */
 int hostrec_has_name(const struct ibres_hostrec *h, const char *name);
 

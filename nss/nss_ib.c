@@ -187,29 +187,15 @@ NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr2_r(const void *addr, socklen_t 
 						    int32_t *ttlp)
 {
 	struct ibres_hostrec rec;
-	socklen_t want;
 	uint16_t type;
-	int ret;
+	int ret = hostrec_addr_type(af, len, &type);
 
-	switch (af) {
-	case AF_INET:
-		type = IBRES_T_IPV4;
-		want = 4;
-		break;
-	case AF_INET6:
-		type = IBRES_T_IPV6;
-		want = 16;
-		break;
-	case AF_IB:
-		type = IBRES_T_GID;
-		want = 16;
-		break;
-	default:
+	if (ret == -EAFNOSUPPORT) {
 		*errnop = EAFNOSUPPORT;
 		*h_errnop = NO_DATA;
 		return NSS_STATUS_UNAVAIL;
 	}
-	if (len != want || !addr) {
+	if (ret || !addr) {
 		*errnop = EINVAL;
 		*h_errnop = NO_RECOVERY;
 		return NSS_STATUS_UNAVAIL;

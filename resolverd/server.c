@@ -155,25 +155,36 @@ static int client_flush(struct client *cl)
 		}
 		cl->out_off += (size_t)n;
 	}
+	free(cl->out);
+	cl->out = NULL;
 	cl->out_len = cl->out_off = 0;
 	return 0;
 }
 
+/* Send an answer; only what the socket does not take at once is copied, so
+ * an idle client holds no buffer. */
 static void client_send(struct client *cl, const void *buf, size_t len)
 {
-	if (!cl->out) {
-		cl->out = malloc(IBRES_MSG_MAX);
+	ssize_t n;
+
+	do {
+		n = send(cl->lf.fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != EAGAIN) {
+		client_close(cl);
+		return;
+	}
+	if (n < 0)
+		n = 0;
+	if ((size_t)n < len) {
+		cl->out = malloc(len - (size_t)n);
 		if (!cl->out) {
 			client_close(cl);
 			return;
 		}
-	}
-	memcpy(cl->out, buf, len);
-	cl->out_len = len;
-	cl->out_off = 0;
-	if (client_flush(cl) < 0) {
-		client_close(cl);
-		return;
+		memcpy(cl->out, (const uint8_t *)buf + n, len - (size_t)n);
+		cl->out_len = len - (size_t)n;
+		cl->out_off = 0;
 	}
 	cl->served = true;
 	/* move to the tail: most recently active */

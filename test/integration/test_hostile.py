@@ -210,3 +210,17 @@ def test_pipelined_requests(single):
 @pytest.fixture
 def single_short_timeout(daemon_factory):
     return daemon_factory(config_with({"daemon": ["client_timeout = 1s"]})).start()
+
+
+def test_slow_reader_gets_every_answer(single):
+    """Answers larger than the socket buffer wait in the daemon (EPOLLOUT),
+    other clients are served meanwhile, and nothing is lost or reordered."""
+    stats = acm_hdr(0x0b, 16)
+    c = Client(single.socket, timeout=20)
+    c.send(stats * 400)
+    time.sleep(0.5)  # let the daemon fill the socket and wait for us
+    assert_healthy(single)
+    for _ in range(400):
+        ans = c.recv_msg()
+        assert ans is not None and parse_hdr(ans)["status"] == 0
+    assert status_of(c.request(resolve_name("node1"))) == 0

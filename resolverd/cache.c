@@ -1176,7 +1176,7 @@ unsigned cache_flush(struct cache *c, const struct cache_key *k)
 	return n;
 }
 
-unsigned cache_drop_routes(struct cache *c, int ep)
+unsigned cache_drop_routes(struct cache *c, int ep, const uint8_t *gid)
 {
 	struct cache_entry *e;
 	unsigned i, n = 0;
@@ -1185,7 +1185,8 @@ unsigned cache_drop_routes(struct cache *c, int ep)
 		return 0;
 	for (i = 0; i < c->n_buckets; i++)
 		for (e = c->buckets[i]; e; e = e->hnext) {
-			if (e->state != IBRES_STATE_ROUTED || (ep >= 0 && e->route_ep != ep))
+			if (e->state != IBRES_STATE_ROUTED || (ep >= 0 && e->route_ep != ep) ||
+			    (gid && memcmp(e->route.dgid, gid, 16)))
 				continue;
 			route_clear(e);
 			e->state = IBRES_STATE_RESOLVED;

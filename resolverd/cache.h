@@ -234,10 +234,11 @@ void cache_cancel_waiter(struct cache_waiter *w);
 void cache_set_route(struct cache_entry *e, int ep, const struct ibres_path_record *p,
 		     uint32_t ttl_s, uint64_t now_ms);
 
-/* Forget every route from local endpoint @ep (every route when @ep < 0):
- * ROUTED entries go back to RESOLVED (the endpoint's LID or GID changed).
- * Returns how many. */
-unsigned cache_drop_routes(struct cache *c, int ep);
+/* Forget the routes from local endpoint @ep (any endpoint when @ep < 0) to
+ * destination GID @gid (any destination when NULL): ROUTED entries go back
+ * to RESOLVED (an endpoint's LID or GID changed, a destination left the
+ * subnet). Returns how many. */
+unsigned cache_drop_routes(struct cache *c, int ep, const uint8_t *gid);
 
 /* Expire what is due: entries and routes past their time. Returns entries
  * removed (waiters complete with -ETIMEDOUT). A QUERYING entry is removed

@@ -1509,6 +1509,11 @@ static int validate_endpoint(const struct ibres_config *cfg, unsigned e, char *e
 			ep->label);
 		return -EINVAL;
 	}
+	if (ep->transport == TRANSPORT_IB && (!ep->device[0] || !ep->n_groups)) {
+		set_err(err, errlen, "endpoint '%s': transport ib needs a 'device' and at least "
+			"one 'group'", ep->label);
+		return -EINVAL;
+	}
 	/* names and addresses: unique within the endpoint and across endpoints */
 	for (j = 0; j <= e; j++) {
 		o = &cfg->eps[j];

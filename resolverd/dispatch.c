@@ -38,6 +38,8 @@ uint8_t status_from_errno(int err)
 		return IBRES_STATUS_ENOMEM;
 	case -ENOTCONN:
 		return IBRES_STATUS_ENOTCONN;
+	case -EAGAIN: /* too many SA queries waiting */
+		return IBRES_STATUS_EAGAIN;
 	default:
 		return IBRES_STATUS_EINVAL;
 	}

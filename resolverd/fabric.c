@@ -673,18 +673,28 @@ static int load_key(struct fabric *f, const char *path)
 	return 0;
 }
 
+/* The ib transport's window on the SA client. */
+static int port_group_address(struct transport *t, unsigned g, uint8_t mgid[16], uint16_t *mlid,
+			      uint32_t *qkey, uint8_t *sl)
+{
+	struct fabric_port *p = t->owner;
+
+	return sa_group_address(p->f->d, p->ep, g, mgid, mlid, qkey, sl);
+}
+
+static void port_event(struct transport *t, const char *what)
+{
+	struct fabric_port *p = t->owner;
+
+	sa_port_changed(p->f->d, p->ep, what);
+}
+
 int fabric_start(struct ibresd *d)
 {
 	struct fabric *f;
 	int ret = 0;
 
 	d->fabric = NULL;
-	for (unsigned i = 0; i < d->n_eps; i++)
-		if (d->eps[i].cfg.transport == TRANSPORT_IB) {
-			log_err("endpoint %s: the ib transport is not available in this build",
-				d->eps[i].cfg.label);
-			return -EOPNOTSUPP;
-		}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -704,25 +714,40 @@ int fabric_start(struct ibresd *d)
 	for (unsigned i = 0; i < d->n_eps; i++) {
 		struct fabric_port *p = &f->ports[f->n_ports];
 
-		if (d->eps[i].cfg.transport != TRANSPORT_IP)
+		if (d->eps[i].cfg.transport != TRANSPORT_IP && d->eps[i].cfg.transport != TRANSPORT_IB)
 			continue;
 		p->f = f;
 		p->ep = &d->eps[i];
-		p->t.ops = &transport_ip_ops;
+		p->t.ops = p->ep->cfg.transport == TRANSPORT_IB ? &transport_ib_ops : &transport_ip_ops;
 		p->t.recv = on_datagram;
 		p->t.owner = p;
+		p->t.group_address = port_group_address;
+		p->t.port_event = port_event;
 		f->n_ports++;
 		ret = p->t.ops->open(&p->t, &d->loop, &p->ep->cfg);
+		if (ret == -EPROTONOSUPPORT) {
+			/* not an InfiniBand port (logged): that endpoint goes without */
+			memset(p, 0, sizeof(*p));
+			f->n_ports--;
+			continue;
+		}
 		if (ret)
 			goto err;
 		p->open = true;
+		if (p->t.qpn && p->t.qpn != p->ep->cfg.id.qpn) {
+			/* peers reach this endpoint at its UD QP */
+			p->ep->cfg.id.qpn = p->t.qpn;
+			resolver_local_changed(d, p->ep, false);
+		}
 		for (unsigned g = 0; g < p->ep->cfg.n_groups; g++) {
 			ret = p->t.ops->join(&p->t, g);
 			if (ret)
 				goto err;
 		}
 		log_info("fabric: endpoint %s on %s via %s, %u groups", p->ep->cfg.label,
-			 p->ep->cfg.interface, p->t.ops->name, p->ep->cfg.n_groups);
+			 p->ep->cfg.transport == TRANSPORT_IB ? p->ep->cfg.device
+							      : p->ep->cfg.interface,
+			 p->t.ops->name, p->ep->cfg.n_groups);
 	}
 	if (!f->n_ports) {
 		free(f);

@@ -3,10 +3,11 @@
  * Local addresses and routes from the kernel: rtnetlink through libnl-3.
  *
  * Two sockets. The event socket joins the link and address groups, is
- * non-blocking and sits in the event loop; it keeps a table of every link
- * and every usable address up to date. The request socket carries dumps and
- * route lookups; the kernel answers those synchronously, and a receive
- * timeout bounds the wait should it ever not.
+ * non-blocking and sits in the event loop; it keeps a table of the
+ * interfaces that may carry an endpoint's addresses (IPoIB ones, and those
+ * the config names) and of their usable addresses. The request socket
+ * carries dumps and route lookups; the kernel answers those synchronously,
+ * and a receive timeout bounds the wait should it ever not.
  *
  * Start-up subscribes first and dumps second, so nothing falls between the
  * two: a notification older than the dump that is applied after it is put
@@ -38,19 +39,19 @@
 #include "log.h"
 #include "resolver.h"
 
-#define NL_LINKS_MAX 64        /* IPoIB and configured interfaces tracked */
-#define NL_LINK_ADDRS_MAX 32   /* addresses tracked per interface and family */
-#define NL_ADDRS_MAX (NL_LINKS_MAX * NL_LINK_ADDRS_MAX * 2) /* so never full */
-#define NL_BUF_LEN 32768       /* one netlink datagram (dump parts are a page or two) */
-#define NL_EVENT_RCVBUF (1 << 20)
-#define NL_EVENT_BATCH 64      /* datagrams read per wake-up; epoll calls again */
-#define NL_RECV_TIMEOUT_MS 1000 /* one receive on the request socket */
+#define NL_LINKS_MAX	    64 /* IPoIB and configured interfaces tracked */
+#define NL_LINK_ADDRS_MAX   32 /* addresses tracked per interface and family */
+#define NL_ADDRS_MAX	    (NL_LINKS_MAX * NL_LINK_ADDRS_MAX * 2) /* so never full */
+#define NL_BUF_LEN	    32768 /* one netlink datagram (dump parts are a page or two) */
+#define NL_EVENT_RCVBUF	    (1 << 20)
+#define NL_EVENT_BATCH	    64	 /* datagrams read per wake-up; epoll calls again */
+#define NL_RECV_TIMEOUT_MS  1000 /* one receive on the request socket */
 #define NL_REQUEST_BOUND_MS 5000 /* a whole request, dumps included */
-#define NL_DUMP_TRIES 3        /* a dump interrupted by changes is redone */
-#define NL_RESYNC_DELAY_MS 50  /* resyncs asked for by a burst of changes coalesce */
-#define NL_RESYNC_RETRY_MS 1000
-#define REANNOUNCE_MS 1000     /* a change is announced at once and again after this */
-#define IPOIB_HWADDR_LEN 20    /* flags, QPN (3 bytes), port GID (16 bytes) */
+#define NL_DUMP_TRIES	    3	 /* a dump interrupted by changes is redone */
+#define NL_RESYNC_DELAY_MS  50	 /* resyncs asked for by a burst of changes coalesce */
+#define NL_RESYNC_RETRY_MS  1000
+#define REANNOUNCE_MS	    1000 /* a change is announced at once and again after this */
+#define IPOIB_HWADDR_LEN    20	 /* flags, QPN (3 bytes), port GID (16 bytes) */
 
 /* What a message did to the tables. */
 enum { NL_CHANGED = 1, NL_RESYNC = 2 };
@@ -63,8 +64,8 @@ struct nl_link {
 	char name[IFNAMSIZ];
 	bool ipoib; /* ARPHRD_INFINIBAND with a 20-byte address: gid and pkey are set */
 	uint8_t gid[16];
-	uint16_t pkey;  /* from the broadcast address; 0 if unknown */
-	bool overflow;  /* it has addresses beyond NL_LINK_ADDRS_MAX that are not tracked */
+	uint16_t pkey; /* from the broadcast address; 0 if unknown */
+	bool overflow; /* it has addresses beyond NL_LINK_ADDRS_MAX that are not tracked */
 };
 
 struct nl_addr {
@@ -87,7 +88,7 @@ struct netlink {
 	struct ibresd *d;
 	struct nl_sock *ev, *rq;
 	struct loop_fd lf;
-	bool lost;        /* notifications were dropped: resync once drained */
+	bool lost; /* notifications were dropped: resync once drained */
 	struct loop_timer resync_timer;
 	struct loop_timer reannounce;
 	struct nl_tables *t;
@@ -189,23 +190,26 @@ static int on_link(struct nl_tables *t, struct nlmsghdr *h)
 		link_remove(t, l);
 		return NL_CHANGED;
 	}
+	/* a message may leave attributes out (the IPv6 layer's, for one):
+	 * what it does not say stays as it was */
+	if (l)
+		n = *l;
 	n.ifindex = ifi->ifi_index;
 	n.flags = ifi->ifi_flags;
 	if (tb[IFLA_IFNAME])
 		nla_strlcpy(n.name, tb[IFLA_IFNAME], sizeof(n.name));
-	else if (l)
-		memcpy(n.name, l->name, sizeof(n.name));
-	if (ifi->ifi_type == ARPHRD_INFINIBAND && tb[IFLA_ADDRESS] &&
-	    nla_len(tb[IFLA_ADDRESS]) == IPOIB_HWADDR_LEN) {
+	if (tb[IFLA_ADDRESS]) {
 		const uint8_t *hw = nla_data(tb[IFLA_ADDRESS]);
 
-		n.ipoib = true;
-		memcpy(n.gid, hw + 4, 16);
-		if (tb[IFLA_BROADCAST] && nla_len(tb[IFLA_BROADCAST]) == IPOIB_HWADDR_LEN) {
-			const uint8_t *bc = nla_data(tb[IFLA_BROADCAST]);
+		n.ipoib = ifi->ifi_type == ARPHRD_INFINIBAND &&
+			  nla_len(tb[IFLA_ADDRESS]) == IPOIB_HWADDR_LEN;
+		if (n.ipoib)
+			memcpy(n.gid, hw + 4, 16);
+	}
+	if (n.ipoib && tb[IFLA_BROADCAST] && nla_len(tb[IFLA_BROADCAST]) == IPOIB_HWADDR_LEN) {
+		const uint8_t *bc = nla_data(tb[IFLA_BROADCAST]);
 
-			n.pkey = (uint16_t)(bc[8] << 8 | bc[9]);
-		}
+		n.pkey = (uint16_t)(bc[8] << 8 | bc[9]);
 	}
 	if (!is_candidate(t, &n)) {
 		if (!l)
@@ -217,7 +221,8 @@ static int on_link(struct nl_tables *t, struct nlmsghdr *h)
 		if (t->n_links == NL_LINKS_MAX) {
 			if (!t->warned_full)
 				log_warn("netlink: more than %u IPoIB and configured interfaces; "
-					 "%s and later ones are ignored", NL_LINKS_MAX, n.name);
+					 "%s and later ones are ignored",
+					 NL_LINKS_MAX, n.name);
 			t->warned_full = true;
 			return 0;
 		}
@@ -225,7 +230,6 @@ static int on_link(struct nl_tables *t, struct nlmsghdr *h)
 		/* renamed into an endpoint's interface: its addresses are not known */
 		return NL_CHANGED | NL_RESYNC;
 	}
-	n.overflow = l->overflow;
 	if (!strcmp(l->name, n.name) && l->ipoib == n.ipoib && !memcmp(l->gid, n.gid, 16) &&
 	    l->pkey == n.pkey && (l->flags & IFF_LOOPBACK) == (n.flags & IFF_LOOPBACK)) {
 		l->flags = n.flags;
@@ -348,6 +352,8 @@ static int request(struct netlink *nl, struct nl_msg *msg, bool dump, answer_cb 
 			/* an answer to an earlier request that timed out */
 			if (h->nlmsg_seq != seq)
 				continue;
+			if (h->nlmsg_flags & NLM_F_DUMP_INTR)
+				interrupted = true;
 			if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_DONE) {
 				int err = 0;
 
@@ -357,8 +363,6 @@ static int request(struct netlink *nl, struct nl_msg *msg, bool dump, answer_cb 
 					err = -err;
 				return err ? err : interrupted ? -EAGAIN : 0;
 			}
-			if (h->nlmsg_flags & NLM_F_DUMP_INTR)
-				interrupted = true;
 			ret = cb(nl, h, arg);
 			if (!dump)
 				return ret;

@@ -34,8 +34,8 @@ int privs_lookup(struct ibresd *d)
 static void check_readable(const char *what, const char *path)
 {
 	if (path[0] && access(path, R_OK) < 0)
-		log_warn("%s %s is not readable by the daemon's user: reloads will fail (%s)",
-			 what, path, strerror(errno));
+		log_warn("%s %s is not readable by the daemon's user: reloads will fail (%s)", what,
+			 path, strerror(errno));
 }
 
 int privs_drop(struct ibresd *d)
@@ -53,8 +53,7 @@ int privs_drop(struct ibresd *d)
 	}
 	/* the user's supplementary groups (e.g. one owning /dev/infiniband),
 	 * then the gid while still root, the uid last */
-	if (initgroups(user, d->run_gid) < 0 || setgid(d->run_gid) < 0 ||
-	    setuid(d->run_uid) < 0) {
+	if (initgroups(user, d->run_gid) < 0 || setgid(d->run_gid) < 0 || setuid(d->run_uid) < 0) {
 		int err = errno;
 
 		log_err("cannot become user %s: %s", user, strerror(err));

@@ -237,7 +237,7 @@ void resolver_local_changed(struct ibresd *d, struct endpoint *ep, bool gid_chan
 				strerror(-ret));
 	}
 	/* paths from it carry its old LID or GID */
-	cache_drop_routes(&d->cache, (int)ep->index);
+	cache_drop_routes(&d->cache, (int)ep->index, NULL);
 }
 
 enum lookup_result resolver_route_wait(struct ibresd *d, struct cache_waiter *w,

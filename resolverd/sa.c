@@ -107,7 +107,8 @@ struct sa_query {
 struct sa_counters {
 	uint64_t queries, path_queries, joined, retries, timeouts, errors, rejected, rx,
 		rx_malformed, rx_unsolicited, rx_mismatch, rx_kernel_timeouts, tx_errors,
-		port_polls, port_events, joins, join_failures, leaves, routes_dropped;
+		port_polls, port_events, joins, join_failures, leaves, routes_dropped,
+		hosts_dropped;
 };
 
 struct sa_client {
@@ -302,7 +303,8 @@ static void query_submit(struct sa_client *sa, struct sa_query *q)
 
 static void route_deliver(struct sa_client *sa, struct sa_query *q, int status,
 			  const struct ibres_path_record *pr);
-static void verify_deliver(struct sa_query *q, int status, const struct ibres_path_record *pr);
+static void verify_deliver(struct sa_client *sa, struct sa_query *q, int status,
+			   const struct ibres_path_record *pr);
 static void join_deliver(struct sa_client *sa, struct sa_query *q, int status,
 			 const struct sa_mcmember *m);
 static void leave_deliver(struct sa_client *sa, struct sa_query *q, int status);
@@ -328,7 +330,7 @@ static void query_finish(struct sa_client *sa, struct sa_query *q, int status, c
 		route_deliver(sa, q, status, answer);
 		break;
 	case Q_VERIFY:
-		verify_deliver(q, status, answer);
+		verify_deliver(sa, q, status, answer);
 		break;
 	case Q_JOIN:
 		join_deliver(sa, q, status, answer);
@@ -560,6 +562,27 @@ int sa_route_query(struct ibresd *d, struct endpoint *ep, struct cache_entry *e)
 	return 0;
 }
 
+/* The SA has no path to @gid (its port left the subnet): a host learned
+ * from the fabric is stale and goes (true: its entries, and their waiters,
+ * are gone); the routes to a configured one are dropped. */
+static bool drop_stale(struct sa_client *sa, const uint8_t gid[16])
+{
+	struct ibresd *d = sa->d;
+	struct cache_entry *e;
+	struct cache_key k;
+
+	cache_key_addr(&k, IBRES_KEY_GID, gid);
+	e = cache_lookup(&d->cache, &k, now_ms());
+	if (!e || !e->host)
+		return false;
+	sa->c.routes_dropped += cache_drop_routes(&d->cache, -1, gid);
+	if (e->host->origin != IBRES_ORIGIN_FABRIC)
+		return false;
+	sa->c.hosts_dropped++;
+	cache_remove_host_by_gid(&d->cache, gid);
+	return true;
+}
+
 /* Store the answer on every entry of the destination host (all its names
  * and addresses share the route) and wake the requests waiting on them. */
 static void route_deliver(struct sa_client *sa, struct sa_query *q, int status,
@@ -571,24 +594,17 @@ static void route_deliver(struct sa_client *sa, struct sa_query *q, int status,
 	struct cache_entry *e;
 	uint64_t now = now_ms();
 	unsigned n = 0;
-	bool learned;
 	char ks[CACHE_KEY_STR_MAX];
 
 	e = cache_lookup(&d->cache, &q->dest, now);
 	if (!e || !e->host)
 		return; /* the host left meanwhile; the cache completed its waiters */
 	rec = e->host->rec;
-	learned = e->host->origin == IBRES_ORIGIN_FABRIC;
 	if (status) {
 		log_info("%s: no path to %s from the SA: %s", q->port->label,
 			 cache_key_str(&q->dest, ks, sizeof(ks)), strerror(-status));
-		if (status == -ENODATA && learned && rec.n_gids) {
-			/* the SA no longer knows that port (unplugged, gone):
-			 * what we learned about it is stale */
-			sa->c.routes_dropped++;
-			cache_remove_host_by_gid(&d->cache, rec.gids[0]);
+		if (status == -ENODATA && rec.n_gids && drop_stale(sa, rec.gids[0]))
 			return;
-		}
 	}
 	for (unsigned i = 0; i < rec.n_names; i++)
 		if (cache_key_name(&keys[n], rec.names[i]) == 0)
@@ -639,9 +655,13 @@ int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_pat
 	return 0;
 }
 
-static void verify_deliver(struct sa_query *q, int status, const struct ibres_path_record *pr)
+static void verify_deliver(struct sa_client *sa, struct sa_query *q, int status,
+			   const struct ibres_path_record *pr)
 {
 	struct cache_waiter *w;
+
+	if (status == -ENODATA && q->check_dgid)
+		drop_stale(sa, q->dgid);
 
 	if (list_empty(&q->waiters))
 		return; /* the client went away */
@@ -742,7 +762,11 @@ static void join_deliver(struct sa_client *sa, struct sa_query *q, int status,
 			 gid_str(grp->mgid, s, sizeof(s)),
 			 ep ? ib_mtu_to_bytes(ep->cfg.groups[q->group].mtu) : 0,
 			 ep ? ib_rate_to_gbps(ep->cfg.groups[q->group].rate) : "?",
-			 status == -ETIMEDOUT ? "no answer from the SA" : strerror(-status));
+			 status == -ETIMEDOUT  ? "no answer from the SA"
+			 : status == -ENOTCONN ? "the port went down"
+			 : status == -EINVAL   ? "the SA refused it (can the port and the existing "
+						 "group carry that MTU, rate and SL?)"
+					       : strerror(-status));
 	grp->last_error = status;
 	grp->failures++;
 	backoff = (uint64_t)JOIN_RETRY_MIN_MS << (grp->failures < 5 ? grp->failures - 1 : 5);
@@ -820,7 +844,7 @@ void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t m
 }
 
 int sa_group_address(struct ibresd *d, const struct endpoint *ep, unsigned g, uint8_t mgid[16],
-		     uint16_t *mlid, uint32_t *qkey)
+		     uint16_t *mlid, uint32_t *qkey, uint8_t *sl)
 {
 	struct sa_port *p = port_of(d->sa, ep);
 
@@ -831,7 +855,19 @@ int sa_group_address(struct ibresd *d, const struct endpoint *ep, unsigned g, ui
 	memcpy(mgid, p->groups[g].rec.mgid, 16);
 	*mlid = p->groups[g].rec.mlid;
 	*qkey = p->groups[g].rec.qkey;
+	*sl = p->groups[g].rec.sl;
 	return 0;
+}
+
+void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *what)
+{
+	struct sa_port *p = port_of(d->sa, ep);
+
+	if (!p)
+		return;
+	log_info("%s: verbs event %s: reading the port now", p->label, what);
+	p->next_poll_ms = now_ms();
+	rearm(p->sa);
 }
 
 /* --- ports -------------------------------------------------------------------- */
@@ -917,21 +953,16 @@ static void port_update(struct sa_port *p, const struct smp_port_info *pi)
 	struct sa_client *sa = p->sa;
 	struct smp_port_info old = p->pi;
 	bool first = !p->have_info, rejoin = first;
-	char s[INET6_ADDRSTRLEN], msg[128];
-	uint8_t gid[16];
+	char msg[128];
 
 	p->pi = *pi;
 	p->have_info = true;
-	if (first) {
-		port_gid(p, gid);
-		log_info("%s: %s port %u: %s, LID %u, SM LID %u, GID %s, MTU %u, rate %s Gb/s",
-			 p->label, p->dev, p->port_num, state_str(pi->state), pi->lid, pi->sm_lid,
-			 gid_str(gid, s, sizeof(s)), ib_mtu_to_bytes(pi->mtu),
-			 ib_rate_to_gbps(pi->rate));
-	} else {
+	if (!first) {
 		if (old.state != pi->state) {
 			snprintf(msg, sizeof(msg), "%s (state %s -> %s)",
-				 pi->state == PORT_ACTIVE ? "PORT_ACTIVE" : "PORT_ERR",
+				 pi->state == PORT_ACTIVE    ? "PORT_ACTIVE"
+				 : old.state == PORT_ACTIVE ? "PORT_ERR"
+							    : "port state change",
 				 state_str(old.state), state_str(pi->state));
 			port_event(sa, p, msg);
 			rejoin = true;
@@ -1280,14 +1311,13 @@ int sa_start(struct ibresd *d)
 		uint8_t gid[16];
 
 		p->next_poll_ms = now_ms() + d->cfg.port_poll_ms;
-		if (p->polling || !p->io) {
-			/* no PortInfo answer: what sysfs said */
-			port_gid(p, gid);
-			log_info("%s: %s port %u (sysfs): %s, LID %u, SM LID %u, GID %s", p->label,
-				 p->dev, p->port_num, state_str(p->pi.state), p->pi.lid,
-				 p->pi.sm_lid, gid_str(gid, s, sizeof(s)));
-			port_apply(p);
-		}
+		port_gid(p, gid);
+		log_info("%s: %s port %u%s: %s, LID %u, SM LID %u, GID %s, P_Key 0x%04x, MTU %u, "
+			 "rate %s Gb/s",
+			 p->label, p->dev, p->port_num, p->polling || !p->io ? " (sysfs)" : "",
+			 state_str(p->pi.state), p->pi.lid, p->pi.sm_lid, gid_str(gid, s, sizeof(s)),
+			 p->pkey, ib_mtu_to_bytes(p->pi.mtu), ib_rate_to_gbps(p->pi.rate));
+		port_apply(p);
 		if (p->io && !port_usable(p))
 			log_warn("%s: %s port %u is %s%s: no SA until a Subnet Manager brings it up",
 				 p->label, p->dev, p->port_num, state_str(p->pi.state),
@@ -1375,6 +1405,7 @@ void sa_stats(struct ibresd *d, struct tlv_writer *w)
 		{ "sa_rx_kernel_timeouts", c->rx_kernel_timeouts },
 		{ "sa_tx_errors", c->tx_errors + sum.tx_errors },
 		{ "sa_routes_dropped", c->routes_dropped },
+		{ "sa_hosts_dropped", c->hosts_dropped },
 		{ "umad_rx_dropped", sum.rx_dropped },
 		{ "umad_rx_errors", sum.rx_errors },
 		{ "port_polls", c->port_polls },

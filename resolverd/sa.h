@@ -82,10 +82,14 @@ int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_pat
 void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t mtu, uint8_t rate,
 			  struct path_params *pp);
 
-/* One of @ep's IB groups, for the ib transport: 0 with MGID and MLID once
- * joined, -EAGAIN before, -ENOENT without an SA port. */
+/* One of @ep's IB groups, for the ib transport: 0 with MGID, MLID, Q_Key
+ * and SL once joined, -EAGAIN before, -ENOENT without an SA port. */
 int sa_group_address(struct ibresd *d, const struct endpoint *ep, unsigned g, uint8_t mgid[16],
-		     uint16_t *mlid, uint32_t *qkey);
+		     uint16_t *mlid, uint32_t *qkey, uint8_t *sl);
+
+/* Verbs reported a port event on @ep's device (ib transport): read the port
+ * now rather than at the next poll. */
+void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *what);
 
 /* Append the SA client's counters (NAME, COUNTER pairs) to a STATS answer;
  * zeros without any port. */

@@ -644,8 +644,8 @@ static int adopt_others(struct server *srv, struct activation *a)
 		if (!bound_path(fd, path, sizeof(path))[0])
 			snprintf(path, sizeof(path), "descriptor %d", fd);
 		if (srv->n_ls == LISTENERS_MAX) {
-			log_warn("socket %s ('%s') from systemd: already serving %u sockets; closing "
-				 "it", path, passed_name(a, i), LISTENERS_MAX);
+			log_warn("socket %s ('%s') from systemd: already serving %u sockets; "
+				 "closing it", path, passed_name(a, i), LISTENERS_MAX);
 			close(fd);
 			continue;
 		}

@@ -46,8 +46,16 @@ struct transport {
 		     const struct transport_addr *from);
 	void *owner; /* the protocol core's per-endpoint state */
 	void *priv;  /* the transport's own state */
+	/* ib: set by the core before open. The IB group behind priority class
+	 * @g once the port joined it (0, or -EAGAIN not yet), and a port event
+	 * verbs reported (the SA client reads the port again). */
+	int (*group_address)(struct transport *t, unsigned g, uint8_t mgid[16], uint16_t *mlid,
+			     uint32_t *qkey, uint8_t *sl);
+	void (*port_event)(struct transport *t, const char *what);
+	uint32_t qpn; /* ib: set by open, the UD QP the endpoint is reached at */
 };
 
 extern const struct transport_ops transport_ip_ops;
+extern const struct transport_ops transport_ib_ops;
 
 #endif

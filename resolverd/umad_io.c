@@ -2,12 +2,14 @@
 /* libibumad behind two helper threads and two pipes (umad_io.h). */
 #include "umad_io.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/umad.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -298,7 +300,7 @@ int umad_io_open(struct umad_io **out, const char *dev, unsigned port, struct lo
 	io->agents[UMAD_IO_SA] = umad_register(io->portid, MAD_CLASS_SA, MAD_SA_CLASS_VERSION, 0,
 					       NULL);
 	if (io->agents[UMAD_IO_SA] < 0) {
-		ret = io->agents[UMAD_IO_SA] < 0 ? -EIO : 0;
+		ret = -EIO;
 		io->agents[UMAD_IO_SA] = -1;
 		log_err("%s port %u: cannot register an SA agent", dev, port);
 		goto err;

@@ -41,19 +41,19 @@ class Activated:
     """ibresd started by systemd-socket-activate on the sockets @listen; the
     daemon replaces the tool in the same process on the first connection."""
 
-    def __init__(self, tmp_path, listen, names=(), config=None, args=()):
+    def __init__(self, tmp_path, listen, names=(), config=None, sock=None):
         self.dir = str(tmp_path)
         self.conf = os.path.join(self.dir, "ibresd.conf")
         with open(self.conf, "w") as f:
             f.write(config or open(SINGLE_NODE).read())
-        self.sock = listen[0]
+        self.sock = sock or listen[0]
         self.log_path = os.path.join(self.dir, "ibresd.log")
         cmd = [ACTIVATE]
         for addr in listen:
             cmd += ["-l", addr]
         if names:
             cmd.append("--fdname=" + ":".join(names))
-        cmd += [IBRESD, "-f", "-d", "-c", self.conf, "-s", self.sock] + list(args)
+        cmd += [IBRESD, "-f", "-d", "-c", self.conf, "-s", self.sock]
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
 
@@ -144,11 +144,7 @@ def test_activation_for_another_path_binds_its_own(activated, tmp_path):
     """A passed socket that is not the configured path does not stop the
     daemon from making its own, which it removes again at exit."""
     passed, own = str(tmp_path / "passed.sock"), str(tmp_path / "own.sock")
-    d = activated([passed], names=["other"])
-    d.proc.args  # noqa: B018 (the daemon's -s names `passed`; re-point it below)
-    d.stop()
-    # -s is the configured path; the passed socket is a stray served besides it
-    d = activated([passed], names=["other"], args=["-s", own])
+    d = activated([passed], names=["other"], sock=own)
     wait_path(passed)
     c = Client(passed, timeout=10)
     assert parse_hdr(c.request(resolve_name("node1")))["status"] == 0

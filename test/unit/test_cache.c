@@ -682,6 +682,49 @@ static void test_negative(void **state)
 
 /* ---- routes ------------------------------------------------------------------------ */
 
+static void test_drop_routes(void **state)
+{
+	struct ibres_path_record p = path_with_dlid(4), q = path_with_dlid(5);
+	struct ibres_hostrec h, g;
+	struct cache_entry *a, *ip, *b;
+	struct cache c;
+
+	(void)state;
+	assert_int_equal(cache_init(&c, 16), 0);
+	rec_init(&h, "a");
+	rec_v4(&h, "198.18.0.1");
+	rec_gid(&h, "fe80::a");
+	rec_init(&g, "b");
+	rec_gid(&g, "fe80::b");
+	assert_int_equal(cache_insert_host(&c, &h, IBRES_ORIGIN_FABRIC, 100, 0), 0);
+	assert_int_equal(cache_insert_host(&c, &g, IBRES_ORIGIN_STATIC, 0, 0), 0);
+	a = lk_name(&c, "a", 0);
+	ip = lk_v4(&c, "198.18.0.1", 0);
+	b = lk_name(&c, "b", 0);
+	memcpy(p.dgid, h.gids[0], 16);
+	memcpy(q.dgid, g.gids[0], 16);
+	cache_set_route(a, 0, &p, 10, 0);
+	cache_set_route(ip, 1, &p, 10, 0);
+	cache_set_route(b, 0, &q, 10, 0);
+	/* by endpoint */
+	assert_int_equal(cache_drop_routes(&c, 1, NULL), 1);
+	assert_int_equal(ip->state, IBRES_STATE_RESOLVED);
+	assert_int_equal(ip->route_ep, -1);
+	assert_int_equal(a->state, IBRES_STATE_ROUTED);
+	/* by destination */
+	assert_int_equal(cache_drop_routes(&c, -1, g.gids[0]), 1);
+	assert_int_equal(b->state, IBRES_STATE_RESOLVED);
+	assert_int_equal(a->state, IBRES_STATE_ROUTED);
+	assert_int_equal(cache_drop_routes(&c, 0, h.gids[0]), 1);
+	assert_int_equal(a->state, IBRES_STATE_RESOLVED);
+	assert_int_equal(cache_drop_routes(&c, -1, NULL), 0);
+	/* entries and hosts stay */
+	assert_int_equal(c.stats.hosts, 2);
+	assert_int_equal(cache_check(&c), 0);
+	assert_int_equal(cache_drop_routes(NULL, -1, NULL), 0);
+	cache_fini(&c);
+}
+
 static void test_routes(void **state)
 {
 	struct ibres_path_record p = path_with_dlid(4);
@@ -2229,6 +2272,7 @@ int main(void)
 		cmocka_unit_test(test_state_transitions),
 		cmocka_unit_test(test_negative),
 		cmocka_unit_test(test_routes),
+		cmocka_unit_test(test_drop_routes),
 		cmocka_unit_test(test_address_moved),
 		cmocka_unit_test(test_alias_dropped),
 		cmocka_unit_test(test_stale_after_identity_evicted),

@@ -170,6 +170,13 @@ static void test_daemon_keys(void **state)
 	assert_string_equal(cfg.socket_path, "/a/b");
 	assert_string_equal(cfg.acm_socket_path, "");
 
+	/* user: a name, or none (the default: stay as started) */
+	assert_string_equal(cfg.user, "");
+	assert_int_equal(parse_kv("[daemon]", "user", "ibres"), 0);
+	assert_string_equal(cfg.user, "ibres");
+	assert_int_equal(parse_kv("[daemon]", "user", "None"), 0);
+	assert_string_equal(cfg.user, "");
+
 	/* booleans */
 	static const char *const yes[] = { "yes", "true", "on", "1", "YES", "True" };
 	static const char *const no[] = { "no", "false", "off", "0", "NO", "Off" };
@@ -473,6 +480,9 @@ static const struct bad_case bad_cases[] = {
 	{ "[daemon]", "log_level", "verbose", "one of error, warning, info, debug" },
 	{ "[daemon]", "log_level", "warn", "one of error" },
 	{ "[daemon]", "max_clients", "0", "an integer 1..65536" },
+	{ "[daemon]", "user", "a/b", "1..63 characters without spaces or 'none'" },
+	{ "[daemon]", "user", "0123456789012345678901234567890123456789012345678901234567890123",
+	  "1..63 characters" },
 	{ "[daemon]", "max_clients", "65537", "an integer 1..65536" },
 	{ "[daemon]", "max_clients", "abc", "an integer 1..65536" },
 	{ "[daemon]", "max_clients", "12abc", "an integer" },
@@ -807,7 +817,25 @@ static void test_validate(void **state)
 		       EP_OK "transport = ip\ninterface = ib0\n");
 	assert_int_equal(validate(EP_OK "transport = ip\ninterface = ib0\n"
 				  "group = 239.255.73.1\n"), 0);
-	assert_int_equal(validate(EP_OK "transport = ib\n"), 0);
+	expect_invalid("endpoint 'ib0': transport ib needs a 'device' and at least one 'group'",
+		       EP_OK "transport = ib\ngroup = 239.255.73.1\n");
+	expect_invalid("endpoint 'ib0': transport ib needs a 'device' and at least one 'group'",
+		       EP_OK "transport = ib\ndevice = mlx5_0\n");
+	assert_int_equal(validate(EP_OK "transport = ib\ndevice = mlx5_0\ngroup = 239.255.73.1\n"),
+			 0);
+	/* the SA client's keys */
+	assert_int_equal(validate("[resolve]\nsa_window = 64\nport_poll_interval = 0\n" EP_OK
+				  "device = mlx5_0\npkey_index = 127\n"),
+			 0);
+	assert_int_equal(cfg.sa_window, 64);
+	assert_int_equal(cfg.port_poll_ms, 0);
+	assert_int_equal(cfg.eps[0].pkey_index, 127);
+	assert_int_not_equal(parse("[resolve]\nsa_window = 0\n"), 0);
+	assert_int_not_equal(parse("[resolve]\nsa_window = 65\n"), 0);
+	assert_int_not_equal(parse("[resolve]\nport_poll_interval = 50ms\n"), 0);
+	assert_int_not_equal(parse(EP_OK "pkey_index = 128\n"), 0);
+	assert_int_equal(parse("[resolve]\nport_poll_interval = 500ms\n"), 0);
+	assert_int_equal(cfg.port_poll_ms, 500);
 	/* names and addresses unique across endpoints */
 	expect_invalid("name 'node1' appears in endpoints 'ib0' and 'ib1'",
 		       EP_OK "[endpoint ib1]\nname = node1\ngid = fe80::2\nlid = 2\n");
@@ -935,6 +963,7 @@ static void test_print_round_trip(void **state)
 	round_trip(EP_OK);
 	round_trip("[daemon]\nsocket = /tmp/s p a c e.sock\nacm_socket = /run/ibacm-unix.sock\n"
 		   "acm_link = on\nlog_level = warning\nmax_clients = 3\nclient_timeout = 1500ms\n"
+		   "user = ibres\n"
 		   "[resolve]\ntimeout = 1500\nretries = 0\naddr_ttl = 90\nroute_ttl = 7d\n"
 		   "negative_ttl = 0\ncache_size = 100\nroute_prot = sa\n"
 		   "hosts_file = /etc/ibres/hosts\nname_pattern = a* b?\nname_pattern = c[0-9]\n"
@@ -954,11 +983,13 @@ static void test_print_round_trip(void **state)
 	static const char *const want[] = {
 		"[daemon]\n", "socket = /run/ibres/ibresd.sock\n", "acm_socket = none\n",
 		"acm_link = no\n", "log_level = info\n", "max_clients = 1024\n",
-		"client_timeout = 10s\n", "[resolve]\n", "timeout = 1s\n", "retries = 3\n",
+		"client_timeout = 10s\n", "user = none\n", "[resolve]\n", "timeout = 1s\n",
+		"retries = 3\n",
 		"addr_ttl = 1h\n", "route_ttl = 1h\n", "negative_ttl = 10s\n",
 		"cache_size = 65536\n", "route_prot = mcast\n", "hosts_file = none\n",
 		"# name_pattern", "settle_time = 3s\n", "announce_interval = 1m\n",
-		"cluster_key_file = none\n", "[endpoint ib0]\n", "gid = fe80::1\n", "lid = 1\n",
+		"cluster_key_file = none\n", "sa_window = 4\n", "port_poll_interval = 2s\n",
+		"[endpoint ib0]\n", "gid = fe80::1\n", "lid = 1\n",
 		"pkey = 0xffff\n", "qpn = 1\n", "mtu = 2048\n", "rate = 10\n", "sl = 0\n",
 		"packet_life = 18\n", "name = node1\n", "# address",
 		"dev_guid = 0x0000000000000000\n",

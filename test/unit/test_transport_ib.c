@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+/* resolverd/transport_ib.c without an HCA: address handle attributes from a
+ * path record, from a sender and for a group; receive buffers and the GRH;
+ * and the transport refusing a device libibverbs does not have. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+
+#include "config.h"
+#include "loop.h"
+#include "path.h"
+#include "transport_ib.h"
+
+static void gid(uint8_t g[16], const char *s)
+{
+	assert_int_equal(inet_pton(AF_INET6, s, g), 1);
+}
+
+static void test_ah_from_local_path(void **state)
+{
+	struct cfg_endpoint src;
+	struct ibres_hostrec dst;
+	struct ibres_path_record p;
+	struct path_params pp = { .mtu = 4, .rate = 16, .sl = 5, .packet_life = 18,
+				  .pkey = 0xffff };
+	struct ibv_ah_attr a;
+
+	(void)state;
+	memset(&src, 0, sizeof(src));
+	memset(&dst, 0, sizeof(dst));
+	gid(src.id.gids[0], "fe80::2:c903:0:101");
+	src.id.lid = 3;
+	gid(dst.gids[0], "fe80::2:c903:0:201");
+	dst.lid = 4;
+	path_build(&p, &src, &dst, &pp);
+	ib_ah_attr_from_path(&p, 1, &a);
+	assert_int_equal(a.dlid, 4);
+	assert_int_equal(a.sl, 5);
+	assert_int_equal(a.static_rate, 16); /* IBV_RATE_100_GBPS */
+	assert_int_equal(a.static_rate, IBV_RATE_100_GBPS);
+	assert_int_equal(a.port_num, 1);
+	assert_int_equal(a.src_path_bits, 0);
+	/* same subnet: hop limit 0, no GRH */
+	assert_int_equal(a.is_global, 0);
+}
+
+static void test_ah_from_routed_path(void **state)
+{
+	struct ibres_path_record p;
+	struct ibv_ah_attr a;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	gid(p.dgid, "fec0::1:2:c903:0:201");
+	p.dlid = htobe16(0x20);
+	p.qosclass_sl = htobe16(0x123 << 4 | 7);
+	p.flowlabel_hoplimit = htobe32(0xabcde << 8 | 64);
+	p.tclass = 0x22;
+	p.rate = 0x80 | 7;
+	ib_ah_attr_from_path(&p, 2, &a);
+	assert_int_equal(a.dlid, 0x20);
+	assert_int_equal(a.sl, 7);
+	assert_int_equal(a.static_rate, IBV_RATE_40_GBPS);
+	assert_int_equal(a.is_global, 1);
+	assert_memory_equal(a.grh.dgid.raw, p.dgid, 16);
+	assert_int_equal(a.grh.flow_label, 0xabcde);
+	assert_int_equal(a.grh.hop_limit, 64);
+	assert_int_equal(a.grh.traffic_class, 0x22);
+	assert_int_equal(a.grh.sgid_index, 0);
+	assert_int_equal(a.port_num, 2);
+}
+
+static void test_ah_back_to_sender(void **state)
+{
+	struct transport_addr from;
+	struct ibv_ah_attr a;
+	uint8_t local[16];
+
+	(void)state;
+	gid(local, "fe80::2:c903:0:101");
+	memset(&from, 0, sizeof(from));
+	from.lid = 9;
+	from.qpn = 0x48;
+	/* no GRH: LID only */
+	ib_ah_attr_from_addr(&from, local, 3, 1, &a);
+	assert_int_equal(a.dlid, 9);
+	assert_int_equal(a.sl, 3);
+	assert_int_equal(a.is_global, 0);
+	/* a GRH from our subnet: still LID only */
+	gid(from.gid, "fe80::2:c903:0:901");
+	ib_ah_attr_from_addr(&from, local, 3, 1, &a);
+	assert_int_equal(a.is_global, 0);
+	/* from another subnet: back through the GID */
+	gid(from.gid, "fec0::2:c903:0:901");
+	ib_ah_attr_from_addr(&from, local, 3, 1, &a);
+	assert_int_equal(a.is_global, 1);
+	assert_memory_equal(a.grh.dgid.raw, from.gid, 16);
+	assert_int_equal(a.grh.hop_limit, 0xff);
+}
+
+static void test_ah_mcast(void **state)
+{
+	struct ibv_ah_attr a;
+	uint8_t mgid[16];
+
+	(void)state;
+	gid(mgid, "ff15:4962:ffff:0:403:0:efff:4901");
+	ib_ah_attr_mcast(mgid, 0xc001, 2, 1, &a);
+	assert_int_equal(a.dlid, 0xc001);
+	assert_int_equal(a.is_global, 1);
+	assert_memory_equal(a.grh.dgid.raw, mgid, 16);
+	assert_int_equal(a.sl, 2);
+	assert_int_equal(a.port_num, 1);
+}
+
+static void test_parse_recv(void **state)
+{
+	uint8_t buf[IB_GRH_LEN + 100];
+	struct transport_addr from;
+	const uint8_t *payload;
+	uint8_t sgid[16];
+	size_t len;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	gid(sgid, "fe80::2:c903:0:301");
+	buf[0] = 0x60; /* IP version 6 */
+	memcpy(buf + 8, sgid, 16);
+	memset(buf + 24, 0xee, 16); /* DGID: not the sender */
+	memcpy(buf + IB_GRH_LEN, "IBRS", 4);
+	assert_int_equal(ib_parse_recv(buf, IB_GRH_LEN + 60, true, 7, 0x1000048, &from, &payload,
+				       &len),
+			 0);
+	assert_ptr_equal(payload, buf + IB_GRH_LEN);
+	assert_int_equal(len, 60);
+	assert_memory_equal(payload, "IBRS", 4);
+	assert_int_equal(from.lid, 7);
+	assert_int_equal(from.qpn, 0x48); /* 24 bits */
+	assert_memory_equal(from.gid, sgid, 16);
+	/* without a GRH the room is still there, the GID stays zero */
+	assert_int_equal(ib_parse_recv(buf, IB_GRH_LEN, false, 7, 0x48, &from, &payload, &len), 0);
+	assert_int_equal(len, 0);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(from.gid[i], 0);
+	/* shorter than the GRH room: not a datagram of ours */
+	assert_int_equal(ib_parse_recv(buf, IB_GRH_LEN - 1, true, 7, 0x48, &from, &payload, &len),
+			 -EBADMSG);
+}
+
+static void test_open_without_device(void **state)
+{
+	struct cfg_endpoint ep;
+	struct transport t;
+	struct loop l;
+
+	(void)state;
+	assert_int_equal(loop_init(&l), 0);
+	memset(&ep, 0, sizeof(ep));
+	memset(&t, 0, sizeof(t));
+	strcpy(ep.label, "ib0");
+	strcpy(ep.device, "no-such-hca");
+	ep.port_num = 1;
+	ep.n_groups = 1;
+	t.ops = &transport_ib_ops;
+	assert_string_equal(t.ops->name, "ib");
+	assert_true(t.ops->open(&t, &l, &ep) < 0);
+	assert_null(t.priv);
+	/* no device, no groups: refused before touching verbs */
+	ep.device[0] = '\0';
+	assert_int_equal(t.ops->open(&t, &l, &ep), -EINVAL);
+	loop_fini(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ah_from_local_path), cmocka_unit_test(test_ah_from_routed_path),
+		cmocka_unit_test(test_ah_back_to_sender),  cmocka_unit_test(test_ah_mcast),
+		cmocka_unit_test(test_parse_recv),	   cmocka_unit_test(test_open_without_device),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

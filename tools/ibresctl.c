@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "confgen.h"
 #include "conn.h"
 #include "hostrec.h"
 #include "ibres.h"
@@ -68,6 +69,9 @@ static void usage(FILE *f)
 		"  cache flush [KEY]    drop one host (KEY) or every learned entry (root)\n"
 		"  stats                the daemon's counters\n"
 		"  config check FILE    check an ibresd.conf(5) file with ibresd --check-config\n"
+		"  config generate [SYSFS_DIR]\n"
+		"                       print a config for this node from its IPoIB interfaces\n"
+		"                       (sysfs under SYSFS_DIR, default /sys)\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH    daemon socket (default $" IBRES_SOCKET_ENV
@@ -702,6 +706,28 @@ static void find_ibresd(char *buf, size_t len)
 	snprintf(buf, len, "ibresd");
 }
 
+/* config generate [SYSFS]: a config for this node on stdout. */
+static int config_generate(struct ctl *c, int argc, char **argv)
+{
+	const char *sysfs = "/sys";
+	char host[256] = "localhost";
+	int n;
+
+	if (argc == 2)
+		sysfs = argv[1];
+	else if (argc != 1)
+		return usage_error("%s", "usage: config generate [SYSFS_DIR]");
+	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+		strcpy(host, "localhost");
+	n = confgen_write(stdout, sysfs, host);
+	if (n < 0)
+		return failed(c, "config generate", n, -1);
+	if (n == 0)
+		fprintf(stderr, "ibresctl: config generate: no IPoIB interface found; "
+				"the endpoint is left to fill in\n");
+	return 0;
+}
+
 static int cmd_config(struct ctl *c, int argc, char **argv)
 {
 	char prog[PATH_MAX], out[16384];
@@ -711,8 +737,10 @@ static int cmd_config(struct ctl *c, int argc, char **argv)
 	pid_t pid;
 	ssize_t n;
 
+	if (argc >= 1 && !strcmp(argv[0], "generate"))
+		return config_generate(c, argc, argv);
 	if (argc != 2 || strcmp(argv[0], "check"))
-		return usage_error("%s", "usage: config check FILE");
+		return usage_error("%s", "usage: config check FILE | config generate [SYSFS_DIR]");
 	find_ibresd(prog, sizeof(prog));
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return failed(c, "config check", -errno, -1);

@@ -1,0 +1,75 @@
+"""`ibresctl config generate`: a config from the node's IPoIB interfaces,
+read from a prepared sysfs tree and a real interface in a namespace."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import IBRESCTL, IBRESD, needs_root, run
+
+
+def fake_sysfs(root, ifname="ib0", device="mlx5_0", lid="0x7", pkey="0x8001"):
+    net = root / "class" / "net" / ifname
+    (net / "device" / "infiniband" / device).mkdir(parents=True)
+    (net / "type").write_text("32\n")
+    (net / "address").write_text("80:00:01:07:fe:80:00:00:00:00:00:00:00:02:c9:03:00:0a:0b:0c\n")
+    (net / "pkey").write_text(pkey + "\n")
+    (net / "dev_port").write_text("0\n")
+    port = root / "class" / "infiniband" / device / "ports" / "1"
+    port.mkdir(parents=True)
+    (port / "lid").write_text(lid + "\n")
+    # an Ethernet interface that must be ignored
+    eth = root / "class" / "net" / "eth0"
+    eth.mkdir(parents=True)
+    (eth / "type").write_text("1\n")
+    return root
+
+
+def test_no_ipoib_gives_a_template(tmp_path):
+    (tmp_path / "class" / "net").mkdir(parents=True)
+    r = run([IBRESCTL, "config", "generate", str(tmp_path)])
+    assert r.returncode == 0
+    assert "no IPoIB interface found" in r.stderr
+    assert "#[endpoint ib0]" in r.stdout and "[daemon]" in r.stdout
+
+
+def test_generated_config_from_sysfs_checks_ok(tmp_path):
+    fake_sysfs(tmp_path / "sys")
+    r = run([IBRESCTL, "config", "generate", str(tmp_path / "sys")])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "[endpoint ib0]" in out and "[endpoint eth0]" not in out
+    assert "gid = fe80::2:c903:a:b0c" in out
+    assert "device = mlx5_0" in out and "port_num = 1" in out and "lid = 0x7" in out
+    assert "pkey = 0x8001" in out and "interface = ib0" in out
+    conf = tmp_path / "gen.conf"
+    conf.write_text(out)
+    r = run([IBRESCTL, "config", "check", str(conf)])
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@needs_root
+def test_generated_config_takes_interface_addresses(tmp_path):
+    ns = "ibres-confgen-%d" % os.getpid()
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=10)
+    try:
+        for cmd in (["ip", "link", "add", "ib0", "type", "veth", "peer", "name", "ib0p"],
+                    ["ip", "addr", "add", "198.18.5.1/24", "dev", "ib0"],
+                    ["ip", "addr", "add", "2001:db8::5/64", "dev", "ib0", "nodad"],
+                    ["ip", "link", "set", "ib0", "up"]):
+            subprocess.run(["ip", "netns", "exec", ns] + cmd, check=True, timeout=10)
+        fake_sysfs(tmp_path / "sys")
+        r = run(["ip", "netns", "exec", ns, IBRESCTL, "config", "generate",
+                 str(tmp_path / "sys")])
+        assert r.returncode == 0, r.stderr
+        assert "address = 198.18.5.1" in r.stdout
+        assert "address = 2001:db8::5" in r.stdout
+        assert "fe80" not in "".join(l for l in r.stdout.splitlines()
+                                     if l.startswith("address"))
+        conf = tmp_path / "gen.conf"
+        conf.write_text(r.stdout)
+        r = run([IBRESD, "--check-config", "--config", str(conf)])
+        assert r.returncode == 0, r.stderr
+        assert "198.18.5.1" in r.stdout
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], timeout=10)

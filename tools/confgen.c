@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+#include "confgen.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARPHRD_INFINIBAND_TYPE 32
+#define MAX_IFACES 16
+#define IPOIB_HWADDR_LEN 20 /* 4 bytes QPN/flags, then the 16-byte port GID */
+
+struct ipoib_if {
+	char name[IF_NAMESIZE];
+	char gid[INET6_ADDRSTRLEN];
+	unsigned pkey;
+	char device[64];
+	unsigned port;
+	unsigned lid; /* 0: unknown */
+};
+
+/* The first line of a sysfs file, without its newline; -errno if unreadable. */
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	char *nl;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = '\0';
+	return 0;
+}
+
+/* "80:00:00:48:fe:80:...": the port GID is the last 16 bytes. */
+static int gid_from_hwaddr(const char *hw, char *out, size_t len)
+{
+	uint8_t b[IPOIB_HWADDR_LEN];
+	unsigned v, n = 0;
+	const char *p = hw;
+
+	while (n < IPOIB_HWADDR_LEN && sscanf(p, "%2x", &v) == 1) {
+		b[n++] = (uint8_t)v;
+		p += 2;
+		if (*p != ':')
+			break;
+		p++;
+	}
+	if (n != IPOIB_HWADDR_LEN)
+		return -EINVAL;
+	return inet_ntop(AF_INET6, b + 4, out, (socklen_t)len) ? 0 : -EINVAL;
+}
+
+/* The HCA behind an IPoIB interface: sysfs net/X/device/infiniband/NAME. */
+static void ipoib_device(const char *sysfs, struct ipoib_if *ifc)
+{
+	char path[PATH_MAX], buf[32];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "%s/class/net/%s/device/infiniband", sysfs, ifc->name);
+	dir = opendir(path);
+	if (dir) {
+		while ((de = readdir(dir))) {
+			if (de->d_name[0] != '.' && strlen(de->d_name) < sizeof(ifc->device)) {
+				strcpy(ifc->device, de->d_name);
+				break;
+			}
+		}
+		closedir(dir);
+	}
+	/* dev_port counts from 0, IB ports from 1 */
+	snprintf(path, sizeof(path), "%s/class/net/%s/dev_port", sysfs, ifc->name);
+	ifc->port = read_line(path, buf, sizeof(buf)) == 0 ? (unsigned)strtoul(buf, NULL, 0) + 1 : 1;
+	if (!ifc->device[0])
+		return;
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/lid", sysfs, ifc->device,
+		 ifc->port);
+	if (read_line(path, buf, sizeof(buf)) == 0)
+		ifc->lid = (unsigned)strtoul(buf, NULL, 16);
+}
+
+static int find_ipoib(const char *sysfs, struct ipoib_if *ifs, unsigned max)
+{
+	char path[PATH_MAX], buf[128];
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "%s/class/net", sysfs);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir)) && n < max) {
+		struct ipoib_if *ifc = &ifs[n];
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(ifc->name))
+			continue;
+		snprintf(path, sizeof(path), "%s/class/net/%s/type", sysfs, de->d_name);
+		if (read_line(path, buf, sizeof(buf)) || atoi(buf) != ARPHRD_INFINIBAND_TYPE)
+			continue;
+		memset(ifc, 0, sizeof(*ifc));
+		strcpy(ifc->name, de->d_name);
+		snprintf(path, sizeof(path), "%s/class/net/%s/address", sysfs, de->d_name);
+		if (read_line(path, buf, sizeof(buf)) || gid_from_hwaddr(buf, ifc->gid, sizeof(ifc->gid)))
+			continue;
+		snprintf(path, sizeof(path), "%s/class/net/%s/pkey", sysfs, de->d_name);
+		ifc->pkey = read_line(path, buf, sizeof(buf)) ? 0xffff : (unsigned)strtoul(buf, NULL, 16);
+		ipoib_device(sysfs, ifc);
+		n++;
+	}
+	closedir(dir);
+	return (int)n;
+}
+
+/* The interface's addresses, as the config's `address` lines. */
+static void write_addresses(FILE *out, const char *ifname)
+{
+	struct ifaddrs *ifa, *i;
+	char buf[INET6_ADDRSTRLEN];
+
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		const void *a;
+
+		if (!i->ifa_addr || strcmp(i->ifa_name, ifname))
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			a = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			const struct in6_addr *a6 = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+
+			if (IN6_IS_ADDR_LINKLOCAL(a6))
+				continue;
+			a = a6;
+		} else {
+			continue;
+		}
+		if (inet_ntop(i->ifa_addr->sa_family, a, buf, sizeof(buf)))
+			fprintf(out, "address = %s\n", buf);
+	}
+	freeifaddrs(ifa);
+}
+
+static void write_header(FILE *out, const char *hostname)
+{
+	fprintf(out,
+		"# ibresd.conf for %s, written by `ibresctl config generate`.\n"
+		"# Every setting is explained in ibresd.conf(5); check with\n"
+		"# `ibresctl config check FILE`.\n"
+		"\n"
+		"[daemon]\n"
+		"socket = /run/ibres/ibresd.sock\n"
+		"log_level = info\n"
+		"\n"
+		"[resolve]\n"
+		"route_prot = mcast\n"
+		"# Only names like these are ever asked on the fabric; adjust to the\n"
+		"# cluster's naming scheme.\n"
+		"#name_pattern = node*\n"
+		"settle_time = 3s\n"
+		"announce_interval = 60s\n",
+		hostname);
+}
+
+int confgen_write(FILE *out, const char *sysfs, const char *hostname)
+{
+	struct ipoib_if ifs[MAX_IFACES];
+	int n = find_ipoib(sysfs, ifs, MAX_IFACES);
+
+	write_header(out, hostname);
+	if (n <= 0) {
+		fprintf(out,
+			"\n# No IPoIB interface was found under %s/class/net. Fill in an\n"
+			"# endpoint by hand, for example:\n"
+			"#[endpoint ib0]\n#name = %s\n#gid = fe80::2:c903:0:1\n#lid = 1\n"
+			"#transport = ip\n#interface = ib0\n#group = 239.255.73.1 mtu=2048 rate=10\n",
+			sysfs, hostname);
+		return n < 0 && n != -ENOENT ? n : 0;
+	}
+	for (int i = 0; i < n; i++) {
+		fprintf(out, "\n[endpoint %s]\n", ifs[i].name);
+		/* the host name names the first endpoint; others by interface */
+		if (i == 0)
+			fprintf(out, "name = %s\n", hostname);
+		else
+			fprintf(out, "name = %s-%s\n", hostname, ifs[i].name);
+		fprintf(out, "gid = %s\n", ifs[i].gid);
+		if (ifs[i].device[0])
+			fprintf(out, "device = %s\nport_num = %u\n", ifs[i].device, ifs[i].port);
+		if (ifs[i].lid)
+			fprintf(out, "lid = 0x%x\n", ifs[i].lid);
+		else
+			fprintf(out, "# the Subnet Manager assigns the LID: set it here\n#lid = 1\n");
+		fprintf(out, "pkey = 0x%04x\n", ifs[i].pkey & 0xffff);
+		write_addresses(out, ifs[i].name);
+		fprintf(out, "transport = ip\ninterface = %s\n"
+			     "group = 239.255.73.1 mtu=2048 rate=10\n", ifs[i].name);
+	}
+	return n;
+}

@@ -60,7 +60,7 @@ static int read_full(int fd, void *buf, size_t len)
 static void *run(void *arg)
 {
 	struct worker *w = arg;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	uint8_t req[IBRES_HDR_LEN + IBRES_EP_LEN], ans[IBRES_MSG_MAX];
 	struct ibres_hdr *h = (void *)req, *ah = (void *)ans;
 	struct ibres_ep_entry *e = (void *)(req + IBRES_HDR_LEN);

@@ -34,24 +34,24 @@
 #include "tlv.h"
 #include "umad_io.h"
 
-#define SA_QUERIES_MAX 4096   /* queued and outstanding, all ports: then -EAGAIN */
-#define START_WAIT_MS 1000    /* the first PortInfo at start-up */
-#define STOP_WAIT_MS 1000     /* the SA's answers to our leaves at shutdown */
+#define SA_QUERIES_MAX	  4096 /* queued and outstanding, all ports: then -EAGAIN */
+#define START_WAIT_MS	  1000 /* the first PortInfo at start-up */
+#define STOP_WAIT_MS	  1000 /* the SA's answers to our leaves at shutdown */
 #define JOIN_RETRY_MIN_MS 2000
 #define JOIN_RETRY_MAX_MS 60000
-#define ATTEMPT_BITS 4        /* low TID bits: the attempt (retries <= 10) */
-#define GSI_QPN 1
-#define GSI_QKEY 0x80010000u
-#define PERMISSIVE_LID 0xffff
-#define PORT_ACTIVE 4
-#define PKEY_BLOCK 32
+#define ATTEMPT_BITS	  4 /* low TID bits: the attempt (retries <= 10) */
+#define GSI_QPN		  1
+#define GSI_QKEY	  0x80010000u
+#define PERMISSIVE_LID	  0xffff
+#define PORT_ACTIVE	  4
+#define PKEY_BLOCK	  32
 
 enum q_kind { Q_PATH, Q_VERIFY, Q_JOIN, Q_LEAVE, Q_PORTINFO, Q_PKEYS };
 
 static const char *const q_names[] = {
-	[Q_PATH] = "PathRecord",	   [Q_VERIFY] = "PathRecord (verify)",
+	[Q_PATH] = "PathRecord",	  [Q_VERIFY] = "PathRecord (verify)",
 	[Q_JOIN] = "MCMemberRecord join", [Q_LEAVE] = "MCMemberRecord leave",
-	[Q_PORTINFO] = "PortInfo",	   [Q_PKEYS] = "P_KeyTable",
+	[Q_PORTINFO] = "PortInfo",	  [Q_PKEYS] = "P_KeyTable",
 };
 
 enum grp_state { GRP_IDLE, GRP_JOINING, GRP_JOINED, GRP_FAILED, GRP_LEAVING };
@@ -80,9 +80,9 @@ struct sa_port {
 	uint64_t port_guid, node_guid;
 	uint16_t pkey; /* pkeys[pkey_index]; 0 = unknown */
 	struct sa_group groups[CFG_MAX_GROUPS];
-	unsigned outstanding;     /* SA queries sent and unanswered: the window */
+	unsigned outstanding;	  /* SA queries sent and unanswered: the window */
 	struct list_node pending; /* SA queries waiting for the window, FIFO */
-	bool polling;             /* a PortInfo poll is out */
+	bool polling;		  /* a PortInfo poll is out */
 	uint64_t next_poll_ms;
 };
 
@@ -96,8 +96,8 @@ struct sa_query {
 	uint64_t next_ms;     /* sent: when this attempt times out */
 	uint64_t deadline_ms; /* whatever happens, the query ends then */
 	uint8_t mad[MAD_LEN];
-	struct cache_key dest;    /* Q_PATH: the destination's GID (or LID) key */
-	uint8_t dgid[16];         /* Q_PATH, Q_VERIFY: the answer must be about it */
+	struct cache_key dest; /* Q_PATH: the destination's GID (or LID) key */
+	uint8_t dgid[16];      /* Q_PATH, Q_VERIFY: the answer must be about it */
 	bool check_dgid;
 	struct list_node waiters; /* Q_VERIFY: the client request, if still there */
 	struct ibres_path_record *out;
@@ -150,8 +150,8 @@ static struct sa_port *port_of(struct sa_client *sa, const struct endpoint *ep)
 /* Can the port ask the SA now? */
 static bool port_usable(const struct sa_port *p)
 {
-	return p->io && p->have_info && p->pi.state == PORT_ACTIVE && p->pi.sm_lid &&
-	       p->pi.lid && p->pi.sm_lid < 0xc000;
+	return p->io && p->have_info && p->pi.state == PORT_ACTIVE && p->pi.sm_lid && p->pi.lid &&
+	       p->pi.sm_lid < 0xc000;
 }
 
 static void port_gid(const struct sa_port *p, uint8_t gid[16])
@@ -171,7 +171,7 @@ static const char *gid_str(const uint8_t gid[16], char *buf, size_t len)
 
 static const char *state_str(uint8_t state)
 {
-	static const char *const names[] = { "NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "DEFER" };
+	static const char *const names[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "DEFER"};
 
 	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }
@@ -258,10 +258,11 @@ static void query_send(struct sa_client *sa, struct sa_query *q)
 		sa->c.retries++;
 	q->attempts++;
 	if (is_sa_kind(q->kind))
+		/* to the SA on the SM's SL, as the port says */
 		ret = umad_io_send(p->io, UMAD_IO_SA, q->mad, MAD_LEN, p->pi.sm_lid, GSI_QPN,
-				   GSI_QKEY, cfg->timeout_ms);
+				   p->pi.sm_sl, GSI_QKEY, cfg->timeout_ms);
 	else
-		ret = umad_io_send(p->io, UMAD_IO_SMI, q->mad, MAD_LEN, PERMISSIVE_LID, 0, 0,
+		ret = umad_io_send(p->io, UMAD_IO_SMI, q->mad, MAD_LEN, PERMISSIVE_LID, 0, 0, 0,
 				   cfg->timeout_ms);
 	if (ret < 0) {
 		/* the attempt is lost; its timeout brings the retry */
@@ -381,7 +382,7 @@ static void fail_port_queries(struct sa_client *sa, struct sa_port *p, int statu
 static struct sa_query *find_path_query(struct sa_client *sa, struct sa_port *p,
 					const struct cache_key *k)
 {
-	struct list_node *lists[2] = { &sa->outstanding, &p->pending }, *pos, *tmp;
+	struct list_node *lists[2] = {&sa->outstanding, &p->pending}, *pos, *tmp;
 
 	for (int i = 0; i < 2; i++)
 		list_for_each_safe(pos, tmp, lists[i])
@@ -907,8 +908,8 @@ static void port_apply(struct sa_port *p)
 		return;
 	old = ep->cfg.id;
 	fill_endpoint(p, ep);
-	gid_changed = old.n_gids != ep->cfg.id.n_gids ||
-		      memcmp(old.gids[0], ep->cfg.id.gids[0], 16);
+	gid_changed =
+		old.n_gids != ep->cfg.id.n_gids || memcmp(old.gids[0], ep->cfg.id.gids[0], 16);
 	changed = gid_changed || old.lid != ep->cfg.id.lid || old.pkey != ep->cfg.id.pkey;
 	if (!changed)
 		return;
@@ -960,7 +961,7 @@ static void port_update(struct sa_port *p, const struct smp_port_info *pi)
 	if (!first) {
 		if (old.state != pi->state) {
 			snprintf(msg, sizeof(msg), "%s (state %s -> %s)",
-				 pi->state == PORT_ACTIVE    ? "PORT_ACTIVE"
+				 pi->state == PORT_ACTIVE   ? "PORT_ACTIVE"
 				 : old.state == PORT_ACTIVE ? "PORT_ERR"
 							    : "port state change",
 				 state_str(old.state), state_str(pi->state));
@@ -1041,7 +1042,8 @@ static int port_read_sysfs(struct sa_port *p, struct smp_port_info *pi, uint16_t
 	if (ret < 0)
 		return ret;
 	memset(pi, 0, sizeof(*pi));
-	if (up.link_layer[0] && strcmp(up.link_layer, "InfiniBand") && strcmp(up.link_layer, "IB")) {
+	if (up.link_layer[0] && strcmp(up.link_layer, "InfiniBand") &&
+	    strcmp(up.link_layer, "IB")) {
 		umad_release_port(&up);
 		return -EPROTONOSUPPORT;
 	}
@@ -1073,7 +1075,7 @@ static void port_poll(struct sa_client *sa, struct sa_port *p)
 	sa->c.port_polls++;
 	if (!umad_io_has_agent(p->io, UMAD_IO_SMI)) {
 		if (port_read_sysfs(p, &pi, &pkey) == 0) {
-			uint16_t block[PKEY_BLOCK] = { 0 };
+			uint16_t block[PKEY_BLOCK] = {0};
 
 			block[p->pkey_index % PKEY_BLOCK] = pkey;
 			pkeys_deliver(p, 0, block);
@@ -1119,9 +1121,10 @@ static void on_timer(struct loop_timer *t)
 				log_debug("%s: %s: no answer after %u attempts", q->port->label,
 					  q_names[q->kind], q->attempts);
 				/* finishing can start other queries: look again */
-				query_finish(sa, q, port_usable(q->port) || !is_sa_kind(q->kind)
-							    ? -ETIMEDOUT
-							    : -ENOTCONN,
+				query_finish(sa, q,
+					     port_usable(q->port) || !is_sa_kind(q->kind)
+						     ? -ETIMEDOUT
+						     : -ENOTCONN,
 					     NULL);
 				again = true;
 				break;
@@ -1315,13 +1318,15 @@ int sa_start(struct ibresd *d)
 		log_info("%s: %s port %u%s: %s, LID %u, SM LID %u, GID %s, P_Key 0x%04x, MTU %u, "
 			 "rate %s Gb/s",
 			 p->label, p->dev, p->port_num, p->polling || !p->io ? " (sysfs)" : "",
-			 state_str(p->pi.state), p->pi.lid, p->pi.sm_lid, gid_str(gid, s, sizeof(s)),
-			 p->pkey, ib_mtu_to_bytes(p->pi.mtu), ib_rate_to_gbps(p->pi.rate));
+			 state_str(p->pi.state), p->pi.lid, p->pi.sm_lid,
+			 gid_str(gid, s, sizeof(s)), p->pkey, ib_mtu_to_bytes(p->pi.mtu),
+			 ib_rate_to_gbps(p->pi.rate));
 		port_apply(p);
 		if (p->io && !port_usable(p))
-			log_warn("%s: %s port %u is %s%s: no SA until a Subnet Manager brings it up",
-				 p->label, p->dev, p->port_num, state_str(p->pi.state),
-				 p->pi.sm_lid ? "" : " with no SM");
+			log_warn(
+				"%s: %s port %u is %s%s: no SA until a Subnet Manager brings it up",
+				p->label, p->dev, p->port_num, state_str(p->pi.state),
+				p->pi.sm_lid ? "" : " with no SM");
 		try_joins(p);
 	}
 	rearm(sa);
@@ -1389,31 +1394,31 @@ void sa_stats(struct ibresd *d, struct tlv_writer *w)
 		const char *name;
 		uint64_t value;
 	} rows[] = {
-		{ "sa_queries", c->queries },
-		{ "sa_path_queries", c->path_queries },
-		{ "sa_queries_joined", c->joined },
-		{ "sa_queries_outstanding", outstanding },
-		{ "sa_queries_queued", queued },
-		{ "sa_queries_rejected", c->rejected },
-		{ "sa_retries", c->retries },
-		{ "sa_timeouts", c->timeouts },
-		{ "sa_errors", c->errors },
-		{ "sa_rx", c->rx },
-		{ "sa_rx_malformed", c->rx_malformed },
-		{ "sa_rx_unsolicited", c->rx_unsolicited },
-		{ "sa_rx_mismatch", c->rx_mismatch },
-		{ "sa_rx_kernel_timeouts", c->rx_kernel_timeouts },
-		{ "sa_tx_errors", c->tx_errors + sum.tx_errors },
-		{ "sa_routes_dropped", c->routes_dropped },
-		{ "sa_hosts_dropped", c->hosts_dropped },
-		{ "umad_rx_dropped", sum.rx_dropped },
-		{ "umad_rx_errors", sum.rx_errors },
-		{ "port_polls", c->port_polls },
-		{ "port_events", c->port_events },
-		{ "mcast_groups_joined", joined },
-		{ "mcast_joins", c->joins },
-		{ "mcast_join_failures", c->join_failures },
-		{ "mcast_leaves", c->leaves },
+		{"sa_queries", c->queries},
+		{"sa_path_queries", c->path_queries},
+		{"sa_queries_joined", c->joined},
+		{"sa_queries_outstanding", outstanding},
+		{"sa_queries_queued", queued},
+		{"sa_queries_rejected", c->rejected},
+		{"sa_retries", c->retries},
+		{"sa_timeouts", c->timeouts},
+		{"sa_errors", c->errors},
+		{"sa_rx", c->rx},
+		{"sa_rx_malformed", c->rx_malformed},
+		{"sa_rx_unsolicited", c->rx_unsolicited},
+		{"sa_rx_mismatch", c->rx_mismatch},
+		{"sa_rx_kernel_timeouts", c->rx_kernel_timeouts},
+		{"sa_tx_errors", c->tx_errors + sum.tx_errors},
+		{"sa_routes_dropped", c->routes_dropped},
+		{"sa_hosts_dropped", c->hosts_dropped},
+		{"umad_rx_dropped", sum.rx_dropped},
+		{"umad_rx_errors", sum.rx_errors},
+		{"port_polls", c->port_polls},
+		{"port_events", c->port_events},
+		{"mcast_groups_joined", joined},
+		{"mcast_joins", c->joins},
+		{"mcast_join_failures", c->join_failures},
+		{"mcast_leaves", c->leaves},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

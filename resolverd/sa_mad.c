@@ -9,23 +9,23 @@
 #include <string.h>
 
 /* Common header */
-#define OFF_BASE_VERSION 0
-#define OFF_CLASS 1
+#define OFF_BASE_VERSION  0
+#define OFF_CLASS	  1
 #define OFF_CLASS_VERSION 2
-#define OFF_METHOD 3
-#define OFF_STATUS 4
-#define OFF_HOP_PTR 6 /* directed-route SMP */
-#define OFF_HOP_CNT 7
-#define OFF_TID 8
-#define OFF_ATTR_ID 16
-#define OFF_ATTR_MOD 20
+#define OFF_METHOD	  3
+#define OFF_STATUS	  4
+#define OFF_HOP_PTR	  6 /* directed-route SMP */
+#define OFF_HOP_CNT	  7
+#define OFF_TID		  8
+#define OFF_ATTR_ID	  16
+#define OFF_ATTR_MOD	  20
 /* SA header */
 #define OFF_SA_COMP_MASK 48
 /* Directed-route SMP */
 #define OFF_SMP_DR_SLID 32
 #define OFF_SMP_DR_DLID 34
 
-#define SMP_DIRECTION 0x8000 /* D bit of the status field */
+#define SMP_DIRECTION  0x8000 /* D bit of the status field */
 #define PERMISSIVE_LID 0xffff
 
 #define SA_STATUS(s) (((s) >> 8) & 0xff) /* class-specific status bits */
@@ -207,18 +207,18 @@ enum mad_error sa_decode_path(const uint8_t *buf, size_t len, struct ibres_path_
 }
 
 /* MCMemberRecord field offsets within the record. */
-#define MCR_MGID 0
-#define MCR_PORT_GID 16
-#define MCR_QKEY 32
-#define MCR_MLID 36
-#define MCR_MTU 38
-#define MCR_TCLASS 39
-#define MCR_PKEY 40
-#define MCR_RATE 42
-#define MCR_PKT_LIFE 43
+#define MCR_MGID	0
+#define MCR_PORT_GID	16
+#define MCR_QKEY	32
+#define MCR_MLID	36
+#define MCR_MTU		38
+#define MCR_TCLASS	39
+#define MCR_PKEY	40
+#define MCR_RATE	42
+#define MCR_PKT_LIFE	43
 #define MCR_SL_FLOW_HOP 44
-#define MCR_SCOPE_JOIN 48
-#define MCR_PROXY 49
+#define MCR_SCOPE_JOIN	48
+#define MCR_PROXY	49
 
 size_t sa_encode_mcmember(uint8_t mad[MAD_LEN], uint8_t method, uint32_t tid,
 			  const struct sa_mcmember *m, uint64_t comp_mask)
@@ -272,10 +272,9 @@ enum mad_error sa_decode_mcmember(const uint8_t *buf, size_t len, struct sa_mcme
 
 uint64_t sa_join_comp_mask(void)
 {
-	return MCR_COMP_MGID | MCR_COMP_PORT_GID | MCR_COMP_QKEY | MCR_COMP_MTU_SEL |
-	       MCR_COMP_MTU | MCR_COMP_TCLASS | MCR_COMP_PKEY | MCR_COMP_RATE_SEL | MCR_COMP_RATE |
-	       MCR_COMP_SL | MCR_COMP_FLOW_LABEL | MCR_COMP_HOP_LIMIT | MCR_COMP_SCOPE |
-	       MCR_COMP_JOIN_STATE;
+	return MCR_COMP_MGID | MCR_COMP_PORT_GID | MCR_COMP_QKEY | MCR_COMP_MTU_SEL | MCR_COMP_MTU |
+	       MCR_COMP_TCLASS | MCR_COMP_PKEY | MCR_COMP_RATE_SEL | MCR_COMP_RATE | MCR_COMP_SL |
+	       MCR_COMP_FLOW_LABEL | MCR_COMP_HOP_LIMIT | MCR_COMP_SCOPE | MCR_COMP_JOIN_STATE;
 }
 
 uint64_t sa_leave_comp_mask(void)
@@ -329,10 +328,9 @@ static const struct {
 	uint16_t gbps10; /* Gb/s x 10 */
 	uint8_t rate;
 } rate_table[] = {
-	{ 25, 2 },    { 50, 5 },    { 100, 3 },   { 140, 11 },  { 200, 6 },   { 250, 15 },
-	{ 280, 19 },  { 300, 4 },   { 400, 7 },   { 500, 20 },  { 560, 12 },  { 600, 8 },
-	{ 800, 9 },   { 1000, 16 }, { 1120, 13 }, { 1200, 10 }, { 1680, 14 }, { 2000, 17 },
-	{ 3000, 18 }, { 4000, 21 }, { 6000, 22 },
+	{25, 2},    {50, 5},	{100, 3},   {140, 11},	{200, 6},   {250, 15},	{280, 19},
+	{300, 4},   {400, 7},	{500, 20},  {560, 12},	{600, 8},   {800, 9},	{1000, 16},
+	{1120, 13}, {1200, 10}, {1680, 14}, {2000, 17}, {3000, 18}, {4000, 21}, {6000, 22},
 };
 
 uint8_t ib_rate_of_link(uint8_t width, uint8_t speed, uint8_t ext)
@@ -397,20 +395,20 @@ uint8_t ib_rate_of_link(uint8_t width, uint8_t speed, uint8_t ext)
 }
 
 /* PortInfo offsets within the attribute. */
-#define PI_GID_PREFIX 8
-#define PI_LID 16
-#define PI_SM_LID 18
-#define PI_CAP_MASK 20
-#define PI_LOCAL_PORT 28
-#define PI_WIDTH_ACTIVE 31
-#define PI_SPEED_STATE 32
-#define PI_PHYS 33
-#define PI_LMC 34
-#define PI_SPEED_ACTIVE 35
-#define PI_MTU_SMSL 36
-#define PI_MTU_CAP 41
+#define PI_GID_PREFIX	 8
+#define PI_LID		 16
+#define PI_SM_LID	 18
+#define PI_CAP_MASK	 20
+#define PI_LOCAL_PORT	 28
+#define PI_WIDTH_ACTIVE	 31
+#define PI_SPEED_STATE	 32
+#define PI_PHYS		 33
+#define PI_LMC		 34
+#define PI_SPEED_ACTIVE	 35
+#define PI_MTU_SMSL	 36
+#define PI_MTU_CAP	 41
 #define PI_REREG_TIMEOUT 51
-#define PI_EXT_SPEED 62
+#define PI_EXT_SPEED	 62
 
 #define CAP_EXT_SPEEDS (1u << 14)
 
@@ -441,11 +439,11 @@ enum mad_error smp_decode_port_info(const uint8_t *buf, size_t len, struct smp_p
 }
 
 /* NodeInfo offsets within the attribute. */
-#define NI_NODE_TYPE 2
-#define NI_NUM_PORTS 3
-#define NI_NODE_GUID 12
-#define NI_PORT_GUID 20
-#define NI_PART_CAP 28
+#define NI_NODE_TYPE  2
+#define NI_NUM_PORTS  3
+#define NI_NODE_GUID  12
+#define NI_PORT_GUID  20
+#define NI_PART_CAP   28
 #define NI_LOCAL_PORT 36
 
 enum mad_error smp_decode_node_info(const uint8_t *buf, size_t len, struct smp_node_info *ni)

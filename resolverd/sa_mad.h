@@ -19,12 +19,12 @@
 
 #include "ibres_proto.h"
 
-#define MAD_LEN 256       /* every MAD buffer; RMPP is not used */
-#define MAD_HDR_LEN 24    /* common header */
-#define SA_HDR_LEN 56     /* common + RMPP + SA headers: where an SA record starts */
-#define SMP_DATA_OFF 64   /* directed-route SMP: where the attribute starts */
-#define SMP_DATA_LEN 64
-#define SA_PATH_REC_LEN 64
+#define MAD_LEN		    256 /* every MAD buffer; RMPP is not used */
+#define MAD_HDR_LEN	    24	/* common header */
+#define SA_HDR_LEN	    56	/* common + RMPP + SA headers: where an SA record starts */
+#define SMP_DATA_OFF	    64	/* directed-route SMP: where the attribute starts */
+#define SMP_DATA_LEN	    64
+#define SA_PATH_REC_LEN	    64
 #define SA_MCMEMBER_REC_LEN 52
 
 enum {
@@ -96,11 +96,11 @@ enum {
 	MCR_COMP_JOIN_STATE = 1ull << 16,
 };
 
-#define MAD_SEL_EXACTLY 2u     /* selector in bits 7:6 of MTU, rate, packet life */
-#define MCAST_SCOPE_SITE 0x5   /* site-local, as ibacm's groups */
-#define MCAST_JOIN_FULL 0x1    /* JoinState FullMember */
+#define MAD_SEL_EXACTLY	     2u	 /* selector in bits 7:6 of MTU, rate, packet life */
+#define MCAST_SCOPE_SITE     0x5 /* site-local, as ibacm's groups */
+#define MCAST_JOIN_FULL	     0x1 /* JoinState FullMember */
 #define IBRES_MGID_SIGNATURE 0x4962
-#define IBRES_QKEY 0x49425253u /* "IBRS"; not a controlled (privileged) Q_Key */
+#define IBRES_QKEY	     0x49425253u /* "IBRS"; not a controlled (privileged) Q_Key */
 
 /* The parts of the common header the daemon looks at. */
 struct mad_hdr {
@@ -119,10 +119,10 @@ struct sa_mcmember {
 	uint8_t port_gid[16];
 	uint32_t qkey;
 	uint16_t mlid;
-	uint8_t mtu;  /* selector << 6 | MTU enum */
+	uint8_t mtu; /* selector << 6 | MTU enum */
 	uint8_t tclass;
 	uint16_t pkey;
-	uint8_t rate; /* selector << 6 | rate enum */
+	uint8_t rate;	     /* selector << 6 | rate enum */
 	uint8_t packet_life; /* selector << 6 | exponent */
 	uint8_t sl;
 	uint32_t flow_label;
@@ -139,12 +139,12 @@ struct smp_port_info {
 	uint16_t sm_lid;
 	uint32_t cap_mask;
 	uint8_t local_port;
-	uint8_t state;      /* 1 down, 2 init, 3 armed, 4 active */
+	uint8_t state; /* 1 down, 2 init, 3 armed, 4 active */
 	uint8_t phys_state;
 	uint8_t lmc;
-	uint8_t mtu;        /* active (NeighborMTU), IB enum */
+	uint8_t mtu; /* active (NeighborMTU), IB enum */
 	uint8_t mtu_cap;
-	uint8_t rate;       /* IB rate enum from the active width and speed; 0 unknown */
+	uint8_t rate; /* IB rate enum from the active width and speed; 0 unknown */
 	uint8_t sm_sl;
 	uint8_t subnet_timeout;
 	bool client_reregister;
@@ -162,12 +162,12 @@ struct smp_node_info {
 /* Why a received MAD was not taken. */
 enum mad_error {
 	MAD_OK = 0,
-	MAD_ERR_SHORT,   /* shorter than its header or its record */
+	MAD_ERR_SHORT,	 /* shorter than its header or its record */
 	MAD_ERR_VERSION, /* base or class version */
-	MAD_ERR_CLASS,   /* not SA, not directed-route SMI */
-	MAD_ERR_METHOD,  /* not the response to what we sent */
-	MAD_ERR_ATTR,    /* another attribute */
-	MAD_ERR_STATUS,  /* the responder reports an error (see mad_status_errno) */
+	MAD_ERR_CLASS,	 /* not SA, not directed-route SMI */
+	MAD_ERR_METHOD,	 /* not the response to what we sent */
+	MAD_ERR_ATTR,	 /* another attribute */
+	MAD_ERR_STATUS,	 /* the responder reports an error (see mad_status_errno) */
 };
 
 /* Lower 32 bits of a TID: the part that survives the kernel. */

@@ -24,14 +24,14 @@
 #include "log.h"
 #include "sa_mad.h"
 
-#define RECV_DEPTH 256
-#define SEND_DEPTH 64
-#define SLOT_LEN 2048            /* a datagram: FW_MAX_LEN fits the smallest usual UD MTU */
-#define RECV_SLOT (IB_GRH_LEN + SLOT_LEN)
-#define AH_CACHE 64              /* unicast address handles kept */
-#define ATTACH_RETRY_MS 1000     /* a group not joined yet: look again */
-#define POLL_BATCH 32
-#define MCAST_QPN 0xffffff
+#define RECV_DEPTH	256
+#define SEND_DEPTH	64
+#define SLOT_LEN	2048 /* a datagram: FW_MAX_LEN fits the smallest usual UD MTU */
+#define RECV_SLOT	(IB_GRH_LEN + SLOT_LEN)
+#define AH_CACHE	64   /* unicast address handles kept */
+#define ATTACH_RETRY_MS 1000 /* a group not joined yet: look again */
+#define POLL_BATCH	32
+#define MCAST_QPN	0xffffff
 
 _Static_assert(FW_MAX_LEN <= SLOT_LEN, "a datagram fits a slot");
 
@@ -43,7 +43,7 @@ struct ah_slot {
 };
 
 struct ib_group {
-	bool wanted;   /* join() was called */
+	bool wanted; /* join() was called */
 	bool attached;
 	uint8_t mgid[16];
 	uint16_t mlid;
@@ -130,9 +130,8 @@ void ib_ah_attr_mcast(const uint8_t mgid[16], uint16_t mlid, uint8_t sl, uint8_t
 	attr->grh.sgid_index = 0;
 }
 
-int ib_parse_recv(const uint8_t *buf, size_t byte_len, bool has_grh, uint16_t slid,
-		  uint32_t src_qp, struct transport_addr *from, const uint8_t **payload,
-		  size_t *len)
+int ib_parse_recv(const uint8_t *buf, size_t byte_len, bool has_grh, uint16_t slid, uint32_t src_qp,
+		  struct transport_addr *from, const uint8_t **payload, size_t *len)
 {
 	if (byte_len < IB_GRH_LEN)
 		return -EBADMSG;
@@ -165,7 +164,7 @@ static int post_recv(struct ib_priv *p, unsigned i)
 		.length = RECV_SLOT,
 		.lkey = p->mr->lkey,
 	};
-	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
 
 	return -ibv_post_recv(p->qp, &wr, &bad);
 }
@@ -582,8 +581,9 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 		goto err;
 	}
 	p->cq = ibv_create_cq(p->ctx, RECV_DEPTH + SEND_DEPTH, NULL, p->ch, 0);
-	p->mr = ibv_reg_mr(p->pd, p->buf, (size_t)RECV_DEPTH * RECV_SLOT +
-				   (size_t)SEND_DEPTH * SLOT_LEN, IBV_ACCESS_LOCAL_WRITE);
+	p->mr = ibv_reg_mr(p->pd, p->buf,
+			   (size_t)RECV_DEPTH * RECV_SLOT + (size_t)SEND_DEPTH * SLOT_LEN,
+			   IBV_ACCESS_LOCAL_WRITE);
 	if (!p->cq || !p->mr) {
 		ret = -ENOMEM;
 		goto err;

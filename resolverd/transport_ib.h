@@ -36,8 +36,7 @@ void ib_ah_attr_mcast(const uint8_t mgid[16], uint16_t mlid, uint8_t sl, uint8_t
  * @has_grh from the work completion's flags: the payload and the sender
  * (LID, QPN from the completion; GID from the GRH, zero without one).
  * 0, or -EBADMSG when the completion is shorter than the GRH room. */
-int ib_parse_recv(const uint8_t *buf, size_t byte_len, bool has_grh, uint16_t slid,
-		  uint32_t src_qp, struct transport_addr *from, const uint8_t **payload,
-		  size_t *len);
+int ib_parse_recv(const uint8_t *buf, size_t byte_len, bool has_grh, uint16_t slid, uint32_t src_qp,
+		  struct transport_addr *from, const uint8_t **payload, size_t *len);
 
 #endif

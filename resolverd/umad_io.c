@@ -19,10 +19,10 @@
 #include "list.h"
 #include "log.h"
 
-#define RX_WAIT_MS 200        /* umad_recv bound: how soon the receiver sees stop */
-#define RX_ERROR_PAUSE_MS 100 /* after an unexpected umad_recv failure */
-#define JOIN_WAIT_MS 2000     /* per thread at close */
-#define DISPATCH_BATCH 64     /* MADs per loop callback, then let others run */
+#define RX_WAIT_MS	  200  /* umad_recv bound: how soon the receiver sees stop */
+#define RX_ERROR_PAUSE_MS 100  /* after an unexpected umad_recv failure */
+#define JOIN_WAIT_MS	  2000 /* per thread at close */
+#define DISPATCH_BATCH	  64   /* MADs per loop callback, then let others run */
 
 /* One record on either pipe: at most PIPE_BUF bytes, so every write and
  * read moves a whole record. */
@@ -33,6 +33,7 @@ struct io_msg {
 	uint32_t qpn;
 	uint32_t qkey;
 	uint32_t timeout_ms;
+	uint8_t sl;
 	uint32_t len;
 	uint8_t mad[MAD_LEN];
 };
@@ -42,8 +43,8 @@ _Static_assert(sizeof(struct io_msg) <= PIPE_BUF, "pipe records must be atomic")
 struct umad_io {
 	int portid;
 	int agents[UMAD_IO_AGENTS]; /* -1 when not registered */
-	int rx_pipe[2];             /* receiver -> loop */
-	int tx_pipe[2];             /* loop -> sender */
+	int rx_pipe[2];		    /* receiver -> loop */
+	int tx_pipe[2];		    /* loop -> sender */
 	pthread_t rx_thread, tx_thread;
 	bool rx_started, tx_started;
 	atomic_bool stop;
@@ -58,7 +59,7 @@ struct umad_io {
 
 static void sleep_ms(unsigned ms)
 {
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -131,7 +132,7 @@ static void *tx_main(void *arg)
 		    msg.agent >= UMAD_IO_AGENTS || atomic_load(&io->stop))
 			continue;
 		memset(buf, 0, size);
-		umad_set_addr(buf, msg.lid, (int)msg.qpn, 0, (int)msg.qkey);
+		umad_set_addr(buf, msg.lid, (int)msg.qpn, msg.sl, (int)msg.qkey);
 		memcpy(umad_get_mad(buf), msg.mad, msg.len);
 		if (umad_send(io->portid, io->agents[msg.agent], buf, (int)msg.len,
 			      (int)msg.timeout_ms, 0) < 0)
@@ -168,7 +169,7 @@ static void on_rx_pipe(struct loop_fd *lf, uint32_t events)
 }
 
 int umad_io_send(struct umad_io *io, enum umad_io_agent agent, const uint8_t *mad, size_t len,
-		 uint16_t dlid, uint32_t dqpn, uint32_t qkey, unsigned timeout_ms)
+		 uint16_t dlid, uint32_t dqpn, uint8_t sl, uint32_t qkey, unsigned timeout_ms)
 {
 	struct io_msg msg;
 
@@ -181,6 +182,7 @@ int umad_io_send(struct umad_io *io, enum umad_io_agent agent, const uint8_t *ma
 	msg.lid = dlid;
 	msg.qpn = dqpn;
 	msg.qkey = qkey;
+	msg.sl = sl & 0xf;
 	msg.timeout_ms = timeout_ms;
 	msg.len = (uint32_t)len;
 	memcpy(msg.mad, mad, len);
@@ -297,16 +299,16 @@ int umad_io_open(struct umad_io **out, const char *dev, unsigned port, struct lo
 		goto err;
 	}
 	/* umad_register, not umad_register2: the simulator knows only the first */
-	io->agents[UMAD_IO_SA] = umad_register(io->portid, MAD_CLASS_SA, MAD_SA_CLASS_VERSION, 0,
-					       NULL);
+	io->agents[UMAD_IO_SA] =
+		umad_register(io->portid, MAD_CLASS_SA, MAD_SA_CLASS_VERSION, 0, NULL);
 	if (io->agents[UMAD_IO_SA] < 0) {
 		ret = -EIO;
 		io->agents[UMAD_IO_SA] = -1;
 		log_err("%s port %u: cannot register an SA agent", dev, port);
 		goto err;
 	}
-	io->agents[UMAD_IO_SMI] = umad_register(io->portid, MAD_CLASS_SMI_DR,
-						MAD_SMI_CLASS_VERSION, 0, NULL);
+	io->agents[UMAD_IO_SMI] =
+		umad_register(io->portid, MAD_CLASS_SMI_DR, MAD_SMI_CLASS_VERSION, 0, NULL);
 	if (io->agents[UMAD_IO_SMI] < 0) {
 		io->agents[UMAD_IO_SMI] = -1;
 		log_info("%s port %u: no SMI agent; port state comes from sysfs", dev, port);

@@ -22,26 +22,26 @@
 #include "sa_mad.h"
 
 enum umad_io_agent {
-	UMAD_IO_SA = 0,  /* class 0x03 on QP1 */
+	UMAD_IO_SA = 0,	 /* class 0x03 on QP1 */
 	UMAD_IO_SMI = 1, /* class 0x81 (directed route) on QP0, for our own PortInfo */
 	UMAD_IO_AGENTS
 };
 
 /* A MAD the receiver took. */
 struct umad_io_rx {
-	int agent;       /* enum umad_io_agent */
-	int status;      /* umad_status(): 0, or e.g. ETIMEDOUT for a send the kernel gave up */
+	int agent;  /* enum umad_io_agent */
+	int status; /* umad_status(): 0, or e.g. ETIMEDOUT for a send the kernel gave up */
 	uint16_t slid;
-	uint32_t len;    /* bytes of mad[] that arrived */
+	uint32_t len; /* bytes of mad[] that arrived */
 	uint8_t mad[MAD_LEN];
 };
 
 struct umad_io_stats {
-	uint64_t rx;          /* MADs handed to the loop */
-	uint64_t rx_dropped;  /* the loop's pipe was full, or an unknown agent */
-	uint64_t rx_errors;   /* umad_recv failures other than its own timeout */
-	uint64_t tx;          /* MADs umad_send() took */
-	uint64_t tx_errors;   /* umad_send() failures */
+	uint64_t rx;	     /* MADs handed to the loop */
+	uint64_t rx_dropped; /* the loop's pipe was full, or an unknown agent */
+	uint64_t rx_errors;  /* umad_recv failures other than its own timeout */
+	uint64_t tx;	     /* MADs umad_send() took */
+	uint64_t tx_errors;  /* umad_send() failures */
 };
 
 struct umad_io;
@@ -59,12 +59,12 @@ int umad_io_open(struct umad_io **out, const char *dev, unsigned port, struct lo
  * under it. Safe on NULL. */
 void umad_io_close(struct umad_io *io, struct loop *loop);
 
-/* Queue @mad for sending to @dlid/@dqpn with @qkey through @agent. The
- * kernel keeps the request outstanding for @timeout_ms so that it can match
- * the response (no retries: the daemon does its own). Never blocks:
+/* Queue @mad for sending to @dlid/@dqpn on @sl with @qkey through @agent.
+ * The kernel keeps the request outstanding for @timeout_ms so that it can
+ * match the response (no retries: the daemon does its own). Never blocks:
  * -EAGAIN when the queue is full, -ENODEV when the agent is not there. */
 int umad_io_send(struct umad_io *io, enum umad_io_agent agent, const uint8_t *mad, size_t len,
-		 uint16_t dlid, uint32_t dqpn, uint32_t qkey, unsigned timeout_ms);
+		 uint16_t dlid, uint32_t dqpn, uint8_t sl, uint32_t qkey, unsigned timeout_ms);
 
 bool umad_io_has_agent(const struct umad_io *io, enum umad_io_agent agent);
 

@@ -11,10 +11,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const uint8_t methods[] = { MAD_METHOD_GET, MAD_METHOD_SET, MAD_METHOD_DELETE };
-	static const uint16_t attrs[] = { SA_ATTR_PATH_REC, SA_ATTR_MCMEMBER_REC,
-					  SMP_ATTR_PORT_INFO, SMP_ATTR_NODE_INFO,
-					  SMP_ATTR_PKEY_TABLE };
+	static const uint8_t methods[] = {MAD_METHOD_GET, MAD_METHOD_SET, MAD_METHOD_DELETE};
+	static const uint16_t attrs[] = {SA_ATTR_PATH_REC, SA_ATTR_MCMEMBER_REC, SMP_ATTR_PORT_INFO,
+					 SMP_ATTR_NODE_INFO, SMP_ATTR_PKEY_TABLE};
 	struct ibres_path_record pr;
 	struct sa_mcmember m, m2;
 	struct smp_port_info pi;
@@ -38,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (sa_decode_mcmember(data, size, &m) == MAD_OK) {
 		sa_encode_mcmember(out, MAD_METHOD_SET, 1, &m, sa_join_comp_mask());
-		if (sa_decode_mcmember(out, sizeof(out), &m2) != MAD_OK || memcmp(&m, &m2, sizeof(m)))
+		if (sa_decode_mcmember(out, sizeof(out), &m2) != MAD_OK ||
+		    memcmp(&m, &m2, sizeof(m)))
 			__builtin_trap();
 	}
 	if (smp_decode_port_info(data, size, &pi) == MAD_OK && pi.state > 15)

@@ -69,6 +69,17 @@ def test_port_discovery(fabric, nodes):
         assert "ibsim0 port 1: ACTIVE, LID %d, SM LID 1" % fabric.hcas[k]["lid"] in d.logtext()
 
 
+def test_reload_keeps_port_data(fabric, nodes):
+    import signal
+    d = nodes[2]
+    d.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: "configuration reloaded" in d.logtext(), 10, what="reload")
+    ep = d.endpoint()
+    assert ep["gids"] == [fabric.hcas[2]["gid"]] and ep["lid"] == fabric.hcas[2]["lid"]
+    status, rec = host(d.socket, "node2")
+    assert status == 0 and rec["lid"] == fabric.hcas[2]["lid"]
+
+
 def test_groups_joined_in_sa(fabric, nodes):
     mgid = group_mgid(0xffff, 4, 3, GROUP[0])
     wait_until(lambda: all(stats(d.socket)["mcast_groups_joined"] == 1 for d in nodes.values()),
@@ -149,7 +160,12 @@ def test_forged_responses_dropped_and_counted(fabric, nodes):
         s = stats(d.socket)
         return s["sa_rx_unsolicited"] >= before["sa_rx_unsolicited"] + 2 and \
             s["sa_rx_malformed"] >= before["sa_rx_malformed"] + 1
-    wait_until(arrived, 5, what="the forged MADs dropped and counted")
+    try:
+        wait_until(arrived, 5, what="the forged MADs dropped and counted")
+    except AssertionError:
+        raise AssertionError("before %s after %s injector %s" % (
+            {k: v for k, v in before.items() if k.startswith("sa_rx")},
+            {k: v for k, v in stats(d.socket).items() if k.startswith("sa_rx")}, r.stdout))
     # and the daemon still answers from the SA
     status, _ = d.resolve("node3")
     assert status == 0

@@ -8,6 +8,7 @@ nobody asked for, and one cut inside its header.
 import ctypes
 import struct
 import sys
+import time
 
 QP1_QKEY = 0x80010000
 
@@ -37,6 +38,9 @@ def main():
             lib.umad_set_addr(buf, dlid, 1, 0, QP1_QKEY)
             if lib.umad_send(port, agent, buf, length, 0, 0) < 0:
                 sys.exit("umad_send failed")
+    # ibsim drops what a client sent but it has not read yet once the client
+    # disconnects (at exit): give it time to forward everything
+    time.sleep(0.5)
     print("sent 3")
 
 

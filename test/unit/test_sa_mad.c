@@ -90,8 +90,8 @@ static void test_path_comp_mask(void **state)
 	m = sa_path_comp_mask(&p);
 	assert_int_equal(m, PR_COMP_DGID | PR_COMP_SGID | PR_COMP_DLID | PR_COMP_SLID |
 				    PR_COMP_REVERSIBLE | PR_COMP_NUMB_PATH | PR_COMP_PKEY |
-				    PR_COMP_MTU_SEL | PR_COMP_MTU | PR_COMP_RATE_SEL | PR_COMP_RATE |
-				    PR_COMP_PKT_LIFE_SEL | PR_COMP_PKT_LIFE);
+				    PR_COMP_MTU_SEL | PR_COMP_MTU | PR_COMP_RATE_SEL |
+				    PR_COMP_RATE | PR_COMP_PKT_LIFE_SEL | PR_COMP_PKT_LIFE);
 	p.qosclass_sl = htobe16(5);
 	p.flowlabel_hoplimit = htobe32(0x12300 | 0xff);
 	p.tclass = 1;
@@ -177,8 +177,8 @@ static void test_mcmember_roundtrip(void **state)
 	assert_true(out.proxy_join);
 	assert_int_equal(sa_decode_mcmember(mad, SA_HDR_LEN + SA_MCMEMBER_REC_LEN - 1, &out),
 			 MAD_ERR_SHORT);
-	assert_int_equal(sa_leave_comp_mask(), MCR_COMP_MGID | MCR_COMP_PORT_GID |
-						      MCR_COMP_JOIN_STATE);
+	assert_int_equal(sa_leave_comp_mask(),
+			 MCR_COMP_MGID | MCR_COMP_PORT_GID | MCR_COMP_JOIN_STATE);
 }
 
 /* A response to @req as an SA would build it. */
@@ -299,8 +299,9 @@ static void test_smp(void **state)
 	mad_parse_hdr(mad, MAD_LEN, &h);
 	assert_int_equal(h.status, 0);
 	assert_int_equal(smp_check_response(mad, MAD_LEN, &h, SMP_ATTR_PORT_INFO), MAD_OK);
-	assert_int_equal(smp_check_response(mad, SMP_DATA_OFF + SMP_DATA_LEN - 1, &h, SMP_ATTR_PORT_INFO),
-			 MAD_ERR_SHORT);
+	assert_int_equal(
+		smp_check_response(mad, SMP_DATA_OFF + SMP_DATA_LEN - 1, &h, SMP_ATTR_PORT_INFO),
+		MAD_ERR_SHORT);
 	assert_int_equal(smp_check_response(mad, MAD_LEN, &h, SMP_ATTR_NODE_INFO), MAD_ERR_ATTR);
 	mad[5] = 0x1c;
 	mad_parse_hdr(mad, MAD_LEN, &h);
@@ -310,8 +311,8 @@ static void test_smp(void **state)
 	memset(a, 0, SMP_DATA_LEN);
 	a[8] = 0xfe;
 	a[9] = 0x80;
-	a[17] = 3;  /* LID */
-	a[19] = 1;  /* SM LID */
+	a[17] = 3;    /* LID */
+	a[19] = 1;    /* SM LID */
 	a[22] = 0x40; /* capability mask: extended speeds supported */
 	a[28] = 1;
 	a[31] = 2;    /* 4x */
@@ -366,17 +367,17 @@ static void test_smp(void **state)
 static void test_rates(void **state)
 {
 	(void)state;
-	assert_int_equal(ib_rate_of_link(1, 1, 0), 2);   /* 1x SDR 2.5 */
-	assert_int_equal(ib_rate_of_link(2, 1, 0), 3);   /* 4x SDR 10 */
-	assert_int_equal(ib_rate_of_link(2, 2, 0), 6);   /* 4x DDR 20 */
-	assert_int_equal(ib_rate_of_link(2, 4, 0), 7);   /* 4x QDR 40 */
-	assert_int_equal(ib_rate_of_link(8, 4, 0), 10);  /* 12x QDR 120 */
-	assert_int_equal(ib_rate_of_link(2, 4, 1), 12);  /* 4x FDR 56 */
-	assert_int_equal(ib_rate_of_link(2, 4, 2), 16);  /* 4x EDR 100 */
-	assert_int_equal(ib_rate_of_link(2, 4, 4), 17);  /* 4x HDR 200 */
-	assert_int_equal(ib_rate_of_link(2, 4, 8), 21);  /* 4x NDR 400 */
+	assert_int_equal(ib_rate_of_link(1, 1, 0), 2);	 /* 1x SDR 2.5 */
+	assert_int_equal(ib_rate_of_link(2, 1, 0), 3);	 /* 4x SDR 10 */
+	assert_int_equal(ib_rate_of_link(2, 2, 0), 6);	 /* 4x DDR 20 */
+	assert_int_equal(ib_rate_of_link(2, 4, 0), 7);	 /* 4x QDR 40 */
+	assert_int_equal(ib_rate_of_link(8, 4, 0), 10);	 /* 12x QDR 120 */
+	assert_int_equal(ib_rate_of_link(2, 4, 1), 12);	 /* 4x FDR 56 */
+	assert_int_equal(ib_rate_of_link(2, 4, 2), 16);	 /* 4x EDR 100 */
+	assert_int_equal(ib_rate_of_link(2, 4, 4), 17);	 /* 4x HDR 200 */
+	assert_int_equal(ib_rate_of_link(2, 4, 8), 21);	 /* 4x NDR 400 */
 	assert_int_equal(ib_rate_of_link(16, 1, 2), 20); /* 2x EDR 50 */
-	assert_int_equal(ib_rate_of_link(1, 1, 1), 11);  /* 1x FDR 14 */
+	assert_int_equal(ib_rate_of_link(1, 1, 1), 11);	 /* 1x FDR 14 */
 	assert_int_equal(ib_rate_of_link(0, 1, 0), 0);
 	assert_int_equal(ib_rate_of_link(2, 3, 0), 0);
 	assert_int_equal(ib_rate_of_link(2, 1, 3), 0);

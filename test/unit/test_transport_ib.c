@@ -28,8 +28,7 @@ static void test_ah_from_local_path(void **state)
 	struct cfg_endpoint src;
 	struct ibres_hostrec dst;
 	struct ibres_path_record p;
-	struct path_params pp = { .mtu = 4, .rate = 16, .sl = 5, .packet_life = 18,
-				  .pkey = 0xffff };
+	struct path_params pp = {.mtu = 4, .rate = 16, .sl = 5, .packet_life = 18, .pkey = 0xffff};
 	struct ibv_ah_attr a;
 
 	(void)state;
@@ -135,9 +134,8 @@ static void test_parse_recv(void **state)
 	memcpy(buf + 8, sgid, 16);
 	memset(buf + 24, 0xee, 16); /* DGID: not the sender */
 	memcpy(buf + IB_GRH_LEN, "IBRS", 4);
-	assert_int_equal(ib_parse_recv(buf, IB_GRH_LEN + 60, true, 7, 0x1000048, &from, &payload,
-				       &len),
-			 0);
+	assert_int_equal(
+		ib_parse_recv(buf, IB_GRH_LEN + 60, true, 7, 0x1000048, &from, &payload, &len), 0);
 	assert_ptr_equal(payload, buf + IB_GRH_LEN);
 	assert_int_equal(len, 60);
 	assert_memory_equal(payload, "IBRS", 4);
@@ -181,9 +179,12 @@ static void test_open_without_device(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ah_from_local_path), cmocka_unit_test(test_ah_from_routed_path),
-		cmocka_unit_test(test_ah_back_to_sender),  cmocka_unit_test(test_ah_mcast),
-		cmocka_unit_test(test_parse_recv),	   cmocka_unit_test(test_open_without_device),
+		cmocka_unit_test(test_ah_from_local_path),
+		cmocka_unit_test(test_ah_from_routed_path),
+		cmocka_unit_test(test_ah_back_to_sender),
+		cmocka_unit_test(test_ah_mcast),
+		cmocka_unit_test(test_parse_recv),
+		cmocka_unit_test(test_open_without_device),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -201,6 +201,24 @@ def have(cmd):
     return shutil.which(cmd) is not None
 
 
+def run_tool(prog, *args, timeout=120, check=True):
+    """Run one of the project's scripts (emulate, ibsim); raise with its
+    output when @check and it fails."""
+    r = subprocess.run([prog] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s %s failed (%d):\n%s%s" % (
+            os.path.basename(prog), " ".join(map(str, args)), r.returncode, r.stdout,
+            r.stderr))
+    return r
+
+
+# IB enums as ib_acme prints them, from the config's bytes and Gb/s.
+MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+RATE_ENUM = {"2.5": 2, "10": 3, "30": 4, "5": 5, "20": 6, "40": 7, "14": 11, "56": 12,
+             "25": 15, "100": 16, "200": 17, "300": 18, "400": 21, "600": 22}
+
+
 def config_with(settings, base=None):
     """The single-node example with extra settings added under their sections:
     settings = {"daemon": ["acm_link = yes"], "resolve": [...]}."""

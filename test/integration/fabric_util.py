@@ -13,7 +13,8 @@ import struct
 import subprocess
 import time
 
-from conftest import ROOT, Client, acm_hdr, ep_entry, parse_hdr, parse_tlvs, tlv
+from conftest import (MTU_ENUM, RATE_ENUM, ROOT, Client, acm_hdr, ep_entry, parse_hdr,  # noqa: F401
+                      parse_tlvs, run_tool, tlv)
 
 EMULATE = os.path.join(ROOT, "test", "fabric", "emulate")
 PYTHON = "/usr/bin/python3"
@@ -29,21 +30,13 @@ STATE_RESOLVED, STATE_ROUTED, STATE_NEGATIVE = 2, 3, 4
 FLAG_SOURCE, FLAG_DEST, FLAG_NODELAY = 1, 2, 1 << 30
 TYPE_NAME, TYPE_IP, TYPE_IP6, TYPE_PATH = 1, 2, 3, 0x10
 
-MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
-RATE_ENUM = {"2.5": 2, "10": 3, "30": 4, "5": 5, "20": 6, "40": 7, "14": 11, "56": 12,
-             "25": 15, "100": 16, "200": 17, "300": 18, "400": 21, "600": 22}
 
 # The two groups emulate gives every node, lowest priority first.
 GROUP_PARAMS = [(2048, "10"), (4096, "100")]
 
 
 def emulate(*args, timeout=120, check=True):
-    r = subprocess.run([EMULATE] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=timeout)
-    if check and r.returncode != 0:
-        raise RuntimeError("emulate %s failed (%d):\n%s%s" % (
-            " ".join(map(str, args)), r.returncode, r.stdout, r.stderr))
-    return r
+    return run_tool(EMULATE, *args, timeout=timeout, check=check)
 
 
 class Cluster:

@@ -4,11 +4,10 @@ hosts, read what OpenSM's SA says. Stdlib only."""
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 
-from conftest import IBRESCTL, IBRESD, ROOT, wait_for_socket
+from conftest import IBRESCTL, IBRESD, ROOT, Daemon, run_tool, wait_for_socket
 
 IBSIM = os.path.join(ROOT, "test", "fabric", "ibsim")
 PYTHON = "/usr/bin/python3"
@@ -27,12 +26,7 @@ def missing():
 
 
 def ibsim(*args, timeout=120, check=True):
-    r = subprocess.run([IBSIM] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=timeout)
-    if check and r.returncode != 0:
-        raise RuntimeError("ibsim %s failed (%d):\n%s%s" % (
-            " ".join(map(str, args)), r.returncode, r.stdout, r.stderr))
-    return r
+    return run_tool(IBSIM, *args, timeout=timeout, check=check)
 
 
 def group_mgid(pkey, mtu, rate, ipv4, scope=MCAST_SCOPE_SITE):
@@ -126,21 +120,14 @@ def parse_saquery(text):
     return out
 
 
-class SimDaemon:
+class SimDaemon(Daemon):
     """ibresd started as simulated host @host of @fabric."""
 
     def __init__(self, fabric, host, d, config_text, debug=True):
+        super().__init__(d, config_text=config_text)
         self.debug = debug
         self.fabric = fabric
         self.host = host
-        self.dir = str(d)
-        os.makedirs(self.dir, exist_ok=True)
-        self.config = os.path.join(self.dir, "ibresd.conf")
-        self.socket = os.path.join(self.dir, "ibresd.sock")
-        self.log_path = os.path.join(self.dir, "ibresd.log")
-        with open(self.config, "w") as f:
-            f.write(config_text)
-        self.proc = None
 
     def start(self, wait=True):
         st = self.fabric.state
@@ -167,27 +154,13 @@ class SimDaemon:
         return self
 
     def stop(self, timeout=15):
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            raise
-        finally:
-            self.log.close()
-        return self.proc.returncode
+        return super().stop(timeout)
 
     def kill(self):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(5)
 
-    def logtext(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
 
     def ctl(self, *args, timeout=20):
         """ibresctl --json ARGS: (exit status, parsed JSON or None)."""

@@ -5,13 +5,9 @@ import re
 
 import pytest
 
-from conftest import SINGLE_NODE, run, have
+from conftest import MTU_ENUM, RATE_ENUM, SINGLE_NODE, have, run
 
 pytestmark = pytest.mark.skipif(not have("ib_acme"), reason="ib_acme (Debian package ibacm) missing")
-
-MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
-RATE_ENUM = {"2.5": 2, "10": 3, "30": 4, "5": 5, "20": 6, "40": 7, "14": 11, "56": 12,
-             "25": 15, "100": 16, "200": 17, "300": 18, "400": 21, "600": 22}
 
 
 def endpoint_conf(path=SINGLE_NODE):

@@ -706,12 +706,15 @@ void cache_fini(struct cache *c)
 
 /* ---- lookup --------------------------------------------------------------- */
 
-struct cache_entry *cache_lookup(struct cache *c, const struct cache_key *k, uint64_t now_ms)
+/* Find @k, dropping it if expired; a lookup on a client's behalf (@use)
+ * also counts and refreshes its LRU position. */
+static struct cache_entry *lookup(struct cache *c, const struct cache_key *k, uint64_t now_ms,
+				  bool use)
 {
 	struct cache_entry *e;
 
 	if (!key_valid(k)) {
-		c->stats.misses++;
+		c->stats.misses += use;
 		return NULL;
 	}
 	e = entry_find(c, k);
@@ -721,10 +724,12 @@ struct cache_entry *cache_lookup(struct cache *c, const struct cache_key *k, uin
 		e = NULL;
 	}
 	if (!e) {
-		c->stats.misses++;
+		c->stats.misses += use;
 		return NULL;
 	}
 	entry_route_check(e, now_ms);
+	if (!use)
+		return e;
 	entry_touch(c, e, now_ms);
 	if (e->state == IBRES_STATE_RESOLVED || e->state == IBRES_STATE_ROUTED ||
 	    e->state == IBRES_STATE_NEGATIVE)
@@ -732,6 +737,16 @@ struct cache_entry *cache_lookup(struct cache *c, const struct cache_key *k, uin
 	else
 		c->stats.misses++;
 	return e;
+}
+
+struct cache_entry *cache_lookup(struct cache *c, const struct cache_key *k, uint64_t now_ms)
+{
+	return lookup(c, k, now_ms, true);
+}
+
+struct cache_entry *cache_peek(struct cache *c, const struct cache_key *k, uint64_t now_ms)
+{
+	return lookup(c, k, now_ms, false);
 }
 
 static struct cache_entry *lru_first_evictable(struct cache *c)

@@ -168,6 +168,12 @@ void cache_fini(struct cache *c);
  * reported absent but left in place (the next lookup or sweep removes it). */
 struct cache_entry *cache_lookup(struct cache *c, const struct cache_key *k, uint64_t now_ms);
 
+/* The same for the daemon's own bookkeeping (identity checks, query
+ * timers): expiry applies, but no hit/miss is counted and the LRU order is
+ * left alone, so internal look-ups neither skew the statistics nor keep an
+ * entry alive. */
+struct cache_entry *cache_peek(struct cache *c, const struct cache_key *k, uint64_t now_ms);
+
 /* Find or create an entry in state INIT (for a fabric query to hang off).
  * An existing entry is returned in whatever state it is (an expired one is
  * removed and replaced). A new entry has no host and never expires until the

@@ -209,7 +209,7 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
 	if (h->lid && cache_key_lid(&keys[n], h->lid) == 0)
 		n++;
 	for (unsigned i = 0; i < n; i++) {
-		struct cache_entry *e = cache_lookup(&f->d->cache, &keys[i], now);
+		struct cache_entry *e = cache_peek(&f->d->cache, &keys[i], now);
 		bool same;
 
 		if (!e || !e->host)
@@ -249,7 +249,7 @@ static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
 	if (ret)
 		return ret;
 	cache_key_addr(&gk, IBRES_KEY_GID, h.gids[0]);
-	e = cache_lookup(&f->d->cache, &gk, now_ms());
+	e = cache_peek(&f->d->cache, &gk, now_ms());
 	if (e && e->host && group >= 0) {
 		e->host->grp_mtu = p->ep->cfg.groups[group].mtu;
 		e->host->grp_rate = p->ep->cfg.groups[group].rate;
@@ -348,7 +348,7 @@ static void on_retry_timer(struct loop_timer *t)
 
 		if (q->next_ms > now)
 			continue;
-		e = cache_lookup(&d->cache, &q->key, now);
+		e = cache_peek(&d->cache, &q->key, now);
 		if (!e || e->state != IBRES_STATE_QUERYING) {
 			query_free(f, q); /* answered, flushed or evicted meanwhile */
 			continue;
@@ -527,7 +527,7 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 	struct cache_entry *e;
 
 	cache_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
-	e = cache_lookup(&f->d->cache, &gk, now_ms());
+	e = cache_peek(&f->d->cache, &gk, now_ms());
 	/* only the identity we know may say goodbye for it */
 	if (!e || !e->host || e->host->origin != IBRES_ORIGIN_FABRIC ||
 	    strcasecmp(e->host->rec.names[0], m->sender.names[0])) {

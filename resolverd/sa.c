@@ -573,7 +573,7 @@ static bool drop_stale(struct sa_client *sa, const uint8_t gid[16])
 	struct cache_key k;
 
 	cache_key_addr(&k, IBRES_KEY_GID, gid);
-	e = cache_lookup(&d->cache, &k, now_ms());
+	e = cache_peek(&d->cache, &k, now_ms());
 	if (!e || !e->host)
 		return false;
 	sa->c.routes_dropped += cache_drop_routes(&d->cache, -1, gid);
@@ -597,7 +597,7 @@ static void route_deliver(struct sa_client *sa, struct sa_query *q, int status,
 	unsigned n = 0;
 	char ks[CACHE_KEY_STR_MAX];
 
-	e = cache_lookup(&d->cache, &q->dest, now);
+	e = cache_peek(&d->cache, &q->dest, now);
 	if (!e || !e->host)
 		return; /* the host left meanwhile; the cache completed its waiters */
 	rec = e->host->rec;
@@ -619,7 +619,7 @@ static void route_deliver(struct sa_client *sa, struct sa_query *q, int status,
 	if (rec.lid && cache_key_lid(&keys[n], rec.lid) == 0)
 		n++;
 	for (unsigned i = 0; i < n; i++) {
-		e = cache_lookup(&d->cache, &keys[i], now);
+		e = cache_peek(&d->cache, &keys[i], now);
 		/* the same host: its identity (first GID, else first name) */
 		if (!e || !e->host ||
 		    (rec.n_gids ? memcmp(e->host->rec.gids[0], rec.gids[0], 16)

@@ -953,6 +953,38 @@ static void test_authority(void **state)
 
 /* ---- capacity ---------------------------------------------------------------------------- */
 
+/* cache_peek finds like cache_lookup but leaves stats and LRU order alone. */
+static void test_peek_counts_nothing(void **state)
+{
+	struct cache_key k;
+	struct cache c;
+	char n[8];
+	int i;
+
+	(void)state;
+	assert_int_equal(cache_init(&c, 4), 0);
+	for (i = 0; i < 4; i++) {
+		snprintf(n, sizeof(n), "h%d", i);
+		assert_int_equal(insert_simple(&c, n, NULL, NULL, IBRES_ORIGIN_FABRIC, 60, 10 * i),
+				 0);
+	}
+	assert_int_equal(cache_key_name(&k, "h0"), 0);
+	assert_non_null(cache_peek(&c, &k, 100));
+	assert_int_equal(cache_key_name(&k, "nothere"), 0);
+	assert_null(cache_peek(&c, &k, 100));
+	assert_int_equal(c.stats.hits, 0);
+	assert_int_equal(c.stats.misses, 0);
+	/* h0 was only peeked at: it is still the oldest, and goes first */
+	assert_int_equal(insert_simple(&c, "h4", NULL, NULL, IBRES_ORIGIN_FABRIC, 60, 102), 0);
+	assert_null(lk_name(&c, "h0", 103));
+	assert_non_null(lk_name(&c, "h1", 103));
+	/* expiry still applies */
+	assert_int_equal(cache_key_name(&k, "h1"), 0);
+	assert_null(cache_peek(&c, &k, 10 + 60 * 1000));
+	check(&c);
+	cache_fini(&c);
+}
+
 static void test_lru_eviction_order(void **state)
 {
 	struct cache c;
@@ -2278,6 +2310,7 @@ int main(void)
 		cmocka_unit_test(test_stale_after_identity_evicted),
 		cmocka_unit_test(test_authority),
 		cmocka_unit_test(test_lru_eviction_order),
+		cmocka_unit_test(test_peek_counts_nothing),
 		cmocka_unit_test(test_eviction_skips_busy),
 		cmocka_unit_test(test_enospc),
 		cmocka_unit_test(test_waiters_expiry),

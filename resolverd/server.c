@@ -125,7 +125,10 @@ static void client_rearm(struct client *cl)
 		return;
 	if (cl->out_len > cl->out_off)
 		ev |= EPOLLOUT;
-	else if (!cl->busy && !cl->closing && cl->in_len < IN_CAP)
+	else if (!cl->closing && cl->in_len < IN_CAP)
+		/* also while a request is pending: reading on (into a bounded
+		 * buffer) costs nothing, and switching EPOLLIN off and on again
+		 * would cost two system calls on every request that waits */
 		ev |= EPOLLIN;
 	if (loop_mod_fd(&d->loop, &cl->lf, ev) < 0) {
 		client_close(cl);
@@ -248,14 +251,14 @@ static void client_process(struct client *cl)
 			client_send(cl, srv->reply, reply_len);
 		}
 	}
-	if (!cl->dead && cl->closing && cl->out_len == 0) {
+	if (!cl->dead && cl->closing && !cl->busy && cl->out_len == 0) {
 		client_close(cl);
 		return;
 	}
 	client_rearm(cl);
 }
 
-static void client_read(struct client *cl)
+static void client_read(struct client *cl, bool hup)
 {
 	while (!cl->dead && cl->in_len < IN_CAP) {
 		ssize_t n = recv(cl->lf.fd, cl->in + cl->in_len, IN_CAP - cl->in_len, MSG_DONTWAIT);
@@ -268,7 +271,13 @@ static void client_read(struct client *cl)
 			return;
 		}
 		if (n == 0) {
-			client_close(cl);
+			/* A client that only shut down its sending side still
+			 * gets the answer it waits for; one that hung up does
+			 * not need it. */
+			if (cl->busy && !hup)
+				cl->closing = true;
+			else
+				client_close(cl);
 			return;
 		}
 		if (cl->in_len == 0)
@@ -295,7 +304,7 @@ static void on_client(struct loop_fd *lf, uint32_t events)
 		}
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		client_read(cl);
+		client_read(cl, events & EPOLLHUP);
 	if (!cl->dead)
 		client_process(cl);
 }

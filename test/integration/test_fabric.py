@@ -9,18 +9,20 @@ import ipaddress
 import itertools
 import os
 import random
+import socket
 import struct
 import subprocess
 import time
 
 import pytest
 
-from conftest import Client, have, needs_root
+from conftest import Client, have, needs_root, parse_hdr
 from fabric_util import (
     EMULATE, FABRIC_PORT, FW_ANNOUNCE, FW_FLAG_HMAC, FW_FLAG_NEWCOMER, FW_GOODBYE, FW_HDR,
     FW_REPLY, FW_REQUEST, FW_T_CHOSEN, GROUP_PARAMS, MTU_ENUM, ORIGIN_FABRIC, RATE_ENUM,
-    ST_ENODATA, ST_SUCCESS, Cluster, acme, cache_flush, cache_list, emulate, fabric_msg,
-    group_items, host, identity_items, node_identity, path_fields, resolve, send_datagrams,
+    ST_ENODATA, ST_ETIMEDOUT, ST_SUCCESS, Cluster, acme, cache_flush, cache_list, emulate, fabric_msg,
+    group_items, host, identity_items, node_identity, path_fields, resolve, resolve_request,
+    send_datagrams,
     stats, target_item, tlv, wait_until)
 
 pytestmark = [needs_root,
@@ -345,6 +347,30 @@ def test_node_cut_off_times_out(cluster_factory):
     # The timeout left a negative entry for negative_ttl (2 s).
     wait_until(lambda: acme_status(c, 1, "node2")[0] == "ok", 6.0, interval=0.5,
                what="node2 resolves once its link is back")
+
+
+def test_clients_that_go_away_while_the_fabric_is_asked(cluster_factory):
+    """A request waiting on the fabric: a client that only shut down its
+    sending side still gets its answer; one that hung up is forgotten, and
+    the daemon keeps serving."""
+    c = cluster_factory(3, "--set", "resolve.announce_interval=0")
+    c.wait_settled()
+    c.link(2, "down")
+    cache_flush(c.sock(1))
+    gone = Client(c.sock(1), timeout=fabric_bound())
+    gone.send(resolve_request("node2", "node1"))
+    gone.close()
+    half = Client(c.sock(1), timeout=fabric_bound())
+    half.send(resolve_request("node2", "node1"))
+    half.s.shutdown(socket.SHUT_WR)
+    ans = half.recv_msg()
+    assert ans is not None, "the daemon closed a half-closed client without its answer"
+    assert parse_hdr(ans)["status"] == ST_ETIMEDOUT
+    assert half.closed_by_peer(), "the daemon kept the half-closed client open"
+    half.close()
+    cl = Client(c.sock(1))
+    assert resolve(cl, "node3", "node1")[0] == ST_SUCCESS
+    cl.close()
 
 
 # --- a lossy fabric ------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "cache.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,32 +74,32 @@ static unsigned origin_rank(uint8_t origin)
 
 #define ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
 
-static void sip_round(uint64_t *v0, uint64_t *v1, uint64_t *v2, uint64_t *v3)
-{
-	*v0 += *v1;
-	*v1 = ROTL64(*v1, 13);
-	*v1 ^= *v0;
-	*v0 = ROTL64(*v0, 32);
-	*v2 += *v3;
-	*v3 = ROTL64(*v3, 16);
-	*v3 ^= *v2;
-	*v0 += *v3;
-	*v3 = ROTL64(*v3, 21);
-	*v3 ^= *v0;
-	*v2 += *v1;
-	*v1 = ROTL64(*v1, 17);
-	*v1 ^= *v2;
-	*v2 = ROTL64(*v2, 32);
-}
+/* A macro on the caller's locals: as a function taking pointers it was not
+ * inlined, and hashing is on every cache look-up. */
+#define SIP_ROUND(v0, v1, v2, v3)                                                                  \
+	do {                                                                                       \
+		v0 += v1;                                                                          \
+		v1 = ROTL64(v1, 13);                                                               \
+		v1 ^= v0;                                                                          \
+		v0 = ROTL64(v0, 32);                                                               \
+		v2 += v3;                                                                          \
+		v3 = ROTL64(v3, 16);                                                               \
+		v3 ^= v2;                                                                          \
+		v0 += v3;                                                                          \
+		v3 = ROTL64(v3, 21);                                                               \
+		v3 ^= v0;                                                                          \
+		v2 += v1;                                                                          \
+		v1 = ROTL64(v1, 17);                                                               \
+		v1 ^= v2;                                                                          \
+		v2 = ROTL64(v2, 32);                                                               \
+	} while (0)
 
 static uint64_t load_le64(const uint8_t *p)
 {
-	uint64_t v = 0;
-	int i;
+	uint64_t v;
 
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
 static uint64_t siphash24(const uint64_t key[2], const uint8_t *msg, size_t len)
@@ -114,19 +115,19 @@ static uint64_t siphash24(const uint64_t key[2], const uint8_t *msg, size_t len)
 	for (; msg != end; msg += 8) {
 		m = load_le64(msg);
 		v3 ^= m;
-		sip_round(&v0, &v1, &v2, &v3);
-		sip_round(&v0, &v1, &v2, &v3);
+		SIP_ROUND(v0, v1, v2, v3);
+		SIP_ROUND(v0, v1, v2, v3);
 		v0 ^= m;
 	}
 	for (i = 0; i < left; i++)
 		b |= (uint64_t)msg[i] << (8 * i);
 	v3 ^= b;
-	sip_round(&v0, &v1, &v2, &v3);
-	sip_round(&v0, &v1, &v2, &v3);
+	SIP_ROUND(v0, v1, v2, v3);
+	SIP_ROUND(v0, v1, v2, v3);
 	v0 ^= b;
 	v2 ^= 0xff;
 	for (i = 0; i < 4; i++)
-		sip_round(&v0, &v1, &v2, &v3);
+		SIP_ROUND(v0, v1, v2, v3);
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
@@ -423,14 +424,21 @@ static void rec_ident(const struct ibres_hostrec *h, struct cache_key *k)
 
 /* ---- entries and hosts: indexes ----------------------------------------- */
 
-static struct cache_entry *entry_find(struct cache *c, const struct cache_key *k)
+/* @hash is key_hash(c, k), for callers that look one key up repeatedly. */
+static struct cache_entry *entry_find_hashed(struct cache *c, const struct cache_key *k,
+					     uint64_t hash)
 {
 	struct cache_entry *e;
 
-	for (e = c->buckets[key_bucket(c, k)]; e; e = e->hnext)
+	for (e = c->buckets[hash & (c->n_buckets - 1)]; e; e = e->hnext)
 		if (key_eq(&e->key, k))
 			return e;
 	return NULL;
+}
+
+static struct cache_entry *entry_find(struct cache *c, const struct cache_key *k)
+{
+	return entry_find_hashed(c, k, key_hash(c, k));
 }
 
 static void entry_unlink_hash(struct cache *c, struct cache_entry *e)
@@ -833,6 +841,7 @@ static bool ptr_in(struct cache_entry *const *arr, unsigned n, const struct cach
 /* State of one cache_insert_host call. */
 struct insert_ctx {
 	struct cache_key keys[CACHE_HOST_KEYS_MAX]; /* the new record's keys, deduplicated */
+	uint64_t hash[CACHE_HOST_KEYS_MAX];         /* key_hash() of each, computed once */
 	unsigned n_keys;
 	struct cache_entry *stale[CACHE_HOST_KEYS_MAX]; /* old entries of the host to drop */
 	unsigned n_stale;
@@ -841,7 +850,8 @@ struct insert_ctx {
 	struct cache_entry *spare; /* preallocated entries, chained by hnext */
 };
 
-static int insert_collect_keys(struct insert_ctx *x, const struct ibres_hostrec *h)
+static int insert_collect_keys(struct cache *c, struct insert_ctx *x,
+			       const struct ibres_hostrec *h)
 {
 	unsigned i, nkeys = rec_nkeys(h);
 	int ret;
@@ -851,8 +861,10 @@ static int insert_collect_keys(struct insert_ctx *x, const struct ibres_hostrec 
 		ret = rec_key(h, i, &x->keys[x->n_keys]);
 		if (ret)
 			return ret;
-		if (!key_in(x->keys, x->n_keys, &x->keys[x->n_keys]))
+		if (!key_in(x->keys, x->n_keys, &x->keys[x->n_keys])) {
+			x->hash[x->n_keys] = key_hash(c, &x->keys[x->n_keys]);
 			x->n_keys++;
+		}
 	}
 	return 0;
 }
@@ -932,10 +944,13 @@ int cache_insert_host(struct cache *c, const struct ibres_hostrec *h, uint8_t or
 	if (old && origin_rank(old->origin) < origin_rank(origin))
 		return 0; /* a more authoritative record of this host wins */
 
-	x = calloc(1, sizeof(*x));
+	/* not zeroed: 8 KiB, and every array is filled before it is read */
+	x = malloc(sizeof(*x));
 	if (!x)
 		return -ENOMEM;
-	ret = insert_collect_keys(x, h);
+	x->n_stale = x->n_victims = 0;
+	x->spare = NULL;
+	ret = insert_collect_keys(c, x, h);
 	if (ret)
 		goto out;
 
@@ -955,7 +970,7 @@ int cache_insert_host(struct cache *c, const struct ibres_hostrec *h, uint8_t or
 
 	/* Capacity, checked before anything changes. */
 	for (i = 0; i < x->n_keys; i++)
-		if (!entry_find(c, &x->keys[i]))
+		if (!entry_find_hashed(c, &x->keys[i], x->hash[i]))
 			missing++;
 	need = (uint64_t)c->n_entries - x->n_stale + missing;
 	need = need > c->max_entries ? need - c->max_entries : 0;
@@ -992,7 +1007,7 @@ int cache_insert_host(struct cache *c, const struct ibres_hostrec *h, uint8_t or
 	for (i = 0; i < x->n_keys; i++) {
 		bool keep_route;
 
-		e = entry_find(c, &x->keys[i]);
+		e = entry_find_hashed(c, &x->keys[i], x->hash[i]);
 		if (key_held_above(e, nh, origin))
 			continue;
 		if (!e) {
@@ -1017,7 +1032,7 @@ int cache_insert_host(struct cache *c, const struct ibres_hostrec *h, uint8_t or
 	/* Everything is in place: now the callbacks. They may look keys up,
 	 * which can expire entries, so every entry is found afresh. */
 	for (i = 0; i < x->n_keys; i++) {
-		e = entry_find(c, &x->keys[i]);
+		e = entry_find_hashed(c, &x->keys[i], x->hash[i]);
 		if (e && e->host == nh && !list_empty(&e->waiters))
 			cache_complete(e, 0);
 	}

@@ -226,35 +226,49 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
 	return false;
 }
 
-/* Cache a peer's identity (overheard or answered). */
-static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
+/* May the sender's identity be cached? -EEXIST (counted) if it claims what
+ * another live host owns. */
+static int learn_check(struct fabric *f, const struct fw_msg *m)
+{
+	if (!identity_conflicts(f, &m->sender))
+		return 0;
+	f->c.rx_conflict++;
+	log_debug("fabric: %s claims a name or address another host owns; dropped",
+		  m->sender.names[0]);
+	return -EEXIST;
+}
+
+/* Cache a sender's identity that passed learn_check(). */
+static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 {
 	struct fabric *f = p->f;
-	struct ibres_hostrec h = m->sender;
+	const struct ibres_hostrec *h = &m->sender;
 	struct cache_key gk;
 	struct cache_entry *e;
 	uint32_t ttl = f->d->cfg.addr_ttl_s;
 	int ret;
 
-	if (identity_conflicts(f, &h)) {
-		f->c.rx_conflict++;
-		log_debug("fabric: %s claims a name or address another host owns; dropped",
-			  h.names[0]);
-		return -EEXIST;
-	}
 	/* a sender may ask for a shorter lifetime, never a longer one */
-	if (h.ttl && h.ttl < ttl)
-		ttl = h.ttl;
-	ret = cache_insert_host(&f->d->cache, &h, IBRES_ORIGIN_FABRIC, ttl, now_ms());
+	if (h->ttl && h->ttl < ttl)
+		ttl = h->ttl;
+	ret = cache_insert_host(&f->d->cache, h, IBRES_ORIGIN_FABRIC, ttl, now_ms());
 	if (ret)
 		return ret;
-	cache_key_addr(&gk, IBRES_KEY_GID, h.gids[0]);
+	cache_key_addr(&gk, IBRES_KEY_GID, h->gids[0]);
 	e = cache_peek(&f->d->cache, &gk, now_ms());
 	if (e && e->host && group >= 0) {
 		e->host->grp_mtu = p->ep->cfg.groups[group].mtu;
 		e->host->grp_rate = p->ep->cfg.groups[group].rate;
 	}
 	return 0;
+}
+
+/* Cache a peer's identity (overheard or answered). */
+static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
+{
+	int ret = learn_check(p->f, m);
+
+	return ret ? ret : learn_store(p, m, group);
 }
 
 void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct cache_host *h,
@@ -451,15 +465,17 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 			f->c.overheard++;
 		return;
 	}
-	if (learn(p, m, g) == -EEXIST)
+	if (learn_check(f, m))
 		return; /* a forged requester gets nothing from us */
-	f->c.overheard++;
 	msg_init(p, &r, FW_REPLY, m->tid);
 	r.has_chosen = true;
 	r.chosen.mtu = p->ep->cfg.groups[g < 0 ? 0 : g].mtu;
 	r.chosen.rate = p->ep->cfg.groups[g < 0 ? 0 : g].rate;
 	if (port_send(p, &r, from) == 0)
 		f->c.replies_sent++;
+	/* the requester waits for the REPLY, not for our bookkeeping */
+	if (learn_store(p, m, g) == 0)
+		f->c.overheard++;
 }
 
 static void on_reply(struct fabric_port *p, const struct fw_msg *m)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "loop.h"
+#include "list.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,19 +19,56 @@ uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The timerfd expired: nothing to do here but note it; the due timers run
+ * after every batch of events. */
+static void on_timerfd(struct loop_fd *lf, uint32_t events)
+{
+	struct loop *l = container_of(lf, struct loop, timer_lf);
+	uint64_t expirations;
+
+	(void)events;
+	while (read(lf->fd, &expirations, sizeof(expirations)) < 0 && errno == EINTR)
+		;
+	l->timerfd_due_ms = 0;
+}
+
 int loop_init(struct loop *l)
 {
-	l->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (l->epfd < 0)
-		return -errno;
+	int ret;
+
 	l->stop = false;
 	l->heap = NULL;
 	l->n_timers = l->cap_timers = 0;
+	l->timerfd_due_ms = 0;
+	l->timer_lf.fd = -1;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0)
+		return -errno;
+	l->timer_lf.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (l->timer_lf.fd < 0) {
+		ret = -errno;
+		goto err_epoll;
+	}
+	l->timer_lf.cb = on_timerfd;
+	ret = loop_add_fd(l, &l->timer_lf, EPOLLIN);
+	if (ret)
+		goto err_timerfd;
 	return 0;
+
+err_timerfd:
+	close(l->timer_lf.fd);
+	l->timer_lf.fd = -1;
+err_epoll:
+	close(l->epfd);
+	l->epfd = -1;
+	return ret;
 }
 
 void loop_fini(struct loop *l)
 {
+	if (l->timer_lf.fd >= 0)
+		close(l->timer_lf.fd);
+	l->timer_lf.fd = -1;
 	if (l->epfd >= 0)
 		close(l->epfd);
 	l->epfd = -1;
@@ -149,8 +188,14 @@ static void run_due_timers(struct loop *l)
 	}
 }
 
+/* The epoll_wait timeout: 0 when a timer is due, else none, with the
+ * timerfd set to the earliest deadline. The timerfd is only moved earlier:
+ * when the earliest timer was cancelled it fires early once, finds nothing
+ * due, and is set again, which costs less than a system call on every
+ * cancel. Should the timerfd refuse, a plain timeout does the job. */
 static int next_timeout(struct loop *l)
 {
+	struct itimerspec its = { 0 };
 	uint64_t now, due;
 
 	if (!l->n_timers)
@@ -159,6 +204,14 @@ static int next_timeout(struct loop *l)
 	due = l->heap[1]->due_ms;
 	if (due <= now)
 		return 0;
+	if (l->timerfd_due_ms && l->timerfd_due_ms <= due)
+		return -1;
+	its.it_value.tv_sec = (time_t)(due / 1000);
+	its.it_value.tv_nsec = (long)(due % 1000) * 1000000;
+	if (timerfd_settime(l->timer_lf.fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
+		l->timerfd_due_ms = due;
+		return -1;
+	}
 	/* +1 so a timer is never woken for early by rounding */
 	return due - now > 60000 ? 60000 : (int)(due - now) + 1;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The event loop: epoll for file descriptors, a binary heap of timers on
- * CLOCK_MONOTONIC. Single-threaded; everything runs from loop_run(). */
+ * CLOCK_MONOTONIC behind one timerfd. Single-threaded; everything runs from
+ * loop_run(). */
 #ifndef IBRESD_LOOP_H
 #define IBRESD_LOOP_H
 
@@ -26,6 +27,12 @@ struct loop {
 	bool stop;
 	struct loop_timer **heap; /* 1-based binary heap */
 	unsigned n_timers, cap_timers;
+	/* The heap's earliest deadline is programmed into a timerfd, and the
+	 * loop sleeps in epoll_wait without a timeout: a sleep with a timeout
+	 * arms and cancels a kernel timer on every wake-up, which measurably
+	 * delays each wake-up on virtual machines (bench/RESULTS.md). */
+	struct loop_fd timer_lf;
+	uint64_t timerfd_due_ms; /* what the timerfd is set to; 0 = not set */
 };
 
 /* Milliseconds of CLOCK_MONOTONIC. */

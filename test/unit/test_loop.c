@@ -108,11 +108,74 @@ static void test_fd_and_timer(void **state)
 	loop_fini(&l);
 }
 
+static uint64_t order_due[3];
+static unsigned n_order;
+
+static void record_timer(struct loop_timer *t)
+{
+	assert_true(now_ms() >= t->due_ms); /* never early */
+	order_due[n_order++] = t->due_ms;
+	if (n_order == 2)
+		loop_stop(cur);
+}
+
+static struct loop_timer *to_cancel, *to_arm;
+static uint64_t to_arm_due;
+
+/* A file descriptor event that cancels the earliest timer after the loop
+ * has programmed the timerfd for it, and arms a later one. */
+static void on_fd_cancel(struct loop_fd *lf, uint32_t events)
+{
+	char c;
+
+	(void)events;
+	assert_int_equal(read(lf->fd, &c, 1), 1);
+	loop_timer_cancel(cur, to_cancel);
+	loop_timer_arm(cur, to_arm, to_arm_due);
+}
+
+/* The timerfd holds only the earliest deadline and is only moved earlier. A
+ * cancelled earliest timer leaves it set: it fires early once, finds nothing
+ * due, and is set again, so the next timers still fire, in order and never
+ * early. */
+static void test_timerfd_follows_the_heap(void **state)
+{
+	struct loop l;
+	struct loop_fd lf = { .cb = on_fd_cancel };
+	struct loop_timer late = { .cb = record_timer }, mid = { .cb = record_timer },
+			  gone = { .cb = record_timer };
+	int p[2];
+	uint64_t t0 = now_ms();
+
+	(void)state;
+	assert_int_equal(loop_init(&l), 0);
+	cur = &l;
+	n_order = 0;
+	assert_int_equal(pipe(p), 0);
+	lf.fd = p[0];
+	assert_int_equal(loop_add_fd(&l, &lf, EPOLLIN), 0);
+	loop_timer_arm(&l, &late, t0 + 80);
+	loop_timer_arm(&l, &gone, t0 + 20);
+	to_cancel = &gone;
+	to_arm = &mid;
+	to_arm_due = t0 + 50;
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(loop_run(&l), 0);
+	assert_int_equal(n_order, 2);
+	assert_true(order_due[0] == t0 + 50 && order_due[1] == t0 + 80);
+	assert_true(now_ms() < t0 + 1000); /* and not slept past them either */
+	loop_del_fd(&l, &lf);
+	close(p[0]);
+	close(p[1]);
+	loop_fini(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_heap_order),
 		cmocka_unit_test(test_fd_and_timer),
+		cmocka_unit_test(test_timerfd_follows_the_heap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,7 @@ struct client {
 	bool busy;    /* a request is pending in the dispatcher */
 	bool served;  /* at least one request answered */
 	bool closing; /* close once the answer is out */
+	bool eof;     /* the peer shut down its sending side: answer what it sent, then close */
 	bool dead;
 	uint64_t wait_since; /* start of the current incomplete request */
 	struct loop_timer idle;
@@ -125,7 +126,7 @@ static void client_rearm(struct client *cl)
 		return;
 	if (cl->out_len > cl->out_off)
 		ev |= EPOLLOUT;
-	else if (!cl->closing && cl->in_len < IN_CAP)
+	else if (!cl->closing && !cl->eof && cl->in_len < IN_CAP)
 		/* also while a request is pending: reading on (into a bounded
 		 * buffer) costs nothing, and switching EPOLLIN off and on again
 		 * would cost two system calls on every request that waits */
@@ -251,7 +252,9 @@ static void client_process(struct client *cl)
 			client_send(cl, srv->reply, reply_len);
 		}
 	}
-	if (!cl->dead && cl->closing && !cl->busy && cl->out_len == 0) {
+	/* after EOF, the loop only stops short of a complete request that can
+	 * no longer come */
+	if (!cl->dead && (cl->closing || (cl->eof && !cl->busy)) && cl->out_len == 0) {
 		client_close(cl);
 		return;
 	}
@@ -272,12 +275,12 @@ static void client_read(struct client *cl, bool hup)
 		}
 		if (n == 0) {
 			/* A client that only shut down its sending side still
-			 * gets the answer it waits for; one that hung up does
-			 * not need it. */
-			if (cl->busy && !hup)
-				cl->closing = true;
-			else
+			 * gets the answers to what it sent; one that hung up
+			 * does not need them. */
+			if (hup)
 				client_close(cl);
+			else
+				cl->eof = true;
 			return;
 		}
 		if (cl->in_len == 0)

@@ -53,11 +53,13 @@ static void on_datagram(struct loop_fd *lf, uint32_t events)
 	struct mmsghdr msgs[RECV_BATCH];
 
 	(void)events;
+	for (int i = 0; i < RECV_BATCH; i++)
+		iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = RECV_BUF };
 	for (int round = 0; round < RECV_ROUNDS; round++) {
 		int n;
 
+		/* the kernel overwrites the lengths: set again each round */
 		for (int i = 0; i < RECV_BATCH; i++) {
-			iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = RECV_BUF };
 			msgs[i] = (struct mmsghdr){ .msg_hdr = {
 							    .msg_name = &from[i].ss,
 							    .msg_namelen = sizeof(from[i].ss),
@@ -72,10 +74,11 @@ static void on_datagram(struct loop_fd *lf, uint32_t events)
 			size_t len = msgs[i].msg_len;
 
 			from[i].len = msgs[i].msg_hdr.msg_namelen;
-			/* An oversize datagram arrives cut; hand over its real
-			 * length so the core rejects it rather than parsing a
-			 * prefix. (With MSG_TRUNC the kernel reports it.) */
-			if (len > RECV_BUF || (msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
+			/* An oversize datagram arrives cut (MSG_TRUNC makes
+			 * msg_len its real length); hand over a length past
+			 * the buffer so the core rejects it rather than
+			 * parsing a prefix. */
+			if (len > RECV_BUF)
 				len = RECV_BUF + 1;
 			s->t->recv(s->t, bufs[i], len, &from[i]);
 		}

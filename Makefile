@@ -99,6 +99,7 @@ $(B)/libibres.so: $(B)/libibres.so.1
 	ln -sf libibres.so.1 $@
 
 $(B)/libibres.pc: lib/libibres.pc.in Makefile
+	@mkdir -p $(B)
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' $< > $@
 
 # The NSS module runs inside every process: libc only, only _nss_ib_* exported.
@@ -124,11 +125,15 @@ $(B)/test/fuzz/replay_main.o: test/fuzz/replay_main.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# Every test binary runs under a bound: a hang fails with its name, not CI's.
+UNIT_TIMEOUT ?= 300
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; \
+		timeout -k 5 $(UNIT_TIMEOUT) $$t || { echo "FAILED (status $$?): $$t"; exit 1; }; done
 	@set -e; for f in $(FUZZ_REPLAY); do \
 		n=$$(basename $$f -replay); echo "== $$f test/fuzz/corpus/$$n"; \
-		$$f test/fuzz/corpus/$$n; done
+		timeout -k 5 $(UNIT_TIMEOUT) $$f test/fuzz/corpus/$$n || \
+			{ echo "FAILED (status $$?): $$f"; exit 1; }; done
 
 integration: all
 	$(PYTHON) -m pytest -ra -p no:cacheprovider test/integration

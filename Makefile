@@ -1,5 +1,5 @@
 # nss-ib — top-level GNU Makefile. Sources are found by directory, so a new
-# file in resolverd/, lib/, nss/, tools/ or test/unit/ needs no edit here.
+# file in a layer of resolverd/, lib/, nss/, tools/ or test/unit/ needs no edit here.
 #   make            build everything into build/
 #   make check      unit tests (cmocka) then integration tests (pytest)
 #   make demo       a 4-node emulated cluster resolving names (root)
@@ -44,7 +44,9 @@ DAEMON_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS)) -lcry
 HARDEN_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 
 LIB_SRC := $(wildcard lib/*.c)
-DAEMON_SRC := $(filter-out resolverd/main.c,$(wildcard resolverd/*.c))
+# The daemon's layers, top down; a folder of resolverd/ per layer (tools/layercheck).
+DAEMON_LAYERS := frontend engine fabric ib os core
+DAEMON_SRC := $(wildcard $(DAEMON_LAYERS:%=resolverd/%/*.c))
 NSS_SRC := $(wildcard nss/*.c)
 TOOLS_SRC := $(filter-out tools/ibresctl.c,$(wildcard tools/*.c))
 UNIT_SRC := $(wildcard test/unit/test_*.c)
@@ -75,7 +77,7 @@ $(DEPS_STAMP): scripts/install-deps
 $(B)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(if $(filter resolverd/% tools/% test/%,$<),$(DAEMON_CFLAGS)) \
-		$(if $(filter test/% bench/%,$<),-Iresolverd) -c -o $@ $<
+		$(if $(filter resolverd/% test/% bench/%,$<),-Iresolverd) -c -o $@ $<
 
 $(B)/libibres-internal.a: $(LIB_OBJ)
 	@rm -f $@
@@ -139,6 +141,7 @@ integration: all
 	$(PYTHON) -m pytest -ra -p no:cacheprovider test/integration
 
 check: all
+	@tools/layercheck $(B)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 

@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cache.h"
-#include "config.h"
-#include "loop.h"
+#include "core/cache.h"
+#include "core/config.h"
+#include "core/loop.h"
 
 struct server;
 struct fabric;

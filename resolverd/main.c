@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "fabric.h"
-#include "log.h"
-#include "netlink.h"
-#include "privs.h"
-#include "resolver.h"
-#include "sa.h"
-#include "server.h"
+#include "fabric/fabric.h"
+#include "core/log.h"
+#include "os/netlink.h"
+#include "os/privs.h"
+#include "engine/resolver.h"
+#include "ib/sa.h"
+#include "frontend/server.h"
 
 #ifndef IBRES_SYSCONFDIR
 #define IBRES_SYSCONFDIR "/etc"

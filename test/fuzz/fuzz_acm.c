@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "acm.h"
+#include "frontend/acm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

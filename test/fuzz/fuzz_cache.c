@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
+#include "core/cache.h"
 
 /* Build with -DFUZZ_CACHE_TRACE to print the operations of an input. */
 #ifdef FUZZ_CACHE_TRACE

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fabric_wire.h"
+#include "fabric/fabric_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

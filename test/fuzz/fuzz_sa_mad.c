@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* Fuzz target: hostile MADs through every decoder of resolverd/sa_mad.c;
+/* Fuzz target: hostile MADs through every decoder of resolverd/ib/sa_mad.c;
  * whatever decodes must re-encode to the same record. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "sa_mad.h"
+#include "ib/sa_mad.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

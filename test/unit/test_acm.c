@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* resolverd/acm.c: framing and RESOLVE parsing; our wire structs against
+/* resolverd/frontend/acm.c: framing and RESOLVE parsing; our wire structs against
  * rdma-core's own headers, field by field. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include <infiniband/acm.h>
 #include <infiniband/sa.h>
 
-#include "acm.h"
+#include "frontend/acm.h"
 
 #define SAME_FIELD(ours, theirs, f1, f2)                                                           \
 	do {                                                                                       \

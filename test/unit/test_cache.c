@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the resolver cache (resolverd/cache.c). All times are explicit. */
+/* Unit tests of the resolver cache (resolverd/core/cache.c). All times are explicit. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "cache.h"
+#include "core/cache.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of resolverd/config.c: ibresd.conf(5) and the static hosts file. */
+/* Unit tests of resolverd/core/config.c: ibresd.conf(5) and the static hosts file. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../resolverd/config.h"
+#include "core/config.h"
 
 /* Large: keep them off the stack. */
 static struct ibres_config cfg, cfg2;

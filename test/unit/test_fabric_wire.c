@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* resolverd/fabric_wire.c: round trips and every reason to drop a datagram. */
+/* resolverd/fabric/fabric_wire.c: round trips and every reason to drop a datagram. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 #include <endian.h>
 #include <errno.h>
 
-#include "fabric_wire.h"
+#include "fabric/fabric_wire.h"
 
 static const uint8_t KEY[] = "0123456789abcdef-cluster-key";
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* resolverd/loop.c: the timer heap keeps order through arm, re-arm and cancel,
+/* resolverd/core/loop.c: the timer heap keeps order through arm, re-arm and cancel,
  * and the loop runs fd callbacks and due timers. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +11,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "list.h"
-#include "loop.h"
+#include "core/list.h"
+#include "core/loop.h"
 
 #define N 500
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* resolverd/path.c: every field of a built path record. */
+/* resolverd/ib/path.c: every field of a built path record. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 
-#include "path.h"
+#include "ib/path.h"
 
 static void fill(struct cfg_endpoint *ep, struct ibres_hostrec *dst, const char *dgid)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* resolverd/sa_mad.c: MAD layouts (checked against rdma-core's umad headers),
+/* resolverd/ib/sa_mad.c: MAD layouts (checked against rdma-core's umad headers),
  * round trips, and every reason to drop a response. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 #include <infiniband/umad_sa.h>
 #include <infiniband/umad_types.h>
 
-#include "sa_mad.h"
+#include "ib/sa_mad.h"
 
 static void test_layout_matches_rdma_core(void **state)
 {

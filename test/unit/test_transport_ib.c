@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* resolverd/transport_ib.c without an HCA: address handle attributes from a
+/* resolverd/fabric/transport_ib.c without an HCA: address handle attributes from a
  * path record, from a sender and for a group; receive buffers and the GRH;
  * and the transport refusing a device libibverbs does not have. */
 #include <stdarg.h>
@@ -13,10 +13,10 @@
 #include <endian.h>
 #include <errno.h>
 
-#include "config.h"
-#include "loop.h"
-#include "path.h"
-#include "transport_ib.h"
+#include "core/config.h"
+#include "core/loop.h"
+#include "ib/path.h"
+#include "fabric/transport_ib.h"
 
 static void gid(uint8_t g[16], const char *s)
 {

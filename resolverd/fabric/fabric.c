@@ -1,0 +1,894 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fabric protocol core (doc/fabric-protocol.md): REQUEST / REPLY /
+ * ANNOUNCE / GOODBYE over any transport, overhearing, retries with backoff
+ * and jitter, and the cluster directory that lets unknown names be answered
+ * "not found" without a multicast wait.
+ */
+#include "fabric/fabric.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "fabric/fabric_wire.h"
+#include "core/log.h"
+#include "ib/path.h"
+#include "engine/resolver.h"
+#include "ib/sa.h"
+#include "tlv.h"
+#include "fabric/transport.h"
+
+#define STARTUP_ANNOUNCES 3
+#define KEY_MAX_BYTES 64
+
+struct fabric_port {
+	struct fabric *f;
+	struct endpoint *ep;
+	struct transport t;
+	bool open;
+};
+
+struct fabric_query {
+	struct list_node node;
+	struct cache_key key;
+	uint64_t tid;
+	unsigned attempts;
+	uint64_t next_ms;
+};
+
+struct fabric_counters {
+	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
+		rx_auth_failed, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
+		requests_sent, replies_sent, announces_sent, goodbyes_rx, query_retries,
+		query_timeouts, queries_joined;
+};
+
+#define NEWCOMER_SLOTS 1024
+
+/* Newcomers answered recently (a collision only costs one more answer). */
+struct newcomer_slot {
+	uint8_t gid[16];
+	uint64_t burst;
+	uint64_t until_ms;
+};
+
+struct fabric {
+	struct ibresd *d;
+	struct newcomer_slot newcomers[NEWCOMER_SLOTS];
+	struct fabric_port ports[CFG_MAX_ENDPOINTS];
+	unsigned n_ports;
+	struct list_node queries;
+	unsigned n_queries;
+	struct loop_timer retry_timer;
+	struct loop_timer announce_timer;
+	unsigned startup_announces_left;
+	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
+	uint64_t settled_ms;
+	uint64_t next_tid;
+	uint64_t rng;
+	uint8_t key[KEY_MAX_BYTES];
+	size_t key_len;
+	struct fabric_counters c;
+	uint8_t buf[FW_MAX_LEN];
+};
+
+static uint32_t rnd(struct fabric *f)
+{
+	/* xorshift64*: jitter only, seeded from getrandom() */
+	f->rng ^= f->rng >> 12;
+	f->rng ^= f->rng << 25;
+	f->rng ^= f->rng >> 27;
+	return (uint32_t)((f->rng * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+/* @base ± 10%. */
+static uint64_t jitter(struct fabric *f, uint64_t base)
+{
+	uint64_t span = base / 5;
+
+	return span ? base - base / 10 + rnd(f) % span : base;
+}
+
+/* Wait after attempt k (0-based): linear backoff, 1×, 1.5×, 2×… timeout. */
+static uint64_t attempt_wait(const struct ibres_config *cfg, unsigned k)
+{
+	return (uint64_t)cfg->timeout_ms + (uint64_t)cfg->timeout_ms * k / 2;
+}
+
+uint64_t fabric_bound_ms(const struct ibres_config *cfg)
+{
+	uint64_t total = 0;
+
+	for (unsigned k = 0; k <= cfg->retries; k++)
+		total += attempt_wait(cfg, k) + attempt_wait(cfg, k) / 10;
+	return total;
+}
+
+static bool announcing(const struct fabric *f)
+{
+	return f->d->cfg.announce_interval_s > 0;
+}
+
+/* The cache is the whole cluster directory only while announcements refresh
+ * every entry well before it expires; otherwise a miss may be a live node
+ * whose entry just ran out, and must be asked. */
+static bool directory_mode(const struct fabric *f)
+{
+	const struct ibres_config *cfg = &f->d->cfg;
+
+	return announcing(f) && (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s;
+}
+
+/* --- identities and groups ------------------------------------------------ */
+
+static void port_groups(const struct fabric_port *p, struct fw_msg *m)
+{
+	m->n_groups = 0;
+	for (unsigned g = 0; g < p->ep->cfg.n_groups && g < FW_MAX_GROUPS; g++) {
+		m->groups[m->n_groups].mtu = p->ep->cfg.groups[g].mtu;
+		m->groups[m->n_groups].rate = p->ep->cfg.groups[g].rate;
+		m->n_groups++;
+	}
+}
+
+/* The best of our groups that the peer also joined; -1 if none. */
+static int best_common_group(const struct fabric_port *p, const struct fw_group *theirs,
+			     unsigned n)
+{
+	for (int g = (int)p->ep->cfg.n_groups - 1; g >= 0; g--)
+		for (unsigned i = 0; i < n; i++)
+			if (theirs[i].mtu == p->ep->cfg.groups[g].mtu &&
+			    theirs[i].rate == p->ep->cfg.groups[g].rate)
+				return g;
+	return -1;
+}
+
+static void msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint64_t tid)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->tid = tid;
+	m->sender = p->ep->cfg.id;
+	m->sender.ttl = p->f->d->cfg.addr_ttl_s;
+	port_groups(p, m);
+}
+
+static int port_send(struct fabric_port *p, const struct fw_msg *m,
+		     const struct transport_addr *to)
+{
+	struct fabric *f = p->f;
+	int len = fw_encode(m, f->key_len ? f->key : NULL, f->key_len, f->buf, sizeof(f->buf));
+	int ret;
+
+	if (len < 0) {
+		f->c.tx_errors++;
+		return len;
+	}
+	if (to) {
+		ret = p->t.ops->send_ucast(&p->t, to, f->buf, (size_t)len);
+		f->c.tx_ucast++;
+	} else {
+		/* requests and announcements go to the lowest-priority group,
+		 * the one every node joins */
+		ret = p->t.ops->send_mcast(&p->t, 0, f->buf, (size_t)len);
+		f->c.tx_mcast++;
+	}
+	if (ret < 0) {
+		f->c.tx_errors++;
+		log_debug("fabric: send on %s failed: %s", p->ep->cfg.label, strerror(-ret));
+	}
+	return ret;
+}
+
+/* Does @h claim a name or address that another live host owns? First come,
+ * first served while the owner lives: a forged identity cannot take a name
+ * over, and local and static hosts are never taken over. */
+static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
+{
+	struct cache_key keys[IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX];
+	unsigned n = 0;
+	uint64_t now = now_ms();
+
+	for (unsigned i = 0; i < h->n_names; i++)
+		if (cache_key_name(&keys[n], h->names[i]) == 0)
+			n++;
+	for (unsigned i = 0; i < h->n_v4; i++)
+		cache_key_addr(&keys[n++], IBRES_KEY_IPV4, &h->v4[i]);
+	for (unsigned i = 0; i < h->n_v6; i++)
+		cache_key_addr(&keys[n++], IBRES_KEY_IPV6, &h->v6[i]);
+	for (unsigned i = 0; i < h->n_gids; i++)
+		cache_key_addr(&keys[n++], IBRES_KEY_GID, h->gids[i]);
+	if (h->lid && cache_key_lid(&keys[n], h->lid) == 0)
+		n++;
+	for (unsigned i = 0; i < n; i++) {
+		struct cache_entry *e = cache_peek(&f->d->cache, &keys[i], now);
+		bool same;
+
+		if (!e || !e->host)
+			continue;
+		/* the same port (GID) under another canonical name is a forgery
+		 * too, while the known owner lives */
+		same = !memcmp(e->host->rec.gids[0], h->gids[0], 16) &&
+		       !strcasecmp(e->host->rec.names[0], h->names[0]);
+		if (same)
+			continue;
+		if (e->host->origin != IBRES_ORIGIN_FABRIC || e->host->expires_ms > now)
+			return true;
+	}
+	return false;
+}
+
+/* May the sender's identity be cached? -EEXIST (counted) if it claims what
+ * another live host owns. */
+static int learn_check(struct fabric *f, const struct fw_msg *m)
+{
+	if (!identity_conflicts(f, &m->sender))
+		return 0;
+	f->c.rx_conflict++;
+	log_debug("fabric: %s claims a name or address another host owns; dropped",
+		  m->sender.names[0]);
+	return -EEXIST;
+}
+
+/* Cache a sender's identity that passed learn_check(). */
+static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
+{
+	struct fabric *f = p->f;
+	const struct ibres_hostrec *h = &m->sender;
+	struct cache_key gk;
+	struct cache_entry *e;
+	uint32_t ttl = f->d->cfg.addr_ttl_s;
+	int ret;
+
+	/* a sender may ask for a shorter lifetime, never a longer one */
+	if (h->ttl && h->ttl < ttl)
+		ttl = h->ttl;
+	ret = cache_insert_host(&f->d->cache, h, IBRES_ORIGIN_FABRIC, ttl, now_ms());
+	if (ret)
+		return ret;
+	cache_key_addr(&gk, IBRES_KEY_GID, h->gids[0]);
+	e = cache_peek(&f->d->cache, &gk, now_ms());
+	if (e && e->host && group >= 0) {
+		e->host->grp_mtu = p->ep->cfg.groups[group].mtu;
+		e->host->grp_rate = p->ep->cfg.groups[group].rate;
+	}
+	return 0;
+}
+
+/* Cache a peer's identity (overheard or answered). */
+static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
+{
+	int ret = learn_check(p->f, m);
+
+	return ret ? ret : learn_store(p, m, group);
+}
+
+void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct cache_host *h,
+			struct path_params *pp)
+{
+	uint8_t mtu, rate;
+
+	path_params_of(&ep->cfg, pp);
+	if (h->origin == IBRES_ORIGIN_LOCAL || !ep->cfg.n_groups)
+		return;
+	mtu = h->grp_mtu ? h->grp_mtu : ep->cfg.groups[0].mtu;
+	rate = h->grp_rate ? h->grp_rate : ep->cfg.groups[0].rate;
+	/* the group's parameters, never above what the endpoint itself can do */
+	if (mtu < pp->mtu)
+		pp->mtu = mtu;
+	if (ib_rate_speed(rate) < ib_rate_speed(pp->rate))
+		pp->rate = rate;
+	/* on IB: what the SA answered when the port joined that group */
+	sa_group_path_params(d, ep, mtu, rate, pp);
+}
+
+/* --- queries ---------------------------------------------------------------- */
+
+static void arm_retry_timer(struct fabric *f)
+{
+	struct list_node *pos, *tmp;
+	uint64_t next = UINT64_MAX;
+
+	list_for_each_safe(pos, tmp, &f->queries)
+	{
+		struct fabric_query *q = list_entry(pos, struct fabric_query, node);
+
+		if (q->next_ms < next)
+			next = q->next_ms;
+	}
+	if (next == UINT64_MAX)
+		loop_timer_cancel(&f->d->loop, &f->retry_timer);
+	else
+		loop_timer_arm(&f->d->loop, &f->retry_timer, next);
+}
+
+static void query_free(struct fabric *f, struct fabric_query *q)
+{
+	list_del(&q->node);
+	f->n_queries--;
+	free(q);
+}
+
+static struct fabric_query *query_by_tid(struct fabric *f, uint64_t tid)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &f->queries)
+	{
+		struct fabric_query *q = list_entry(pos, struct fabric_query, node);
+
+		if (q->tid == tid)
+			return q;
+	}
+	return NULL;
+}
+
+static void send_request(struct fabric *f, struct fabric_query *q)
+{
+	struct fw_msg m;
+
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		if (!p->open)
+			continue;
+		msg_init(p, &m, FW_REQUEST, q->tid);
+		m.has_target = true;
+		m.target = q->key;
+		if (port_send(p, &m, NULL) == 0)
+			f->c.requests_sent++;
+	}
+}
+
+static void on_retry_timer(struct loop_timer *t)
+{
+	struct fabric *f = container_of(t, struct fabric, retry_timer);
+	struct ibresd *d = f->d;
+	struct list_node *pos, *tmp;
+	uint64_t now = now_ms();
+
+	list_for_each_safe(pos, tmp, &f->queries)
+	{
+		struct fabric_query *q = list_entry(pos, struct fabric_query, node);
+		struct cache_entry *e;
+
+		if (q->next_ms > now)
+			continue;
+		e = cache_peek(&d->cache, &q->key, now);
+		if (!e || e->state != IBRES_STATE_QUERYING) {
+			query_free(f, q); /* answered, flushed or evicted meanwhile */
+			continue;
+		}
+		if (q->attempts > d->cfg.retries) {
+			char key[128];
+
+			f->c.query_timeouts++;
+			log_debug("fabric: no answer for %s after %u attempts",
+				  cache_key_str(&q->key, key, sizeof(key)), q->attempts);
+			query_free(f, q);
+			cache_set_negative(&d->cache, e, d->cfg.negative_ttl_s, -ETIMEDOUT, now);
+			continue;
+		}
+		f->c.query_retries++;
+		send_request(f, q);
+		q->next_ms = now + jitter(f, attempt_wait(&d->cfg, q->attempts));
+		q->attempts++;
+	}
+	arm_retry_timer(f);
+}
+
+int fabric_query(struct ibresd *d, struct cache_entry *e)
+{
+	struct fabric *f = d->fabric;
+	struct fabric_query *q;
+
+	if (!f)
+		return -EOPNOTSUPP;
+	if (e->state == IBRES_STATE_QUERYING) {
+		f->c.queries_joined++;
+		return 0;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->key = e->key;
+	q->tid = f->next_tid++;
+	q->attempts = 1;
+	q->next_ms = now_ms() + jitter(f, attempt_wait(&d->cfg, 0));
+	list_add_tail(&f->queries, &q->node);
+	f->n_queries++;
+	e->state = IBRES_STATE_QUERYING;
+	e->tid = q->tid;
+	send_request(f, q);
+	arm_retry_timer(f);
+	return 0;
+}
+
+/* --- receiving ---------------------------------------------------------------- */
+
+static bool is_own(struct fabric *f, const struct ibres_hostrec *h)
+{
+	for (unsigned i = 0; i < f->d->n_eps; i++)
+		if (!memcmp(f->d->eps[i].cfg.id.gids[0], h->gids[0], 16))
+			return true;
+	return false;
+}
+
+static bool key_matches_host(const struct cache_key *k, const struct ibres_hostrec *h)
+{
+	struct cache_key x;
+
+	switch (k->type) {
+	case IBRES_KEY_NAME:
+		for (unsigned i = 0; i < h->n_names; i++)
+			if (cache_key_name(&x, h->names[i]) == 0 && x.len == k->len &&
+			    !memcmp(x.data, k->data, k->len))
+				return true;
+		return false;
+	case IBRES_KEY_IPV4:
+		for (unsigned i = 0; i < h->n_v4; i++)
+			if (!memcmp(&h->v4[i], k->data, 4))
+				return true;
+		return false;
+	case IBRES_KEY_IPV6:
+		for (unsigned i = 0; i < h->n_v6; i++)
+			if (!memcmp(&h->v6[i], k->data, 16))
+				return true;
+		return false;
+	case IBRES_KEY_GID:
+		for (unsigned i = 0; i < h->n_gids; i++)
+			if (!memcmp(h->gids[i], k->data, 16))
+				return true;
+		return false;
+	}
+	return false;
+}
+
+static void on_request(struct fabric_port *p, const struct fw_msg *m,
+		       const struct transport_addr *from)
+{
+	struct fabric *f = p->f;
+	int g = best_common_group(p, m->groups, m->n_groups);
+	struct fw_msg r;
+
+	/* every receiver caches the requester */
+	if (!key_matches_host(&m->target, &p->ep->cfg.id)) {
+		if (learn(p, m, g) == 0)
+			f->c.overheard++;
+		return;
+	}
+	if (learn_check(f, m))
+		return; /* a forged requester gets nothing from us */
+	msg_init(p, &r, FW_REPLY, m->tid);
+	r.has_chosen = true;
+	r.chosen.mtu = p->ep->cfg.groups[g < 0 ? 0 : g].mtu;
+	r.chosen.rate = p->ep->cfg.groups[g < 0 ? 0 : g].rate;
+	if (port_send(p, &r, from) == 0)
+		f->c.replies_sent++;
+	/* the requester waits for the REPLY, not for our bookkeeping */
+	if (learn_store(p, m, g) == 0)
+		f->c.overheard++;
+}
+
+static void on_reply(struct fabric_port *p, const struct fw_msg *m)
+{
+	struct fabric *f = p->f;
+	struct fabric_query *q = query_by_tid(f, m->tid);
+	int g;
+
+	if (!q) {
+		/* unsolicited: nothing of it goes into the cache */
+		f->c.rx_unsolicited++;
+		return;
+	}
+	if (!key_matches_host(&q->key, &m->sender)) {
+		f->c.rx_mismatch++;
+		return;
+	}
+	g = best_common_group(p, &m->chosen, 1);
+	if (learn(p, m, g) < 0)
+		return;
+	/* cache_insert_host completed the waiters of the queried key */
+	query_free(f, q);
+	arm_retry_timer(f);
+}
+
+/* The first NEWCOMER announce of a burst (start-up or resync: the tid names
+ * the burst) from this sender? */
+static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint64_t burst)
+{
+	uint64_t hash = 1469598103934665603ULL, now = now_ms();
+	struct newcomer_slot *slot;
+
+	for (unsigned i = 0; i < 16; i++)
+		hash = (hash ^ h->gids[0][i]) * 1099511628211ULL;
+	slot = &f->newcomers[hash % NEWCOMER_SLOTS];
+	if (!memcmp(slot->gid, h->gids[0], 16) && slot->burst == burst && now < slot->until_ms)
+		return false;
+	memcpy(slot->gid, h->gids[0], 16);
+	slot->burst = burst;
+	slot->until_ms = now + f->d->cfg.settle_ms + 1000;
+	return true;
+}
+
+static void on_announce(struct fabric_port *p, const struct fw_msg *m,
+			const struct transport_addr *from)
+{
+	struct fabric *f = p->f;
+	struct fw_msg r;
+
+	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0)
+		f->c.overheard++;
+	/* a newcomer learns the directory from everyone's unicast answer; one
+	 * answer per newcomer and settle period, not one per announcement */
+	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender, m->tid)) {
+		msg_init(p, &r, FW_ANNOUNCE, 0);
+		if (port_send(p, &r, from) == 0)
+			f->c.announces_sent++;
+	}
+}
+
+static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
+{
+	struct fabric *f = p->f;
+	struct cache_key gk;
+	struct cache_entry *e;
+
+	cache_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
+	e = cache_peek(&f->d->cache, &gk, now_ms());
+	/* only the identity we know may say goodbye for it */
+	if (!e || !e->host || e->host->origin != IBRES_ORIGIN_FABRIC ||
+	    strcasecmp(e->host->rec.names[0], m->sender.names[0])) {
+		f->c.rx_mismatch++;
+		return;
+	}
+	f->c.goodbyes_rx++;
+	cache_remove_host_by_gid(&f->d->cache, m->sender.gids[0]);
+}
+
+static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
+			const struct transport_addr *from)
+{
+	struct fabric_port *p = t->owner;
+	struct fabric *f = p->f;
+	struct fw_msg m;
+	enum fw_error err;
+
+	f->c.rx++;
+	err = fw_decode(buf, len, f->key_len ? f->key : NULL, f->key_len, &m);
+	if (err == FW_ERR_VERSION) {
+		f->c.rx_bad_version++;
+		return;
+	}
+	if (err == FW_ERR_AUTH) {
+		f->c.rx_auth_failed++;
+		return;
+	}
+	if (err != FW_OK) {
+		f->c.rx_malformed++;
+		return;
+	}
+	if (is_own(f, &m.sender)) {
+		f->c.rx_self++;
+		return;
+	}
+	switch (m.type) {
+	case FW_REQUEST:
+		on_request(p, &m, from);
+		break;
+	case FW_REPLY:
+		on_reply(p, &m);
+		break;
+	case FW_ANNOUNCE:
+		on_announce(p, &m, from);
+		break;
+	case FW_GOODBYE:
+		on_goodbye(p, &m);
+		break;
+	}
+}
+
+/* --- announcements --------------------------------------------------------- */
+
+static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid)
+{
+	struct fw_msg m;
+
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		if (!p->open)
+			continue;
+		msg_init(p, &m, type, tid);
+		m.flags = flags;
+		if (port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
+			f->c.announces_sent++;
+	}
+}
+
+static void on_announce_timer(struct loop_timer *t)
+{
+	struct fabric *f = container_of(t, struct fabric, announce_timer);
+	uint64_t next;
+
+	if (f->startup_announces_left) {
+		f->startup_announces_left--;
+		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
+		/* spread the start-up announcements over the settle time */
+		next = f->d->cfg.settle_ms / (STARTUP_ANNOUNCES + 1);
+		if (next < 50)
+			next = 50;
+		if (!f->startup_announces_left)
+			next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
+	} else {
+		announce_all(f, 0, FW_ANNOUNCE, 0);
+		next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
+	}
+	loop_timer_arm(&f->d->loop, t, now_ms() + jitter(f, next));
+}
+
+/* --- policy ------------------------------------------------------------------ */
+
+static bool name_is_cluster_name(const struct ibres_config *cfg, const struct cache_key *k)
+{
+	char name[CACHE_KEY_MAX + 1];
+
+	if (!cfg->n_patterns)
+		return true;
+	memcpy(name, k->data, k->len);
+	name[k->len] = '\0';
+	for (unsigned i = 0; i < cfg->n_patterns; i++)
+		if (fnmatch(cfg->patterns[i], name, FNM_CASEFOLD) == 0)
+			return true;
+	return false;
+}
+
+bool fabric_may_query(struct ibresd *d, const struct cache_key *k)
+{
+	struct fabric *f = d->fabric;
+
+	if (!f || k->type == IBRES_KEY_LID)
+		return false;
+	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(&d->cfg, k))
+		return false;
+	/* With announcements on, the cache holds the whole directory once the
+	 * settle time has passed: what is not there does not exist. */
+	if (directory_mode(f) && now_ms() >= f->settled_ms)
+		return false;
+	return true;
+}
+
+/* --- life cycle ---------------------------------------------------------------- */
+
+static int load_key(struct fabric *f, const char *path)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		log_err("cluster_key_file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	n = read(fd, f->key, sizeof(f->key));
+	close(fd);
+	while (n > 0 && (f->key[n - 1] == '\n' || f->key[n - 1] == '\r'))
+		n--;
+	if (n < 16) {
+		log_err("cluster_key_file %s: a key needs at least 16 bytes", path);
+		return -EINVAL;
+	}
+	f->key_len = (size_t)n;
+	return 0;
+}
+
+/* The ib transport's window on the SA client. */
+static int port_group_address(struct transport *t, unsigned g, uint8_t mgid[16], uint16_t *mlid,
+			      uint32_t *qkey, uint8_t *sl)
+{
+	struct fabric_port *p = t->owner;
+
+	return sa_group_address(p->f->d, p->ep, g, mgid, mlid, qkey, sl);
+}
+
+static void port_event(struct transport *t, const char *what)
+{
+	struct fabric_port *p = t->owner;
+
+	sa_port_changed(p->f->d, p->ep, what);
+}
+
+int fabric_start(struct ibresd *d)
+{
+	struct fabric *f;
+	int ret = 0;
+
+	d->fabric = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->d = d;
+	list_init(&f->queries);
+	f->retry_timer.cb = on_retry_timer;
+	f->announce_timer.cb = on_announce_timer;
+	if (getrandom(&f->rng, sizeof(f->rng), 0) != sizeof(f->rng))
+		f->rng = now_ms() ^ (uint64_t)getpid() << 32;
+	f->rng |= 1;
+	f->next_tid = ((uint64_t)rnd(f) << 32 | rnd(f)) & ~0xffffULL;
+	if (d->cfg.cluster_key_file[0]) {
+		ret = load_key(f, d->cfg.cluster_key_file);
+		if (ret)
+			goto err;
+	}
+	for (unsigned i = 0; i < d->n_eps; i++) {
+		struct fabric_port *p = &f->ports[f->n_ports];
+
+		if (d->eps[i].cfg.transport != TRANSPORT_IP && d->eps[i].cfg.transport != TRANSPORT_IB)
+			continue;
+		p->f = f;
+		p->ep = &d->eps[i];
+		p->t.ops = p->ep->cfg.transport == TRANSPORT_IB ? &transport_ib_ops : &transport_ip_ops;
+		p->t.recv = on_datagram;
+		p->t.owner = p;
+		p->t.group_address = port_group_address;
+		p->t.port_event = port_event;
+		f->n_ports++;
+		ret = p->t.ops->open(&p->t, &d->loop, &p->ep->cfg);
+		if (ret == -EPROTONOSUPPORT) {
+			/* not an InfiniBand port (logged): that endpoint goes without */
+			memset(p, 0, sizeof(*p));
+			f->n_ports--;
+			continue;
+		}
+		if (ret)
+			goto err;
+		p->open = true;
+		if (p->t.qpn && p->t.qpn != p->ep->cfg.id.qpn) {
+			/* peers reach this endpoint at its UD QP */
+			p->ep->cfg.id.qpn = p->t.qpn;
+			resolver_local_changed(d, p->ep, false);
+		}
+		for (unsigned g = 0; g < p->ep->cfg.n_groups; g++) {
+			ret = p->t.ops->join(&p->t, g);
+			if (ret)
+				goto err;
+		}
+		log_info("fabric: endpoint %s on %s via %s, %u groups", p->ep->cfg.label,
+			 p->ep->cfg.transport == TRANSPORT_IB ? p->ep->cfg.device
+							      : p->ep->cfg.interface,
+			 p->t.ops->name, p->ep->cfg.n_groups);
+	}
+	if (!f->n_ports) {
+		free(f);
+		return 0;
+	}
+	d->fabric = f;
+	f->settled_ms = now_ms() + d->cfg.settle_ms;
+	if (announcing(f)) {
+		f->startup_announces_left = STARTUP_ANNOUNCES;
+		f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
+		/* random start-up delay: a rebooting rack must not announce at once */
+		loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+	}
+	return 0;
+err:
+	d->fabric = f;
+	fabric_stop(d);
+	return ret;
+}
+
+void fabric_resync(struct ibresd *d)
+{
+	struct fabric *f = d->fabric;
+
+	if (!f || !announcing(f))
+		return;
+	/* the directory is incomplete again: ask everyone, as at start-up */
+	f->settled_ms = now_ms() + d->cfg.settle_ms;
+	f->startup_announces_left = STARTUP_ANNOUNCES;
+	f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
+	loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+}
+
+void fabric_announce_now(struct ibresd *d)
+{
+	struct fabric *f = d->fabric;
+
+	/* the timer carries on with the start-up announcements, if any are
+	 * left, then with the period counted from now */
+	if (f && announcing(f))
+		loop_timer_arm(&d->loop, &f->announce_timer, now_ms());
+}
+
+void fabric_identity_changed(struct ibresd *d, const struct endpoint *ep,
+			     const struct ibres_hostrec *old)
+{
+	struct fabric *f = d->fabric;
+	struct fw_msg m;
+
+	if (!f)
+		return;
+	/* a new GID is a new identity: peers let a name move only after its
+	 * old owner said goodbye (or expired) */
+	for (unsigned i = 0; i < f->n_ports && old->n_gids; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		if (!p->open || p->ep != ep || !memcmp(old->gids[0], ep->cfg.id.gids[0], 16))
+			continue;
+		msg_init(p, &m, FW_GOODBYE, 0);
+		m.sender = *old;
+		port_send(p, &m, NULL);
+	}
+	fabric_announce_now(d);
+}
+
+void fabric_stop(struct ibresd *d)
+{
+	struct fabric *f = d->fabric;
+	struct list_node *pos, *tmp;
+
+	if (!f)
+		return;
+	announce_all(f, 0, FW_GOODBYE, 0);
+	loop_timer_cancel(&d->loop, &f->retry_timer);
+	loop_timer_cancel(&d->loop, &f->announce_timer);
+	list_for_each_safe(pos, tmp, &f->queries)
+	{
+		query_free(f, list_entry(pos, struct fabric_query, node));
+	}
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		if (p->t.priv) {
+			for (unsigned g = 0; g < p->ep->cfg.n_groups; g++)
+				p->t.ops->leave(&p->t, g);
+			p->t.ops->close(&p->t, &d->loop);
+		}
+	}
+	free(f);
+	d->fabric = NULL;
+}
+
+void fabric_stats(struct ibresd *d, struct tlv_writer *w)
+{
+	static const struct fabric_counters zero;
+	const struct fabric_counters *c = d->fabric ? &d->fabric->c : &zero;
+	const struct {
+		const char *name;
+		uint64_t value;
+	} rows[] = {
+		{ "fabric_tx_mcast", c->tx_mcast },
+		{ "fabric_tx_ucast", c->tx_ucast },
+		{ "fabric_tx_errors", c->tx_errors },
+		{ "fabric_rx", c->rx },
+		{ "fabric_rx_self", c->rx_self },
+		{ "fabric_rx_malformed", c->rx_malformed },
+		{ "fabric_rx_bad_version", c->rx_bad_version },
+		{ "fabric_rx_auth_failed", c->rx_auth_failed },
+		{ "fabric_rx_unsolicited", c->rx_unsolicited },
+		{ "fabric_rx_mismatch", c->rx_mismatch },
+		{ "fabric_rx_conflict", c->rx_conflict },
+		{ "fabric_overheard", c->overheard },
+		{ "fabric_requests_sent", c->requests_sent },
+		{ "fabric_replies_sent", c->replies_sent },
+		{ "fabric_announces_sent", c->announces_sent },
+		{ "fabric_goodbyes_rx", c->goodbyes_rx },
+		{ "fabric_query_retries", c->query_retries },
+		{ "fabric_query_timeouts", c->query_timeouts },
+		{ "fabric_queries_joined", c->queries_joined },
+		{ "fabric_queries_outstanding", d->fabric ? d->fabric->n_queries : 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
+		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
+	}
+	sa_stats(d, w); /* sa_queries and the rest of the SA client's */
+}

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+#include "fabric/fabric_wire.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <string.h>
+
+#include "tlv.h"
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+	v = htobe16(v);
+	memcpy(p, &v, 2);
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, 4);
+}
+
+static uint16_t get_be16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return be16toh(v);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return be32toh(v);
+}
+
+static int hmac(const uint8_t *key, size_t key_len, const uint8_t *data, size_t len,
+		uint8_t out[FW_HMAC_LEN])
+{
+	unsigned int out_len = FW_HMAC_LEN;
+
+	if (!HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &out_len) ||
+	    out_len != FW_HMAC_LEN)
+		return -EIO;
+	return 0;
+}
+
+static int put_key(struct tlv_writer *w, const struct cache_key *k)
+{
+	char name[CACHE_KEY_MAX + 1];
+
+	switch (k->type) {
+	case IBRES_KEY_NAME:
+		memcpy(name, k->data, k->len);
+		name[k->len] = '\0';
+		return tlv_put_str(w, IBRES_T_NAME, name);
+	case IBRES_KEY_IPV4:
+		return tlv_put(w, IBRES_T_IPV4, k->data, 4);
+	case IBRES_KEY_IPV6:
+		return tlv_put(w, IBRES_T_IPV6, k->data, 16);
+	case IBRES_KEY_GID:
+		return tlv_put(w, IBRES_T_GID, k->data, 16);
+	}
+	return -EINVAL;
+}
+
+int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_t *buf,
+	      size_t cap)
+{
+	size_t trailer = key ? FW_HMAC_LEN : 0;
+	uint16_t flags = m->flags & (uint16_t)~FW_FLAG_HMAC;
+	struct tlv_writer w;
+	uint64_t tid = htobe64(m->tid);
+	size_t len;
+
+	if (cap < FW_HDR_LEN + trailer)
+		return -ENOSPC;
+	if (cap > FW_MAX_LEN)
+		cap = FW_MAX_LEN;
+	tlv_writer_init(&w, buf + FW_HDR_LEN, cap - FW_HDR_LEN - trailer);
+	if (hostrec_encode(&w, &m->sender) < 0)
+		return -ENOSPC;
+	for (unsigned i = 0; i < m->n_groups && i < FW_MAX_GROUPS; i++)
+		tlv_put(&w, FW_T_GROUP, &m->groups[i], 2);
+	if (m->has_target) {
+		int nest = tlv_nest_begin(&w);
+
+		if (nest >= 0) {
+			/* the nest header was written as type NEST; retag it */
+			put_be16(w.buf + nest, FW_T_TARGET);
+			if (put_key(&w, &m->target) < 0)
+				return -EINVAL;
+			tlv_nest_end(&w, nest);
+		}
+	}
+	if (m->has_chosen)
+		tlv_put(&w, FW_T_CHOSEN, &m->chosen, 2);
+	if (w.overflow)
+		return -ENOSPC;
+
+	len = FW_HDR_LEN + w.len + trailer;
+	if (key)
+		flags |= FW_FLAG_HMAC;
+	put_be32(buf, FW_MAGIC);
+	buf[4] = FW_VERSION;
+	buf[5] = m->type;
+	put_be16(buf + 6, flags);
+	memcpy(buf + 8, &tid, 8);
+	put_be16(buf + 16, (uint16_t)len);
+	memset(buf + 18, 0, 6);
+	if (key && hmac(key, key_len, buf, len - FW_HMAC_LEN, buf + len - FW_HMAC_LEN) < 0)
+		return -EIO;
+	return (int)len;
+}
+
+static int get_key(const struct tlv_item *nest, struct cache_key *k)
+{
+	char name[IBRES_NAME_MAX + 1];
+	struct tlv_reader r;
+	struct tlv_item it;
+	int n = 0, ret;
+
+	tlv_reader_init(&r, nest->value, nest->length);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		if (n++)
+			return -EBADMSG;
+		switch (it.type) {
+		case IBRES_T_NAME:
+			if (tlv_get_str(&it, name, sizeof(name)) < 0 || cache_key_name(k, name) < 0)
+				return -EBADMSG;
+			break;
+		case IBRES_T_IPV4:
+			if (it.length != 4)
+				return -EBADMSG;
+			cache_key_addr(k, IBRES_KEY_IPV4, it.value);
+			break;
+		case IBRES_T_IPV6:
+		case IBRES_T_GID:
+			if (it.length != 16)
+				return -EBADMSG;
+			cache_key_addr(k, it.type == IBRES_T_GID ? IBRES_KEY_GID : IBRES_KEY_IPV6,
+				       it.value);
+			break;
+		default:
+			return -EBADMSG;
+		}
+	}
+	return ret < 0 || n != 1 ? -EBADMSG : 0;
+}
+
+/* Every item is checked here; hostrec_decode then reads the identity items. */
+static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg *m)
+{
+	struct tlv_reader r;
+	struct tlv_item it;
+	int ret;
+
+	tlv_reader_init(&r, body, len);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		switch (it.type) {
+		case FW_T_GROUP:
+			if (it.length != 2 || m->n_groups == FW_MAX_GROUPS)
+				return FW_ERR_MALFORMED;
+			memcpy(&m->groups[m->n_groups++], it.value, 2);
+			break;
+		case FW_T_TARGET:
+			if (m->has_target || get_key(&it, &m->target) < 0)
+				return FW_ERR_MALFORMED;
+			m->has_target = true;
+			break;
+		case FW_T_CHOSEN:
+			if (it.length != 2 || m->has_chosen)
+				return FW_ERR_MALFORMED;
+			memcpy(&m->chosen, it.value, 2);
+			m->has_chosen = true;
+			break;
+		default:
+			break; /* identity items, and items of newer versions */
+		}
+	}
+	if (ret < 0)
+		return FW_ERR_MALFORMED;
+	/* hostrec_decode skips our item types; it needs a canonical name */
+	if (hostrec_decode(body, len, &m->sender) < 0 || m->sender.n_gids == 0)
+		return FW_ERR_MALFORMED;
+	return FW_OK;
+}
+
+enum fw_error fw_decode(const uint8_t *buf, size_t len, const uint8_t *key, size_t key_len,
+			struct fw_msg *m)
+{
+	size_t trailer = 0;
+	uint16_t mlen;
+	uint64_t tid;
+
+	memset(m, 0, sizeof(*m));
+	if (len < FW_HDR_LEN || len > FW_MAX_LEN || get_be32(buf) != FW_MAGIC)
+		return FW_ERR_MALFORMED;
+	if (buf[4] != FW_VERSION)
+		return FW_ERR_VERSION;
+	mlen = get_be16(buf + 16);
+	if (mlen != len)
+		return FW_ERR_MALFORMED;
+	m->type = buf[5];
+	m->flags = get_be16(buf + 6);
+	memcpy(&tid, buf + 8, 8);
+	m->tid = be64toh(tid);
+	if (m->type < FW_REQUEST || m->type > FW_GOODBYE)
+		return FW_ERR_MALFORMED;
+
+	if (key) {
+		uint8_t mac[FW_HMAC_LEN];
+
+		if (!(m->flags & FW_FLAG_HMAC) || len < FW_HDR_LEN + FW_HMAC_LEN)
+			return FW_ERR_AUTH;
+		if (hmac(key, key_len, buf, len - FW_HMAC_LEN, mac) < 0 ||
+		    CRYPTO_memcmp(mac, buf + len - FW_HMAC_LEN, FW_HMAC_LEN))
+			return FW_ERR_AUTH;
+		trailer = FW_HMAC_LEN;
+	} else if (m->flags & FW_FLAG_HMAC) {
+		return FW_ERR_AUTH; /* we cannot check it: do not trust it */
+	}
+	if (decode_items(buf + FW_HDR_LEN, len - FW_HDR_LEN - trailer, m) != FW_OK)
+		return FW_ERR_MALFORMED;
+	if (m->type == FW_REQUEST && !m->has_target)
+		return FW_ERR_MALFORMED;
+	if (m->type == FW_REPLY && !m->has_chosen)
+		return FW_ERR_MALFORMED;
+	return FW_OK;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* The fabric protocol's datagrams (doc/fabric-protocol.md): a fixed header,
+ * TLV items, and an optional HMAC-SHA256 trailer. Pure encode/decode. */
+#ifndef IBRESD_FABRIC_WIRE_H
+#define IBRESD_FABRIC_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/cache.h"
+#include "hostrec.h"
+
+#define FW_MAGIC 0x49425253u /* "IBRS" */
+#define FW_VERSION 1
+#define FW_HDR_LEN 24
+#define FW_MAX_LEN 1400 /* fits one IPoIB datagram and a 2048-byte UD MTU */
+#define FW_HMAC_LEN 32
+#define FW_MAX_GROUPS 8
+
+enum fw_type {
+	FW_REQUEST = 1,  /* multicast: who has TARGET? */
+	FW_REPLY = 2,    /* unicast, from the owner of TARGET only */
+	FW_ANNOUNCE = 3, /* multicast (or unicast to a newcomer): here I am */
+	FW_GOODBYE = 4,  /* multicast: I am leaving */
+};
+
+enum fw_flags {
+	FW_FLAG_HMAC = 1 << 0,    /* a 32-byte HMAC-SHA256 trailer follows the items */
+	FW_FLAG_NEWCOMER = 1 << 1, /* ANNOUNCE at start-up: peers answer with their identity */
+};
+
+/* Item types of the fabric protocol (beside the host record's, 1..24). */
+enum {
+	FW_T_TARGET = 0x101, /* nested: one key item (NAME, IPV4, IPV6 or GID) */
+	FW_T_GROUP = 0x102,  /* 2 bytes: MTU enum, rate enum; repeated, lowest priority first */
+	FW_T_CHOSEN = 0x103, /* 2 bytes: the group a REPLY chose (MTU, rate) */
+};
+
+struct fw_group {
+	uint8_t mtu;
+	uint8_t rate;
+};
+
+struct fw_msg {
+	uint8_t type;
+	uint16_t flags;
+	uint64_t tid;
+	struct ibres_hostrec sender;
+	struct fw_group groups[FW_MAX_GROUPS];
+	unsigned n_groups;
+	bool has_target;
+	struct cache_key target;
+	bool has_chosen;
+	struct fw_group chosen;
+};
+
+/* Why a datagram was dropped. */
+enum fw_error {
+	FW_OK = 0,
+	FW_ERR_MALFORMED = -1, /* short, bad magic, bad length, bad item */
+	FW_ERR_VERSION = -2,   /* another protocol version */
+	FW_ERR_AUTH = -3,      /* HMAC missing, wrong, or present without a key */
+};
+
+/* Encode @m into @buf (FW_MAX_LEN bytes). With @key, an HMAC trailer is
+ * added. Returns the length, or -ENOSPC. */
+int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_t *buf,
+	      size_t cap);
+
+/* Decode and check a datagram. With @key, only authenticated datagrams pass. */
+enum fw_error fw_decode(const uint8_t *buf, size_t len, const uint8_t *key, size_t key_len,
+			struct fw_msg *m);
+
+#endif

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A transport carries fabric datagrams for one endpoint: multicast to a
+ * priority group, unicast to a peer, and received datagrams with the
+ * sender's address. The protocol core (fabric.c) sees only this interface.
+ */
+#ifndef IBRESD_TRANSPORT_H
+#define IBRESD_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/config.h"
+#include "core/loop.h"
+
+/* Where a datagram came from, and so where a unicast answer goes. */
+struct transport_addr {
+	struct sockaddr_storage ss; /* ip: the sender's unicast address and port */
+	socklen_t len;
+	uint16_t lid;    /* ib: from the work completion */
+	uint32_t qpn;    /* ib */
+	uint8_t gid[16]; /* ib: from the GRH, if any */
+};
+
+struct transport;
+
+struct transport_ops {
+	const char *name;
+	/* Open sockets (or a QP) for @ep and register them with @loop. */
+	int (*open)(struct transport *t, struct loop *loop, const struct cfg_endpoint *ep);
+	void (*close)(struct transport *t, struct loop *loop);
+	/* Join/leave group @g (index into ep->groups, lowest priority first). */
+	int (*join)(struct transport *t, unsigned g);
+	int (*leave)(struct transport *t, unsigned g);
+	int (*send_mcast)(struct transport *t, unsigned g, const void *buf, size_t len);
+	int (*send_ucast)(struct transport *t, const struct transport_addr *to, const void *buf,
+			  size_t len);
+};
+
+struct transport {
+	const struct transport_ops *ops;
+	const struct cfg_endpoint *ep;
+	/* Called for every datagram received. */
+	void (*recv)(struct transport *t, const uint8_t *buf, size_t len,
+		     const struct transport_addr *from);
+	void *owner; /* the protocol core's per-endpoint state */
+	void *priv;  /* the transport's own state */
+	/* ib: set by the core before open. The IB group behind priority class
+	 * @g once the port joined it (0, or -EAGAIN not yet), and a port event
+	 * verbs reported (the SA client reads the port again). */
+	int (*group_address)(struct transport *t, unsigned g, uint8_t mgid[16], uint16_t *mlid,
+			     uint32_t *qkey, uint8_t *sl);
+	void (*port_event)(struct transport *t, const char *what);
+	uint32_t qpn; /* ib: set by open, the UD QP the endpoint is reached at */
+};
+
+extern const struct transport_ops transport_ip_ops;
+extern const struct transport_ops transport_ib_ops;
+
+#endif

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ip transport: fabric datagrams over UDP on one interface (IPoIB on a
+ * cluster; veth or lo in tests). One socket per group receives that group's
+ * multicast; one socket bound to the endpoint's own address sends everything
+ * and receives unicast, so several daemons can share an interface.
+ */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/list.h"
+#include "fabric/transport.h"
+
+#define RECV_BUF 2048
+#define RECV_BATCH 8
+#define RECV_ROUNDS 8 /* then give the other file descriptors a turn */
+#define UCAST_RCVBUF (4 << 20)
+
+struct ip_sock {
+	struct loop_fd lf;
+	struct transport *t;
+};
+
+struct ip_priv {
+	int family;
+	unsigned ifindex;
+	struct ip_sock ucast;
+	struct ip_sock mcast[CFG_MAX_GROUPS];
+	bool joined[CFG_MAX_GROUPS];
+	struct loop *loop;
+};
+
+/* Read in batches: a batch that comes back short has drained the socket,
+ * so the usual case costs one system call and no EAGAIN. */
+static void on_datagram(struct loop_fd *lf, uint32_t events)
+{
+	struct ip_sock *s = container_of(lf, struct ip_sock, lf);
+	static_assert(RECV_BATCH * RECV_BUF <= 16384, "receive batch too big for the stack");
+	uint8_t bufs[RECV_BATCH][RECV_BUF];
+	struct transport_addr from[RECV_BATCH];
+	struct iovec iov[RECV_BATCH];
+	struct mmsghdr msgs[RECV_BATCH];
+
+	(void)events;
+	for (int i = 0; i < RECV_BATCH; i++)
+		iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = RECV_BUF };
+	for (int round = 0; round < RECV_ROUNDS; round++) {
+		int n;
+
+		/* the kernel overwrites the lengths: set again each round */
+		for (int i = 0; i < RECV_BATCH; i++) {
+			msgs[i] = (struct mmsghdr){ .msg_hdr = {
+							    .msg_name = &from[i].ss,
+							    .msg_namelen = sizeof(from[i].ss),
+							    .msg_iov = &iov[i],
+							    .msg_iovlen = 1,
+						    } };
+		}
+		n = recvmmsg(lf->fd, msgs, RECV_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			size_t len = msgs[i].msg_len;
+
+			from[i].len = msgs[i].msg_hdr.msg_namelen;
+			/* An oversize datagram arrives cut (MSG_TRUNC makes
+			 * msg_len its real length); hand over a length past
+			 * the buffer so the core rejects it rather than
+			 * parsing a prefix. */
+			if (len > RECV_BUF)
+				len = RECV_BUF + 1;
+			s->t->recv(s->t, bufs[i], len, &from[i]);
+		}
+		if (n < RECV_BATCH)
+			return;
+	}
+}
+
+static int new_socket(int family)
+{
+	int one = 1, fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* The endpoint's unicast address of the groups' family, port @port. */
+static int local_addr(const struct cfg_endpoint *ep, int family, struct sockaddr_storage *ss,
+		      socklen_t *len, unsigned ifindex)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (void *)ss;
+
+		if (!ep->id.n_v4)
+			return -EADDRNOTAVAIL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(ep->udp_port);
+		sin->sin_addr = ep->id.v4[0];
+		*len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (void *)ss;
+
+		if (!ep->id.n_v6)
+			return -EADDRNOTAVAIL;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(ep->udp_port);
+		sin6->sin6_addr = ep->id.v6[0];
+		if (IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr))
+			sin6->sin6_scope_id = ifindex;
+		*len = sizeof(*sin6);
+	}
+	return 0;
+}
+
+/* Is @ifname a loopback interface? Only there can other daemons share the
+ * interface with us, so only there must our own multicast loop back. */
+static bool is_loopback(const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+	bool ret = false;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return false;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+		ret = ifr.ifr_flags & IFF_LOOPBACK;
+	close(fd);
+	return ret;
+}
+
+static int set_mcast_out(int fd, int family, unsigned ifindex, int loop)
+{
+	int ttl = 1;
+
+	/* On a real interface our own copies would only wake us for nothing. */
+	if (family == AF_INET) {
+		struct ip_mreqn mr = { .imr_ifindex = (int)ifindex };
+
+		if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)) < 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof(loop)) < 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)) < 0)
+			return -errno;
+	} else {
+		int idx = (int)ifindex;
+
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &idx, sizeof(idx)) < 0 ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &loop, sizeof(loop)) < 0 ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &ttl, sizeof(ttl)) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void ip_close(struct transport *t, struct loop *loop)
+{
+	struct ip_priv *p = t->priv;
+
+	if (!p)
+		return;
+	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++) {
+		if (p->mcast[g].lf.fd >= 0) {
+			loop_del_fd(loop, &p->mcast[g].lf);
+			close(p->mcast[g].lf.fd);
+		}
+	}
+	if (p->ucast.lf.fd >= 0) {
+		loop_del_fd(loop, &p->ucast.lf);
+		close(p->ucast.lf.fd);
+	}
+	free(p);
+	t->priv = NULL;
+}
+
+static int ip_open(struct transport *t, struct loop *loop, const struct cfg_endpoint *ep)
+{
+	struct sockaddr_storage ss;
+	struct ip_priv *p;
+	int rcvbuf = UCAST_RCVBUF;
+	socklen_t len;
+	int ret;
+
+	if (!ep->n_groups)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	t->priv = p;
+	t->ep = ep;
+	p->loop = loop;
+	p->family = ep->groups[0].addr.ss_family;
+	p->ucast.lf.fd = -1;
+	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
+		p->mcast[g].lf.fd = -1;
+	p->ifindex = if_nametoindex(ep->interface);
+	if (!p->ifindex) {
+		log_err("endpoint %s: no interface '%s'", ep->label, ep->interface);
+		ret = -ENODEV;
+		goto err;
+	}
+	ret = local_addr(ep, p->family, &ss, &len, p->ifindex);
+	if (ret) {
+		log_err("endpoint %s: no %s address for the groups' family", ep->label,
+			p->family == AF_INET ? "IPv4" : "IPv6");
+		goto err;
+	}
+	ret = new_socket(p->family);
+	if (ret < 0)
+		goto err;
+	p->ucast.lf.fd = ret;
+	if (bind(ret, (struct sockaddr *)&ss, len) < 0) {
+		ret = -errno;
+		log_err("endpoint %s: bind to its own address: %s", ep->label, strerror(errno));
+		goto err;
+	}
+	/* A newcomer hears every node's answer at once: room for thousands. */
+	if (setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	ret = set_mcast_out(p->ucast.lf.fd, p->family, p->ifindex, is_loopback(ep->interface));
+	if (ret)
+		goto err;
+	p->ucast.t = t;
+	p->ucast.lf.cb = on_datagram;
+	ret = loop_add_fd(loop, &p->ucast.lf, EPOLLIN);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	ip_close(t, loop);
+	return ret;
+}
+
+static int ip_join(struct transport *t, unsigned g)
+{
+	struct ip_priv *p = t->priv;
+	const struct cfg_group *grp = &t->ep->groups[g];
+	struct sockaddr_storage ss = grp->addr;
+	int fd, ret;
+
+	if (g >= t->ep->n_groups || p->joined[g])
+		return g >= t->ep->n_groups ? -EINVAL : 0;
+	fd = new_socket(p->family);
+	if (fd < 0)
+		return fd;
+	if (p->family == AF_INET) {
+		struct sockaddr_in *sin = (void *)&ss;
+		struct ip_mreqn mr = { .imr_multiaddr = sin->sin_addr,
+				       .imr_ifindex = (int)p->ifindex };
+		int off = 0;
+
+		sin->sin_port = htons(t->ep->udp_port);
+		/* bound to the group address: only this group's datagrams */
+		if (bind(fd, (struct sockaddr *)sin, sizeof(*sin)) < 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof(off)) < 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
+			goto err;
+	} else {
+		struct sockaddr_in6 *sin6 = (void *)&ss;
+		struct ipv6_mreq mr = { .ipv6mr_multiaddr = sin6->sin6_addr,
+					.ipv6mr_interface = p->ifindex };
+
+		sin6->sin6_port = htons(t->ep->udp_port);
+		sin6->sin6_scope_id = p->ifindex;
+		if (bind(fd, (struct sockaddr *)sin6, sizeof(*sin6)) < 0 ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
+			goto err;
+	}
+	p->mcast[g].lf.fd = fd;
+	p->mcast[g].lf.cb = on_datagram;
+	p->mcast[g].t = t;
+	ret = loop_add_fd(p->loop, &p->mcast[g].lf, EPOLLIN);
+	if (ret) {
+		close(fd);
+		p->mcast[g].lf.fd = -1;
+		return ret;
+	}
+	p->joined[g] = true;
+	return 0;
+err:
+	ret = -errno;
+	log_err("endpoint %s: join group %u: %s", t->ep->label, g, strerror(errno));
+	close(fd);
+	return ret;
+}
+
+static int ip_leave(struct transport *t, unsigned g)
+{
+	struct ip_priv *p = t->priv;
+
+	if (g >= CFG_MAX_GROUPS || !p->joined[g])
+		return 0;
+	/* closing the socket drops the membership */
+	loop_del_fd(p->loop, &p->mcast[g].lf);
+	close(p->mcast[g].lf.fd);
+	p->mcast[g].lf.fd = -1;
+	p->joined[g] = false;
+	return 0;
+}
+
+static int send_to(struct ip_priv *p, const struct sockaddr *sa, socklen_t len, const void *buf,
+		   size_t n)
+{
+	ssize_t ret;
+
+	do {
+		ret = sendto(p->ucast.lf.fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL, sa, len);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : 0;
+}
+
+static int ip_send_mcast(struct transport *t, unsigned g, const void *buf, size_t len)
+{
+	struct ip_priv *p = t->priv;
+	struct sockaddr_storage ss;
+
+	if (g >= t->ep->n_groups)
+		return -EINVAL;
+	ss = t->ep->groups[g].addr;
+	if (p->family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_port = htons(t->ep->udp_port);
+		return send_to(p, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), buf, len);
+	}
+	((struct sockaddr_in6 *)&ss)->sin6_port = htons(t->ep->udp_port);
+	((struct sockaddr_in6 *)&ss)->sin6_scope_id = p->ifindex;
+	return send_to(p, (struct sockaddr *)&ss, sizeof(struct sockaddr_in6), buf, len);
+}
+
+static int ip_send_ucast(struct transport *t, const struct transport_addr *to, const void *buf,
+			 size_t len)
+{
+	struct ip_priv *p = t->priv;
+
+	if (to->ss.ss_family != p->family)
+		return -EAFNOSUPPORT;
+	return send_to(p, (const struct sockaddr *)&to->ss, to->len, buf, len);
+}
+
+const struct transport_ops transport_ip_ops = {
+	.name = "ip",
+	.open = ip_open,
+	.close = ip_close,
+	.join = ip_join,
+	.leave = ip_leave,
+	.send_mcast = ip_send_mcast,
+	.send_ucast = ip_send_ucast,
+};

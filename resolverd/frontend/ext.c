@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+/* The extension opcodes: host lookups for NSS and libibres, and the admin
+ * operations behind ibresctl. Bodies are TLV items (doc/protocol.md). */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "frontend/dispatch.h"
+#include "fabric/fabric.h"
+#include "engine/resolver.h"
+#include "frontend/server.h"
+#include "tlv.h"
+
+#define TTL_NEVER UINT32_MAX
+
+struct ext_reply {
+	struct ibres_hdr hdr;
+	struct tlv_writer w;
+};
+
+static void ext_begin(struct ext_reply *r, const struct request *req, uint8_t *reply)
+{
+	r->hdr = *request_hdr(req);
+	r->hdr.opcode |= IBRES_OP_ACK;
+	r->hdr.status = IBRES_STATUS_SUCCESS;
+	memset(r->hdr.data, 0, sizeof(r->hdr.data));
+	tlv_writer_init(&r->w, reply + IBRES_HDR_LEN, IBRES_MSG_MAX - IBRES_HDR_LEN);
+}
+
+static int ext_end(struct ext_reply *r, uint8_t *reply, size_t *len)
+{
+	*len = IBRES_HDR_LEN + r->w.len;
+	r->hdr.length = htobe16((uint16_t)*len);
+	memcpy(reply, &r->hdr, sizeof(r->hdr));
+	return 0;
+}
+
+static uint32_t ttl_left(uint64_t expires_ms, uint64_t now)
+{
+	if (expires_ms == UINT64_MAX)
+		return TTL_NEVER;
+	return expires_ms > now ? (uint32_t)((expires_ms - now + 999) / 1000) : 0;
+}
+
+/* A key item (NAME, IPV4, IPV6 or GID) as a cache key. */
+static int key_from_item(const struct tlv_item *it, struct cache_key *k)
+{
+	char name[IBRES_NAME_MAX + 1];
+
+	switch (it->type) {
+	case IBRES_T_NAME:
+		if (tlv_get_str(it, name, sizeof(name)) < 0)
+			return -EINVAL;
+		return cache_key_name(k, name);
+	case IBRES_T_IPV4:
+		return it->length == 4 ? cache_key_addr(k, IBRES_KEY_IPV4, it->value) : -EINVAL;
+	case IBRES_T_IPV6:
+		return it->length == 16 ? cache_key_addr(k, IBRES_KEY_IPV6, it->value) : -EINVAL;
+	case IBRES_T_GID:
+		return it->length == 16 ? cache_key_addr(k, IBRES_KEY_GID, it->value) : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/* Parse a body holding at most one key item, FLAGS and OFFSET. */
+struct ext_args {
+	bool has_key;
+	struct cache_key key;
+	uint32_t flags;
+	uint32_t offset;
+};
+
+static int parse_args(const struct request *req, struct ext_args *a)
+{
+	struct tlv_reader r;
+	struct tlv_item it;
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	tlv_reader_init(&r, req->msg + IBRES_HDR_LEN, req->len - IBRES_HDR_LEN);
+	while ((ret = tlv_next(&r, &it)) > 0) {
+		switch (it.type) {
+		case IBRES_T_NAME:
+		case IBRES_T_IPV4:
+		case IBRES_T_IPV6:
+		case IBRES_T_GID:
+			if (a->has_key || key_from_item(&it, &a->key) < 0)
+				return -EINVAL;
+			a->has_key = true;
+			break;
+		case IBRES_T_FLAGS:
+			if (tlv_get_u32(&it, &a->flags) < 0)
+				return -EINVAL;
+			break;
+		case IBRES_T_OFFSET:
+			if (tlv_get_u32(&it, &a->offset) < 0)
+				return -EINVAL;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return ret < 0 ? -EINVAL : 0;
+}
+
+static int handle_host(struct ibresd *d, struct request *req, const struct ext_args *a,
+		       uint8_t *reply, size_t *len)
+{
+	struct ibres_hostrec rec;
+	struct cache_entry *e;
+	struct ext_reply r;
+	enum lookup_result res;
+
+	if (!a->has_key)
+		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
+	if (!req->counted)
+		d->stats.host_lookups++;
+	if (a->flags & IBRES_HOST_CACHE_ONLY) {
+		e = cache_lookup(&d->cache, &a->key, now_ms());
+		res = e && e->host ? LOOKUP_FOUND : LOOKUP_NOTFOUND;
+	} else {
+		res = resolver_lookup(d, request_waiter(req), &a->key, false, &e);
+	}
+	switch (res) {
+	case LOOKUP_FOUND:
+		break;
+	case LOOKUP_WAIT:
+		req->counted = true;
+		return request_wait(d, req);
+	case LOOKUP_NOTFOUND:
+		d->stats.host_notfound++;
+		return reply_status(req, reply, len, IBRES_STATUS_ENODATA);
+	case LOOKUP_TIMEDOUT:
+		return reply_status(req, reply, len, IBRES_STATUS_ETIMEDOUT);
+	default:
+		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
+	}
+	rec = e->host->rec;
+	rec.ttl = ttl_left(e->host->expires_ms, now_ms());
+	ext_begin(&r, req, reply);
+	if (hostrec_encode(&r.w, &rec) < 0)
+		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
+	return ext_end(&r, reply, len);
+}
+
+struct list_ctx {
+	struct tlv_writer *w;
+	uint32_t index, offset;
+	bool full;
+	uint64_t now;
+};
+
+static int list_one(struct cache_entry *e, void *arg)
+{
+	struct list_ctx *lc = arg;
+	size_t mark = lc->w->len;
+	char key[128];
+	const char *text;
+	int nest;
+
+	if (lc->index++ < lc->offset)
+		return 0;
+	nest = tlv_nest_begin(lc->w);
+	tlv_put_u8(lc->w, IBRES_T_KEYTYPE, e->key.type);
+	text = cache_key_str(&e->key, key, sizeof(key));
+	text = strchr(text, ':') ? strchr(text, ':') + 1 : text;
+	tlv_put_str(lc->w, IBRES_T_KEY, text);
+	tlv_put_u8(lc->w, IBRES_T_STATE, e->state);
+	tlv_put_u8(lc->w, IBRES_T_ORIGIN, e->host ? e->host->origin : IBRES_ORIGIN_FABRIC);
+	tlv_put_u32(lc->w, IBRES_T_TTL, ttl_left(e->expires_ms, lc->now));
+	if (e->host) {
+		struct ibres_hostrec rec = e->host->rec;
+
+		rec.ttl = ttl_left(e->host->expires_ms, lc->now);
+		hostrec_encode(lc->w, &rec);
+	}
+	if (e->state == IBRES_STATE_ROUTED)
+		tlv_put(lc->w, IBRES_T_PATH, &e->route, sizeof(e->route));
+	tlv_nest_end(lc->w, nest);
+	/* Keep room for the NEXT item that says where the next page starts. */
+	if (lc->w->overflow || lc->w->cap - lc->w->len < 8) {
+		tlv_truncate(lc->w, mark);
+		lc->index--;
+		lc->full = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int handle_cache_list(struct ibresd *d, struct request *req, const struct ext_args *a,
+			     uint8_t *reply, size_t *len)
+{
+	struct ext_reply r;
+	struct list_ctx lc;
+
+	ext_begin(&r, req, reply);
+	lc = (struct list_ctx){ .w = &r.w, .offset = a->offset, .now = now_ms() };
+	cache_foreach(&d->cache, list_one, &lc);
+	if (lc.full)
+		tlv_put_u32(&r.w, IBRES_T_NEXT, lc.index);
+	return ext_end(&r, reply, len);
+}
+
+static int handle_cache_flush(struct ibresd *d, struct request *req, const struct ext_args *a,
+			      uint8_t *reply, size_t *len)
+{
+	struct ext_reply r;
+	unsigned n;
+
+	if (req->uid != 0) {
+		d->stats.admin_denied++;
+		return reply_status(req, reply, len, IBRES_STATUS_EPERM);
+	}
+	n = cache_flush(&d->cache, a->has_key ? &a->key : NULL);
+	fabric_resync(d);
+	ext_begin(&r, req, reply);
+	tlv_put_u64(&r.w, IBRES_T_COUNT, n);
+	return ext_end(&r, reply, len);
+}
+
+static int handle_stats(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+{
+	static const char *const acm_names[IBRES_CNTR_MAX] = {
+		"error", "resolve", "nodata", "addr_query", "addr_cache", "route_query",
+		"route_cache",
+	};
+	const struct {
+		const char *name;
+		uint64_t value;
+	} named[] = {
+		{ "uptime_s", (now_ms() - d->start_ms) / 1000 },
+		{ "clients_connected", server_clients(d) },
+		{ "clients_accepted", d->stats.clients_accepted },
+		{ "clients_rejected", d->stats.clients_rejected },
+		{ "clients_timed_out", d->stats.clients_timed_out },
+		{ "requests", d->stats.requests },
+		{ "bad_requests", d->stats.bad_requests },
+		{ "admin_denied", d->stats.admin_denied },
+		{ "host_lookups", d->stats.host_lookups },
+		{ "host_notfound", d->stats.host_notfound },
+		{ "pending_timeouts", d->stats.pending_timeouts },
+		{ "cache_entries", d->cache.n_entries },
+		{ "cache_hits", d->cache.stats.hits },
+		{ "cache_misses", d->cache.stats.misses },
+		{ "cache_inserts", d->cache.stats.inserts },
+		{ "cache_evictions", d->cache.stats.evictions },
+		{ "cache_expirations", d->cache.stats.expirations },
+	};
+	struct ext_reply r;
+
+	ext_begin(&r, req, reply);
+	for (unsigned i = 0; i < IBRES_CNTR_MAX; i++) {
+		tlv_put_str(&r.w, IBRES_T_NAME, acm_names[i]);
+		tlv_put_u64(&r.w, IBRES_T_COUNTER, d->counters[i]);
+	}
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+		tlv_put_str(&r.w, IBRES_T_NAME, named[i].name);
+		tlv_put_u64(&r.w, IBRES_T_COUNTER, named[i].value);
+	}
+	fabric_stats(d, &r.w);
+	if (r.w.overflow)
+		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
+	return ext_end(&r, reply, len);
+}
+
+static int handle_endpoints(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+{
+	struct ext_reply r;
+
+	ext_begin(&r, req, reply);
+	for (unsigned i = 0; i < d->n_eps; i++) {
+		const struct cfg_endpoint *ep = &d->eps[i].cfg;
+		int nest = tlv_nest_begin(&r.w);
+
+		tlv_put_str(&r.w, IBRES_T_LABEL, ep->label);
+		hostrec_encode(&r.w, &ep->id);
+		tlv_put_u8(&r.w, IBRES_T_MTU, ep->mtu);
+		tlv_put_u8(&r.w, IBRES_T_RATE, ep->rate);
+		tlv_put_u8(&r.w, IBRES_T_SL, ep->sl);
+		tlv_nest_end(&r.w, nest);
+	}
+	if (r.w.overflow)
+		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
+	return ext_end(&r, reply, len);
+}
+
+int ext_dispatch(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+{
+	struct ext_args a;
+
+	if (parse_args(req, &a) < 0) {
+		d->stats.bad_requests++;
+		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
+	}
+	switch (request_hdr(req)->opcode) {
+	case IBRES_OP_HOST:
+		return handle_host(d, req, &a, reply, len);
+	case IBRES_OP_CACHE_LIST:
+		return handle_cache_list(d, req, &a, reply, len);
+	case IBRES_OP_CACHE_FLUSH:
+		return handle_cache_flush(d, req, &a, reply, len);
+	case IBRES_OP_STATS:
+		return handle_stats(d, req, reply, len);
+	case IBRES_OP_ENDPOINTS:
+		return handle_endpoints(d, req, reply, len);
+	}
+	return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The native InfiniBand side of the daemon, for every endpoint whose config
+ * names a `device`: port discovery, the Subnet Administrator client and the
+ * multicast groups (doc/fabric-protocol.md, "InfiniBand ports and the SA").
+ *
+ * - Port data (LID, SM LID, GID prefix and port GUID, P_Key table, active
+ *   MTU and rate, subnet timeout, state) come from libibumad at start and
+ *   then from SubnGet(PortInfo) MADs to the port itself every
+ *   `port_poll_interval`; a change is handled like the verbs port events
+ *   (PORT_ACTIVE, PORT_ERR, LID, GID, P_Key change, CLIENT_REREGISTER):
+ *   the endpoint's identity is updated, routes from it are dropped, groups
+ *   are joined again, the fabric hears the new identity.
+ * - SA queries: PathRecord GET (route protocol `sa`, QUERY_SA verification)
+ *   and MCMemberRecord SET/DELETE (groups), matched to their answers by
+ *   transaction id, at most `sa_window` outstanding per port, each attempt
+ *   bounded by `timeout`, `retries` retries, all timed by the daemon.
+ * - Blocking umad I/O runs on helper threads (umad_io.h); everything here
+ *   runs on the event loop.
+ *
+ * How a client request waits for the SA (route protocol `sa`): the request
+ * found its destination's cache entry RESOLVED but without a route from its
+ * endpoint. resolver_route_wait() starts (or joins) one PathRecord query for
+ * (endpoint, destination GID) and hangs the request's waiter on the entry.
+ * When the answer comes, the route is stored on every cache entry of that
+ * host (all its names and addresses) with the route TTL, and the entries'
+ * waiters are completed: the requests are dispatched again and find the
+ * route cached. A failure completes them with the error (no SM: ENOTCONN;
+ * no answer: ETIMEDOUT; no path: ENODATA, and a learned host the SA no
+ * longer knows is dropped from the cache).
+ */
+#ifndef IBRESD_SA_H
+#define IBRESD_SA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/cache.h"
+#include "ibres_proto.h"
+
+struct ibresd;
+struct endpoint;
+struct path_params;
+struct tlv_writer;
+
+/* Open the port of every endpoint that names a device, discover it (bounded
+ * wait), put its data into the endpoint and the cache, and start joining
+ * the endpoint's groups. A port that cannot be used (no such device, not
+ * InfiniBand: RoCE, iWARP) is skipped with a log line; the endpoint keeps its
+ * configured values. Call before fabric_start. 0 or -ENOMEM. */
+int sa_start(struct ibresd *d);
+
+/* Leave the groups (bounded wait for the SA's answers) and close the ports.
+ * Waiters still on SA queries complete with -ECANCELED. */
+void sa_stop(struct ibresd *d);
+
+/* @ep was just copied from the configuration (start, reload): give it its
+ * port's data again (GID, LID, P_Key, MTU, rate, node GUID). No-op for an
+ * endpoint without a port. */
+void sa_apply_endpoint(struct ibresd *d, struct endpoint *ep);
+
+/* Can routes from @ep come from the SA (its port is open)? */
+bool sa_route_available(struct ibresd *d, const struct endpoint *ep);
+
+/* Start, or join, the PathRecord query from @ep to the host of @e (RESOLVED
+ * or ROUTED). The answer lands as described above. 0, -ENOTCONN (port not
+ * active or no SM), -ENODATA (the host has neither GID nor LID), -EAGAIN
+ * (too many queries), -ENOMEM. */
+int sa_route_query(struct ibresd *d, struct endpoint *ep, struct cache_entry *e);
+
+/* QUERY_SA: ask the SA for @in as given (component mask of its non-zero
+ * fields), never from the cache. @w->done runs once with entry NULL and the
+ * status; on 0, *@out holds the SA's record. @w may be cancelled with
+ * cache_cancel_waiter() before that; @out is then not touched. 0 or
+ * -ENOTCONN, -EAGAIN, -ENOMEM. */
+int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_path_record *in,
+		   struct cache_waiter *w, struct ibres_path_record *out);
+
+/* Route protocol mcast: when @ep's port joined the IB group of parameters
+ * (@mtu, @rate), the path inherits what the SA answered for it: MTU, rate,
+ * SL, packet life, P_Key. */
+void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t mtu, uint8_t rate,
+			  struct path_params *pp);
+
+/* One of @ep's IB groups, for the ib transport: 0 with MGID, MLID, Q_Key
+ * and SL once joined, -EAGAIN before, -ENOENT without an SA port. */
+int sa_group_address(struct ibresd *d, const struct endpoint *ep, unsigned g, uint8_t mgid[16],
+		     uint16_t *mlid, uint32_t *qkey, uint8_t *sl);
+
+/* Verbs reported a port event on @ep's device (ib transport): read the port
+ * now rather than at the next poll. */
+void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *what);
+
+/* Append the SA client's counters (NAME, COUNTER pairs) to a STATS answer;
+ * zeros without any port. */
+void sa_stats(struct ibresd *d, struct tlv_writer *w);
+
+#endif

@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Local addresses and routes from the kernel: rtnetlink through libnl-3.
+ *
+ * Two sockets. The event socket joins the link and address groups, is
+ * non-blocking and sits in the event loop; it keeps a table of the
+ * interfaces that may carry an endpoint's addresses (IPoIB ones, and those
+ * the config names) and of their usable addresses. The request socket
+ * carries dumps and route lookups; the kernel answers those synchronously,
+ * and a receive timeout bounds the wait should it ever not.
+ *
+ * Start-up subscribes first and dumps second, so nothing falls between the
+ * two: a notification older than the dump that is applied after it is put
+ * right by the newer one that follows it. A lost notification (ENOBUFS:
+ * the socket overran) makes the daemon dump everything again.
+ */
+#include "os/netlink.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+
+#include "daemon.h"
+#include "fabric/fabric.h"
+#include "core/log.h"
+#include "engine/resolver.h"
+
+#define NL_LINKS_MAX	    64 /* IPoIB and configured interfaces tracked */
+#define NL_LINK_ADDRS_MAX   32 /* addresses tracked per interface and family */
+#define NL_ADDRS_MAX	    (NL_LINKS_MAX * NL_LINK_ADDRS_MAX * 2) /* so never full */
+#define NL_BUF_LEN	    32768 /* one netlink datagram (dump parts are a page or two) */
+#define NL_EVENT_RCVBUF	    (1 << 20)
+#define NL_EVENT_BATCH	    64	 /* datagrams read per wake-up; epoll calls again */
+#define NL_RECV_TIMEOUT_MS  1000 /* one receive on the request socket */
+#define NL_REQUEST_BOUND_MS 5000 /* a whole request, dumps included */
+#define NL_DUMP_TRIES	    3	 /* a dump interrupted by changes is redone */
+#define NL_RESYNC_DELAY_MS  50	 /* resyncs asked for by a burst of changes coalesce */
+#define NL_RESYNC_RETRY_MS  1000
+#define REANNOUNCE_MS	    1000 /* a change is announced at once and again after this */
+#define IPOIB_HWADDR_LEN    20	 /* flags, QPN (3 bytes), port GID (16 bytes) */
+
+/* What a message did to the tables. */
+enum { NL_CHANGED = 1, NL_RESYNC = 2 };
+
+/* An interface whose addresses may be an endpoint's: an IPoIB interface, or
+ * one an endpoint names. Others are not tracked. */
+struct nl_link {
+	int ifindex;
+	unsigned flags; /* IFF_* */
+	char name[IFNAMSIZ];
+	bool ipoib; /* ARPHRD_INFINIBAND with a 20-byte address: gid and pkey are set */
+	uint8_t gid[16];
+	uint16_t pkey; /* from the broadcast address; 0 if unknown */
+	bool overflow; /* it has addresses beyond NL_LINK_ADDRS_MAX that are not tracked */
+};
+
+struct nl_addr {
+	int ifindex;
+	int family;
+	uint8_t addr[16];
+};
+
+struct nl_tables {
+	struct nl_link links[NL_LINKS_MAX];
+	unsigned n_links;
+	struct nl_addr addrs[NL_ADDRS_MAX];
+	unsigned n_addrs;
+	/* the interface names the config had when these were read */
+	char ifnames[CFG_MAX_ENDPOINTS][IFNAMSIZ];
+	bool warned_full;
+};
+
+struct netlink {
+	struct ibresd *d;
+	struct nl_sock *ev, *rq;
+	struct loop_fd lf;
+	bool lost; /* notifications were dropped: resync once drained */
+	struct loop_timer resync_timer;
+	struct loop_timer reannounce;
+	struct nl_tables *t;
+	struct ibres_hostrec before; /* scratch for netlink_refresh */
+	union {
+		struct nlmsghdr h; /* alignment */
+		uint8_t b[NL_BUF_LEN];
+	} evbuf, rqbuf;
+};
+
+/* --- tables ----------------------------------------------------------------- */
+
+static struct nl_link *link_find(struct nl_tables *t, int ifindex)
+{
+	for (unsigned i = 0; i < t->n_links; i++)
+		if (t->links[i].ifindex == ifindex)
+			return &t->links[i];
+	return NULL;
+}
+
+static struct nl_addr *addr_find(struct nl_tables *t, int ifindex, int family, const uint8_t *a)
+{
+	size_t len = family == AF_INET ? 4 : 16;
+
+	for (unsigned i = 0; i < t->n_addrs; i++) {
+		struct nl_addr *x = &t->addrs[i];
+
+		if (x->ifindex == ifindex && x->family == family && !memcmp(x->addr, a, len))
+			return x;
+	}
+	return NULL;
+}
+
+static unsigned addrs_on(const struct nl_tables *t, int ifindex, int family)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->n_addrs; i++)
+		if (t->addrs[i].ifindex == ifindex && t->addrs[i].family == family)
+			n++;
+	return n;
+}
+
+/* Remove the addresses of @ifindex (when @one is NULL) or just @one, keeping
+ * the order of the others: it is the order endpoints list them in, and an
+ * endpoint's first address must not move for nothing. */
+static void addrs_remove(struct nl_tables *t, int ifindex, const struct nl_addr *one)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->n_addrs; i++) {
+		struct nl_addr *x = &t->addrs[i];
+
+		if (one ? x == one : x->ifindex == ifindex)
+			continue;
+		t->addrs[n++] = *x;
+	}
+	t->n_addrs = n;
+}
+
+static void link_remove(struct nl_tables *t, struct nl_link *l)
+{
+	addrs_remove(t, l->ifindex, NULL);
+	*l = t->links[--t->n_links];
+}
+
+/* The interface names endpoints give (the config's, so a reload sees them). */
+static void config_ifnames(const struct ibresd *d, char (*out)[IFNAMSIZ])
+{
+	memset(out, 0, sizeof(char[CFG_MAX_ENDPOINTS][IFNAMSIZ]));
+	for (unsigned i = 0; i < d->cfg.n_eps && i < CFG_MAX_ENDPOINTS; i++)
+		snprintf(out[i], IFNAMSIZ, "%s", d->cfg.eps[i].interface);
+}
+
+static bool is_candidate(const struct nl_tables *t, const struct nl_link *l)
+{
+	if (l->ipoib)
+		return true;
+	for (unsigned i = 0; i < CFG_MAX_ENDPOINTS; i++)
+		if (t->ifnames[i][0] && !strcmp(t->ifnames[i], l->name))
+			return true;
+	return false;
+}
+
+/* RTM_NEWLINK / RTM_DELLINK. */
+static int on_link(struct nl_tables *t, struct nlmsghdr *h)
+{
+	struct nlattr *tb[IFLA_MAX + 1];
+	struct nl_link n = { 0 }, *l;
+	struct ifinfomsg *ifi;
+
+	if (nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0)
+		return 0;
+	ifi = nlmsg_data(h);
+	l = link_find(t, ifi->ifi_index);
+	if (h->nlmsg_type == RTM_DELLINK) {
+		if (!l)
+			return 0;
+		link_remove(t, l);
+		return NL_CHANGED;
+	}
+	/* a message may leave attributes out (the IPv6 layer's, for one):
+	 * what it does not say stays as it was */
+	if (l)
+		n = *l;
+	n.ifindex = ifi->ifi_index;
+	n.flags = ifi->ifi_flags;
+	if (tb[IFLA_IFNAME])
+		nla_strlcpy(n.name, tb[IFLA_IFNAME], sizeof(n.name));
+	if (tb[IFLA_ADDRESS]) {
+		const uint8_t *hw = nla_data(tb[IFLA_ADDRESS]);
+
+		n.ipoib = ifi->ifi_type == ARPHRD_INFINIBAND &&
+			  nla_len(tb[IFLA_ADDRESS]) == IPOIB_HWADDR_LEN;
+		if (n.ipoib)
+			memcpy(n.gid, hw + 4, 16);
+	}
+	if (n.ipoib && tb[IFLA_BROADCAST] && nla_len(tb[IFLA_BROADCAST]) == IPOIB_HWADDR_LEN) {
+		const uint8_t *bc = nla_data(tb[IFLA_BROADCAST]);
+
+		n.pkey = (uint16_t)(bc[8] << 8 | bc[9]);
+	}
+	if (!is_candidate(t, &n)) {
+		if (!l)
+			return 0;
+		link_remove(t, l); /* renamed away from an endpoint's interface */
+		return NL_CHANGED;
+	}
+	if (!l) {
+		if (t->n_links == NL_LINKS_MAX) {
+			if (!t->warned_full)
+				log_warn("netlink: more than %u IPoIB and configured interfaces; "
+					 "%s and later ones are ignored",
+					 NL_LINKS_MAX, n.name);
+			t->warned_full = true;
+			return 0;
+		}
+		t->links[t->n_links++] = n;
+		/* renamed into an endpoint's interface: its addresses are not known */
+		return NL_CHANGED | NL_RESYNC;
+	}
+	if (!strcmp(l->name, n.name) && l->ipoib == n.ipoib && !memcmp(l->gid, n.gid, 16) &&
+	    l->pkey == n.pkey && (l->flags & IFF_LOOPBACK) == (n.flags & IFF_LOOPBACK)) {
+		l->flags = n.flags;
+		return 0;
+	}
+	*l = n;
+	return NL_CHANGED;
+}
+
+/* RTM_NEWADDR / RTM_DELADDR. */
+static int on_addr(struct nl_tables *t, struct nlmsghdr *h)
+{
+	struct nlattr *tb[IFA_MAX + 1], *a;
+	struct ifaddrmsg *ifa;
+	struct nl_link *l;
+	struct nl_addr *x;
+	uint32_t flags;
+	bool usable;
+	int len;
+
+	if (nlmsg_parse(h, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
+		return 0;
+	ifa = nlmsg_data(h);
+	if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
+		return 0;
+	l = link_find(t, (int)ifa->ifa_index);
+	if (!l)
+		return 0;
+	len = ifa->ifa_family == AF_INET ? 4 : 16;
+	/* IFA_LOCAL is the local end of a point-to-point address; otherwise
+	 * (and always on IPv6 without a peer) IFA_ADDRESS is ours */
+	a = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
+	if (!a || nla_len(a) != len)
+		return 0;
+	/* A link-local IPv6 address names nothing without its interface. */
+	if (ifa->ifa_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL((struct in6_addr *)nla_data(a)))
+		return 0;
+	flags = tb[IFA_FLAGS] && nla_len(tb[IFA_FLAGS]) == 4 ? nla_get_u32(tb[IFA_FLAGS])
+							     : ifa->ifa_flags;
+	/* Not ours to announce until duplicate address detection passed. */
+	usable = h->nlmsg_type == RTM_NEWADDR && !(flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED));
+	x = addr_find(t, l->ifindex, ifa->ifa_family, nla_data(a));
+	if (usable && !x) {
+		if (addrs_on(t, l->ifindex, ifa->ifa_family) >= NL_LINK_ADDRS_MAX) {
+			l->overflow = true;
+			return 0;
+		}
+		x = &t->addrs[t->n_addrs++];
+		memset(x, 0, sizeof(*x));
+		x->ifindex = l->ifindex;
+		x->family = ifa->ifa_family;
+		memcpy(x->addr, nla_data(a), (size_t)len);
+		return NL_CHANGED;
+	}
+	if (usable)
+		return 0;
+	if (x)
+		addrs_remove(t, 0, x);
+	/* room for one that was not tracked: read them again */
+	if (l->overflow)
+		return (x ? NL_CHANGED : 0) | NL_RESYNC;
+	return x ? NL_CHANGED : 0;
+}
+
+static int on_message(struct nl_tables *t, struct nlmsghdr *h)
+{
+	switch (h->nlmsg_type) {
+	case RTM_NEWLINK:
+	case RTM_DELLINK:
+		return on_link(t, h);
+	case RTM_NEWADDR:
+	case RTM_DELADDR:
+		return on_addr(t, h);
+	}
+	return 0;
+}
+
+/* --- requests ---------------------------------------------------------------- */
+
+typedef int (*answer_cb)(struct netlink *nl, struct nlmsghdr *h, void *arg);
+
+/* Send @msg on the request socket and hand each answer to @cb: every part
+ * of a dump up to NLMSG_DONE, or the single answer of a plain request. 0,
+ * the kernel's negative errno, -EAGAIN when a dump was interrupted by
+ * changes (do it again), -ETIMEDOUT past the bound. */
+static int request(struct netlink *nl, struct nl_msg *msg, bool dump, answer_cb cb, void *arg)
+{
+	int fd = nl_socket_get_fd(nl->rq);
+	uint64_t deadline = now_ms() + NL_REQUEST_BOUND_MS;
+	bool interrupted = false;
+	uint32_t seq;
+	int ret;
+
+	ret = nl_send_auto(nl->rq, msg);
+	if (ret < 0)
+		return -EIO;
+	seq = nlmsg_hdr(msg)->nlmsg_seq;
+	for (;;) {
+		struct sockaddr_nl from;
+		socklen_t flen = sizeof(from);
+		struct nlmsghdr *h;
+		ssize_t n;
+		int rem;
+
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		n = recvfrom(fd, nl->rqbuf.b, sizeof(nl->rqbuf.b), MSG_TRUNC,
+			     (struct sockaddr *)&from, &flen);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+		}
+		if ((size_t)n > sizeof(nl->rqbuf.b))
+			return -EMSGSIZE;
+		if (from.nl_pid != 0)
+			continue; /* only the kernel answers */
+		rem = (int)n;
+		for (h = &nl->rqbuf.h; nlmsg_ok(h, rem); h = nlmsg_next(h, &rem)) {
+			/* an answer to an earlier request that timed out */
+			if (h->nlmsg_seq != seq)
+				continue;
+			if (h->nlmsg_flags & NLM_F_DUMP_INTR)
+				interrupted = true;
+			if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_DONE) {
+				int err = 0;
+
+				if (nlmsg_datalen(h) >= (int)sizeof(int))
+					memcpy(&err, nlmsg_data(h), sizeof(err));
+				if (err > 0)
+					err = -err;
+				return err ? err : interrupted ? -EAGAIN : 0;
+			}
+			ret = cb(nl, h, arg);
+			if (!dump)
+				return ret;
+		}
+	}
+}
+
+static int dump_cb(struct netlink *nl, struct nlmsghdr *h, void *arg)
+{
+	(void)nl;
+	on_message(arg, h);
+	return 0;
+}
+
+static int dump(struct netlink *nl, int type, struct nl_tables *t)
+{
+	/* ifinfomsg and ifaddrmsg both start with the family: AF_UNSPEC, all */
+	struct ifinfomsg hdr = { .ifi_family = AF_UNSPEC };
+	struct nl_msg *msg = nlmsg_alloc_simple(type, NLM_F_DUMP);
+	size_t len = type == RTM_GETLINK ? sizeof(struct ifinfomsg) : sizeof(struct ifaddrmsg);
+	int ret;
+
+	if (!msg)
+		return -ENOMEM;
+	ret = nlmsg_append(msg, &hdr, len, NLMSG_ALIGNTO) < 0 ? -ENOMEM : 0;
+	if (!ret)
+		ret = request(nl, msg, true, dump_cb, t);
+	nlmsg_free(msg);
+	return ret;
+}
+
+/* Read every link and address into fresh tables; the old ones stay if
+ * this fails. */
+static int resync(struct netlink *nl)
+{
+	struct nl_tables *t = calloc(1, sizeof(*t));
+	int ret = -EAGAIN;
+
+	if (!t)
+		return -ENOMEM;
+	config_ifnames(nl->d, t->ifnames);
+	for (unsigned i = 0; i < NL_DUMP_TRIES && ret == -EAGAIN; i++) {
+		t->n_links = t->n_addrs = 0;
+		ret = dump(nl, RTM_GETLINK, t);
+		if (!ret)
+			ret = dump(nl, RTM_GETADDR, t);
+	}
+	if (ret) {
+		free(t);
+		return ret;
+	}
+	free(nl->t);
+	nl->t = t;
+	return 0;
+}
+
+static void resync_later(struct netlink *nl, uint64_t delay_ms)
+{
+	if (!loop_timer_armed(&nl->resync_timer))
+		loop_timer_arm(&nl->d->loop, &nl->resync_timer, now_ms() + delay_ms);
+}
+
+/* Resync now; on failure (logged) keep the tables and try again later. */
+static void resync_now(struct netlink *nl)
+{
+	int ret;
+
+	loop_timer_cancel(&nl->d->loop, &nl->resync_timer);
+	ret = resync(nl);
+	if (ret) {
+		log_warn("netlink: cannot read the addresses: %s; retrying", strerror(-ret));
+		resync_later(nl, NL_RESYNC_RETRY_MS);
+	}
+}
+
+/* --- endpoints ----------------------------------------------------------------- */
+
+/* Does @l carry @ep's addresses? */
+static bool link_serves(const struct nl_link *l, const struct endpoint *ep)
+{
+	const struct ibres_hostrec *id = &ep->cfg.id;
+
+	/* 127.0.0.1 is no cluster address (and the shared-namespace test
+	 * fabric puts every node's address on lo) */
+	if (l->flags & IFF_LOOPBACK)
+		return false;
+	if (ep->cfg.interface[0])
+		return !strcmp(l->name, ep->cfg.interface);
+	/* no interface named: the IPoIB interfaces of the endpoint's port and
+	 * partition (the membership bit aside) */
+	return l->ipoib && id->n_gids && !memcmp(l->gid, id->gids[0], 16) &&
+	       (!l->pkey || !id->pkey || (l->pkey | 0x8000) == (id->pkey | 0x8000));
+}
+
+static bool id_has_addr(const struct ibres_hostrec *id, int family, const uint8_t *a)
+{
+	if (family == AF_INET) {
+		for (unsigned i = 0; i < id->n_v4; i++)
+			if (!memcmp(&id->v4[i], a, 4))
+				return true;
+	} else {
+		for (unsigned i = 0; i < id->n_v6; i++)
+			if (!memcmp(&id->v6[i], a, 16))
+				return true;
+	}
+	return false;
+}
+
+/* Is @a someone else's: listed in another endpoint's config, or taken from
+ * the kernel by an earlier endpoint? */
+static bool addr_claimed(struct ibresd *d, const struct endpoint *ep, const struct nl_addr *a)
+{
+	for (unsigned j = 0; j < d->cfg.n_eps; j++)
+		if (j != ep->index && id_has_addr(&d->cfg.eps[j].id, a->family, a->addr))
+			return true;
+	for (unsigned j = 0; j < ep->index && j < d->n_eps; j++)
+		if (id_has_addr(&d->eps[j].cfg.id, a->family, a->addr))
+			return true;
+	return false;
+}
+
+unsigned netlink_merge(struct ibresd *d, struct endpoint *ep)
+{
+	struct netlink *nl = d->netlink;
+	struct ibres_hostrec *id = &ep->cfg.id;
+	const struct ibres_hostrec *conf;
+	unsigned dropped = 0;
+
+	char ifnames[CFG_MAX_ENDPOINTS][IFNAMSIZ];
+
+	if (!nl || ep->index >= d->cfg.n_eps)
+		return 0;
+	/* a reload named other interfaces: their addresses are not tracked */
+	config_ifnames(d, ifnames);
+	if (memcmp(ifnames, nl->t->ifnames, sizeof(ifnames)))
+		resync_now(nl);
+	/* The config's addresses come first and stay even when no interface
+	 * has them: the ip transport is bound to the first, and an address
+	 * may be served by another interface or a proxy. */
+	conf = &d->cfg.eps[ep->index].id;
+	memcpy(id->v4, conf->v4, sizeof(id->v4));
+	id->n_v4 = conf->n_v4;
+	memcpy(id->v6, conf->v6, sizeof(id->v6));
+	id->n_v6 = conf->n_v6;
+	for (unsigned i = 0; i < nl->t->n_addrs; i++) {
+		const struct nl_addr *a = &nl->t->addrs[i];
+		const struct nl_link *l = link_find(nl->t, a->ifindex);
+
+		if (!l || !link_serves(l, ep) || id_has_addr(id, a->family, a->addr) ||
+		    addr_claimed(d, ep, a))
+			continue;
+		if (a->family == AF_INET && id->n_v4 < IBRES_HOST_ADDRS_MAX)
+			memcpy(&id->v4[id->n_v4++], a->addr, 4);
+		else if (a->family == AF_INET6 && id->n_v6 < IBRES_HOST_ADDRS_MAX)
+			memcpy(&id->v6[id->n_v6++], a->addr, 16);
+		else
+			dropped++;
+	}
+	return dropped;
+}
+
+static bool same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec *b)
+{
+	return a->n_v4 == b->n_v4 && a->n_v6 == b->n_v6 &&
+	       !memcmp(a->v4, b->v4, a->n_v4 * sizeof(a->v4[0])) &&
+	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
+}
+
+/* Log the addresses in @a that @b lacks, as @what. */
+static void log_diff(const struct endpoint *ep, const struct ibres_hostrec *a,
+		     const struct ibres_hostrec *b, const char *what)
+{
+	char s[INET6_ADDRSTRLEN];
+
+	for (unsigned i = 0; i < a->n_v4; i++)
+		if (!id_has_addr(b, AF_INET, (const uint8_t *)&a->v4[i]))
+			log_info("endpoint %s: address %s %s", ep->cfg.label,
+				 inet_ntop(AF_INET, &a->v4[i], s, sizeof(s)), what);
+	for (unsigned i = 0; i < a->n_v6; i++)
+		if (!id_has_addr(b, AF_INET6, (const uint8_t *)&a->v6[i]))
+			log_info("endpoint %s: address %s %s", ep->cfg.label,
+				 inet_ntop(AF_INET6, &a->v6[i], s, sizeof(s)), what);
+}
+
+void netlink_refresh(struct ibresd *d)
+{
+	struct netlink *nl = d->netlink;
+	bool changed = false;
+
+	if (!nl)
+		return;
+	for (unsigned i = 0; i < d->n_eps; i++) {
+		struct endpoint *ep = &d->eps[i];
+		unsigned dropped;
+		int ret;
+
+		nl->before = ep->cfg.id;
+		dropped = netlink_merge(d, ep);
+		if (same_addrs(&nl->before, &ep->cfg.id))
+			continue;
+		changed = true;
+		log_diff(ep, &ep->cfg.id, &nl->before, "added");
+		log_diff(ep, &nl->before, &ep->cfg.id, "removed");
+		if (dropped)
+			log_warn("endpoint %s: %u addresses left out (at most %u per family)",
+				 ep->cfg.label, dropped, IBRES_HOST_ADDRS_MAX);
+		/* Same identity (GID): the record is replaced in place, keys it
+		 * no longer has are removed, new ones taken over from any
+		 * learned or negative entry. */
+		ret = cache_insert_host(&d->cache, &ep->cfg.id, IBRES_ORIGIN_LOCAL, 0, now_ms());
+		if (ret)
+			log_err("endpoint %s: cannot cache its new addresses: %s", ep->cfg.label,
+				strerror(-ret));
+	}
+	if (!changed)
+		return;
+	fabric_announce_now(d);
+	/* once more, for a lost datagram, and for a peer that heard the new
+	 * owner of a moved address before the old one released it */
+	loop_timer_arm(&d->loop, &nl->reannounce, now_ms() + REANNOUNCE_MS);
+}
+
+static void on_reannounce(struct loop_timer *t)
+{
+	struct netlink *nl = container_of(t, struct netlink, reannounce);
+
+	fabric_announce_now(nl->d);
+}
+
+static void on_resync_timer(struct loop_timer *t)
+{
+	struct netlink *nl = container_of(t, struct netlink, resync_timer);
+
+	resync_now(nl);
+	netlink_refresh(nl->d);
+}
+
+static void on_event(struct loop_fd *lf, uint32_t events)
+{
+	struct netlink *nl = container_of(lf, struct netlink, lf);
+	bool drained = false;
+	int what = 0;
+
+	(void)events;
+	for (unsigned i = 0; i < NL_EVENT_BATCH; i++) {
+		struct sockaddr_nl from;
+		socklen_t flen = sizeof(from);
+		struct nlmsghdr *h;
+		ssize_t n;
+		int rem;
+
+		n = recvfrom(lf->fd, nl->evbuf.b, sizeof(nl->evbuf.b), MSG_DONTWAIT | MSG_TRUNC,
+			     (struct sockaddr *)&from, &flen);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOBUFS || errno == ENOMEM) {
+				/* the socket overran: notifications were dropped */
+				if (!nl->lost)
+					log_info("netlink: address notifications were lost; "
+						 "reading every address again");
+				nl->lost = true;
+				continue;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				drained = true;
+			else
+				log_warn("netlink: receive: %s", strerror(errno));
+			break;
+		}
+		if ((size_t)n > sizeof(nl->evbuf.b)) {
+			nl->lost = true; /* cut: its messages are lost */
+			continue;
+		}
+		if (from.nl_pid != 0)
+			continue;
+		rem = (int)n;
+		for (h = &nl->evbuf.h; nlmsg_ok(h, rem); h = nlmsg_next(h, &rem))
+			what |= on_message(nl->t, h);
+	}
+	/* After an overrun the kernel reports no further drop until the queue
+	 * was empty once: the dump is taken then, so it covers every drop
+	 * that went unreported. */
+	if (drained && nl->lost) {
+		nl->lost = false;
+		resync_now(nl);
+		what |= NL_CHANGED;
+	} else if (what & NL_RESYNC) {
+		resync_later(nl, NL_RESYNC_DELAY_MS);
+	}
+	if (what & NL_CHANGED)
+		netlink_refresh(nl->d);
+}
+
+/* --- route lookup ---------------------------------------------------------------- */
+
+struct route_answer {
+	bool has_src;
+	uint8_t src[16];
+	int oif;
+};
+
+static int route_cb(struct netlink *nl, struct nlmsghdr *h, void *arg)
+{
+	struct route_answer *ra = arg;
+	struct nlattr *tb[RTA_MAX + 1];
+	struct rtmsg *rtm;
+	int len;
+
+	(void)nl;
+	if (h->nlmsg_type != RTM_NEWROUTE || nlmsg_parse(h, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
+		return -EBADMSG;
+	rtm = nlmsg_data(h);
+	len = rtm->rtm_family == AF_INET ? 4 : 16;
+	if (tb[RTA_PREFSRC] && nla_len(tb[RTA_PREFSRC]) == len) {
+		ra->has_src = true;
+		memcpy(ra->src, nla_data(tb[RTA_PREFSRC]), (size_t)len);
+	}
+	if (tb[RTA_OIF] && nla_len(tb[RTA_OIF]) == 4)
+		ra->oif = (int)nla_get_u32(tb[RTA_OIF]);
+	return 0;
+}
+
+struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct cache_key *dst)
+{
+	struct netlink *nl = d->netlink;
+	struct route_answer ra = { 0 };
+	struct rtmsg rtm = { 0 };
+	unsigned candidates = 0;
+	struct nl_msg *msg;
+	struct cache_key k;
+	struct nl_link *l;
+	int ret, len;
+
+	if (!nl || (dst->type != IBRES_KEY_IPV4 && dst->type != IBRES_KEY_IPV6))
+		return NULL;
+	for (unsigned i = 0; i < d->n_eps; i++)
+		if (dst->type == IBRES_KEY_IPV4 ? d->eps[i].cfg.id.n_v4 : d->eps[i].cfg.id.n_v6)
+			candidates++;
+	if (candidates < 2)
+		return NULL; /* the first rule gives the only one there is */
+
+	len = dst->type == IBRES_KEY_IPV4 ? 4 : 16;
+	rtm.rtm_family = dst->type == IBRES_KEY_IPV4 ? AF_INET : AF_INET6;
+	rtm.rtm_dst_len = (unsigned char)(len * 8);
+	msg = nlmsg_alloc_simple(RTM_GETROUTE, 0);
+	if (!msg)
+		return NULL;
+	if (nlmsg_append(msg, &rtm, sizeof(rtm), NLMSG_ALIGNTO) < 0 ||
+	    nla_put(msg, RTA_DST, len, dst->data) < 0)
+		ret = -ENOMEM;
+	else
+		ret = request(nl, msg, false, route_cb, &ra);
+	nlmsg_free(msg);
+	if (ret) {
+		log_debug("netlink: route lookup failed: %s", strerror(-ret));
+		return NULL;
+	}
+	if (ra.has_src && cache_key_addr(&k, dst->type, ra.src) == 0) {
+		struct endpoint *ep = endpoint_by_key(d, &k);
+
+		if (ep)
+			return ep;
+	}
+	l = ra.oif ? link_find(nl->t, ra.oif) : NULL;
+	for (unsigned i = 0; l && i < d->n_eps; i++)
+		if (link_serves(l, &d->eps[i]))
+			return &d->eps[i];
+	return NULL;
+}
+
+/* --- life cycle -------------------------------------------------------------------- */
+
+static int open_sockets(struct netlink *nl)
+{
+	struct timeval tv = { .tv_sec = NL_RECV_TIMEOUT_MS / 1000,
+			      .tv_usec = (NL_RECV_TIMEOUT_MS % 1000) * 1000 };
+	int rcvbuf = NL_EVENT_RCVBUF, fd;
+
+	nl->ev = nl_socket_alloc();
+	nl->rq = nl_socket_alloc();
+	if (!nl->ev || !nl->rq)
+		return -ENOMEM;
+	nl_socket_disable_auto_ack(nl->rq);
+	if (nl_connect(nl->ev, NETLINK_ROUTE) < 0 || nl_connect(nl->rq, NETLINK_ROUTE) < 0)
+		return -EAFNOSUPPORT;
+	if (nl_socket_add_memberships(nl->ev, RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR,
+				      RTNLGRP_IPV6_IFADDR, 0) < 0 ||
+	    nl_socket_set_nonblocking(nl->ev) < 0)
+		return -EIO;
+	fd = nl_socket_get_fd(nl->ev);
+	/* room for a burst (an interface with many addresses going away);
+	 * beyond it, ENOBUFS and a full resync */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (setsockopt(nl_socket_get_fd(nl->rq), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	nl->lf.fd = fd;
+	return 0;
+}
+
+static void netlink_free(struct netlink *nl)
+{
+	if (nl->ev)
+		nl_socket_free(nl->ev);
+	if (nl->rq)
+		nl_socket_free(nl->rq);
+	free(nl->t);
+	free(nl);
+}
+
+int netlink_start(struct ibresd *d)
+{
+	struct netlink *nl = calloc(1, sizeof(*nl));
+	int ret;
+
+	d->netlink = NULL;
+	if (!nl) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	nl->d = d;
+	nl->lf.fd = -1;
+	nl->lf.cb = on_event;
+	nl->reannounce.cb = on_reannounce;
+	nl->resync_timer.cb = on_resync_timer;
+	ret = open_sockets(nl);
+	if (ret)
+		goto err_free;
+	/* subscribed first: a change during the dump is not lost */
+	ret = resync(nl);
+	if (ret)
+		goto err_free;
+	ret = loop_add_fd(&d->loop, &nl->lf, EPOLLIN);
+	if (ret)
+		goto err_free;
+	d->netlink = nl;
+	log_debug("netlink: %u links, %u addresses", nl->t->n_links, nl->t->n_addrs);
+	return 0;
+
+err_free:
+	netlink_free(nl);
+err:
+	log_warn("netlink: %s; endpoints keep their configured addresses only", strerror(-ret));
+	return ret;
+}
+
+void netlink_stop(struct ibresd *d)
+{
+	struct netlink *nl = d->netlink;
+
+	if (!nl)
+		return;
+	loop_timer_cancel(&d->loop, &nl->reannounce);
+	loop_timer_cancel(&d->loop, &nl->resync_timer);
+	loop_del_fd(&d->loop, &nl->lf);
+	netlink_free(nl);
+	d->netlink = NULL;
+}

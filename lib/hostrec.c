@@ -125,3 +125,54 @@ int hostrec_has_name(const struct ibres_hostrec *h, const char *name)
 			return 1;
 	return 0;
 }
+
+static int name_eq_key(const char *name, const uint8_t *data, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char a = (unsigned char)name[i], b = data[i];
+
+		if (!a)
+			return 0;
+		if (a >= 'A' && a <= 'Z')
+			a = (unsigned char)(a - 'A' + 'a');
+		if (b >= 'A' && b <= 'Z')
+			b = (unsigned char)(b - 'A' + 'a');
+		if (a != b)
+			return 0;
+	}
+	return name[len] == '\0';
+}
+
+int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *data, size_t len)
+{
+	const uint8_t *d = data;
+	unsigned i;
+
+	switch (type) {
+	case IBRES_KEY_NAME:
+		for (i = 0; i < h->n_names && i < IBRES_HOST_NAMES_MAX; i++)
+			if (len && len <= IBRES_NAME_MAX && name_eq_key(h->names[i], d, len))
+				return 1;
+		return 0;
+	case IBRES_KEY_IPV4:
+		for (i = 0; len == 4 && i < h->n_v4 && i < IBRES_HOST_ADDRS_MAX; i++)
+			if (!memcmp(&h->v4[i], d, 4))
+				return 1;
+		return 0;
+	case IBRES_KEY_IPV6:
+		for (i = 0; len == 16 && i < h->n_v6 && i < IBRES_HOST_ADDRS_MAX; i++)
+			if (!memcmp(&h->v6[i], d, 16))
+				return 1;
+		return 0;
+	case IBRES_KEY_GID:
+		for (i = 0; len == 16 && i < h->n_gids && i < IBRES_HOST_GIDS_MAX; i++)
+			if (!memcmp(h->gids[i], d, 16))
+				return 1;
+		return 0;
+	case IBRES_KEY_LID:
+		return len == 2 && h->lid && d[0] == (uint8_t)(h->lid >> 8) && d[1] == (uint8_t)h->lid;
+	}
+	return 0;
+}

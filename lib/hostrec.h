@@ -43,4 +43,11 @@ int hostrec_addr_type(int af, size_t len, uint16_t *type);
 /* Case-insensitive name match against every name of @h. */
 int hostrec_has_name(const struct ibres_hostrec *h, const char *name);
 
+/* Does @h own the key (@type, @data, @len): one of its names (@data is the
+ * name, compared without regard to ASCII case, not NUL-terminated), IPv4,
+ * IPv6 addresses, GIDs, or its LID (@data big-endian, 2 bytes)? The one
+ * copy of this rule for the daemon's store, its fabric protocol and its
+ * endpoints. 1 or 0; 0 for an unknown type or a length that does not fit. */
+int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *data, size_t len);
+
 #endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Look-up keys of the host store: a host name (lower-cased), an IPv4 or IPv6
+ * address, a GID or a LID; and the keyed hash every table of the daemon uses
+ * for them (SipHash-2-4 under a random per-table key, so that names chosen by
+ * a hostile peer cannot force long chains).
+ */
+#ifndef IBRESD_HOSTKEY_H
+#define IBRESD_HOSTKEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ibres_proto.h"
+
+#define HOST_KEY_MAX IBRES_NAME_MAX
+/* A buffer this big always holds host_key_str() untruncated (a name with
+ * every byte escaped as \xNN, plus the type prefix). */
+#define HOST_KEY_STR_MAX (8 + 4 * HOST_KEY_MAX)
+
+struct host_key {
+	uint8_t type; /* enum ibres_key_type */
+	uint8_t len;
+	uint8_t data[HOST_KEY_MAX];
+};
+
+/* Build a key; names are lower-cased (ASCII). -EINVAL for an empty or too
+ * long key, an unknown address type, or LID 0. LIDs are stored big-endian. */
+int host_key_name(struct host_key *k, const char *name);
+int host_key_addr(struct host_key *k, uint8_t type, const void *addr); /* IPV4/IPV6/GID */
+int host_key_lid(struct host_key *k, uint16_t lid);
+/* A key of a known type and the right length (a name: 1..HOST_KEY_MAX). */
+bool host_key_valid(const struct host_key *k);
+static inline bool host_key_eq(const struct host_key *a, const struct host_key *b)
+{
+	return a->type == b->type && a->len == b->len && !__builtin_memcmp(a->data, b->data, a->len);
+}
+/* "name:node1", "ipv4:198.18.0.1", "ipv6:2001:db8::1", "gid:fe80::1", "lid:5"
+ * into buf (always NUL-terminated when len > 0, truncated if too small; see
+ * HOST_KEY_STR_MAX). Name bytes outside printable ASCII and '\' appear as
+ * \xNN. A malformed key prints as "key<type>:<hex bytes>". Returns buf. */
+const char *host_key_str(const struct host_key *k, char *buf, size_t len);
+
+/* A random SipHash key (getrandom, without blocking on an early-boot pool). */
+struct key_hasher {
+	uint64_t seed[2];
+};
+void key_hasher_init(struct key_hasher *kh);
+/* Hash of (type, len, data). */
+uint64_t host_key_hash(const struct key_hasher *kh, const struct host_key *k);
+/* The same for raw bytes (identity keys and the like). */
+uint64_t key_hasher_bytes(const struct key_hasher *kh, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host store: what the daemon knows, and nothing it is doing. Facts only:
+ * host records (every name, address, GID and the LID of a host, its origin,
+ * TTL, the best multicast group shared with it, the paths to it), and a
+ * bounded negative cache ("not found", "timed out" for a while). Queries in
+ * flight live in the resolver's pending table (engine/pending.h), never here.
+ *
+ * Compact, for a 49,000-host directory: a host is one allocation holding its
+ * variable-length names and addresses; every key of a host is one 16-byte
+ * slot of an open-addressing index pointing at the host (the key's bytes are
+ * read back from the record, not copied). Paths are allocated only for the
+ * hosts that are talked to.
+ *
+ * Authority: LOCAL (this node's endpoints) > STATIC (the hosts file) >
+ * FABRIC (learned). A host is identified by its first GID, or (no GID) its
+ * first name, else its first IPv4, IPv6 address or its LID: at most one host
+ * per identity exists, and a new record of a known identity replaces it.
+ * LOCAL and STATIC hosts never expire and are never evicted; learned hosts
+ * are bounded (max_hosts) and the least recently used one makes room.
+ *
+ * All times are CLOCK_MONOTONIC milliseconds passed in by the caller. A
+ * struct host pointer is valid until the next call that changes the store.
+ */
+#ifndef IBRESD_HOSTSTORE_H
+#define IBRESD_HOSTSTORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/hostkey.h"
+#include "hostrec.h"
+#include "ibres_proto.h"
+
+/* Keys of one host record: every name, IPv4, IPv6 and GID, and the LID. */
+#define STORE_HOST_KEYS_MAX                                                                        \
+	(IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX + 1)
+/* Largest max_hosts store_init accepts. */
+#define STORE_HOSTS_LIMIT (1u << 22)
+/* Negative answers remembered at most (oldest first out). */
+#define STORE_NEGATIVE_MAX 16384u
+
+struct host;
+struct store_slot;
+struct store_neg;
+
+/* hosts, keys, negatives: live counts (learned: the hosts max_hosts bounds).
+ * hits: look-ups answered (a host or a negative); misses: the others.
+ * inserts: store_insert calls that changed something. evictions: learned
+ * hosts dropped to make room. expirations: hosts and negatives whose time
+ * was up. */
+struct store_stats {
+	uint64_t hosts, learned, keys, negatives, hits, misses, inserts, evictions, expirations;
+};
+
+struct host_store {
+	struct store_slot *slots; /* key index: open addressing, linear probing */
+	unsigned slot_mask;
+	unsigned n_keys;
+	struct host **idents; /* hosts by identity, chained */
+	unsigned ident_mask;
+	struct host *lru_head, *lru_tail; /* learned hosts, least recently used first */
+	unsigned max_hosts;
+	struct store_neg **negs; /* negative answers, chained */
+	unsigned neg_mask;
+	struct store_neg *neg_oldest, *neg_newest;
+	struct store_stats stats;
+	struct key_hasher kh;
+};
+
+/* 0, -EINVAL (max_hosts 0 or above STORE_HOSTS_LIMIT) or -ENOMEM. */
+int store_init(struct host_store *s, unsigned max_hosts);
+/* Frees everything. Safe on a zeroed or already finalised store. */
+void store_fini(struct host_store *s);
+/* A new bound for learned hosts; the least recently used go if over it. */
+void store_set_max_hosts(struct host_store *s, unsigned max_hosts);
+
+/* The host holding @k, or NULL. An expired host is absent (and removed). With
+ * @count, a client asked: hits and misses are counted and the host becomes
+ * the most recently used; the daemon's own bookkeeping passes false. */
+struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64_t now_ms,
+			  bool count);
+
+/* A negative answer for @k: -ENODATA, -ETIMEDOUT..., or 0 when there is none
+ * (expired ones are removed). With @count, a negative answer counts a hit. */
+int store_negative(struct host_store *s, const struct host_key *k, uint64_t now_ms, bool count);
+/* Remember that @k has no host (@status < 0, else -ENODATA) for @ttl_s; 0 s
+ * remembers nothing. A key a host holds is never negative. 0 or -ENOMEM. */
+int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t ttl_s,
+		       int status, uint64_t now_ms);
+
+/* Insert or refresh a host: one key per name, IPv4, IPv6, GID and LID (LID
+ * only if nonzero). ttl_s 0 (and LOCAL or STATIC) never expires.
+ * - A key that another host holds moves to this one (an address that moved),
+ *   unless that host is of higher authority (the key is skipped).
+ * - An insert for an identity a higher-authority host holds changes nothing
+ *   and returns 0: overhearing our own announcement does not unpin us.
+ * - A refresh of the same identity replaces the record; keys it no longer
+ *   lists are dropped; paths survive when the LID did not change; the best
+ *   common group survives unless @grp_mtu is set.
+ * - Negative answers for its keys are forgotten.
+ * - A learned host over max_hosts makes the least recently used one go.
+ * - All or nothing: on -ENOMEM or -EINVAL (no key, an empty or unterminated
+ *   name, a count over its IBRES_HOST_*_MAX, an unknown origin) the store is
+ *   exactly as before.
+ * @grp_mtu/@grp_rate: the multicast group both ends share (0: keep / unknown).
+ * *@out (may be NULL): the host, or NULL when the insert was ignored. */
+int store_insert(struct host_store *s, const struct ibres_hostrec *h, uint8_t origin,
+		 uint32_t ttl_s, uint8_t grp_mtu, uint8_t grp_rate, uint64_t now_ms,
+		 struct host **out);
+
+/* Remove the host with this GID as identity (GOODBYE) unless LOCAL/STATIC.
+ * Returns the keys removed. */
+unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16]);
+/* Remove every host of @origin (the STATIC hosts before a reload). Returns keys removed. */
+unsigned store_remove_origin(struct host_store *s, uint8_t origin);
+/* Remove learned hosts and negative answers (@k NULL), or the host holding
+ * @k (every key of it) or the negative answer for @k. A LOCAL or STATIC host
+ * stays. Returns keys (and negative answers) removed. */
+unsigned store_flush(struct host_store *s, const struct host_key *k);
+/* Expire what is due: hosts, negatives and paths. Returns hosts and
+ * negatives removed. O(hosts + negatives). */
+unsigned store_sweep(struct host_store *s, uint64_t now_ms);
+
+/* The record of @h, expanded (ttl: the seconds left, 0 for never). */
+void host_record(const struct host *h, struct ibres_hostrec *out, uint64_t now_ms);
+uint8_t host_origin(const struct host *h);
+uint64_t host_expires_ms(const struct host *h); /* UINT64_MAX: never */
+uint16_t host_lid(const struct host *h);
+/* The first GID (16 zero bytes when the host has none). */
+const uint8_t *host_gid(const struct host *h);
+/* The canonical name into @buf (IBRES_NAME_MAX + 1 bytes); "" when none. */
+const char *host_name(const struct host *h, char *buf);
+/* The best multicast group both ends joined (0 = unknown). */
+void host_group(const struct host *h, uint8_t *mtu, uint8_t *rate);
+/* Does @h's record list @k (a key may have moved to another host)? */
+bool host_has_key(const struct host *h, const struct host_key *k);
+
+/* The cached path from local endpoint @ep to @h, or NULL (none, expired). */
+const struct ibres_path_record *host_route(const struct host *h, int ep, uint64_t now_ms);
+/* Cache a path from @ep to @h for @ttl_s (0 = never expires). 0 or -ENOMEM. */
+int store_set_route(struct host_store *s, struct host *h, int ep,
+		    const struct ibres_path_record *p, uint32_t ttl_s, uint64_t now_ms);
+/* Forget the paths from @ep (any when < 0) to the host with first GID @gid
+ * (any when NULL): an endpoint's LID or GID changed, or a destination left.
+ * Returns how many. */
+unsigned store_drop_routes(struct host_store *s, int ep, const uint8_t *gid);
+
+/* Visit every key in a stable order (index order, then negative answers):
+ * @h is the host (NULL for a negative answer, whose status is @neg_status
+ * and expiry @expires_ms). Stop when @cb returns nonzero. @cb must not
+ * change the store. */
+typedef int (*store_visit_fn)(const struct host_key *k, const struct host *h, int neg_status,
+			      uint64_t expires_ms, void *arg);
+void store_foreach(struct host_store *s, store_visit_fn cb, void *arg);
+
+/* Heap bytes the store holds (index, hosts, paths, negatives). */
+size_t store_bytes(const struct host_store *s);
+
+/* Check every invariant (index placement, unique keys, every slot's key
+ * listed by its host, identity index, counts, LRU). For tests and fuzzing.
+ * 0 or -EUCLEAN. */
+int store_check(struct host_store *s);
+
+#endif

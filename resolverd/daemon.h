@@ -8,9 +8,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/cache.h"
 #include "core/config.h"
+#include "core/hoststore.h"
 #include "core/loop.h"
+#include "engine/pending.h"
+#include "fabric/fabric.h"
 
 struct server;
 struct fabric;
@@ -35,6 +37,10 @@ struct daemon_stats {
 	uint64_t host_lookups;
 	uint64_t host_notfound;
 	uint64_t pending_timeouts;
+	/* fabric queries (the resolver's pending table) */
+	uint64_t query_retries;
+	uint64_t query_timeouts;
+	uint64_t queries_joined;
 };
 
 struct ibresd {
@@ -44,7 +50,10 @@ struct ibresd {
 	struct ibres_config cfg;
 	struct cfg_hosts static_hosts;
 	struct loop loop;
-	struct cache cache;
+	struct host_store store;     /* what is known (core/hoststore.h) */
+	struct pending_table pending; /* what is being asked (engine/pending.h) */
+	struct fabric_events fabric_ev; /* what the fabric reports up (set by the resolver) */
+	uint64_t rng;                 /* query jitter */
 	struct server *server;
 	struct fabric *fabric; /* NULL: no endpoint carries the fabric protocol */
 	struct sa_client *sa;  /* NULL: no endpoint names an IB device (sa.h) */

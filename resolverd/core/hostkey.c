@@ -265,3 +265,21 @@ uint64_t host_key_hash(const struct key_hasher *kh, const struct host_key *k)
 	memcpy(msg + 2, k->data, k->len);
 	return siphash24(kh->seed, msg, 2 + (size_t)k->len);
 }
+
+unsigned host_keys_of(const struct ibres_hostrec *h, struct host_key keys[HOST_KEYS_MAX])
+{
+	unsigned n = 0, i;
+
+	for (i = 0; i < h->n_names && i < IBRES_HOST_NAMES_MAX; i++)
+		if (host_key_name(&keys[n], h->names[i]) == 0)
+			n++;
+	for (i = 0; i < h->n_v4 && i < IBRES_HOST_ADDRS_MAX; i++)
+		host_key_addr(&keys[n++], IBRES_KEY_IPV4, &h->v4[i]);
+	for (i = 0; i < h->n_v6 && i < IBRES_HOST_ADDRS_MAX; i++)
+		host_key_addr(&keys[n++], IBRES_KEY_IPV6, &h->v6[i]);
+	for (i = 0; i < h->n_gids && i < IBRES_HOST_GIDS_MAX; i++)
+		host_key_addr(&keys[n++], IBRES_KEY_GID, h->gids[i]);
+	if (h->lid && host_key_lid(&keys[n], h->lid) == 0)
+		n++;
+	return n;
+}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hostrec.h"
 #include "ibres_proto.h"
 
 #define HOST_KEY_MAX IBRES_NAME_MAX
@@ -41,6 +42,12 @@ static inline bool host_key_eq(const struct host_key *a, const struct host_key *
  * HOST_KEY_STR_MAX). Name bytes outside printable ASCII and '\' appear as
  * \xNN. A malformed key prints as "key<type>:<hex bytes>". Returns buf. */
 const char *host_key_str(const struct host_key *k, char *buf, size_t len);
+
+/* Keys of one host record: every name, IPv4, IPv6 and GID, and the LID. */
+#define HOST_KEYS_MAX (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX + 1)
+/* Every key of @h (names, IPv4, IPv6, GIDs, the LID if nonzero), skipping
+ * malformed names. Returns how many. */
+unsigned host_keys_of(const struct ibres_hostrec *h, struct host_key keys[HOST_KEYS_MAX]);
 
 /* A random SipHash key (getrandom, without blocking on an early-boot pool). */
 struct key_hasher {

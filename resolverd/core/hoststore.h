@@ -32,9 +32,6 @@
 #include "hostrec.h"
 #include "ibres_proto.h"
 
-/* Keys of one host record: every name, IPv4, IPv6 and GID, and the LID. */
-#define STORE_HOST_KEYS_MAX                                                                        \
-	(IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX + 1)
 /* Largest max_hosts store_init accepts. */
 #define STORE_HOSTS_LIMIT (1u << 22)
 /* Negative answers remembered at most (oldest first out). */

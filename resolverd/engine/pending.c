@@ -97,13 +97,6 @@ void pending_wait(struct pending_query *q, struct lookup_waiter *w)
 	list_add_tail(&q->waiters, &w->node);
 }
 
-void pending_cancel_waiter(struct lookup_waiter *w)
-{
-	if (w->node.next && w->node.next != &w->node)
-		list_del(&w->node);
-	list_init(&w->node);
-}
-
 void pending_end(struct pending_query *q, int status)
 {
 	struct pending_table *pt = q->pt;

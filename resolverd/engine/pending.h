@@ -11,20 +11,13 @@
 #include <stdint.h>
 
 #include "core/hostkey.h"
+#include "core/waiter.h"
 #include "core/list.h"
 #include "core/loop.h"
 
 /* Queries in flight at most: a full table answers ENOMEM, never grows. */
 #define PENDING_MAX 16384u
 
-/* A request (or anything else) waiting for a query to end. */
-struct lookup_waiter {
-	struct list_node node;
-	/* 0: the key has a host now; or a negative errno (-ETIMEDOUT: the
-	 * fabric did not answer; -ECANCELED: flushed). Called once, with the
-	 * waiter already unlinked (it may be freed); it must not end queries. */
-	void (*done)(struct lookup_waiter *w, int status);
-};
 
 struct pending_query {
 	struct list_node node; /* the table's list, oldest first */
@@ -62,8 +55,6 @@ struct pending_query *pending_add(struct pending_table *pt, const struct host_ke
 /* Fire @q's timer at @due_ms. 0 or -ENOMEM. */
 int pending_arm(struct pending_query *q, uint64_t due_ms);
 void pending_wait(struct pending_query *q, struct lookup_waiter *w);
-/* Unlink a waiter that gave up; no callback. Harmless when already done. */
-void pending_cancel_waiter(struct lookup_waiter *w);
 /* End @q: out of the table, its waiters told @status, freed. */
 void pending_end(struct pending_query *q, int status);
 /* End every query with @status. Returns how many. */

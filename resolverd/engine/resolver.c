@@ -4,55 +4,152 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "fabric/fabric.h"
 #include "core/log.h"
 #include "os/netlink.h"
 #include "ib/path.h"
 #include "ib/sa.h"
+#include "engine/pending.h"
 
 #define SWEEP_INTERVAL_MS 1000
 
-static int key_of_host(const struct ibres_hostrec *h, const struct cache_key *k)
+static uint64_t rnd(struct ibresd *d)
 {
-	char name[IBRES_NAME_MAX + 1];
-	unsigned i;
+	/* xorshift64*: jitter only */
+	d->rng ^= d->rng >> 12;
+	d->rng ^= d->rng << 25;
+	d->rng ^= d->rng >> 27;
+	return (d->rng * 0x2545F4914F6CDD1DULL) >> 32;
+}
 
-	switch (k->type) {
-	case IBRES_KEY_NAME:
-		memcpy(name, k->data, k->len);
-		name[k->len] = '\0';
-		return hostrec_has_name(h, name);
-	case IBRES_KEY_IPV4:
-		for (i = 0; i < h->n_v4; i++)
-			if (!memcmp(&h->v4[i], k->data, 4))
-				return 1;
-		return 0;
-	case IBRES_KEY_IPV6:
-		for (i = 0; i < h->n_v6; i++)
-			if (!memcmp(&h->v6[i], k->data, 16))
-				return 1;
-		return 0;
-	case IBRES_KEY_GID:
-		for (i = 0; i < h->n_gids; i++)
-			if (!memcmp(h->gids[i], k->data, 16))
-				return 1;
-		return 0;
-	case IBRES_KEY_LID:
-		return h->lid && k->len == 2 && h->lid == (k->data[0] << 8 | k->data[1]);
+/* Wait after attempt k (0-based): linear backoff, 1×, 1.5×, 2×… timeout. */
+static uint64_t attempt_wait(const struct ibres_config *cfg, unsigned k)
+{
+	return (uint64_t)cfg->timeout_ms + (uint64_t)cfg->timeout_ms * k / 2;
+}
+
+/* @base ± 10%. */
+static uint64_t jitter(struct ibresd *d, uint64_t base)
+{
+	uint64_t span = base / 5;
+
+	return span ? base - base / 10 + rnd(d) % span : base;
+}
+
+uint64_t resolver_bound_ms(const struct ibres_config *cfg)
+{
+	uint64_t total = 0;
+
+	for (unsigned k = 0; k <= cfg->retries; k++)
+		total += attempt_wait(cfg, k) + attempt_wait(cfg, k) / 10;
+	return total;
+}
+
+/* Queries whose key has a host now end; their requests look again. */
+static void end_answered(struct ibresd *d, const struct host_key *keys, unsigned n)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned i = 0; i < n; i++) {
+		struct pending_query *q = pending_find(&d->pending, &keys[i]);
+
+		if (q && store_lookup(&d->store, &keys[i], now, false))
+			pending_end(q, 0);
 	}
+}
+
+static void end_all_answered(struct ibresd *d)
+{
+	struct list_node *pos, *tmp;
+	uint64_t now = now_ms();
+
+	list_for_each_safe(pos, tmp, &d->pending.all)
+	{
+		struct pending_query *q = list_entry(pos, struct pending_query, node);
+
+		if (store_lookup(&d->store, &q->key, now, false))
+			pending_end(q, 0);
+	}
+}
+
+/* The fabric stored a peer's record. */
+static void on_learned(void *arg, const struct ibres_hostrec *h)
+{
+	struct host_key keys[HOST_KEYS_MAX];
+
+	end_answered(arg, keys, host_keys_of(h, keys));
+}
+
+static int on_query_key(void *arg, uint64_t tid, struct host_key *k)
+{
+	struct ibresd *d = arg;
+	struct pending_query *q = pending_find_tid(&d->pending, tid);
+
+	if (!q)
+		return -ENOENT;
+	*k = q->key;
 	return 0;
 }
 
-struct endpoint *endpoint_by_key(struct ibresd *d, const struct cache_key *k)
+/* A query's timer: the next attempt, or the end of the bound. */
+static void on_query_timer(struct pending_query *q, void *arg)
+{
+	struct ibresd *d = arg;
+	uint64_t now = now_ms();
+
+	if (store_lookup(&d->store, &q->key, now, false)) {
+		pending_end(q, 0); /* known meanwhile (a static host, an endpoint) */
+		return;
+	}
+	if (q->attempts > d->cfg.retries) {
+		char key[HOST_KEY_STR_MAX];
+
+		d->stats.query_timeouts++;
+		log_debug("fabric: no answer for %s after %u attempts",
+			  host_key_str(&q->key, key, sizeof(key)), q->attempts);
+		store_set_negative(&d->store, &q->key, d->cfg.negative_ttl_s, -ETIMEDOUT, now);
+		pending_end(q, -ETIMEDOUT);
+		return;
+	}
+	d->stats.query_retries++;
+	fabric_send_request(d, &q->key, q->tid);
+	pending_arm(q, now + jitter(d, attempt_wait(&d->cfg, q->attempts)));
+	q->attempts++;
+}
+
+/* Ask the fabric for @k, or join the query in flight. */
+static struct pending_query *query_start(struct ibresd *d, const struct host_key *k)
+{
+	struct pending_query *q = pending_find(&d->pending, k);
+
+	if (q) {
+		d->stats.queries_joined++;
+		return q;
+	}
+	q = pending_add(&d->pending, k);
+	if (!q)
+		return NULL;
+	q->attempts = 1;
+	if (pending_arm(q, now_ms() + jitter(d, attempt_wait(&d->cfg, 0))) < 0) {
+		pending_end(q, -ENOMEM);
+		return NULL;
+	}
+	fabric_send_request(d, k, q->tid);
+	return q;
+}
+
+struct endpoint *endpoint_by_key(struct ibresd *d, const struct host_key *k)
 {
 	for (unsigned i = 0; i < d->n_eps; i++)
-		if (key_of_host(&d->eps[i].cfg.id, k))
+		if (hostrec_has_key(&d->eps[i].cfg.id, k->type, k->data, k->len))
 			return &d->eps[i];
 	return NULL;
 }
 
-struct endpoint *endpoint_for_dest(struct ibresd *d, const struct cache_key *dst)
+struct endpoint *endpoint_for_dest(struct ibresd *d, const struct host_key *dst)
 {
 	for (unsigned i = 0; i < d->n_eps; i++) {
 		const struct ibres_hostrec *id = &d->eps[i].cfg.id;
@@ -72,7 +169,8 @@ static int load_authoritative(struct ibresd *d)
 	int ret;
 
 	for (unsigned i = 0; i < d->n_eps; i++) {
-		ret = cache_insert_host(&d->cache, &d->eps[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, now);
+		ret = store_insert(&d->store, &d->eps[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now,
+				   NULL);
 		if (ret) {
 			log_err("endpoint %s: cannot cache its identity: %s", d->eps[i].cfg.label,
 				strerror(-ret));
@@ -80,8 +178,8 @@ static int load_authoritative(struct ibresd *d)
 		}
 	}
 	for (unsigned i = 0; i < d->static_hosts.n_hosts; i++) {
-		ret = cache_insert_host(&d->cache, &d->static_hosts.hosts[i], IBRES_ORIGIN_STATIC,
-					0, now);
+		ret = store_insert(&d->store, &d->static_hosts.hosts[i], IBRES_ORIGIN_STATIC, 0, 0,
+				   0, now, NULL);
 		if (ret) {
 			log_err("static host %s: cannot cache it: %s",
 				d->static_hosts.hosts[i].names[0], strerror(-ret));
@@ -111,13 +209,20 @@ int resolver_init(struct ibresd *d)
 {
 	int ret;
 
-	ret = cache_init(&d->cache, d->cfg.cache_size);
+	ret = store_init(&d->store, d->cfg.cache_size);
 	if (ret)
 		return ret;
+	if (getrandom(&d->rng, sizeof(d->rng), GRND_NONBLOCK) != sizeof(d->rng))
+		d->rng = now_ms() ^ (uint64_t)getpid() << 32;
+	d->rng |= 1;
+	pending_init(&d->pending, &d->loop, on_query_timer, d);
+	d->fabric_ev = (struct fabric_events){
+		.learned = on_learned, .query_key = on_query_key, .arg = d
+	};
 	load_endpoints(d);
 	ret = load_authoritative(d);
 	if (ret) {
-		cache_fini(&d->cache);
+		store_fini(&d->store);
 		return ret;
 	}
 	d->sweep_timer.cb = resolver_sweep;
@@ -128,95 +233,115 @@ int resolver_init(struct ibresd *d)
 void resolver_fini(struct ibresd *d)
 {
 	loop_timer_cancel(&d->loop, &d->sweep_timer);
-	cache_fini(&d->cache);
+	pending_fini(&d->pending);
+	store_fini(&d->store);
 }
 
 int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts *hosts)
 {
-	struct cache fresh;
+	struct host_store fresh;
 	int ret;
 
 	/* Build the new authoritative content first, so a failure changes nothing. */
-	ret = cache_init(&fresh, cfg->cache_size);
+	ret = store_init(&fresh, cfg->cache_size);
 	if (ret)
 		return ret;
 	for (unsigned i = 0; i < cfg->n_eps && !ret; i++)
-		ret = cache_insert_host(&fresh, &cfg->eps[i].id, IBRES_ORIGIN_LOCAL, 0, 0);
+		ret = store_insert(&fresh, &cfg->eps[i].id, IBRES_ORIGIN_LOCAL, 0, 0, 0, 0, NULL);
 	for (unsigned i = 0; i < hosts->n_hosts && !ret; i++)
-		ret = cache_insert_host(&fresh, &hosts->hosts[i], IBRES_ORIGIN_STATIC, 0, 0);
-	cache_fini(&fresh);
+		ret = store_insert(&fresh, &hosts->hosts[i], IBRES_ORIGIN_STATIC, 0, 0, 0, 0, NULL);
+	store_fini(&fresh);
 	if (ret)
 		return ret;
 
-	/* Learned entries stay; what the old config made authoritative goes,
+	/* Learned hosts stay; what the old config made authoritative goes,
 	 * and the new truth overwrites any learned key that it claims. */
-	cache_remove_origin(&d->cache, IBRES_ORIGIN_LOCAL);
-	cache_remove_origin(&d->cache, IBRES_ORIGIN_STATIC);
+	store_remove_origin(&d->store, IBRES_ORIGIN_LOCAL);
+	store_remove_origin(&d->store, IBRES_ORIGIN_STATIC);
 	d->cfg = *cfg;
+	store_set_max_hosts(&d->store, d->cfg.cache_size);
 	hosts_free(&d->static_hosts);
 	d->static_hosts = *hosts;
 	memset(hosts, 0, sizeof(*hosts));
 	load_endpoints(d);
-	return load_authoritative(d);
+	ret = load_authoritative(d);
+	end_all_answered(d);
+	return ret;
 }
 
 void resolver_sweep(struct loop_timer *t)
 {
 	struct ibresd *d = container_of(t, struct ibresd, sweep_timer);
-	unsigned n = cache_sweep(&d->cache, now_ms());
+	unsigned n = store_sweep(&d->store, now_ms());
 
 	if (n)
-		log_debug("cache sweep: %u entries expired", n);
+		log_debug("store sweep: %u hosts and negative answers expired", n);
 	loop_timer_arm(&d->loop, t, now_ms() + SWEEP_INTERVAL_MS);
 }
 
-enum lookup_result resolver_lookup(struct ibresd *d, struct cache_waiter *w,
-				   const struct cache_key *k, bool nodelay,
-				   struct cache_entry **out)
+enum lookup_result resolver_lookup(struct ibresd *d, struct lookup_waiter *w,
+				   const struct host_key *k, bool nodelay, struct host **out)
 {
 	uint64_t now = now_ms();
-	struct cache_entry *e = cache_lookup(&d->cache, k, now);
+	struct pending_query *q;
+	int neg;
 
-	if (e && (e->state == IBRES_STATE_RESOLVED || e->state == IBRES_STATE_ROUTED)) {
-		*out = e;
+	*out = store_lookup(&d->store, k, now, true);
+	if (*out)
 		return LOOKUP_FOUND;
-	}
-	if (e && e->state == IBRES_STATE_NEGATIVE)
-		return e->neg_status == -ETIMEDOUT ? LOOKUP_TIMEDOUT : LOOKUP_NOTFOUND;
+	neg = store_negative(&d->store, k, now, true);
+	if (neg)
+		return neg == -ETIMEDOUT ? LOOKUP_TIMEDOUT : LOOKUP_NOTFOUND;
 	if (!fabric_may_query(d, k))
 		return LOOKUP_NOTFOUND;
-	if (!e) {
-		e = cache_get_or_create(&d->cache, k, now);
-		if (!e)
-			return LOOKUP_ERROR;
-	}
 	/* a second asker joins the query in flight (and is counted) */
-	if ((e->state == IBRES_STATE_INIT || e->state == IBRES_STATE_QUERYING) &&
-	    fabric_query(d, e) < 0)
+	q = query_start(d, k);
+	if (!q)
 		return LOOKUP_ERROR;
 	if (nodelay)
 		return LOOKUP_NOTFOUND;
-	cache_add_waiter(e, w);
+	pending_wait(q, w);
 	return LOOKUP_WAIT;
 }
 
 const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint *ep,
-					       struct cache_entry *e, bool *cached)
+					       struct host *h, struct ibres_path_record *out,
+					       bool *cached)
 {
-	struct ibres_path_record path;
+	const struct ibres_path_record *p;
+	struct ibres_hostrec rec;
 	struct path_params pp;
 	uint64_t now = now_ms();
 
-	if (e->state == IBRES_STATE_ROUTED && e->route_ep == (int)ep->index &&
-	    e->route_expires_ms > now) {
+	p = host_route(h, (int)ep->index, now);
+	if (p) {
 		*cached = true;
-		return &e->route;
+		*out = *p;
+		return out;
 	}
 	*cached = false;
-	fabric_path_params(d, ep, e->host, &pp);
-	path_build(&path, &ep->cfg, &e->host->rec, &pp);
-	cache_set_route(e, (int)ep->index, &path, d->cfg.route_ttl_s, now);
-	return &e->route;
+	fabric_path_params(d, ep, h, &pp);
+	host_record(h, &rec, now);
+	path_build(out, &ep->cfg, &rec, &pp);
+	/* without memory to cache it, the path is still right for this answer */
+	store_set_route(&d->store, h, (int)ep->index, out, d->cfg.route_ttl_s, now);
+	return out;
+}
+
+unsigned resolver_flush(struct ibresd *d, const struct host_key *k)
+{
+	struct pending_query *q;
+	unsigned n;
+
+	if (!k)
+		return store_flush(&d->store, NULL) + pending_end_all(&d->pending, -ECANCELED);
+	n = store_flush(&d->store, k);
+	q = pending_find(&d->pending, k);
+	if (q) {
+		pending_end(q, -ECANCELED);
+		n++;
+	}
+	return n;
 }
 
 void resolver_local_changed(struct ibresd *d, struct endpoint *ep, bool gid_changed)
@@ -227,34 +352,31 @@ void resolver_local_changed(struct ibresd *d, struct endpoint *ep, bool gid_chan
 	/* a new GID is a new identity: the old record must go first (local
 	 * records are never replaced by another identity's) */
 	if (gid_changed)
-		cache_remove_origin(&d->cache, IBRES_ORIGIN_LOCAL);
+		store_remove_origin(&d->store, IBRES_ORIGIN_LOCAL);
 	for (unsigned i = 0; i < d->n_eps; i++) {
 		if (!gid_changed && &d->eps[i] != ep)
 			continue;
-		ret = cache_insert_host(&d->cache, &d->eps[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, now);
+		ret = store_insert(&d->store, &d->eps[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now,
+				   NULL);
 		if (ret)
 			log_err("endpoint %s: cannot cache its identity: %s", d->eps[i].cfg.label,
 				strerror(-ret));
 	}
 	/* paths from it carry its old LID or GID */
-	cache_drop_routes(&d->cache, (int)ep->index, NULL);
+	store_drop_routes(&d->store, (int)ep->index, NULL);
 }
 
-enum lookup_result resolver_route_wait(struct ibresd *d, struct cache_waiter *w,
-				       struct endpoint *ep, struct cache_entry *e, int *err)
+enum lookup_result resolver_route_wait(struct ibresd *d, struct lookup_waiter *w,
+				       struct endpoint *ep, struct host *h, int *err)
 {
 	*err = 0;
 	/* loopback paths are built locally, as are paths of endpoints without
 	 * an SA port */
-	if (d->cfg.route_prot != ROUTE_PROT_SA || !e->host ||
-	    e->host->origin == IBRES_ORIGIN_LOCAL || !sa_route_available(d, ep))
+	if (d->cfg.route_prot != ROUTE_PROT_SA || host_origin(h) == IBRES_ORIGIN_LOCAL ||
+	    !sa_route_available(d, ep))
 		return LOOKUP_FOUND;
-	if (e->state == IBRES_STATE_ROUTED && e->route_ep == (int)ep->index &&
-	    e->route_expires_ms > now_ms())
+	if (host_route(h, (int)ep->index, now_ms()))
 		return LOOKUP_FOUND;
-	*err = sa_route_query(d, ep, e);
-	if (*err)
-		return LOOKUP_ERROR;
-	cache_add_waiter(e, w);
-	return LOOKUP_WAIT;
+	*err = sa_route_query(d, ep, h, w);
+	return *err ? LOOKUP_ERROR : LOOKUP_WAIT;
 }

@@ -36,19 +36,10 @@ struct fabric_port {
 	bool open;
 };
 
-struct fabric_query {
-	struct list_node node;
-	struct cache_key key;
-	uint64_t tid;
-	unsigned attempts;
-	uint64_t next_ms;
-};
-
 struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
 		rx_auth_failed, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
-		requests_sent, replies_sent, announces_sent, goodbyes_rx, query_retries,
-		query_timeouts, queries_joined;
+		requests_sent, replies_sent, announces_sent, goodbyes_rx;
 };
 
 #define NEWCOMER_SLOTS 1024
@@ -65,18 +56,15 @@ struct fabric {
 	struct newcomer_slot newcomers[NEWCOMER_SLOTS];
 	struct fabric_port ports[CFG_MAX_ENDPOINTS];
 	unsigned n_ports;
-	struct list_node queries;
-	unsigned n_queries;
-	struct loop_timer retry_timer;
 	struct loop_timer announce_timer;
 	unsigned startup_announces_left;
 	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
-	uint64_t next_tid;
 	uint64_t rng;
 	uint8_t key[KEY_MAX_BYTES];
 	size_t key_len;
 	struct fabric_counters c;
+	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];
 };
 
@@ -97,27 +85,12 @@ static uint64_t jitter(struct fabric *f, uint64_t base)
 	return span ? base - base / 10 + rnd(f) % span : base;
 }
 
-/* Wait after attempt k (0-based): linear backoff, 1×, 1.5×, 2×… timeout. */
-static uint64_t attempt_wait(const struct ibres_config *cfg, unsigned k)
-{
-	return (uint64_t)cfg->timeout_ms + (uint64_t)cfg->timeout_ms * k / 2;
-}
-
-uint64_t fabric_bound_ms(const struct ibres_config *cfg)
-{
-	uint64_t total = 0;
-
-	for (unsigned k = 0; k <= cfg->retries; k++)
-		total += attempt_wait(cfg, k) + attempt_wait(cfg, k) / 10;
-	return total;
-}
-
 static bool announcing(const struct fabric *f)
 {
 	return f->d->cfg.announce_interval_s > 0;
 }
 
-/* The cache is the whole cluster directory only while announcements refresh
+/* The store is the whole cluster directory only while announcements refresh
  * every entry well before it expires; otherwise a miss may be a live node
  * whose entry just ran out, and must be asked. */
 static bool directory_mode(const struct fabric *f)
@@ -193,34 +166,24 @@ static int port_send(struct fabric_port *p, const struct fw_msg *m,
  * over, and local and static hosts are never taken over. */
 static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
 {
-	struct cache_key keys[IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX];
-	unsigned n = 0;
+	struct host_key keys[HOST_KEYS_MAX];
+	unsigned n = host_keys_of(h, keys);
 	uint64_t now = now_ms();
+	char name[IBRES_NAME_MAX + 1];
 
-	for (unsigned i = 0; i < h->n_names; i++)
-		if (cache_key_name(&keys[n], h->names[i]) == 0)
-			n++;
-	for (unsigned i = 0; i < h->n_v4; i++)
-		cache_key_addr(&keys[n++], IBRES_KEY_IPV4, &h->v4[i]);
-	for (unsigned i = 0; i < h->n_v6; i++)
-		cache_key_addr(&keys[n++], IBRES_KEY_IPV6, &h->v6[i]);
-	for (unsigned i = 0; i < h->n_gids; i++)
-		cache_key_addr(&keys[n++], IBRES_KEY_GID, h->gids[i]);
-	if (h->lid && cache_key_lid(&keys[n], h->lid) == 0)
-		n++;
 	for (unsigned i = 0; i < n; i++) {
-		struct cache_entry *e = cache_peek(&f->d->cache, &keys[i], now);
+		struct host *e = store_lookup(&f->d->store, &keys[i], now, false);
 		bool same;
 
-		if (!e || !e->host)
+		if (!e)
 			continue;
 		/* the same port (GID) under another canonical name is a forgery
 		 * too, while the known owner lives */
-		same = !memcmp(e->host->rec.gids[0], h->gids[0], 16) &&
-		       !strcasecmp(e->host->rec.names[0], h->names[0]);
+		same = !memcmp(host_gid(e), h->gids[0], 16) &&
+		       !strcasecmp(host_name(e, name), h->names[0]);
 		if (same)
 			continue;
-		if (e->host->origin != IBRES_ORIGIN_FABRIC || e->host->expires_ms > now)
+		if (host_origin(e) != IBRES_ORIGIN_FABRIC || host_expires_ms(e) > now)
 			return true;
 	}
 	return false;
@@ -238,28 +201,27 @@ static int learn_check(struct fabric *f, const struct fw_msg *m)
 	return -EEXIST;
 }
 
-/* Cache a sender's identity that passed learn_check(). */
+/* Store a sender's identity that passed learn_check(), and tell the resolver. */
 static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 {
 	struct fabric *f = p->f;
 	const struct ibres_hostrec *h = &m->sender;
-	struct cache_key gk;
-	struct cache_entry *e;
 	uint32_t ttl = f->d->cfg.addr_ttl_s;
+	uint8_t mtu = 0, rate = 0;
 	int ret;
 
 	/* a sender may ask for a shorter lifetime, never a longer one */
 	if (h->ttl && h->ttl < ttl)
 		ttl = h->ttl;
-	ret = cache_insert_host(&f->d->cache, h, IBRES_ORIGIN_FABRIC, ttl, now_ms());
+	if (group >= 0) {
+		mtu = p->ep->cfg.groups[group].mtu;
+		rate = p->ep->cfg.groups[group].rate;
+	}
+	ret = store_insert(&f->d->store, h, IBRES_ORIGIN_FABRIC, ttl, mtu, rate, now_ms(), NULL);
 	if (ret)
 		return ret;
-	cache_key_addr(&gk, IBRES_KEY_GID, h->gids[0]);
-	e = cache_peek(&f->d->cache, &gk, now_ms());
-	if (e && e->host && group >= 0) {
-		e->host->grp_mtu = p->ep->cfg.groups[group].mtu;
-		e->host->grp_rate = p->ep->cfg.groups[group].rate;
-	}
+	if (f->ev.learned)
+		f->ev.learned(f->ev.arg, h);
 	return 0;
 }
 
@@ -271,16 +233,19 @@ static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
 	return ret ? ret : learn_store(p, m, group);
 }
 
-void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct cache_host *h,
+void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct host *h,
 			struct path_params *pp)
 {
 	uint8_t mtu, rate;
 
 	path_params_of(&ep->cfg, pp);
-	if (h->origin == IBRES_ORIGIN_LOCAL || !ep->cfg.n_groups)
+	if (host_origin(h) == IBRES_ORIGIN_LOCAL || !ep->cfg.n_groups)
 		return;
-	mtu = h->grp_mtu ? h->grp_mtu : ep->cfg.groups[0].mtu;
-	rate = h->grp_rate ? h->grp_rate : ep->cfg.groups[0].rate;
+	host_group(h, &mtu, &rate);
+	if (!mtu)
+		mtu = ep->cfg.groups[0].mtu;
+	if (!rate)
+		rate = ep->cfg.groups[0].rate;
 	/* the group's parameters, never above what the endpoint itself can do */
 	if (mtu < pp->mtu)
 		pp->mtu = mtu;
@@ -292,124 +257,28 @@ void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struc
 
 /* --- queries ---------------------------------------------------------------- */
 
-static void arm_retry_timer(struct fabric *f)
+int fabric_send_request(struct ibresd *d, const struct host_key *k, uint64_t tid)
 {
-	struct list_node *pos, *tmp;
-	uint64_t next = UINT64_MAX;
-
-	list_for_each_safe(pos, tmp, &f->queries)
-	{
-		struct fabric_query *q = list_entry(pos, struct fabric_query, node);
-
-		if (q->next_ms < next)
-			next = q->next_ms;
-	}
-	if (next == UINT64_MAX)
-		loop_timer_cancel(&f->d->loop, &f->retry_timer);
-	else
-		loop_timer_arm(&f->d->loop, &f->retry_timer, next);
-}
-
-static void query_free(struct fabric *f, struct fabric_query *q)
-{
-	list_del(&q->node);
-	f->n_queries--;
-	free(q);
-}
-
-static struct fabric_query *query_by_tid(struct fabric *f, uint64_t tid)
-{
-	struct list_node *pos, *tmp;
-
-	list_for_each_safe(pos, tmp, &f->queries)
-	{
-		struct fabric_query *q = list_entry(pos, struct fabric_query, node);
-
-		if (q->tid == tid)
-			return q;
-	}
-	return NULL;
-}
-
-static void send_request(struct fabric *f, struct fabric_query *q)
-{
+	struct fabric *f = d->fabric;
 	struct fw_msg m;
+	int ret = -ENOTCONN;
 
+	if (!f)
+		return -EOPNOTSUPP;
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
 		if (!p->open)
 			continue;
-		msg_init(p, &m, FW_REQUEST, q->tid);
+		msg_init(p, &m, FW_REQUEST, tid);
 		m.has_target = true;
-		m.target = q->key;
-		if (port_send(p, &m, NULL) == 0)
+		m.target = *k;
+		if (port_send(p, &m, NULL) == 0) {
 			f->c.requests_sent++;
-	}
-}
-
-static void on_retry_timer(struct loop_timer *t)
-{
-	struct fabric *f = container_of(t, struct fabric, retry_timer);
-	struct ibresd *d = f->d;
-	struct list_node *pos, *tmp;
-	uint64_t now = now_ms();
-
-	list_for_each_safe(pos, tmp, &f->queries)
-	{
-		struct fabric_query *q = list_entry(pos, struct fabric_query, node);
-		struct cache_entry *e;
-
-		if (q->next_ms > now)
-			continue;
-		e = cache_peek(&d->cache, &q->key, now);
-		if (!e || e->state != IBRES_STATE_QUERYING) {
-			query_free(f, q); /* answered, flushed or evicted meanwhile */
-			continue;
+			ret = 0;
 		}
-		if (q->attempts > d->cfg.retries) {
-			char key[128];
-
-			f->c.query_timeouts++;
-			log_debug("fabric: no answer for %s after %u attempts",
-				  cache_key_str(&q->key, key, sizeof(key)), q->attempts);
-			query_free(f, q);
-			cache_set_negative(&d->cache, e, d->cfg.negative_ttl_s, -ETIMEDOUT, now);
-			continue;
-		}
-		f->c.query_retries++;
-		send_request(f, q);
-		q->next_ms = now + jitter(f, attempt_wait(&d->cfg, q->attempts));
-		q->attempts++;
 	}
-	arm_retry_timer(f);
-}
-
-int fabric_query(struct ibresd *d, struct cache_entry *e)
-{
-	struct fabric *f = d->fabric;
-	struct fabric_query *q;
-
-	if (!f)
-		return -EOPNOTSUPP;
-	if (e->state == IBRES_STATE_QUERYING) {
-		f->c.queries_joined++;
-		return 0;
-	}
-	q = calloc(1, sizeof(*q));
-	if (!q)
-		return -ENOMEM;
-	q->key = e->key;
-	q->tid = f->next_tid++;
-	q->attempts = 1;
-	q->next_ms = now_ms() + jitter(f, attempt_wait(&d->cfg, 0));
-	list_add_tail(&f->queries, &q->node);
-	f->n_queries++;
-	e->state = IBRES_STATE_QUERYING;
-	e->tid = q->tid;
-	send_request(f, q);
-	arm_retry_timer(f);
-	return 0;
+	return ret;
 }
 
 /* --- receiving ---------------------------------------------------------------- */
@@ -422,34 +291,10 @@ static bool is_own(struct fabric *f, const struct ibres_hostrec *h)
 	return false;
 }
 
-static bool key_matches_host(const struct cache_key *k, const struct ibres_hostrec *h)
+static bool key_matches_host(const struct host_key *k, const struct ibres_hostrec *h)
 {
-	struct cache_key x;
-
-	switch (k->type) {
-	case IBRES_KEY_NAME:
-		for (unsigned i = 0; i < h->n_names; i++)
-			if (cache_key_name(&x, h->names[i]) == 0 && x.len == k->len &&
-			    !memcmp(x.data, k->data, k->len))
-				return true;
-		return false;
-	case IBRES_KEY_IPV4:
-		for (unsigned i = 0; i < h->n_v4; i++)
-			if (!memcmp(&h->v4[i], k->data, 4))
-				return true;
-		return false;
-	case IBRES_KEY_IPV6:
-		for (unsigned i = 0; i < h->n_v6; i++)
-			if (!memcmp(&h->v6[i], k->data, 16))
-				return true;
-		return false;
-	case IBRES_KEY_GID:
-		for (unsigned i = 0; i < h->n_gids; i++)
-			if (!memcmp(h->gids[i], k->data, 16))
-				return true;
-		return false;
-	}
-	return false;
+	/* a LID is never asked on the fabric */
+	return k->type != IBRES_KEY_LID && hostrec_has_key(h, k->type, k->data, k->len);
 }
 
 static void on_request(struct fabric_port *p, const struct fw_msg *m,
@@ -459,7 +304,7 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 	int g = best_common_group(p, m->groups, m->n_groups);
 	struct fw_msg r;
 
-	/* every receiver caches the requester */
+	/* every receiver stores the requester */
 	if (!key_matches_host(&m->target, &p->ep->cfg.id)) {
 		if (learn(p, m, g) == 0)
 			f->c.overheard++;
@@ -481,24 +326,19 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 static void on_reply(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
-	struct fabric_query *q = query_by_tid(f, m->tid);
-	int g;
+	struct host_key key;
 
-	if (!q) {
-		/* unsolicited: nothing of it goes into the cache */
+	if (!f->ev.query_key || f->ev.query_key(f->ev.arg, m->tid, &key) < 0) {
+		/* unsolicited: nothing of it goes into the store */
 		f->c.rx_unsolicited++;
 		return;
 	}
-	if (!key_matches_host(&q->key, &m->sender)) {
+	if (!key_matches_host(&key, &m->sender)) {
 		f->c.rx_mismatch++;
 		return;
 	}
-	g = best_common_group(p, &m->chosen, 1);
-	if (learn(p, m, g) < 0)
-		return;
-	/* cache_insert_host completed the waiters of the queried key */
-	query_free(f, q);
-	arm_retry_timer(f);
+	/* learning it ends the query (the resolver hears of it) */
+	learn(p, m, best_common_group(p, &m->chosen, 1));
 }
 
 /* The first NEWCOMER announce of a burst (start-up or resync: the tid names
@@ -539,19 +379,20 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
-	struct cache_key gk;
-	struct cache_entry *e;
+	char name[IBRES_NAME_MAX + 1];
+	struct host_key gk;
+	struct host *e;
 
-	cache_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
-	e = cache_peek(&f->d->cache, &gk, now_ms());
+	host_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
+	e = store_lookup(&f->d->store, &gk, now_ms(), false);
 	/* only the identity we know may say goodbye for it */
-	if (!e || !e->host || e->host->origin != IBRES_ORIGIN_FABRIC ||
-	    strcasecmp(e->host->rec.names[0], m->sender.names[0])) {
+	if (!e || host_origin(e) != IBRES_ORIGIN_FABRIC || memcmp(host_gid(e), m->sender.gids[0], 16) ||
+	    strcasecmp(host_name(e, name), m->sender.names[0])) {
 		f->c.rx_mismatch++;
 		return;
 	}
 	f->c.goodbyes_rx++;
-	cache_remove_host_by_gid(&f->d->cache, m->sender.gids[0]);
+	store_remove_gid(&f->d->store, m->sender.gids[0]);
 }
 
 static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
@@ -637,9 +478,9 @@ static void on_announce_timer(struct loop_timer *t)
 
 /* --- policy ------------------------------------------------------------------ */
 
-static bool name_is_cluster_name(const struct ibres_config *cfg, const struct cache_key *k)
+static bool name_is_cluster_name(const struct ibres_config *cfg, const struct host_key *k)
 {
-	char name[CACHE_KEY_MAX + 1];
+	char name[HOST_KEY_MAX + 1];
 
 	if (!cfg->n_patterns)
 		return true;
@@ -651,7 +492,7 @@ static bool name_is_cluster_name(const struct ibres_config *cfg, const struct ca
 	return false;
 }
 
-bool fabric_may_query(struct ibresd *d, const struct cache_key *k)
+bool fabric_may_query(struct ibresd *d, const struct host_key *k)
 {
 	struct fabric *f = d->fabric;
 
@@ -715,13 +556,11 @@ int fabric_start(struct ibresd *d)
 	if (!f)
 		return -ENOMEM;
 	f->d = d;
-	list_init(&f->queries);
-	f->retry_timer.cb = on_retry_timer;
+	f->ev = d->fabric_ev;
 	f->announce_timer.cb = on_announce_timer;
 	if (getrandom(&f->rng, sizeof(f->rng), 0) != sizeof(f->rng))
 		f->rng = now_ms() ^ (uint64_t)getpid() << 32;
 	f->rng |= 1;
-	f->next_tid = ((uint64_t)rnd(f) << 32 | rnd(f)) & ~0xffffULL;
 	if (d->cfg.cluster_key_file[0]) {
 		ret = load_key(f, d->cfg.cluster_key_file);
 		if (ret)
@@ -832,17 +671,11 @@ void fabric_identity_changed(struct ibresd *d, const struct endpoint *ep,
 void fabric_stop(struct ibresd *d)
 {
 	struct fabric *f = d->fabric;
-	struct list_node *pos, *tmp;
 
 	if (!f)
 		return;
 	announce_all(f, 0, FW_GOODBYE, 0);
-	loop_timer_cancel(&d->loop, &f->retry_timer);
 	loop_timer_cancel(&d->loop, &f->announce_timer);
-	list_for_each_safe(pos, tmp, &f->queries)
-	{
-		query_free(f, list_entry(pos, struct fabric_query, node));
-	}
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
@@ -880,10 +713,10 @@ void fabric_stats(struct ibresd *d, struct tlv_writer *w)
 		{ "fabric_replies_sent", c->replies_sent },
 		{ "fabric_announces_sent", c->announces_sent },
 		{ "fabric_goodbyes_rx", c->goodbyes_rx },
-		{ "fabric_query_retries", c->query_retries },
-		{ "fabric_query_timeouts", c->query_timeouts },
-		{ "fabric_queries_joined", c->queries_joined },
-		{ "fabric_queries_outstanding", d->fabric ? d->fabric->n_queries : 0 },
+		{ "fabric_query_retries", d->stats.query_retries },
+		{ "fabric_query_timeouts", d->stats.query_timeouts },
+		{ "fabric_queries_joined", d->stats.queries_joined },
+		{ "fabric_queries_outstanding", d->pending.n },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

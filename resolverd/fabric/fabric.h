@@ -6,9 +6,21 @@
 
 #include <stdbool.h>
 
-#include "core/cache.h"
+#include "core/hostkey.h"
+#include "hostrec.h"
 
 struct ibresd;
+
+/* What the protocol core reports up (registered by the resolver, which owns
+ * the queries in flight; see engine/pending.h). */
+struct fabric_events {
+	/* A peer's record went into the host store (overheard or answered). */
+	void (*learned)(void *arg, const struct ibres_hostrec *h);
+	/* The key of the query in flight with transaction id @tid: 0, or
+	 * -ENOENT when none is (the answer is unsolicited and dropped). */
+	int (*query_key)(void *arg, uint64_t tid, struct host_key *k);
+	void *arg;
+};
 
 /* Start the fabric protocol on every endpoint that has a transport; leaves
  * d->fabric NULL when none has. 0 or a negative errno. */
@@ -34,22 +46,19 @@ void fabric_identity_changed(struct ibresd *d, const struct endpoint *ep,
 /* May @k be sent to the fabric? False without a transport, for names
  * outside the cluster name patterns, and (authoritative "not found") for
  * cluster names once the settle time has passed without an announcement. */
-bool fabric_may_query(struct ibresd *d, const struct cache_key *k);
+bool fabric_may_query(struct ibresd *d, const struct host_key *k);
 
-/* Send (or join) the query for @e: state QUERYING, retries and the final
- * answer (cache_insert_host or cache_set_negative) are the fabric's job.
- * 0 or a negative errno. */
-int fabric_query(struct ibresd *d, struct cache_entry *e);
-
-/* The longest a fabric query can take: every attempt's wait, with jitter. */
-struct ibres_config;
-uint64_t fabric_bound_ms(const struct ibres_config *cfg);
+/* Send one REQUEST for @k with transaction id @tid on every open port (one
+ * attempt; the resolver's pending table retries). 0, or a negative errno
+ * when no port could send. */
+int fabric_send_request(struct ibresd *d, const struct host_key *k, uint64_t tid);
 
 /* The path parameters towards @h from @ep: the group both joined (the
  * lowest when unknown), capped by the endpoint's own MTU and rate. */
 struct endpoint;
 struct path_params;
-void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct cache_host *h,
+struct host;
+void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct host *h,
 			struct path_params *pp);
 
 /* Append the fabric's named counters (NAME, COUNTER pairs) to a STATS answer. */

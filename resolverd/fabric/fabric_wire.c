@@ -49,9 +49,9 @@ static int hmac(const uint8_t *key, size_t key_len, const uint8_t *data, size_t 
 	return 0;
 }
 
-static int put_key(struct tlv_writer *w, const struct cache_key *k)
+static int put_key(struct tlv_writer *w, const struct host_key *k)
 {
-	char name[CACHE_KEY_MAX + 1];
+	char name[HOST_KEY_MAX + 1];
 
 	switch (k->type) {
 	case IBRES_KEY_NAME:
@@ -117,7 +117,7 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 	return (int)len;
 }
 
-static int get_key(const struct tlv_item *nest, struct cache_key *k)
+static int get_key(const struct tlv_item *nest, struct host_key *k)
 {
 	char name[IBRES_NAME_MAX + 1];
 	struct tlv_reader r;
@@ -130,19 +130,19 @@ static int get_key(const struct tlv_item *nest, struct cache_key *k)
 			return -EBADMSG;
 		switch (it.type) {
 		case IBRES_T_NAME:
-			if (tlv_get_str(&it, name, sizeof(name)) < 0 || cache_key_name(k, name) < 0)
+			if (tlv_get_str(&it, name, sizeof(name)) < 0 || host_key_name(k, name) < 0)
 				return -EBADMSG;
 			break;
 		case IBRES_T_IPV4:
 			if (it.length != 4)
 				return -EBADMSG;
-			cache_key_addr(k, IBRES_KEY_IPV4, it.value);
+			host_key_addr(k, IBRES_KEY_IPV4, it.value);
 			break;
 		case IBRES_T_IPV6:
 		case IBRES_T_GID:
 			if (it.length != 16)
 				return -EBADMSG;
-			cache_key_addr(k, it.type == IBRES_T_GID ? IBRES_KEY_GID : IBRES_KEY_IPV6,
+			host_key_addr(k, it.type == IBRES_T_GID ? IBRES_KEY_GID : IBRES_KEY_IPV6,
 				       it.value);
 			break;
 		default:

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/cache.h"
+#include "core/hostkey.h"
 #include "hostrec.h"
 
 #define FW_MAGIC 0x49425253u /* "IBRS" */
@@ -50,7 +50,7 @@ struct fw_msg {
 	struct fw_group groups[FW_MAX_GROUPS];
 	unsigned n_groups;
 	bool has_target;
-	struct cache_key target;
+	struct host_key target;
 	bool has_chosen;
 	struct fw_group chosen;
 };

@@ -45,12 +45,12 @@ uint8_t status_from_errno(int err)
 	}
 }
 
-/* Entry settled (called from inside the cache: do nothing but schedule). */
-static void request_wake(struct cache_waiter *w, struct cache_entry *e, int status)
+/* The query ended (called from inside the resolver or the SA client: do
+ * nothing but schedule). */
+static void request_wake(struct lookup_waiter *w, int status)
 {
 	struct request *req = container_of(w, struct request, waiter);
 
-	(void)e;
 	req->woken = true;
 	req->wake_status = status;
 	loop_timer_arm(&req->d->loop, &req->deadline, 0);
@@ -65,7 +65,7 @@ static void request_resume(struct loop_timer *t)
 
 	if (!req->woken) {
 		/* Nothing settled in time: every wait has a bound. */
-		cache_cancel_waiter(&req->waiter);
+		lookup_waiter_cancel(&req->waiter);
 		d->stats.pending_timeouts++;
 		reply_status(req, d->scratch, &len, IBRES_STATUS_ETIMEDOUT);
 		server_complete(d, req, d->scratch, len);
@@ -88,7 +88,7 @@ static void request_resume(struct loop_timer *t)
 	server_complete(d, req, d->scratch, len);
 }
 
-struct cache_waiter *request_waiter(struct request *req)
+struct lookup_waiter *request_waiter(struct request *req)
 {
 	req->waiter.done = request_wake;
 	return &req->waiter;
@@ -96,7 +96,7 @@ struct cache_waiter *request_waiter(struct request *req)
 
 int request_wait(struct ibresd *d, struct request *req)
 {
-	uint64_t bound = fabric_bound_ms(&d->cfg) + WAIT_SLACK_MS;
+	uint64_t bound = resolver_bound_ms(&d->cfg) + WAIT_SLACK_MS;
 
 	req->woken = false;
 	req->deadline.cb = request_resume;
@@ -106,21 +106,21 @@ int request_wait(struct ibresd *d, struct request *req)
 
 void dispatch_abandon(struct ibresd *d, struct request *req)
 {
-	cache_cancel_waiter(&req->waiter);
+	lookup_waiter_cancel(&req->waiter);
 	loop_timer_cancel(&d->loop, &req->deadline);
 	req->woken = false;
 }
 
 /* A RESOLVE address entry as a cache key. */
-static int key_from_entry(const struct ibres_ep_entry *e, struct cache_key *k)
+static int key_from_entry(const struct ibres_ep_entry *e, struct host_key *k)
 {
 	switch (e->type) {
 	case IBRES_EP_TYPE_NAME:
-		return cache_key_name(k, e->info.name);
+		return host_key_name(k, e->info.name);
 	case IBRES_EP_TYPE_IP:
-		return cache_key_addr(k, IBRES_KEY_IPV4, e->info.addr);
+		return host_key_addr(k, IBRES_KEY_IPV4, e->info.addr);
 	case IBRES_EP_TYPE_IP6:
-		return cache_key_addr(k, IBRES_KEY_IPV6, e->info.addr);
+		return host_key_addr(k, IBRES_KEY_IPV6, e->info.addr);
 	}
 	return -EINVAL;
 }
@@ -208,24 +208,24 @@ static int answer_lookup(struct ibresd *d, struct request *req, struct endpoint 
 /* Look the destination up and answer with the path from @ep to it (and the
  * chosen source, if any), or with why not. Both RESOLVE forms end here. */
 static int answer_route(struct ibresd *d, struct request *req, struct endpoint *ep,
-			const struct cache_key *dkey, bool nodelay,
+			const struct host_key *dkey, bool nodelay,
 			const struct ibres_ep_entry *src, uint8_t *reply, size_t *len)
 {
-	const struct ibres_path_record *path;
+	struct ibres_path_record path;
 	enum lookup_result res;
-	struct cache_entry *e;
+	struct host *h;
 	bool cached;
 	int err;
 
 	if (!req->counted)
 		ep->counters[IBRES_CNTR_RESOLVE]++;
-	res = resolver_lookup(d, request_waiter(req), dkey, nodelay, &e);
+	res = resolver_lookup(d, request_waiter(req), dkey, nodelay, &h);
 	if (res != LOOKUP_FOUND)
 		return answer_lookup(d, req, ep, res, reply, len);
 	if (!req->counted)
 		count(d, ep, IBRES_CNTR_ADDR_CACHE);
 	/* route protocol sa: the first resolution waits for the SA's path */
-	res = resolver_route_wait(d, request_waiter(req), ep, e, &err);
+	res = resolver_route_wait(d, request_waiter(req), ep, h, &err);
 	if (res == LOOKUP_WAIT) {
 		count(d, ep, IBRES_CNTR_ROUTE_QUERY);
 		req->counted = req->route_asked = true;
@@ -235,17 +235,17 @@ static int answer_route(struct ibresd *d, struct request *req, struct endpoint *
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, status_from_errno(err));
 	}
-	path = resolver_route(d, ep, e, &cached);
+	resolver_route(d, ep, h, &path, &cached);
 	if (!req->route_asked)
 		count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
-	*len = build_resolve_reply(req, reply, path, src);
+	*len = build_resolve_reply(req, reply, &path, src);
 	return 0;
 }
 
 static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_resolve_req *r,
 			uint8_t *reply, size_t *len)
 {
-	struct cache_key dkey, skey;
+	struct host_key dkey, skey;
 	struct endpoint *ep;
 	struct ibres_ep_entry src;
 
@@ -276,12 +276,12 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 }
 
 /* The SA answered a QUERY_SA (called from the SA client: only schedule). */
-static void request_verified(struct cache_waiter *w, struct cache_entry *e, int status)
+static void request_verified(struct lookup_waiter *w, int status)
 {
 	struct request *req = container_of(w, struct request, waiter);
 
 	req->verified = true;
-	request_wake(w, e, status);
+	request_wake(w, status);
 }
 
 /* QUERY_SA (ib_acme -v): the SA's record for the client's path, never the
@@ -319,7 +319,7 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 			uint8_t *reply, size_t *len)
 {
 	const struct ibres_path_record *in = &r->path->info.path;
-	struct cache_key dkey, skey;
+	struct host_key dkey, skey;
 	struct endpoint *ep = NULL;
 
 	if (r->query_sa && !d->sa) {
@@ -328,10 +328,10 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		return reply_status(req, reply, len, IBRES_STATUS_ENOTCONN);
 	}
 	if (!gid_is_zero(in->sgid)) {
-		cache_key_addr(&skey, IBRES_KEY_GID, in->sgid);
+		host_key_addr(&skey, IBRES_KEY_GID, in->sgid);
 		ep = endpoint_by_key(d, &skey);
 	} else if (in->slid) {
-		cache_key_lid(&skey, be16toh(in->slid));
+		host_key_lid(&skey, be16toh(in->slid));
 		ep = endpoint_by_key(d, &skey);
 	} else if (d->n_eps) {
 		ep = &d->eps[0];
@@ -343,9 +343,9 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 	if (r->query_sa)
 		return verify_path(d, req, ep, in, reply, len);
 	if (!gid_is_zero(in->dgid)) {
-		cache_key_addr(&dkey, IBRES_KEY_GID, in->dgid);
+		host_key_addr(&dkey, IBRES_KEY_GID, in->dgid);
 	} else if (in->dlid) {
-		cache_key_lid(&dkey, be16toh(in->dlid));
+		host_key_lid(&dkey, be16toh(in->dlid));
 	} else {
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);
@@ -381,7 +381,7 @@ static int handle_perf(struct ibresd *d, struct request *req, uint8_t *reply, si
 
 	if (req->len == IBRES_HDR_LEN + IBRES_EP_LEN) {
 		const struct ibres_ep_entry *e = (const void *)(req->msg + IBRES_HDR_LEN);
-		struct cache_key k;
+		struct host_key k;
 		struct endpoint *ep;
 
 		if (!(e->flags & IBRES_EP_FLAG_SOURCE) ||

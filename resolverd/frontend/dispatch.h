@@ -10,13 +10,13 @@
 /* Header-only answer with @status. Always 0. */
 int reply_status(const struct request *req, uint8_t *reply, size_t *len, uint8_t status);
 
-/* Map a negative errno from the cache or fabric to an ibacm status. */
+/* Map a negative errno from the store, the fabric or the SA to an ibacm status. */
 uint8_t status_from_errno(int err);
 
-/* @req's waiter, armed to resume the request when its entry settles. */
-struct cache_waiter *request_waiter(struct request *req);
+/* @req's waiter, armed to resume the request when its query ends. */
+struct lookup_waiter *request_waiter(struct request *req);
 
-/* Leave @req waiting on its cache entry until it settles or the resolve bound
+/* Leave @req waiting on its query until it ends or the resolve bound
  * passes; the answer then comes from dispatching it again. */
 int request_wait(struct ibresd *d, struct request *req);
 

@@ -45,7 +45,7 @@ static uint32_t ttl_left(uint64_t expires_ms, uint64_t now)
 }
 
 /* A key item (NAME, IPV4, IPV6 or GID) as a cache key. */
-static int key_from_item(const struct tlv_item *it, struct cache_key *k)
+static int key_from_item(const struct tlv_item *it, struct host_key *k)
 {
 	char name[IBRES_NAME_MAX + 1];
 
@@ -53,13 +53,13 @@ static int key_from_item(const struct tlv_item *it, struct cache_key *k)
 	case IBRES_T_NAME:
 		if (tlv_get_str(it, name, sizeof(name)) < 0)
 			return -EINVAL;
-		return cache_key_name(k, name);
+		return host_key_name(k, name);
 	case IBRES_T_IPV4:
-		return it->length == 4 ? cache_key_addr(k, IBRES_KEY_IPV4, it->value) : -EINVAL;
+		return it->length == 4 ? host_key_addr(k, IBRES_KEY_IPV4, it->value) : -EINVAL;
 	case IBRES_T_IPV6:
-		return it->length == 16 ? cache_key_addr(k, IBRES_KEY_IPV6, it->value) : -EINVAL;
+		return it->length == 16 ? host_key_addr(k, IBRES_KEY_IPV6, it->value) : -EINVAL;
 	case IBRES_T_GID:
-		return it->length == 16 ? cache_key_addr(k, IBRES_KEY_GID, it->value) : -EINVAL;
+		return it->length == 16 ? host_key_addr(k, IBRES_KEY_GID, it->value) : -EINVAL;
 	}
 	return -EINVAL;
 }
@@ -67,7 +67,7 @@ static int key_from_item(const struct tlv_item *it, struct cache_key *k)
 /* Parse a body holding at most one key item, FLAGS and OFFSET. */
 struct ext_args {
 	bool has_key;
-	struct cache_key key;
+	struct host_key key;
 	uint32_t flags;
 	uint32_t offset;
 };
@@ -109,7 +109,7 @@ static int handle_host(struct ibresd *d, struct request *req, const struct ext_a
 		       uint8_t *reply, size_t *len)
 {
 	struct ibres_hostrec rec;
-	struct cache_entry *e;
+	struct host *h;
 	struct ext_reply r;
 	enum lookup_result res;
 
@@ -118,10 +118,10 @@ static int handle_host(struct ibresd *d, struct request *req, const struct ext_a
 	if (!req->counted)
 		d->stats.host_lookups++;
 	if (a->flags & IBRES_HOST_CACHE_ONLY) {
-		e = cache_lookup(&d->cache, &a->key, now_ms());
-		res = e && e->host ? LOOKUP_FOUND : LOOKUP_NOTFOUND;
+		h = store_lookup(&d->store, &a->key, now_ms(), true);
+		res = h ? LOOKUP_FOUND : LOOKUP_NOTFOUND;
 	} else {
-		res = resolver_lookup(d, request_waiter(req), &a->key, false, &e);
+		res = resolver_lookup(d, request_waiter(req), &a->key, false, &h);
 	}
 	switch (res) {
 	case LOOKUP_FOUND:
@@ -137,8 +137,8 @@ static int handle_host(struct ibresd *d, struct request *req, const struct ext_a
 	default:
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	}
-	rec = e->host->rec;
-	rec.ttl = ttl_left(e->host->expires_ms, now_ms());
+	host_record(h, &rec, now_ms());
+	rec.ttl = ttl_left(host_expires_ms(h), now_ms());
 	ext_begin(&r, req, reply);
 	if (hostrec_encode(&r.w, &rec) < 0)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
@@ -150,34 +150,39 @@ struct list_ctx {
 	uint32_t index, offset;
 	bool full;
 	uint64_t now;
+	unsigned n_eps;
 };
 
-static int list_one(struct cache_entry *e, void *arg)
+/* One CACHE_LIST item. Keys of hosts are RESOLVED, or ROUTED when a path
+ * from some endpoint is stored; negative answers NEGATIVE; keys being
+ * asked QUERYING (engine/pending.h). */
+static int list_item(struct list_ctx *lc, const struct host_key *k, uint8_t state, uint8_t origin,
+		     uint64_t expires_ms, const struct host *h, const struct ibres_path_record *path)
 {
-	struct list_ctx *lc = arg;
 	size_t mark = lc->w->len;
-	char key[128];
+	char key[HOST_KEY_STR_MAX];
 	const char *text;
 	int nest;
 
 	if (lc->index++ < lc->offset)
 		return 0;
 	nest = tlv_nest_begin(lc->w);
-	tlv_put_u8(lc->w, IBRES_T_KEYTYPE, e->key.type);
-	text = cache_key_str(&e->key, key, sizeof(key));
+	tlv_put_u8(lc->w, IBRES_T_KEYTYPE, k->type);
+	text = host_key_str(k, key, sizeof(key));
 	text = strchr(text, ':') ? strchr(text, ':') + 1 : text;
 	tlv_put_str(lc->w, IBRES_T_KEY, text);
-	tlv_put_u8(lc->w, IBRES_T_STATE, e->state);
-	tlv_put_u8(lc->w, IBRES_T_ORIGIN, e->host ? e->host->origin : IBRES_ORIGIN_FABRIC);
-	tlv_put_u32(lc->w, IBRES_T_TTL, ttl_left(e->expires_ms, lc->now));
-	if (e->host) {
-		struct ibres_hostrec rec = e->host->rec;
+	tlv_put_u8(lc->w, IBRES_T_STATE, state);
+	tlv_put_u8(lc->w, IBRES_T_ORIGIN, origin);
+	tlv_put_u32(lc->w, IBRES_T_TTL, ttl_left(expires_ms, lc->now));
+	if (h) {
+		struct ibres_hostrec rec;
 
-		rec.ttl = ttl_left(e->host->expires_ms, lc->now);
+		host_record(h, &rec, lc->now);
+		rec.ttl = ttl_left(host_expires_ms(h), lc->now);
 		hostrec_encode(lc->w, &rec);
 	}
-	if (e->state == IBRES_STATE_ROUTED)
-		tlv_put(lc->w, IBRES_T_PATH, &e->route, sizeof(e->route));
+	if (path)
+		tlv_put(lc->w, IBRES_T_PATH, path, sizeof(*path));
 	tlv_nest_end(lc->w, nest);
 	/* Keep room for the NEXT item that says where the next page starts. */
 	if (lc->w->overflow || lc->w->cap - lc->w->len < 8) {
@@ -189,6 +194,28 @@ static int list_one(struct cache_entry *e, void *arg)
 	return 0;
 }
 
+static int list_key(const struct host_key *k, const struct host *h, int neg_status,
+		    uint64_t expires_ms, void *arg)
+{
+	struct list_ctx *lc = arg;
+	const struct ibres_path_record *path = NULL;
+
+	(void)neg_status;
+	if (!h)
+		return list_item(lc, k, IBRES_STATE_NEGATIVE, IBRES_ORIGIN_FABRIC, expires_ms, NULL,
+				 NULL);
+	for (unsigned i = 0; i < lc->n_eps && !path; i++)
+		path = host_route(h, (int)i, lc->now);
+	return list_item(lc, k, path ? IBRES_STATE_ROUTED : IBRES_STATE_RESOLVED, host_origin(h),
+			 expires_ms, h, path);
+}
+
+static int list_query(const struct pending_query *q, void *arg)
+{
+	return list_item(arg, &q->key, IBRES_STATE_QUERYING, IBRES_ORIGIN_FABRIC, UINT64_MAX, NULL,
+			 NULL);
+}
+
 static int handle_cache_list(struct ibresd *d, struct request *req, const struct ext_args *a,
 			     uint8_t *reply, size_t *len)
 {
@@ -196,8 +223,10 @@ static int handle_cache_list(struct ibresd *d, struct request *req, const struct
 	struct list_ctx lc;
 
 	ext_begin(&r, req, reply);
-	lc = (struct list_ctx){ .w = &r.w, .offset = a->offset, .now = now_ms() };
-	cache_foreach(&d->cache, list_one, &lc);
+	lc = (struct list_ctx){ .w = &r.w, .offset = a->offset, .now = now_ms(), .n_eps = d->n_eps };
+	store_foreach(&d->store, list_key, &lc);
+	if (!lc.full)
+		pending_foreach(&d->pending, list_query, &lc);
 	if (lc.full)
 		tlv_put_u32(&r.w, IBRES_T_NEXT, lc.index);
 	return ext_end(&r, reply, len);
@@ -213,7 +242,7 @@ static int handle_cache_flush(struct ibresd *d, struct request *req, const struc
 		d->stats.admin_denied++;
 		return reply_status(req, reply, len, IBRES_STATUS_EPERM);
 	}
-	n = cache_flush(&d->cache, a->has_key ? &a->key : NULL);
+	n = resolver_flush(d, a->has_key ? &a->key : NULL);
 	fabric_resync(d);
 	ext_begin(&r, req, reply);
 	tlv_put_u64(&r.w, IBRES_T_COUNT, n);
@@ -241,12 +270,17 @@ static int handle_stats(struct ibresd *d, struct request *req, uint8_t *reply, s
 		{ "host_lookups", d->stats.host_lookups },
 		{ "host_notfound", d->stats.host_notfound },
 		{ "pending_timeouts", d->stats.pending_timeouts },
-		{ "cache_entries", d->cache.n_entries },
-		{ "cache_hits", d->cache.stats.hits },
-		{ "cache_misses", d->cache.stats.misses },
-		{ "cache_inserts", d->cache.stats.inserts },
-		{ "cache_evictions", d->cache.stats.evictions },
-		{ "cache_expirations", d->cache.stats.expirations },
+		/* what CACHE_LIST lists: keys of hosts, negative answers, queries */
+		{ "cache_entries", d->store.n_keys + d->store.stats.negatives + d->pending.n },
+		{ "cache_hosts", d->store.stats.hosts },
+		{ "cache_learned_hosts", d->store.stats.learned },
+		{ "cache_negatives", d->store.stats.negatives },
+		{ "cache_bytes", store_bytes(&d->store) },
+		{ "cache_hits", d->store.stats.hits },
+		{ "cache_misses", d->store.stats.misses },
+		{ "cache_inserts", d->store.stats.inserts },
+		{ "cache_evictions", d->store.stats.evictions },
+		{ "cache_expirations", d->store.stats.expirations },
 	};
 	struct ext_reply r;
 

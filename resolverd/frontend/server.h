@@ -13,14 +13,15 @@
 #include <sys/types.h>
 
 #include "frontend/acm.h"
-#include "core/cache.h"
+#include "core/hostkey.h"
+#include "core/waiter.h"
 #include "core/loop.h"
 
 struct ibresd;
 struct client;
 
 /* A request being answered. It lives inside its connection; while it waits
- * on a cache entry (-EINPROGRESS from the dispatcher) the connection reads
+ * on a query (-EINPROGRESS from the dispatcher) the connection reads
  * nothing more. If the client goes away, the waiter is cancelled. */
 struct request {
 	struct ibresd *d;
@@ -29,7 +30,7 @@ struct request {
 	size_t len;
 	uint8_t msg[ACM_REQ_MAX];
 	bool counted;                /* counted once even if dispatched again */
-	struct cache_waiter waiter;  /* for the dispatcher's use */
+	struct lookup_waiter waiter; /* for the dispatcher's use */
 	struct loop_timer deadline;  /* answers ETIMEDOUT if nothing else does */
 	bool woken;                  /* the entry settled: dispatch again */
 	int wake_status;             /* how it settled: 0, or a negative errno */

@@ -96,10 +96,10 @@ struct sa_query {
 	uint64_t next_ms;     /* sent: when this attempt times out */
 	uint64_t deadline_ms; /* whatever happens, the query ends then */
 	uint8_t mad[MAD_LEN];
-	struct cache_key dest; /* Q_PATH: the destination's GID (or LID) key */
+	struct host_key dest; /* Q_PATH: the destination's GID (or LID) key */
 	uint8_t dgid[16];      /* Q_PATH, Q_VERIFY: the answer must be about it */
 	bool check_dgid;
-	struct list_node waiters; /* Q_VERIFY: the client request, if still there */
+	struct list_node waiters; /* Q_PATH, Q_VERIFY: the client requests still there */
 	struct ibres_path_record *out;
 	unsigned group; /* Q_JOIN, Q_LEAVE */
 };
@@ -380,7 +380,7 @@ static void fail_port_queries(struct sa_client *sa, struct sa_port *p, int statu
 }
 
 static struct sa_query *find_path_query(struct sa_client *sa, struct sa_port *p,
-					const struct cache_key *k)
+					const struct host_key *k)
 {
 	struct list_node *lists[2] = {&sa->outstanding, &p->pending}, *pos, *tmp;
 
@@ -515,35 +515,38 @@ bool sa_route_available(struct ibresd *d, const struct endpoint *ep)
 	return p && p->io;
 }
 
-int sa_route_query(struct ibresd *d, struct endpoint *ep, struct cache_entry *e)
+int sa_route_query(struct ibresd *d, struct endpoint *ep, const struct host *h,
+		   struct lookup_waiter *w)
 {
 	struct sa_client *sa = d->sa;
 	struct sa_port *p = port_of(sa, ep);
 	struct ibres_path_record pr;
-	struct cache_key k;
+	struct host_key k;
 	struct sa_query *q;
 	uint64_t mask;
 
 	if (!p || !port_usable(p))
 		return -ENOTCONN;
-	if (!e->host)
-		return -ENODATA;
+	static const uint8_t zero[16];
+
 	memset(&pr, 0, sizeof(pr));
 	mask = PR_COMP_SGID | PR_COMP_REVERSIBLE | PR_COMP_NUMB_PATH | PR_COMP_PKEY;
-	if (e->host->rec.n_gids) {
+	if (memcmp(host_gid(h), zero, 16)) {
 		/* GIDs are the stable identity; a LID learned from a peer may be stale */
-		cache_key_addr(&k, IBRES_KEY_GID, e->host->rec.gids[0]);
-		memcpy(pr.dgid, e->host->rec.gids[0], 16);
+		host_key_addr(&k, IBRES_KEY_GID, host_gid(h));
+		memcpy(pr.dgid, host_gid(h), 16);
 		mask |= PR_COMP_DGID;
-	} else if (e->host->rec.lid) {
-		cache_key_lid(&k, e->host->rec.lid);
-		pr.dlid = htobe16(e->host->rec.lid);
+	} else if (host_lid(h)) {
+		host_key_lid(&k, host_lid(h));
+		pr.dlid = htobe16(host_lid(h));
 		mask |= PR_COMP_DLID;
 	} else {
 		return -ENODATA;
 	}
-	if (find_path_query(sa, p, &k)) {
+	q = find_path_query(sa, p, &k);
+	if (q) {
 		sa->c.joined++;
+		list_add_tail(&q->waiters, &w->node);
 		return 0;
 	}
 	q = query_new(sa, p, Q_PATH);
@@ -558,81 +561,73 @@ int sa_route_query(struct ibresd *d, struct endpoint *ep, struct cache_entry *e)
 		memcpy(q->dgid, pr.dgid, 16);
 		q->check_dgid = true;
 	}
+	list_add_tail(&q->waiters, &w->node);
 	sa->c.path_queries++;
 	query_submit(sa, q);
 	return 0;
 }
 
 /* The SA has no path to @gid (its port left the subnet): a host learned
- * from the fabric is stale and goes (true: its entries, and their waiters,
- * are gone); the routes to a configured one are dropped. */
-static bool drop_stale(struct sa_client *sa, const uint8_t gid[16])
+ * from the fabric is stale and goes; the routes to a configured one are
+ * dropped. */
+static void drop_stale(struct sa_client *sa, const uint8_t gid[16])
 {
 	struct ibresd *d = sa->d;
-	struct cache_entry *e;
-	struct cache_key k;
+	struct host_key k;
+	struct host *h;
 
-	cache_key_addr(&k, IBRES_KEY_GID, gid);
-	e = cache_peek(&d->cache, &k, now_ms());
-	if (!e || !e->host)
-		return false;
-	sa->c.routes_dropped += cache_drop_routes(&d->cache, -1, gid);
-	if (e->host->origin != IBRES_ORIGIN_FABRIC)
-		return false;
+	host_key_addr(&k, IBRES_KEY_GID, gid);
+	h = store_lookup(&d->store, &k, now_ms(), false);
+	if (!h)
+		return;
+	sa->c.routes_dropped += store_drop_routes(&d->store, -1, gid);
+	if (host_origin(h) != IBRES_ORIGIN_FABRIC)
+		return;
 	sa->c.hosts_dropped++;
-	cache_remove_host_by_gid(&d->cache, gid);
-	return true;
+	store_remove_gid(&d->store, gid);
 }
 
-/* Store the answer on every entry of the destination host (all its names
- * and addresses share the route) and wake the requests waiting on them. */
+/* Complete every waiter of @q with @status. */
+static void query_wake(struct sa_query *q, int status)
+{
+	while (!list_empty(&q->waiters)) {
+		struct lookup_waiter *w = list_entry(q->waiters.next, struct lookup_waiter, node);
+
+		list_del(&w->node);
+		list_init(&w->node);
+		if (w->done)
+			w->done(w, status);
+	}
+}
+
+/* Store the answer with the destination host (all its names and addresses
+ * share the path) and wake the requests waiting for it. */
 static void route_deliver(struct sa_client *sa, struct sa_query *q, int status,
 			  const struct ibres_path_record *pr)
 {
 	struct ibresd *d = sa->d;
-	struct cache_key keys[CACHE_HOST_KEYS_MAX];
-	struct ibres_hostrec rec;
-	struct cache_entry *e;
 	uint64_t now = now_ms();
-	unsigned n = 0;
-	char ks[CACHE_KEY_STR_MAX];
+	char ks[HOST_KEY_STR_MAX];
+	struct host *h;
 
-	e = cache_peek(&d->cache, &q->dest, now);
-	if (!e || !e->host)
-		return; /* the host left meanwhile; the cache completed its waiters */
-	rec = e->host->rec;
+	h = store_lookup(&d->store, &q->dest, now, false);
+	if (!h) {
+		query_wake(q, -ENODATA); /* the host left meanwhile */
+		return;
+	}
 	if (status) {
 		log_info("%s: no path to %s from the SA: %s", q->port->label,
-			 cache_key_str(&q->dest, ks, sizeof(ks)), strerror(-status));
-		if (status == -ENODATA && rec.n_gids && drop_stale(sa, rec.gids[0]))
-			return;
+			 host_key_str(&q->dest, ks, sizeof(ks)), strerror(-status));
+		if (status == -ENODATA && q->check_dgid)
+			drop_stale(sa, q->dgid);
+	} else if (store_set_route(&d->store, h, q->port->ep, pr, d->cfg.route_ttl_s, now) < 0) {
+		status = -ENOMEM;
 	}
-	for (unsigned i = 0; i < rec.n_names; i++)
-		if (cache_key_name(&keys[n], rec.names[i]) == 0)
-			n++;
-	for (unsigned i = 0; i < rec.n_v4; i++)
-		cache_key_addr(&keys[n++], IBRES_KEY_IPV4, &rec.v4[i]);
-	for (unsigned i = 0; i < rec.n_v6; i++)
-		cache_key_addr(&keys[n++], IBRES_KEY_IPV6, &rec.v6[i]);
-	for (unsigned i = 0; i < rec.n_gids; i++)
-		cache_key_addr(&keys[n++], IBRES_KEY_GID, rec.gids[i]);
-	if (rec.lid && cache_key_lid(&keys[n], rec.lid) == 0)
-		n++;
-	for (unsigned i = 0; i < n; i++) {
-		e = cache_peek(&d->cache, &keys[i], now);
-		/* the same host: its identity (first GID, else first name) */
-		if (!e || !e->host ||
-		    (rec.n_gids ? memcmp(e->host->rec.gids[0], rec.gids[0], 16)
-				: strcasecmp(e->host->rec.names[0], rec.names[0])))
-			continue;
-		if (!status)
-			cache_set_route(e, q->port->ep, pr, d->cfg.route_ttl_s, now);
-		cache_complete(e, status);
-	}
+	query_wake(q, status);
 }
 
 int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_path_record *in,
-		   struct cache_waiter *w, struct ibres_path_record *out)
+		   struct lookup_waiter *w, struct ibres_path_record *out)
 {
 	struct sa_client *sa = d->sa;
 	struct sa_port *p = port_of(sa, ep);
@@ -659,19 +654,14 @@ int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_pat
 static void verify_deliver(struct sa_client *sa, struct sa_query *q, int status,
 			   const struct ibres_path_record *pr)
 {
-	struct cache_waiter *w;
-
 	if (status == -ENODATA && q->check_dgid)
 		drop_stale(sa, q->dgid);
 
 	if (list_empty(&q->waiters))
 		return; /* the client went away */
-	w = list_entry(q->waiters.next, struct cache_waiter, node);
-	list_del(&w->node);
 	if (!status)
 		*q->out = *pr;
-	if (w->done)
-		w->done(w, NULL, status);
+	query_wake(q, status);
 }
 
 /* --- groups ----------------------------------------------------------------- */
@@ -896,7 +886,7 @@ static void fill_endpoint(const struct sa_port *p, struct endpoint *ep)
 }
 
 /* Put the port's data into its endpoint; when the identity changed, refresh
- * the cache and tell the fabric. */
+ * the store and tell the fabric. */
 static void port_apply(struct sa_port *p)
 {
 	struct ibresd *d = p->sa->d;

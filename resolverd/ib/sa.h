@@ -19,15 +19,14 @@
  *   runs on the event loop.
  *
  * How a client request waits for the SA (route protocol `sa`): the request
- * found its destination's cache entry RESOLVED but without a route from its
+ * found its destination's host in the store but without a path from its
  * endpoint. resolver_route_wait() starts (or joins) one PathRecord query for
- * (endpoint, destination GID) and hangs the request's waiter on the entry.
- * When the answer comes, the route is stored on every cache entry of that
- * host (all its names and addresses) with the route TTL, and the entries'
- * waiters are completed: the requests are dispatched again and find the
- * route cached. A failure completes them with the error (no SM: ENOTCONN;
- * no answer: ETIMEDOUT; no path: ENODATA, and a learned host the SA no
- * longer knows is dropped from the cache).
+ * (endpoint, destination GID) and hangs the request's waiter on the query.
+ * When the answer comes, the path is stored with that host (for all its
+ * names and addresses) with the route TTL, and the waiters are completed:
+ * the requests find the path stored. A failure completes them with the
+ * error (no SM: ENOTCONN; no answer: ETIMEDOUT; no path: ENODATA, and a
+ * learned host the SA no longer knows is dropped from the store).
  */
 #ifndef IBRESD_SA_H
 #define IBRESD_SA_H
@@ -35,7 +34,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/cache.h"
+#include "core/hoststore.h"
+#include "core/waiter.h"
 #include "ibres_proto.h"
 
 struct ibresd;
@@ -44,7 +44,7 @@ struct path_params;
 struct tlv_writer;
 
 /* Open the port of every endpoint that names a device, discover it (bounded
- * wait), put its data into the endpoint and the cache, and start joining
+ * wait), put its data into the endpoint and the store, and start joining
  * the endpoint's groups. A port that cannot be used (no such device, not
  * InfiniBand: RoCE, iWARP) is skipped with a log line; the endpoint keeps its
  * configured values. Call before fabric_start. 0 or -ENOMEM. */
@@ -62,19 +62,20 @@ void sa_apply_endpoint(struct ibresd *d, struct endpoint *ep);
 /* Can routes from @ep come from the SA (its port is open)? */
 bool sa_route_available(struct ibresd *d, const struct endpoint *ep);
 
-/* Start, or join, the PathRecord query from @ep to the host of @e (RESOLVED
- * or ROUTED). The answer lands as described above. 0, -ENOTCONN (port not
- * active or no SM), -ENODATA (the host has neither GID nor LID), -EAGAIN
- * (too many queries), -ENOMEM. */
-int sa_route_query(struct ibresd *d, struct endpoint *ep, struct cache_entry *e);
+/* Start, or join, the PathRecord query from @ep to @h; @w waits for it. The
+ * answer lands as described above. 0, -ENOTCONN (port not active or no SM),
+ * -ENODATA (the host has neither GID nor LID), -EAGAIN (too many queries),
+ * -ENOMEM. */
+int sa_route_query(struct ibresd *d, struct endpoint *ep, const struct host *h,
+		   struct lookup_waiter *w);
 
 /* QUERY_SA: ask the SA for @in as given (component mask of its non-zero
- * fields), never from the cache. @w->done runs once with entry NULL and the
- * status; on 0, *@out holds the SA's record. @w may be cancelled with
- * cache_cancel_waiter() before that; @out is then not touched. 0 or
+ * fields), never from the store. @w->done runs once with the status; on 0,
+ * *@out holds the SA's record. @w may be cancelled with
+ * lookup_waiter_cancel() before that; @out is then not touched. 0 or
  * -ENOTCONN, -EAGAIN, -ENOMEM. */
 int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_path_record *in,
-		   struct cache_waiter *w, struct ibres_path_record *out);
+		   struct lookup_waiter *w, struct ibres_path_record *out);
 
 /* Route protocol mcast: when @ep's port joined the IB group of parameters
  * (@mtu, @rate), the path inherits what the SA answered for it: MTU, rate,

@@ -572,7 +572,7 @@ void netlink_refresh(struct ibresd *d)
 		/* Same identity (GID): the record is replaced in place, keys it
 		 * no longer has are removed, new ones taken over from any
 		 * learned or negative entry. */
-		ret = cache_insert_host(&d->cache, &ep->cfg.id, IBRES_ORIGIN_LOCAL, 0, now_ms());
+		ret = store_insert(&d->store, &ep->cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now_ms(), NULL);
 		if (ret)
 			log_err("endpoint %s: cannot cache its new addresses: %s", ep->cfg.label,
 				strerror(-ret));
@@ -686,14 +686,14 @@ static int route_cb(struct netlink *nl, struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
-struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct cache_key *dst)
+struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key *dst)
 {
 	struct netlink *nl = d->netlink;
 	struct route_answer ra = { 0 };
 	struct rtmsg rtm = { 0 };
 	unsigned candidates = 0;
 	struct nl_msg *msg;
-	struct cache_key k;
+	struct host_key k;
 	struct nl_link *l;
 	int ret, len;
 
@@ -721,7 +721,7 @@ struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct cache_key
 		log_debug("netlink: route lookup failed: %s", strerror(-ret));
 		return NULL;
 	}
-	if (ra.has_src && cache_key_addr(&k, dst->type, ra.src) == 0) {
+	if (ra.has_src && host_key_addr(&k, dst->type, ra.src) == 0) {
 		struct endpoint *ep = endpoint_by_key(d, &k);
 
 		if (ep)

@@ -11,7 +11,7 @@
 #ifndef IBRESD_NETLINK_H
 #define IBRESD_NETLINK_H
 
-#include "core/cache.h"
+#include "core/hostkey.h"
 
 struct ibresd;
 struct endpoint;
@@ -41,6 +41,6 @@ void netlink_refresh(struct ibresd *d);
  * output interface. NULL when @dst is a name, the lookup fails, no endpoint
  * matches, or fewer than two endpoints have an address of @dst's family
  * (nothing to choose). */
-struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct cache_key *dst);
+struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key *dst);
 
 #endif

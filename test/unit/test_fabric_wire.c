@@ -38,7 +38,7 @@ static void sample(struct fw_msg *m, uint8_t type)
 	m->n_groups = 2;
 	if (type == FW_REQUEST) {
 		m->has_target = true;
-		cache_key_name(&m->target, "node2");
+		host_key_name(&m->target, "node2");
 	}
 	if (type == FW_REPLY) {
 		m->has_chosen = true;
@@ -91,7 +91,7 @@ static void test_target_kinds(void **state)
 	(void)state;
 	for (unsigned i = 0; i < 3; i++) {
 		sample(&m, FW_REQUEST);
-		cache_key_addr(&m.target, types[i], addr);
+		host_key_addr(&m.target, types[i], addr);
 		len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
 		assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
 		assert_int_equal(out.target.type, types[i]);

@@ -11,14 +11,6 @@
 
 #define LOOP_MAX_EVENTS 64
 
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The timerfd expired: nothing to do here but note it; the due timers run
  * after every batch of events. */
 static void on_timerfd(struct loop_fd *lf, uint32_t events)
@@ -176,7 +168,7 @@ int loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t due_ms)
 	return 0;
 }
 
-static void run_due_timers(struct loop *l)
+void loop_run_due(struct loop *l)
 {
 	uint64_t now = now_ms();
 
@@ -234,7 +226,7 @@ int loop_run(struct loop *l)
 
 			lf->cb(lf, events[i].events);
 		}
-		run_due_timers(l);
+		loop_run_due(l);
 	}
 	return 0;
 }

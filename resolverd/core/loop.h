@@ -35,8 +35,7 @@ struct loop {
 	uint64_t timerfd_due_ms; /* what the timerfd is set to; 0 = not set */
 };
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t now_ms(void);
+#include "core/clock.h"
 
 int loop_init(struct loop *l);
 void loop_fini(struct loop *l);
@@ -50,6 +49,9 @@ static inline bool loop_timer_armed(const struct loop_timer *t)
 {
 	return t->heap_index != 0;
 }
+/* Run the timers that are due by now_ms(), earliest first (loop_run does
+ * this after every batch of events; unit tests with a fake clock call it). */
+void loop_run_due(struct loop *l);
 /* Run until loop_stop(). 0, or a negative errno if epoll fails. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);

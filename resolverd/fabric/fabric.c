@@ -568,12 +568,13 @@ int fabric_start(struct ibresd *d)
 	}
 	for (unsigned i = 0; i < d->n_eps; i++) {
 		struct fabric_port *p = &f->ports[f->n_ports];
+		const struct transport_ops *ops = transport_for(&d->eps[i].cfg);
 
-		if (d->eps[i].cfg.transport != TRANSPORT_IP && d->eps[i].cfg.transport != TRANSPORT_IB)
+		if (!ops)
 			continue;
 		p->f = f;
 		p->ep = &d->eps[i];
-		p->t.ops = p->ep->cfg.transport == TRANSPORT_IB ? &transport_ib_ops : &transport_ip_ops;
+		p->t.ops = ops;
 		p->t.recv = on_datagram;
 		p->t.owner = p;
 		p->t.group_address = port_group_address;

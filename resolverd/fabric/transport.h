@@ -58,4 +58,8 @@ struct transport {
 extern const struct transport_ops transport_ip_ops;
 extern const struct transport_ops transport_ib_ops;
 
+/* The transport an endpoint's config names (NULL: none). Alone in
+ * transport_select.c so that a unit test can link a fake transport in. */
+const struct transport_ops *transport_for(const struct cfg_endpoint *ep);
+
 #endif

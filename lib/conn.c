@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Client connections to ibresd: see conn.h for the slot design. */
 #include "conn.h"
+#include "msg.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -74,50 +75,6 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 			return 0; /* readiness or an error: the next call reports it */
 		if (n < 0 && errno != EINTR)
 			return -errno;
-	}
-}
-
-uint16_t ibc_get_length(const struct ibres_hdr *hdr)
-{
-	uint16_t len;
-
-	memcpy(&len, &hdr->length, sizeof(len));
-	return (hdr->opcode & IBRES_OP_MASK) == IBRES_OP_RESOLVE ? len : be16toh(len);
-}
-
-void ibc_set_length(struct ibres_hdr *hdr, uint16_t len)
-{
-	if ((hdr->opcode & IBRES_OP_MASK) != IBRES_OP_RESOLVE)
-		len = htobe16(len);
-	memcpy(&hdr->length, &len, sizeof(len));
-}
-
-int ibc_status_errno(uint8_t status)
-{
-	switch (status) {
-	case IBRES_STATUS_SUCCESS:
-		return 0;
-	case IBRES_STATUS_ENOMEM:
-		return -ENOMEM;
-	case IBRES_STATUS_EINVAL:
-	case IBRES_STATUS_ESRCTYPE:
-	case IBRES_STATUS_EDESTTYPE:
-		return -EINVAL;
-	case IBRES_STATUS_ENODATA:
-		return -ENODATA;
-	case IBRES_STATUS_ENOTCONN:
-		return -ENOTCONN;
-	case IBRES_STATUS_ETIMEDOUT:
-		return -ETIMEDOUT;
-	case IBRES_STATUS_ESRCADDR:
-	case IBRES_STATUS_EDESTADDR:
-		return -EADDRNOTAVAIL;
-	case IBRES_STATUS_EPERM:
-		return -EPERM;
-	case IBRES_STATUS_EAGAIN:
-		return -EAGAIN;
-	default:
-		return -EPROTO;
 	}
 }
 
@@ -248,7 +205,7 @@ static ssize_t exchange(int fd, uint8_t *req, size_t req_len, uint8_t *ans, size
 			if (an->version != IBRES_ACM_VERSION ||
 			    (an->opcode & ~IBRES_OP_ACK) != (rq->opcode & ~IBRES_OP_ACK))
 				return -EPROTO;
-			want = ibc_get_length(an);
+			want = ibres_msg_get_length(an);
 			if (want < IBRES_HDR_LEN)
 				return -EBADMSG;
 			if (want > cap)
@@ -341,7 +298,7 @@ int ibc_ext(struct ibres *h, uint8_t op, const void *body, size_t len, void *ans
 	memset(hdr, 0, IBRES_HDR_LEN);
 	hdr->version = IBRES_ACM_VERSION;
 	hdr->opcode = op;
-	ibc_set_length(hdr, (uint16_t)(IBRES_HDR_LEN + len));
+	ibres_msg_set_length(hdr, (uint16_t)(IBRES_HDR_LEN + len));
 	if (len)
 		memcpy(req + IBRES_HDR_LEN, body, len);
 	n = ibc_transact(h, req, IBRES_HDR_LEN + len, ans, cap, ibc_deadline(h));

@@ -76,12 +76,6 @@ int ibc_timeout_ms(const struct ibres *h);
 ssize_t ibc_transact(struct ibres *h, void *req, size_t req_len, void *ans, size_t cap,
 		     uint64_t deadline_ns);
 
-/* Message length field: host order for RESOLVE, big-endian otherwise. */
-uint16_t ibc_get_length(const struct ibres_hdr *hdr);
-void ibc_set_length(struct ibres_hdr *hdr, uint16_t len);
-
-/* errno for a non-zero answer status (-ENODATA, -ETIMEDOUT, -EPERM...). */
-int ibc_status_errno(uint8_t status);
 
 /*
  * An extension request: header + @body (TLV items). On return 0 the
@@ -100,7 +94,7 @@ struct ibres_hostrec;
 /*
  * A HOST query: @key_type is IBRES_T_NAME, IBRES_T_IPV4, IBRES_T_IPV6 or
  * IBRES_T_GID; @flags IBRES_HOST_* bits. Fills @rec on 0; otherwise a
- * negative errno (the answer status through ibc_status_errno(), or a
+ * negative errno (the answer status through ibres_status_to_errno() (msg.h), or a
  * transport error). If @statusp is not NULL it gets the answer's status,
  * or -1 when no answer arrived.
  */
@@ -119,7 +113,7 @@ struct ibc_route {
  * ACM RESOLVE with @n wire entries @ents (SOURCE/DEST entries of type NAME,
  * IP or IP6, and/or a PATH entry with sgid/dgid), at most 3. On 0 @rt holds
  * the path records (free rt->paths). Negative errno otherwise (an answer
- * status through ibc_status_errno()); @statusp as for ibc_host_query().
+ * status through ibres_status_to_errno() (msg.h)); @statusp as for ibc_host_query().
  */
 int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n, struct ibc_route *rt,
 		int *statusp);

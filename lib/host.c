@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "msg.h"
 #include "hostrec.h"
 #include "tlv.h"
 
@@ -71,7 +72,7 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 	if (statusp)
 		*statusp = status;
 	if (status)
-		return ibc_status_errno(status);
+		return ibres_status_to_errno(status);
 	return hostrec_decode(ab, alen, rec) ? -EBADMSG : 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "msg.h"
 
 /* RESOLVE answers are at most 592 bytes for ibacm clients; be lenient. */
 #define RESOLVE_ANSWER_MAX  4096
@@ -36,7 +37,7 @@ int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n, st
 	memset(req, 0, sizeof(req));
 	hdr->version = IBRES_ACM_VERSION;
 	hdr->opcode = IBRES_OP_RESOLVE;
-	ibc_set_length(hdr, (uint16_t)(IBRES_HDR_LEN + n * IBRES_EP_LEN));
+	ibres_msg_set_length(hdr, (uint16_t)(IBRES_HDR_LEN + n * IBRES_EP_LEN));
 	memcpy(req + IBRES_HDR_LEN, ents, n * IBRES_EP_LEN);
 
 	len = ibc_transact(h, req, IBRES_HDR_LEN + n * IBRES_EP_LEN, ans, sizeof(ans),
@@ -45,7 +46,7 @@ int ibc_resolve(struct ibres *h, const struct ibres_ep_entry *ents, size_t n, st
 		return (int)len;
 	if (statusp)
 		*statusp = ((struct ibres_hdr *)ans)->status;
-	ret = ibc_status_errno(((struct ibres_hdr *)ans)->status);
+	ret = ibres_status_to_errno(((struct ibres_hdr *)ans)->status);
 	if (ret)
 		return ret;
 	if ((len - IBRES_HDR_LEN) % IBRES_EP_LEN)

@@ -5,26 +5,13 @@
 #include <errno.h>
 #include <string.h>
 
+#include "msg.h"
+
 #define ACM_MAX_ENTRIES 8 /* what fits a client's 592-byte receive buffer */
-
-static bool length_host_order(const struct ibres_hdr *h)
-{
-	return (h->opcode & IBRES_OP_MASK) == IBRES_OP_RESOLVE;
-}
-
-uint16_t msg_get_length(const struct ibres_hdr *h)
-{
-	return length_host_order(h) ? h->length : be16toh(h->length);
-}
-
-void msg_set_length(struct ibres_hdr *h, uint16_t len)
-{
-	h->length = length_host_order(h) ? len : htobe16(len);
-}
 
 int msg_frame_length(const struct ibres_hdr *h, size_t *len)
 {
-	uint16_t l = msg_get_length(h);
+	uint16_t l = ibres_msg_get_length(h);
 
 	if (l < IBRES_HDR_LEN || l > ACM_REQ_MAX)
 		return -EBADMSG;
@@ -39,7 +26,7 @@ size_t msg_error(void *out, const struct ibres_hdr *req, uint8_t status)
 	h.opcode |= IBRES_OP_ACK;
 	h.status = status;
 	memset(h.data, 0, sizeof(h.data));
-	msg_set_length(&h, IBRES_HDR_LEN);
+	ibres_msg_set_length(&h, IBRES_HDR_LEN);
 	memcpy(out, &h, sizeof(h));
 	return IBRES_HDR_LEN;
 }

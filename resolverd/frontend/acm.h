@@ -9,14 +9,14 @@
 #include <stdint.h>
 
 #include "ibres_proto.h"
+#include "msg.h"
 
 /* Longest request the daemon accepts. ACM requests are at most 592 bytes;
  * extension requests carry a key and a few flags. */
 #define ACM_REQ_MAX 4096
 
-/* RESOLVE lengths are host order, every other opcode big-endian. */
-uint16_t msg_get_length(const struct ibres_hdr *h);
-void msg_set_length(struct ibres_hdr *h, uint16_t len);
+/* The length rule (RESOLVE host order, every other opcode big-endian) is
+ * the clients' too: lib/msg.h. */
 
 /* Once a header is in: the message's total length, or -EBADMSG when the
  * length field is below the header size or above ACM_REQ_MAX. */

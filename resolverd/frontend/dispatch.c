@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fabric/fabric.h"
+#include "msg.h"
 #include "core/log.h"
 #include "os/netlink.h"
 #include "engine/resolver.h"
@@ -24,25 +25,7 @@ int reply_status(const struct request *req, uint8_t *reply, size_t *len, uint8_t
 
 uint8_t status_from_errno(int err)
 {
-	switch (err) {
-	case 0:
-		return IBRES_STATUS_SUCCESS;
-	case -ENODATA:
-	case -ENOENT:
-	case -ECANCELED:
-		return IBRES_STATUS_ENODATA;
-	case -ETIMEDOUT:
-		return IBRES_STATUS_ETIMEDOUT;
-	case -ENOMEM:
-	case -ENOSPC:
-		return IBRES_STATUS_ENOMEM;
-	case -ENOTCONN:
-		return IBRES_STATUS_ENOTCONN;
-	case -EAGAIN: /* too many SA queries waiting */
-		return IBRES_STATUS_EAGAIN;
-	default:
-		return IBRES_STATUS_EINVAL;
-	}
+	return ibres_errno_to_status(err);
 }
 
 /* The query ended (called from inside the resolver or the SA client: do
@@ -152,7 +135,7 @@ static size_t build_resolve_reply(const struct request *req, uint8_t *reply,
 	}
 	h.status = IBRES_STATUS_SUCCESS;
 	memset(h.data, 0, sizeof(h.data));
-	msg_set_length(&h, (uint16_t)len);
+	ibres_msg_set_length(&h, (uint16_t)len);
 	memcpy(reply, &h, sizeof(h));
 	return len;
 }
@@ -403,7 +386,7 @@ static int handle_perf(struct ibresd *d, struct request *req, uint8_t *reply, si
 	memset(h.data, 0, sizeof(h.data));
 	h.data[0] = IBRES_CNTR_MAX;
 	*len = IBRES_HDR_LEN + IBRES_CNTR_MAX * sizeof(uint64_t);
-	msg_set_length(&h, (uint16_t)*len);
+	ibres_msg_set_length(&h, (uint16_t)*len);
 	memcpy(reply, &h, sizeof(h));
 	return 0;
 }
@@ -462,7 +445,7 @@ static int handle_ep_query(struct ibresd *d, struct request *req, uint8_t *reply
 	h.status = IBRES_STATUS_SUCCESS;
 	memset(h.data, 0, sizeof(h.data));
 	*len = IBRES_HDR_LEN + sizeof(*cfgd) + (size_t)n * IBRES_ADDR_MAX;
-	msg_set_length(&h, (uint16_t)*len);
+	ibres_msg_set_length(&h, (uint16_t)*len);
 	memcpy(reply, &h, sizeof(h));
 	return 0;
 }

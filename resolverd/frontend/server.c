@@ -227,7 +227,7 @@ static void client_process(struct client *cl)
 			/* The stream cannot be resynchronised: answer and close. */
 			d->stats.bad_requests++;
 			log_debug("client fd %d: bad message length %u, closing", cl->lf.fd,
-				  msg_get_length(&hdr));
+				  ibres_msg_get_length(&hdr));
 			client_send(cl, srv->reply, msg_error(srv->reply, &hdr, IBRES_STATUS_EINVAL));
 			cl->closing = true;
 			break;

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "msg.h"
 #include "hostrec.h"
 #include "ibres.h"
 #include "tlv.h"
@@ -108,14 +109,14 @@ static void test_hostrec_edges(void **state)
 static void test_status_errno(void **state)
 {
 	(void)state;
-	assert_int_equal(ibc_status_errno(IBRES_STATUS_SUCCESS), 0);
-	assert_int_equal(ibc_status_errno(IBRES_STATUS_ENODATA), -ENODATA);
-	assert_int_equal(ibc_status_errno(IBRES_STATUS_ETIMEDOUT), -ETIMEDOUT);
-	assert_int_equal(ibc_status_errno(IBRES_STATUS_EINVAL), -EINVAL);
-	assert_int_equal(ibc_status_errno(IBRES_STATUS_EPERM), -EPERM);
-	assert_int_equal(ibc_status_errno(IBRES_STATUS_EAGAIN), -EAGAIN);
-	assert_int_equal(ibc_status_errno(IBRES_STATUS_EDESTADDR), -EADDRNOTAVAIL);
-	assert_int_equal(ibc_status_errno(200), -EPROTO);
+	assert_int_equal(ibres_status_to_errno(IBRES_STATUS_SUCCESS), 0);
+	assert_int_equal(ibres_status_to_errno(IBRES_STATUS_ENODATA), -ENODATA);
+	assert_int_equal(ibres_status_to_errno(IBRES_STATUS_ETIMEDOUT), -ETIMEDOUT);
+	assert_int_equal(ibres_status_to_errno(IBRES_STATUS_EINVAL), -EINVAL);
+	assert_int_equal(ibres_status_to_errno(IBRES_STATUS_EPERM), -EPERM);
+	assert_int_equal(ibres_status_to_errno(IBRES_STATUS_EAGAIN), -EAGAIN);
+	assert_int_equal(ibres_status_to_errno(IBRES_STATUS_EDESTADDR), -EADDRNOTAVAIL);
+	assert_int_equal(ibres_status_to_errno(200), -EPROTO);
 }
 
 static void test_length_order(void **state)
@@ -124,13 +125,13 @@ static void test_length_order(void **state)
 	uint8_t *raw = (uint8_t *)&h.length;
 
 	(void)state;
-	ibc_set_length(&h, 0x0158);
-	assert_int_equal(ibc_get_length(&h), 0x0158);
+	ibres_msg_set_length(&h, 0x0158);
+	assert_int_equal(ibres_msg_get_length(&h), 0x0158);
 	assert_int_equal(raw[0], 0x58); /* RESOLVE: host order (x86: little-endian) */
 	h.opcode = IBRES_OP_HOST | IBRES_OP_ACK;
-	ibc_set_length(&h, 0x0158);
+	ibres_msg_set_length(&h, 0x0158);
 	assert_int_equal(raw[0], 0x01); /* extension: big-endian */
-	assert_int_equal(ibc_get_length(&h), 0x0158);
+	assert_int_equal(ibres_msg_get_length(&h), 0x0158);
 }
 
 /* ---- a scripted fake daemon in a child process --------------------------- */
@@ -243,7 +244,7 @@ static size_t fake_answer(const uint8_t *req, size_t len, uint8_t *out, unsigned
 	default:
 		an->status = IBRES_STATUS_EINVAL;
 	}
-	ibc_set_length(an, (uint16_t)alen);
+	ibres_msg_set_length(an, (uint16_t)alen);
 	return alen;
 }
 
@@ -290,7 +291,7 @@ static void fake_serve(int lfd, enum fake_mode mode)
 				continue;
 			if (read_full(fds[i].fd, req, IBRES_HDR_LEN) < 0)
 				goto drop;
-			len = ibc_get_length(h);
+			len = ibres_msg_get_length(h);
 			if (len < IBRES_HDR_LEN ||
 			    read_full(fds[i].fd, req + IBRES_HDR_LEN, len - IBRES_HDR_LEN) < 0)
 				goto drop;
@@ -305,7 +306,7 @@ static void fake_serve(int lfd, enum fake_mode mode)
 				memcpy(ans + 8, &tid, 8);
 			}
 			if (mode == FAKE_HUGE)
-				ibc_set_length((struct ibres_hdr *)ans, 65535);
+				ibres_msg_set_length((struct ibres_hdr *)ans, 65535);
 			if (mode == FAKE_TWICE) {
 				memcpy(ans + alen, ans, alen);
 				alen *= 2;

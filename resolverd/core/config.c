@@ -12,6 +12,8 @@
  */
 #include "core/config.h"
 
+#include "ibenum.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -355,65 +357,11 @@ static unsigned edit_distance(const char *a, const char *b)
 	return row[lb];
 }
 
-/* ---- IB enums ----------------------------------------------------------- */
+/* ---- IB enums (lib/ibenum.c) as error messages list them -------------- */
 
-static const struct {
-	const char *gbps;
-	uint8_t rate;
-} ib_rates[] = {
-	{ "2.5", 2 },  { "5", 5 },    { "10", 3 },   { "14", 11 },  { "20", 6 },   { "25", 15 },
-	{ "28", 19 },  { "30", 4 },   { "40", 7 },   { "50", 20 },  { "56", 12 },  { "60", 8 },
-	{ "80", 9 },   { "100", 16 }, { "112", 13 }, { "120", 10 }, { "168", 14 }, { "200", 17 },
-	{ "300", 18 }, { "400", 21 }, { "600", 22 },
-};
-
-#define N_RATES (sizeof(ib_rates) / sizeof(ib_rates[0]))
 #define RATES_TEXT "2.5, 5, 10, 14, 20, 25, 28, 30, 40, 50, 56, 60, 80, 100, 112, 120, 168, " \
 	"200, 300, 400 or 600 (Gb/s)"
 #define MTUS_TEXT "256, 512, 1024, 2048 or 4096 (bytes)"
-
-int ib_mtu_from_bytes(unsigned bytes)
-{
-	switch (bytes) {
-	case 256:
-		return 1;
-	case 512:
-		return 2;
-	case 1024:
-		return 3;
-	case 2048:
-		return 4;
-	case 4096:
-		return 5;
-	default:
-		return -EINVAL;
-	}
-}
-
-unsigned ib_mtu_to_bytes(uint8_t mtu)
-{
-	return (mtu >= 1 && mtu <= 5) ? 128u << mtu : 0;
-}
-
-int ib_rate_from_gbps(const char *gbps)
-{
-	size_t i;
-
-	for (i = 0; i < N_RATES; i++)
-		if (!strcmp(gbps, ib_rates[i].gbps))
-			return ib_rates[i].rate;
-	return -EINVAL;
-}
-
-const char *ib_rate_to_gbps(uint8_t rate)
-{
-	size_t i;
-
-	for (i = 0; i < N_RATES; i++)
-		if (ib_rates[i].rate == rate)
-			return ib_rates[i].gbps;
-	return "?";
-}
 
 /* ---- lines -------------------------------------------------------------- */
 

@@ -119,11 +119,4 @@ int hosts_parse(const char *name, const char *text, size_t len, struct cfg_hosts
 		char *err, size_t errlen);
 void hosts_free(struct cfg_hosts *hosts);
 
-/* IB enum <-> human units, shared with the path builder and the tools. */
-int ib_mtu_from_bytes(unsigned bytes);     /* 256..4096 -> 1..5, else -EINVAL */
-unsigned ib_mtu_to_bytes(uint8_t mtu);     /* 0 if unknown */
-int ib_rate_from_gbps(const char *gbps);   /* "2.5","5","10","14","20","25","30","40","56",
-					      "100","200","300","400","600" -> enum, else -EINVAL */
-const char *ib_rate_to_gbps(uint8_t rate); /* "?" if unknown */
-
 #endif

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/config.h"
+#include "ibenum.h"
 
 /* Large: keep them off the stack. */
 static struct ibres_config cfg, cfg2;
@@ -436,30 +437,60 @@ static void test_rates(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
-		assert_int_equal(ib_rate_from_gbps(rates[i].gbps), rates[i].e);
-		assert_string_equal(ib_rate_to_gbps((uint8_t)rates[i].e), rates[i].gbps);
 		assert_int_equal(parse_kv("[endpoint e]", "rate", rates[i].gbps), 0);
 		assert_int_equal(cfg.eps[0].rate, rates[i].e);
 	}
-	assert_int_equal(ib_rate_from_gbps("3"), -EINVAL);
-	assert_int_equal(ib_rate_from_gbps(""), -EINVAL);
-	assert_int_equal(ib_rate_from_gbps("10.0"), -EINVAL);
-	assert_string_equal(ib_rate_to_gbps(0), "?");
-	assert_string_equal(ib_rate_to_gbps(1), "?");
-	assert_string_equal(ib_rate_to_gbps(23), "?");
+}
 
-	assert_int_equal(ib_mtu_from_bytes(256), 1);
-	assert_int_equal(ib_mtu_from_bytes(512), 2);
-	assert_int_equal(ib_mtu_from_bytes(1024), 3);
-	assert_int_equal(ib_mtu_from_bytes(2048), 4);
-	assert_int_equal(ib_mtu_from_bytes(4096), 5);
-	assert_int_equal(ib_mtu_from_bytes(0), -EINVAL);
-	assert_int_equal(ib_mtu_from_bytes(1500), -EINVAL);
-	assert_int_equal(ib_mtu_from_bytes(8192), -EINVAL);
-	assert_int_equal(ib_mtu_to_bytes(1), 256);
-	assert_int_equal(ib_mtu_to_bytes(5), 4096);
-	assert_int_equal(ib_mtu_to_bytes(0), 0);
-	assert_int_equal(ib_mtu_to_bytes(6), 0);
+/* "A, B or C (UNIT)" from @n values, each with its size (sorted by) and its text. */
+static void join_list(char *buf, size_t len, unsigned n, const unsigned *size,
+		      char text[][8], const char *unit)
+{
+	unsigned order[256], i, j;
+	size_t off = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = i; j && size[order[j - 1]] > size[i]; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	for (i = 0; i < n; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s",
+					!i ? "" : i == n - 1 ? " or " : ", ", text[order[i]]);
+	snprintf(buf + off, len - off, " (%s)", unit);
+}
+
+/* The values that messages list for mtu and rate are exactly lib/ibenum's,
+ * smallest first. */
+static void test_enum_lists(void **state)
+{
+	char mtus[512], rates[512], text[256][8];
+	unsigned size[256], n, v;
+
+	(void)state;
+	for (n = 0, v = 0; v <= UINT8_MAX; v++) {
+		if (!ib_mtu_to_bytes((uint8_t)v))
+			continue;
+		size[n] = ib_mtu_to_bytes((uint8_t)v);
+		snprintf(text[n++], sizeof(text[0]), "%u", ib_mtu_to_bytes((uint8_t)v));
+	}
+	join_list(mtus, sizeof(mtus), n, size, text, "bytes");
+	assert_string_equal(mtus, "256, 512, 1024, 2048 or 4096 (bytes)");
+	for (n = 0, v = 0; v <= UINT8_MAX; v++) {
+		if (!ib_rate_to_gbps10((uint8_t)v))
+			continue;
+		size[n] = ib_rate_to_gbps10((uint8_t)v);
+		snprintf(text[n++], sizeof(text[0]), "%s", ib_rate_to_gbps((uint8_t)v));
+	}
+	join_list(rates, sizeof(rates), n, size, text, "Gb/s");
+
+	assert_int_equal(parse_kv("[endpoint e]", "mtu", "1500"), -EINVAL);
+	assert_non_null(strstr(err, mtus));
+	assert_int_equal(parse_kv("[endpoint e]", "rate", "7"), -EINVAL);
+	assert_non_null(strstr(err, rates));
+	assert_int_equal(parse_kv("[endpoint e]", "group", "239.1.1.1 rate=7"), -EINVAL);
+	assert_non_null(strstr(err, mtus));
+	assert_non_null(strstr(err, rates));
 }
 
 /* ---- invalid values: one table for every key -------------------------- */
@@ -1325,6 +1356,7 @@ int main(void)
 		cmocka_unit_test(test_name_patterns_limit),
 		cmocka_unit_test(test_endpoint_keys),
 		cmocka_unit_test(test_rates),
+		cmocka_unit_test(test_enum_lists),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_missing_value),
 		cmocka_unit_test(test_hostname_limits),

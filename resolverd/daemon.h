@@ -10,6 +10,7 @@
 
 #include "core/cache.h"
 #include "core/config.h"
+#include "core/hosts_file.h"
 #include "core/loop.h"
 
 struct server;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fabric/fabric.h"
+#include "core/hosts_file.h"
 #include "core/log.h"
 #include "os/netlink.h"
 #include "ib/path.h"

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/config.h"
+#include "core/hosts_file.h"
 #include "ibenum.h"
 
 /* Large: keep them off the stack. */

@@ -24,11 +24,8 @@
 /* One parse of one text: where it is, what it fills, what it has seen. */
 struct parser {
 	const struct cfg_schema *schema;
-	const char *name;
 	struct line_reader r;
 	struct ibres_config *cfg;
-	char *err;
-	size_t errlen;
 	enum sect_type sect;
 	struct cfg_endpoint *ep;
 	unsigned *seen; /* first line of each key in the current section, 0 = unset */
@@ -173,15 +170,9 @@ static unsigned edit_distance(const char *a, const char *b)
 int cfg_perr(struct parser *p, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	if (!p->err || !p->errlen)
-		return -EINVAL;
-	n = snprintf(p->err, p->errlen, "%s:%u: ", p->name, p->r.lineno);
-	if (n < 0 || (size_t)n >= p->errlen)
-		return -EINVAL;
 	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+	cfg_line_verr(&p->r, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }
@@ -528,13 +519,19 @@ static int parse_section(struct parser *p, char *line)
 	return 0;
 }
 
+static int parse_line(void *ctx, char *line)
+{
+	struct parser *p = ctx;
+
+	return line[0] == '[' ? parse_section(p, line) : parse_setting(p, line);
+}
+
 /* ---- entry points ------------------------------------------------------- */
 
 int cfg_parse_text(const struct cfg_schema *schema, const char *name, const char *text, size_t len,
 		   struct ibres_config *cfg, char *err, size_t errlen)
 {
 	struct parser *p;
-	char *line;
 	int ret;
 
 	cfg_set_err(err, errlen, "%s", "");
@@ -544,23 +541,10 @@ int cfg_parse_text(const struct cfg_schema *schema, const char *name, const char
 		return -ENOMEM;
 	}
 	p->schema = schema;
-	p->name = name;
 	p->cfg = cfg;
-	p->err = err;
-	p->errlen = errlen;
 	p->sect = SECT_NONE;
-	cfg_line_reader_init(&p->r, text, len);
-	while ((ret = cfg_next_line(&p->r)) > 0) {
-		line = cfg_strip_line(p->r.buf);
-		if (!*line)
-			continue;
-		ret = line[0] == '[' ? parse_section(p, line) : parse_setting(p, line);
-		if (ret)
-			goto out;
-	}
-	if (ret < 0)
-		ret = cfg_line_error(name, &p->r, ret, err, errlen);
-out:
+	cfg_line_reader_init(&p->r, name, text, len, err, errlen);
+	ret = cfg_each_line(&p->r, parse_line, p);
 	free(p);
 	return ret;
 }

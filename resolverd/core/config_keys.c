@@ -514,11 +514,9 @@ int config_load(const char *path, struct ibres_config *cfg, char *err, size_t er
 	char *text;
 	int ret;
 
-	ret = cfg_read_file(path, CFG_FILE_MAX, &text, &len);
+	ret = cfg_read_file(path, CFG_FILE_MAX, &text, &len, err, errlen);
 	if (ret) {
 		config_defaults(cfg);
-		cfg_set_err(err, errlen, "%s: %s", path,
-			    ret == -EFBIG ? "file too large" : strerror(-ret));
 		return ret;
 	}
 	ret = config_parse(path, text, len, cfg, err, errlen);

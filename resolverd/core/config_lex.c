@@ -178,8 +178,12 @@ bool cfg_parse_gid(const char *s, uint8_t gid[16])
 
 /* ---- lines -------------------------------------------------------------- */
 
-void cfg_line_reader_init(struct line_reader *r, const char *text, size_t len)
+void cfg_line_reader_init(struct line_reader *r, const char *name, const char *text, size_t len,
+			  char *err, size_t errlen)
 {
+	r->name = name;
+	r->err = err;
+	r->errlen = errlen;
 	r->text = text;
 	r->len = text ? len : 0;
 	r->off = 0;
@@ -187,7 +191,9 @@ void cfg_line_reader_init(struct line_reader *r, const char *text, size_t len)
 	r->bad = 0;
 }
 
-int cfg_next_line(struct line_reader *r)
+/* 1 with the next line in r->buf (no newline), 0 at the end, -E2BIG for an
+ * overlong line, -EILSEQ for a control character other than tab and CR. */
+static int next_line(struct line_reader *r)
 {
 	size_t n = 0;
 
@@ -211,7 +217,9 @@ int cfg_next_line(struct line_reader *r)
 	return 1;
 }
 
-char *cfg_strip_line(char *s)
+/* Cut a comment ('#' at the start or after whitespace) and surrounding
+ * whitespace. */
+static char *strip_line(char *s)
 {
 	size_t i;
 
@@ -224,18 +232,54 @@ char *cfg_strip_line(char *s)
 	return cfg_trim(s);
 }
 
-int cfg_line_error(const char *name, const struct line_reader *r, int ret, char *err, size_t errlen)
+int cfg_line_verr(const struct line_reader *r, const char *fmt, va_list ap)
 {
-	if (ret == -E2BIG)
-		cfg_set_err(err, errlen, "%s:%u: line longer than %u characters", name, r->lineno,
-			    CFG_LINE_MAX);
-	else
-		cfg_set_err(err, errlen, "%s:%u: invalid control character 0x%02x", name, r->lineno,
-			    r->bad);
+	int n;
+
+	if (!r->err || !r->errlen)
+		return -EINVAL;
+	n = snprintf(r->err, r->errlen, "%s:%u: ", r->name, r->lineno);
+	if (n < 0 || (size_t)n >= r->errlen)
+		return -EINVAL;
+	vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
 	return -EINVAL;
 }
 
-int cfg_read_file(const char *path, size_t max, char **text, size_t *len)
+static int line_err(const struct line_reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int line_err(const struct line_reader *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cfg_line_verr(r, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int cfg_each_line(struct line_reader *r, int (*fn)(void *ctx, char *line), void *ctx)
+{
+	char *line;
+	int ret;
+
+	while ((ret = next_line(r)) > 0) {
+		line = strip_line(r->buf);
+		if (!*line)
+			continue;
+		ret = fn(ctx, line);
+		if (ret)
+			return ret;
+	}
+	if (ret == -E2BIG)
+		return line_err(r, "line longer than %u characters", CFG_LINE_MAX);
+	if (ret < 0)
+		return line_err(r, "invalid control character 0x%02x", r->bad);
+	return 0;
+}
+
+int cfg_read_file(const char *path, size_t max, char **text, size_t *len, char *err,
+		  size_t errlen)
 {
 	size_t cap = 4096, n = 0;
 	char *buf, *nbuf;
@@ -243,8 +287,10 @@ int cfg_read_file(const char *path, size_t max, char **text, size_t *len)
 	int fd, ret;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
 	buf = malloc(cap);
 	if (!buf) {
 		ret = -ENOMEM;
@@ -284,5 +330,7 @@ out_free:
 	free(buf);
 out_close:
 	close(fd);
+out:
+	cfg_set_err(err, errlen, "%s: %s", path, ret == -EFBIG ? "file too large" : strerror(-ret));
 	return ret;
 }

@@ -6,6 +6,7 @@
 #define IBRESD_CONFIG_LEX_H
 
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,9 @@ static inline bool is_alpha(char c)
 /* ---- lines --------------------------------------------------------------- */
 
 struct line_reader {
+	const char *name; /* of the file, in messages */
+	char *err;        /* messages go here (none when NULL or errlen is 0) */
+	size_t errlen;
 	const char *text;
 	size_t len;
 	size_t off;
@@ -40,25 +44,25 @@ struct line_reader {
 	char buf[CFG_LINE_MAX + 1];
 };
 
-/* Read @len bytes of @text (none when @text is NULL) line by line. */
-void cfg_line_reader_init(struct line_reader *r, const char *text, size_t len);
+/* Read @len bytes of @text (none when @text is NULL) line by line, @name in
+ * messages, which go to @err. */
+void cfg_line_reader_init(struct line_reader *r, const char *name, const char *text, size_t len,
+			  char *err, size_t errlen);
 
-/* 1 with the next line in r->buf (no newline), 0 at the end, -E2BIG for an
- * overlong line, -EILSEQ for a control character other than tab and CR. */
-int cfg_next_line(struct line_reader *r);
+/* Hand each line of @r to @fn, without its comment ('#' at the start or after
+ * whitespace) and surrounding whitespace, blank lines skipped, until @fn
+ * fails. 0, @fn's error, or -EINVAL for a line that is too long or holds a
+ * control character other than tab and CR. */
+int cfg_each_line(struct line_reader *r, int (*fn)(void *ctx, char *line), void *ctx);
 
-/* Cut a comment ('#' at the start or after whitespace) and surrounding
- * whitespace. */
-char *cfg_strip_line(char *s);
+/* "NAME:LINE: " (the line being read) and the message into r->err. Always
+ * -EINVAL. */
+int cfg_line_verr(const struct line_reader *r, const char *fmt, va_list ap);
 
-/* The message for cfg_next_line's error @ret, "NAME:LINE: ...", into @err.
- * Returns -EINVAL. */
-int cfg_line_error(const char *name, const struct line_reader *r, int ret, char *err,
-		   size_t errlen);
-
-/* A whole file of at most @max bytes into a malloc'ed *@text. 0, -EFBIG or
- * the errno of open or read. */
-int cfg_read_file(const char *path, size_t max, char **text, size_t *len);
+/* A whole file of at most @max bytes into a malloc'ed *@text. 0, or -EFBIG or
+ * the errno of open or read with "PATH: what is wrong" in @err. */
+int cfg_read_file(const char *path, size_t max, char **text, size_t *len, char *err,
+		  size_t errlen);
 
 /* ---- tokens and values --------------------------------------------------- */
 

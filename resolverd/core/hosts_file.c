@@ -143,13 +143,10 @@ static int dedup_add(struct dedup *d, const struct cfg_hosts *h, uint8_t kind, u
 }
 
 struct hosts_parser {
-	const char *name;
 	struct line_reader r;
 	struct cfg_hosts *h;
 	unsigned cap;
 	struct dedup dd;
-	char *err;
-	size_t errlen;
 };
 
 static int herr(struct hosts_parser *hp, const char *fmt, ...)
@@ -158,15 +155,9 @@ static int herr(struct hosts_parser *hp, const char *fmt, ...)
 static int herr(struct hosts_parser *hp, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	if (!hp->err || !hp->errlen)
-		return -EINVAL;
-	n = snprintf(hp->err, hp->errlen, "%s:%u: ", hp->name, hp->r.lineno);
-	if (n < 0 || (size_t)n >= hp->errlen)
-		return -EINVAL;
 	va_start(ap, fmt);
-	vsnprintf(hp->err + n, hp->errlen - (size_t)n, fmt, ap);
+	cfg_line_verr(&hp->r, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }
@@ -222,8 +213,9 @@ static int hosts_option(struct hosts_parser *hp, struct ibres_hostrec *r, const 
 	return herr(hp, "unknown option '%s': expected qpn=N or pkey=N", cfg_quote(tok, qb));
 }
 
-static int hosts_line(struct hosts_parser *hp, char *line)
+static int hosts_line(void *ctx, char *line)
 {
+	struct hosts_parser *hp = ctx;
 	bool have_qpn = false, have_pkey = false;
 	char qb[QUOTE_MAX + 1];
 	struct ibres_hostrec *r, *nh;
@@ -315,7 +307,6 @@ int hosts_parse(const char *name, const char *text, size_t len, struct cfg_hosts
 		char *err, size_t errlen)
 {
 	struct hosts_parser *hp;
-	char *line;
 	int ret;
 
 	hosts->hosts = NULL;
@@ -326,22 +317,9 @@ int hosts_parse(const char *name, const char *text, size_t len, struct cfg_hosts
 		cfg_set_err(err, errlen, "%s: out of memory", name);
 		return -ENOMEM;
 	}
-	hp->name = name;
 	hp->h = hosts;
-	hp->err = err;
-	hp->errlen = errlen;
-	cfg_line_reader_init(&hp->r, text, len);
-	while ((ret = cfg_next_line(&hp->r)) > 0) {
-		line = cfg_strip_line(hp->r.buf);
-		if (!*line)
-			continue;
-		ret = hosts_line(hp, line);
-		if (ret)
-			goto out;
-	}
-	if (ret < 0)
-		ret = cfg_line_error(name, &hp->r, ret, err, errlen);
-out:
+	cfg_line_reader_init(&hp->r, name, text, len, err, errlen);
+	ret = cfg_each_line(&hp->r, hosts_line, hp);
 	free(hp->dd.tab);
 	free(hp);
 	if (ret)
@@ -357,12 +335,9 @@ int hosts_load(const char *path, struct cfg_hosts *hosts, char *err, size_t errl
 
 	hosts->hosts = NULL;
 	hosts->n_hosts = 0;
-	ret = cfg_read_file(path, HOSTS_FILE_MAX, &text, &len);
-	if (ret) {
-		cfg_set_err(err, errlen, "%s: %s", path,
-			    ret == -EFBIG ? "file too large" : strerror(-ret));
+	ret = cfg_read_file(path, HOSTS_FILE_MAX, &text, &len, err, errlen);
+	if (ret)
 		return ret;
-	}
 	ret = hosts_parse(path, text, len, hosts, err, errlen);
 	free(text);
 	return ret;

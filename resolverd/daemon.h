@@ -10,6 +10,7 @@
 
 #include "core/config.h"
 #include "core/hoststore.h"
+#include "core/hosts_file.h"
 #include "core/loop.h"
 #include "engine/pending.h"
 #include "fabric/fabric.h"

@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "fabric/fabric.h"
+#include "core/hosts_file.h"
 #include "core/log.h"
 #include "os/netlink.h"
 #include "os/privs.h"

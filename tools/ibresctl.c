@@ -21,6 +21,7 @@
 #include "confgen.h"
 #include "conn.h"
 #include "hostrec.h"
+#include "ibenum.h"
 #include "ibres.h"
 #include "json.h"
 #include "show.h"
@@ -367,16 +368,16 @@ static int show_endpoint(struct ctl *c, const struct tlv_item *nest)
 		json_str(&c->j, "label", label);
 		show_host_json(&c->j, &rec);
 		json_u64(&c->j, "mtu", mtu);
-		json_u64(&c->j, "mtu_bytes", show_mtu_bytes(mtu));
+		json_u64(&c->j, "mtu_bytes", ib_mtu_to_bytes(mtu));
 		json_u64(&c->j, "rate", rate);
-		json_str(&c->j, "rate_gbps", show_rate_gbps(rate));
+		json_str(&c->j, "rate_gbps", ib_rate_to_gbps(rate));
 		json_u64(&c->j, "sl", sl);
 		json_obj_end(&c->j);
 	} else {
 		printf("endpoint %s: ", label);
 		show_host_text(stdout, &rec, "  ");
-		printf("  mtu      %u (%u bytes)\n", mtu, show_mtu_bytes(mtu));
-		printf("  rate     %u (%s Gb/s)\n", rate, show_rate_gbps(rate));
+		printf("  mtu      %u (%u bytes)\n", mtu, ib_mtu_to_bytes(mtu));
+		printf("  rate     %u (%s Gb/s)\n", rate, ib_rate_to_gbps(rate));
 		printf("  sl       %u\n", sl);
 	}
 	return 0;

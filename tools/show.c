@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "show.h"
 
+#include "ibenum.h"
+
 #include <arpa/inet.h>
 #include <endian.h>
 #include <inttypes.h>
@@ -11,24 +13,6 @@ const char *show_gid(const void *gid, char buf[GID_STRLEN])
 	if (!inet_ntop(AF_INET6, gid, buf, GID_STRLEN))
 		strcpy(buf, "?");
 	return buf;
-}
-
-unsigned show_mtu_bytes(uint8_t mtu)
-{
-	return mtu >= 1 && mtu <= 5 ? 128u << mtu : 0;
-}
-
-const char *show_rate_gbps(uint8_t rate)
-{
-	/* IBTA rate enum (the same numbers as enum ibv_rate) */
-	static const char *const gbps[] = {
-		[2] = "2.5",  [3] = "10",   [4] = "30",	  [5] = "5",	[6] = "20",   [7] = "40",
-		[8] = "60",   [9] = "80",   [10] = "120", [11] = "14",	[12] = "56",  [13] = "112",
-		[14] = "168", [15] = "25",  [16] = "100", [17] = "200", [18] = "300", [19] = "28",
-		[20] = "50",  [21] = "400", [22] = "600",
-	};
-
-	return rate < sizeof(gbps) / sizeof(gbps[0]) && gbps[rate] ? gbps[rate] : "?";
 }
 
 const char *show_state(uint8_t state)
@@ -190,9 +174,9 @@ void show_path_text(FILE *f, uint32_t flags, const struct ibres_path_record *p, 
 	fprintf(f, "%sqos_class        %u\n", indent, d.qos_class);
 	fprintf(f, "%ssl               %u\n", indent, d.sl);
 	fprintf(f, "%smtu              %u (%u bytes), selector %u\n", indent, d.mtu,
-		show_mtu_bytes(d.mtu), d.mtu_sel);
+		ib_mtu_to_bytes(d.mtu), d.mtu_sel);
 	fprintf(f, "%srate             %u (%s Gb/s), selector %u\n", indent, d.rate,
-		show_rate_gbps(d.rate), d.rate_sel);
+		ib_rate_to_gbps(d.rate), d.rate_sel);
 	fprintf(f, "%spacket_lifetime  %u, selector %u\n", indent, d.life, d.life_sel);
 	fprintf(f, "%spreference       %u\n", indent, d.preference);
 }
@@ -228,10 +212,10 @@ void show_path_json(struct json *j, const char *key, uint32_t flags,
 	json_u64(j, "sl", d.sl);
 	json_u64(j, "mtu_selector", d.mtu_sel);
 	json_u64(j, "mtu", d.mtu);
-	json_u64(j, "mtu_bytes", show_mtu_bytes(d.mtu));
+	json_u64(j, "mtu_bytes", ib_mtu_to_bytes(d.mtu));
 	json_u64(j, "rate_selector", d.rate_sel);
 	json_u64(j, "rate", d.rate);
-	json_str(j, "rate_gbps", show_rate_gbps(d.rate));
+	json_str(j, "rate_gbps", ib_rate_to_gbps(d.rate));
 	json_u64(j, "packet_lifetime_selector", d.life_sel);
 	json_u64(j, "packet_lifetime", d.life);
 	json_u64(j, "preference", d.preference);

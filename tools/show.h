@@ -14,9 +14,6 @@
 #define GID_STRLEN 46 /* INET6_ADDRSTRLEN */
 
 const char *show_gid(const void *gid, char buf[GID_STRLEN]);
-/* IB MTU enum -> bytes (0 if unknown); IB rate enum -> Gb/s text ("?" if unknown). */
-unsigned show_mtu_bytes(uint8_t mtu);
-const char *show_rate_gbps(uint8_t rate);
 const char *show_state(uint8_t state);
 const char *show_origin(uint8_t origin);
 const char *show_keytype(uint8_t type);

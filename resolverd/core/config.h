@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* ibresd configuration: the parsed form of ibresd.conf(5) and of the static
- * hosts file. Parsing never exits or logs: errors come back as text. */
+/* ibresd configuration: the parsed form of ibresd.conf(5) (the static hosts
+ * file is core/hosts_file.h). Parsing never exits or logs: errors come back
+ * as text. Implemented by config_keys.c (the keys, defaults, parse and print)
+ * over config_engine.c and config_lex.c, and config_validate.c. */
 #ifndef IBRESD_CONFIG_H
 #define IBRESD_CONFIG_H
 
@@ -18,7 +20,6 @@
 #define CFG_MAX_PATTERNS 16   /* cluster name patterns */
 #define CFG_PATTERN_MAX 128
 #define CFG_LINE_MAX 1024     /* longer lines are errors */
-#define CFG_HOSTS_MAX 65536   /* lines of the static hosts file */
 #define CFG_ERR_MAX 512
 #define CFG_SOCKET_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
 
@@ -82,12 +83,6 @@ struct ibres_config {
 	unsigned n_eps;
 };
 
-/* Static hosts: each line one remote host. */
-struct cfg_hosts {
-	struct ibres_hostrec *hosts;
-	unsigned n_hosts;
-};
-
 /* Defaults for every setting, no endpoints. */
 void config_defaults(struct ibres_config *cfg);
 
@@ -111,19 +106,5 @@ int config_default_names(struct ibres_config *cfg, const char *hostname);
 
 /* Print the effective settings in config-file syntax (for --check-config). */
 void config_print(const struct ibres_config *cfg, FILE *out);
-
-/* Load the static hosts file. 0 or a negative errno with "file:line: ..."
- * @hosts is overwritten (not freed first); on error it is left empty. */
-int hosts_load(const char *path, struct cfg_hosts *hosts, char *err, size_t errlen);
-int hosts_parse(const char *name, const char *text, size_t len, struct cfg_hosts *hosts,
-		char *err, size_t errlen);
-void hosts_free(struct cfg_hosts *hosts);
-
-/* IB enum <-> human units, shared with the path builder and the tools. */
-int ib_mtu_from_bytes(unsigned bytes);     /* 256..4096 -> 1..5, else -EINVAL */
-unsigned ib_mtu_to_bytes(uint8_t mtu);     /* 0 if unknown */
-int ib_rate_from_gbps(const char *gbps);   /* "2.5","5","10","14","20","25","30","40","56",
-					      "100","200","300","400","600" -> enum, else -EINVAL */
-const char *ib_rate_to_gbps(uint8_t rate); /* "?" if unknown */
 
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fabric/fabric.h"
+#include "core/hosts_file.h"
 #include "core/log.h"
 #include "os/netlink.h"
 #include "ib/path.h"

@@ -23,6 +23,7 @@
 #include "ib/path.h"
 #include "engine/resolver.h"
 #include "ib/sa.h"
+#include "ibenum.h"
 #include "tlv.h"
 #include "fabric/transport.h"
 
@@ -249,7 +250,7 @@ void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struc
 	/* the group's parameters, never above what the endpoint itself can do */
 	if (mtu < pp->mtu)
 		pp->mtu = mtu;
-	if (ib_rate_speed(rate) < ib_rate_speed(pp->rate))
+	if (ib_rate_to_gbps10(rate) < ib_rate_to_gbps10(pp->rate))
 		pp->rate = rate;
 	/* on IB: what the SA answered when the port joined that group */
 	sa_group_path_params(d, ep, mtu, rate, pp);

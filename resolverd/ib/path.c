@@ -16,19 +16,6 @@ void path_params_of(const struct cfg_endpoint *ep, struct path_params *pp)
 	pp->pkey = ep->id.pkey;
 }
 
-unsigned ib_rate_speed(uint8_t rate)
-{
-	/* IBTA rate enum -> Gb/s * 2 */
-	static const unsigned speed[] = {
-		[2] = 5,    [3] = 20,   [4] = 60,   [5] = 10,   [6] = 40,   [7] = 80,
-		[8] = 120,  [9] = 160,  [10] = 240, [11] = 28,  [12] = 112, [13] = 224,
-		[14] = 336, [15] = 50,  [16] = 200, [17] = 400, [18] = 600, [19] = 56,
-		[20] = 100, [21] = 800, [22] = 1200,
-	};
-
-	return rate < sizeof(speed) / sizeof(speed[0]) ? speed[rate] : 0;
-}
-
 void path_build(struct ibres_path_record *p, const struct cfg_endpoint *src,
 		const struct ibres_hostrec *dst, const struct path_params *pp)
 {

@@ -26,8 +26,4 @@ void path_params_of(const struct cfg_endpoint *ep, struct path_params *pp);
 void path_build(struct ibres_path_record *p, const struct cfg_endpoint *src,
 		const struct ibres_hostrec *dst, const struct path_params *pp);
 
-/* IB rate enum -> comparable speed in units of 0.5 Gb/s (0 if unknown), so
- * the slower of two rates can be chosen. */
-unsigned ib_rate_speed(uint8_t rate);
-
 #endif

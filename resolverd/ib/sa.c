@@ -31,6 +31,7 @@
 #include "ib/path.h"
 #include "engine/resolver.h"
 #include "ib/sa_mad.h"
+#include "ibenum.h"
 #include "tlv.h"
 #include "ib/umad_io.h"
 
@@ -823,7 +824,8 @@ void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t m
 		/* what the SA made of the group, never above the endpoint */
 		if ((m->mtu & 0x3f) && (m->mtu & 0x3f) < pp->mtu)
 			pp->mtu = m->mtu & 0x3f;
-		if ((m->rate & 0x3f) && ib_rate_speed(m->rate & 0x3f) < ib_rate_speed(pp->rate))
+		if ((m->rate & 0x3f) &&
+		    ib_rate_to_gbps10(m->rate & 0x3f) < ib_rate_to_gbps10(pp->rate))
 			pp->rate = m->rate & 0x3f;
 		pp->sl = m->sl;
 		if (m->packet_life & 0x3f)

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ibenum.h"
+
 /* Common header */
 #define OFF_BASE_VERSION  0
 #define OFF_CLASS	  1
@@ -324,18 +326,10 @@ enum mad_error smp_check_response(const uint8_t *buf, size_t len, const struct m
 	return MAD_OK;
 }
 
-static const struct {
-	uint16_t gbps10; /* Gb/s x 10 */
-	uint8_t rate;
-} rate_table[] = {
-	{25, 2},    {50, 5},	{100, 3},   {140, 11},	{200, 6},   {250, 15},	{280, 19},
-	{300, 4},   {400, 7},	{500, 20},  {560, 12},	{600, 8},   {800, 9},	{1000, 16},
-	{1120, 13}, {1200, 10}, {1680, 14}, {2000, 17}, {3000, 18}, {4000, 21}, {6000, 22},
-};
-
 uint8_t ib_rate_of_link(uint8_t width, uint8_t speed, uint8_t ext)
 {
 	unsigned lanes, lane10, total;
+	int rate;
 
 	switch (width) {
 	case 1:
@@ -388,10 +382,8 @@ uint8_t ib_rate_of_link(uint8_t width, uint8_t speed, uint8_t ext)
 		return 0;
 	}
 	total = lanes * lane10;
-	for (size_t i = 0; i < sizeof(rate_table) / sizeof(rate_table[0]); i++)
-		if (rate_table[i].gbps10 == total)
-			return rate_table[i].rate;
-	return 0;
+	rate = ib_rate_from_gbps10(total);
+	return rate > 0 ? (uint8_t)rate : 0;
 }
 
 /* PortInfo offsets within the attribute. */

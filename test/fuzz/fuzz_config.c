@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/hosts_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

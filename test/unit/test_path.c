@@ -72,23 +72,11 @@ static void test_other_subnet_needs_hops(void **state)
 	assert_int_equal(be32toh(p.flowlabel_hoplimit) & 0xff, 0xff);
 }
 
-static void test_rate_speed_order(void **state)
-{
-	(void)state;
-	assert_true(ib_rate_speed(3) < ib_rate_speed(7));   /* 10 < 40 */
-	assert_true(ib_rate_speed(7) < ib_rate_speed(16));  /* 40 < 100 */
-	assert_true(ib_rate_speed(2) < ib_rate_speed(5));   /* 2.5 < 5 */
-	assert_true(ib_rate_speed(12) < ib_rate_speed(16)); /* 56 < 100 */
-	assert_int_equal(ib_rate_speed(0), 0);
-	assert_int_equal(ib_rate_speed(200), 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_other_subnet_needs_hops),
-		cmocka_unit_test(test_rate_speed_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Checks of a parsed ibresd.conf as a whole, which no single line can make
+ * (endpoints present, their identities complete and unique), and the host
+ * name that an endpoint without one takes (config_default_names).
+ *
+ * Nothing here logs or exits: errors come back as text.
+ */
+#include "core/config.h"
+
+#include "core/config_lex.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+static bool name_in(const struct cfg_endpoint *ep, const char *name, unsigned skip_from)
+{
+	unsigned i;
+
+	for (i = 0; i < ep->id.n_names && i < skip_from; i++)
+		if (!strcasecmp(ep->id.names[i], name))
+			return true;
+	return false;
+}
+
+static int validate_endpoint(const struct ibres_config *cfg, unsigned e, char *err,
+			     size_t errlen)
+{
+	const struct cfg_endpoint *ep = &cfg->eps[e], *o;
+	char buf[INET6_ADDRSTRLEN];
+	unsigned i, j, k;
+
+	for (j = 0; j < e; j++)
+		if (!strcmp(cfg->eps[j].label, ep->label))
+			goto bad_label;
+	if (!ep->id.n_names) {
+		cfg_set_err(err, errlen, "endpoint '%s': no name given", ep->label);
+		return -EINVAL;
+	}
+	if (!ep->device[0] && !ep->id.n_gids) {
+		cfg_set_err(err, errlen,
+			    "endpoint '%s': no gid given (needed unless 'device' is set)",
+			    ep->label);
+		return -EINVAL;
+	}
+	if (!ep->device[0] && !ep->id.lid) {
+		cfg_set_err(err, errlen,
+			    "endpoint '%s': no lid given (needed unless 'device' is set)",
+			    ep->label);
+		return -EINVAL;
+	}
+	if (ep->transport == TRANSPORT_IP && !ep->interface[0]) {
+		cfg_set_err(err, errlen, "endpoint '%s': transport ip needs an 'interface'",
+			    ep->label);
+		return -EINVAL;
+	}
+	if (ep->transport == TRANSPORT_IP && !ep->n_groups) {
+		cfg_set_err(err, errlen, "endpoint '%s': transport ip needs at least one 'group'",
+			    ep->label);
+		return -EINVAL;
+	}
+	if (ep->transport == TRANSPORT_IB && (!ep->device[0] || !ep->n_groups)) {
+		cfg_set_err(err, errlen,
+			    "endpoint '%s': transport ib needs a 'device' and at least "
+			    "one 'group'",
+			    ep->label);
+		return -EINVAL;
+	}
+	/* names and addresses: unique within the endpoint and across endpoints */
+	for (j = 0; j <= e; j++) {
+		o = &cfg->eps[j];
+		for (i = 0; i < ep->id.n_names; i++) {
+			if (!name_in(o, ep->id.names[i], j == e ? i : UINT32_MAX))
+				continue;
+			if (j == e)
+				cfg_set_err(err, errlen, "endpoint '%s': name '%s' given twice",
+					    ep->label, ep->id.names[i]);
+			else
+				cfg_set_err(err, errlen,
+					    "name '%s' appears in endpoints '%s' and '%s'",
+					    ep->id.names[i], o->label, ep->label);
+			return -EINVAL;
+		}
+		for (i = 0; i < ep->id.n_v4; i++) {
+			for (k = 0; k < (j == e ? i : o->id.n_v4); k++) {
+				if (o->id.v4[k].s_addr != ep->id.v4[i].s_addr)
+					continue;
+				inet_ntop(AF_INET, &ep->id.v4[i], buf, sizeof(buf));
+				goto dup_addr;
+			}
+		}
+		for (i = 0; i < ep->id.n_v6; i++) {
+			for (k = 0; k < (j == e ? i : o->id.n_v6); k++) {
+				if (memcmp(&o->id.v6[k], &ep->id.v6[i], sizeof(struct in6_addr)))
+					continue;
+				inet_ntop(AF_INET6, &ep->id.v6[i], buf, sizeof(buf));
+				goto dup_addr;
+			}
+		}
+	}
+	return 0;
+
+bad_label:
+	cfg_set_err(err, errlen, "endpoint label '%s' used twice", ep->label);
+	return -EINVAL;
+dup_addr:
+	if (j == e)
+		cfg_set_err(err, errlen, "endpoint '%s': address %s given twice", ep->label, buf);
+	else
+		cfg_set_err(err, errlen, "address %s appears in endpoints '%s' and '%s'", buf,
+			    o->label, ep->label);
+	return -EINVAL;
+}
+
+int config_validate(const struct ibres_config *cfg, char *err, size_t errlen)
+{
+	unsigned e;
+	int ret;
+
+	cfg_set_err(err, errlen, "%s", "");
+	if (!cfg->n_eps || cfg->n_eps > CFG_MAX_ENDPOINTS) {
+		cfg_set_err(err, errlen,
+			    cfg->n_eps ? "too many endpoints"
+				       : "no endpoint configured: add an [endpoint LABEL] section");
+		return -EINVAL;
+	}
+	if (cfg->acm_socket_path[0] &&
+	    !strncmp(cfg->acm_socket_path, cfg->socket_path, sizeof(cfg->socket_path))) {
+		cfg_set_err(err, errlen, "acm_socket and socket are the same path: %.*s",
+			    (int)sizeof(cfg->socket_path), cfg->socket_path);
+		return -EINVAL;
+	}
+	if (cfg->n_patterns > CFG_MAX_PATTERNS) {
+		cfg_set_err(err, errlen, "too many name patterns");
+		return -EINVAL;
+	}
+	for (e = 0; e < cfg->n_eps; e++) {
+		const struct cfg_endpoint *ep = &cfg->eps[e];
+
+		if (ep->id.n_names > IBRES_HOST_NAMES_MAX || ep->id.n_v4 > IBRES_HOST_ADDRS_MAX ||
+		    ep->id.n_v6 > IBRES_HOST_ADDRS_MAX || ep->n_groups > CFG_MAX_GROUPS ||
+		    ep->id.n_gids > IBRES_HOST_GIDS_MAX) {
+			cfg_set_err(err, errlen, "endpoint '%.63s': too many values", ep->label);
+			return -EINVAL;
+		}
+		ret = validate_endpoint(cfg, e, err, errlen);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int config_default_names(struct ibres_config *cfg, const char *hostname)
+{
+	size_t short_len = strcspn(hostname, ".");
+	struct ibres_hostrec *id;
+	unsigned e;
+
+	if (!cfg_valid_hostname(hostname))
+		return -EINVAL;
+	for (e = 0; e < cfg->n_eps && e < CFG_MAX_ENDPOINTS; e++) {
+		id = &cfg->eps[e].id;
+		if (id->n_names)
+			continue;
+		memset(id->names, 0, sizeof(id->names));
+		memcpy(id->names[0], hostname, strlen(hostname));
+		id->n_names = 1;
+		if (hostname[short_len]) {
+			memcpy(id->names[1], hostname, short_len);
+			if (cfg_valid_hostname(id->names[1]))
+				id->n_names = 2;
+			else
+				memset(id->names[1], 0, sizeof(id->names[1]));
+		}
+		break;
+	}
+	return 0;
+}

@@ -70,19 +70,19 @@ static void test_length_byte_order(void **state)
 	size_t len;
 
 	(void)state;
-	msg_set_length(&h, 88);
+	ibres_msg_set_length(&h, 88);
 	assert_int_equal(h.length, 88); /* host order */
-	assert_int_equal(msg_get_length(&h), 88);
+	assert_int_equal(ibres_msg_get_length(&h), 88);
 	assert_int_equal(msg_frame_length(&h, &len), 0);
 	assert_int_equal(len, 88);
 
 	h.opcode = IBRES_OP_PERF_QUERY;
-	msg_set_length(&h, 72);
+	ibres_msg_set_length(&h, 72);
 	assert_int_equal(h.length, htobe16(72));
-	assert_int_equal(msg_get_length(&h), 72);
+	assert_int_equal(ibres_msg_get_length(&h), 72);
 
 	h.opcode = IBRES_OP_HOST;
-	msg_set_length(&h, 300);
+	ibres_msg_set_length(&h, 300);
 	assert_int_equal(h.length, htobe16(300));
 }
 

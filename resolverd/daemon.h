@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "core/config.h"
+#include "core/endpoints.h"
 #include "core/hoststore.h"
 #include "core/hosts_file.h"
 #include "core/loop.h"
@@ -19,13 +20,6 @@ struct server;
 struct fabric;
 struct sa_client;
 struct netlink;
-
-/* A local endpoint: its configuration and its ibacm counters. */
-struct endpoint {
-	unsigned index; /* 0-based; ibacm clients count from 1 */
-	struct cfg_endpoint cfg;
-	uint64_t counters[IBRES_CNTR_MAX];
-};
 
 /* Named counters beyond ibacm's seven (STATS opcode, ibresctl stats). */
 struct daemon_stats {
@@ -61,8 +55,7 @@ struct ibresd {
 	struct netlink *netlink; /* NULL: no kernel addresses, config addresses only */
 	uid_t run_uid;           /* [daemon] user, looked up at start (cfg.user set) */
 	gid_t run_gid;
-	struct endpoint eps[CFG_MAX_ENDPOINTS];
-	unsigned n_eps;
+	struct endpoints eps; /* the local endpoints, owner of their identity */
 	uint64_t counters[IBRES_CNTR_MAX]; /* ibacm's global counters */
 	struct daemon_stats stats;
 	struct loop_timer sweep_timer;

@@ -116,7 +116,7 @@ static void reload(struct ibresd *d)
 		goto out;
 	}
 	log_set_level(d->cfg.log_level);
-	log_info("configuration reloaded: %u endpoints, %u static hosts", d->n_eps,
+	log_info("configuration reloaded: %u endpoints, %u static hosts", d->eps.n,
 		 d->static_hosts.n_hosts);
 out:
 	sd_notify(0, "READY=1");
@@ -278,7 +278,7 @@ int main(int argc, char **argv)
 		log_err("daemon: %s", strerror(errno));
 		goto out_fabric;
 	}
-	log_info("ibresd %s ready: %u endpoints, %u static hosts", IBRES_VERSION, d.n_eps,
+	log_info("ibresd %s ready: %u endpoints, %u static hosts", IBRES_VERSION, d.eps.n,
 		 d.static_hosts.n_hosts);
 	sd_notify(0, "READY=1");
 

@@ -142,41 +142,18 @@ static struct pending_query *query_start(struct ibresd *d, const struct host_key
 	return q;
 }
 
-struct endpoint *endpoint_by_key(struct ibresd *d, const struct host_key *k)
-{
-	for (unsigned i = 0; i < d->n_eps; i++)
-		if (hostrec_has_key(&d->eps[i].cfg.id, k->type, k->data, k->len))
-			return &d->eps[i];
-	return NULL;
-}
-
-struct endpoint *endpoint_for_dest(struct ibresd *d, const struct host_key *dst)
-{
-	for (unsigned i = 0; i < d->n_eps; i++) {
-		const struct ibres_hostrec *id = &d->eps[i].cfg.id;
-
-		if ((dst->type == IBRES_KEY_IPV4 && id->n_v4) ||
-		    (dst->type == IBRES_KEY_IPV6 && id->n_v6) ||
-		    (dst->type != IBRES_KEY_IPV4 && dst->type != IBRES_KEY_IPV6))
-			return &d->eps[i];
-	}
-	return NULL;
-}
-
 /* Local endpoints and static hosts never expire: they are the truth. */
 static int load_authoritative(struct ibresd *d)
 {
 	uint64_t now = now_ms();
+	unsigned bad = 0;
 	int ret;
 
-	for (unsigned i = 0; i < d->n_eps; i++) {
-		ret = store_insert(&d->store, &d->eps[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now,
-				   NULL);
-		if (ret) {
-			log_err("endpoint %s: cannot cache its identity: %s", d->eps[i].cfg.label,
-				strerror(-ret));
-			return ret;
-		}
+	ret = endpoints_publish(&d->eps, &bad);
+	if (ret) {
+		log_err("endpoint %s: cannot cache its identity: %s", d->eps.ep[bad].cfg.label,
+			strerror(-ret));
+		return ret;
 	}
 	for (unsigned i = 0; i < d->static_hosts.n_hosts; i++) {
 		ret = store_insert(&d->store, &d->static_hosts.hosts[i], IBRES_ORIGIN_STATIC, 0, 0,
@@ -192,17 +169,14 @@ static int load_authoritative(struct ibresd *d)
 
 static void load_endpoints(struct ibresd *d)
 {
-	d->n_eps = d->cfg.n_eps;
-	for (unsigned i = 0; i < d->n_eps; i++) {
-		struct endpoint *ep = &d->eps[i];
+	endpoints_load(&d->eps, &d->cfg);
+	for (unsigned i = 0; i < d->eps.n; i++) {
+		struct endpoint *ep = &d->eps.ep[i];
 
-		/* counters survive a reload of the same endpoint */
-		if (strcmp(ep->cfg.label, d->cfg.eps[i].label))
-			memset(ep->counters, 0, sizeof(ep->counters));
-		ep->index = i;
-		ep->cfg = d->cfg.eps[i];
-		sa_apply_endpoint(d, ep); /* a device's port data over the config's */
-		netlink_merge(d, ep); /* its interfaces' addresses after the config's */
+		/* before it is published: a device's port data over the
+		 * config's, then its interfaces' addresses after the config's */
+		sa_apply_endpoint(d, ep);
+		netlink_merge(d, ep, &ep->cfg.id);
 	}
 }
 
@@ -213,6 +187,7 @@ int resolver_init(struct ibresd *d)
 	ret = store_init(&d->store, d->cfg.cache_size);
 	if (ret)
 		return ret;
+	endpoints_init(&d->eps, &d->store);
 	if (getrandom(&d->rng, sizeof(d->rng), GRND_NONBLOCK) != sizeof(d->rng))
 		d->rng = now_ms() ^ (uint64_t)getpid() << 32;
 	d->rng |= 1;
@@ -343,28 +318,6 @@ unsigned resolver_flush(struct ibresd *d, const struct host_key *k)
 		n++;
 	}
 	return n;
-}
-
-void resolver_local_changed(struct ibresd *d, struct endpoint *ep, bool gid_changed)
-{
-	uint64_t now = now_ms();
-	int ret;
-
-	/* a new GID is a new identity: the old record must go first (local
-	 * records are never replaced by another identity's) */
-	if (gid_changed)
-		store_remove_origin(&d->store, IBRES_ORIGIN_LOCAL);
-	for (unsigned i = 0; i < d->n_eps; i++) {
-		if (!gid_changed && &d->eps[i] != ep)
-			continue;
-		ret = store_insert(&d->store, &d->eps[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now,
-				   NULL);
-		if (ret)
-			log_err("endpoint %s: cannot cache its identity: %s", d->eps[i].cfg.label,
-				strerror(-ret));
-	}
-	/* paths from it carry its old LID or GID */
-	store_drop_routes(&d->store, (int)ep->index, NULL);
 }
 
 enum lookup_result resolver_route_wait(struct ibresd *d, struct lookup_waiter *w,

@@ -17,14 +17,9 @@ void resolver_fini(struct ibresd *d);
 /* Swap in a new configuration, keeping learned hosts. */
 int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts *hosts);
 
-/* The local endpoint that owns @k (name, address, GID or LID), or NULL. */
-struct endpoint *endpoint_by_key(struct ibresd *d, const struct host_key *k);
 
 /* The longest a fabric query can take: every attempt's wait, with jitter. */
 uint64_t resolver_bound_ms(const struct ibres_config *cfg);
-/* The endpoint to use towards a destination of key type @type when the
- * client named no source: the first with an address of that family. */
-struct endpoint *endpoint_for_dest(struct ibresd *d, const struct host_key *dst);
 
 /* Outcome of resolver_lookup. */
 enum lookup_result {
@@ -61,10 +56,6 @@ enum lookup_result resolver_route_wait(struct ibresd *d, struct lookup_waiter *w
  * or negative answer of @k, and the queries in flight for them (their
  * waiters hear -ECANCELED). Returns what went. */
 unsigned resolver_flush(struct ibresd *d, const struct host_key *k);
-
-/* @ep's identity changed (port data: LID, GID, P_Key): refresh the local
- * records in the store and forget the routes from it. */
-void resolver_local_changed(struct ibresd *d, struct endpoint *ep, bool gid_changed);
 
 /* Periodic expiry of the store. */
 void resolver_sweep(struct loop_timer *t);

@@ -21,13 +21,13 @@
 #include "fabric/fabric_wire.h"
 #include "core/log.h"
 #include "ib/path.h"
-#include "engine/resolver.h"
 #include "ib/sa.h"
 #include "ibenum.h"
 #include "tlv.h"
 #include "fabric/transport.h"
 
 #define STARTUP_ANNOUNCES 3
+#define REANNOUNCE_MS 1000 /* an identity change is announced at once and again after this */
 #define KEY_MAX_BYTES 64
 
 struct fabric_port {
@@ -36,6 +36,10 @@ struct fabric_port {
 	struct transport t;
 	bool open;
 };
+
+static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
+			unsigned changes);
+static void on_reannounce(struct loop_timer *t);
 
 struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
@@ -58,6 +62,7 @@ struct fabric {
 	struct fabric_port ports[CFG_MAX_ENDPOINTS];
 	unsigned n_ports;
 	struct loop_timer announce_timer;
+	struct loop_timer reannounce_timer;
 	unsigned startup_announces_left;
 	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
@@ -284,13 +289,6 @@ int fabric_send_request(struct ibresd *d, const struct host_key *k, uint64_t tid
 
 /* --- receiving ---------------------------------------------------------------- */
 
-static bool is_own(struct fabric *f, const struct ibres_hostrec *h)
-{
-	for (unsigned i = 0; i < f->d->n_eps; i++)
-		if (!memcmp(f->d->eps[i].cfg.id.gids[0], h->gids[0], 16))
-			return true;
-	return false;
-}
 
 static bool key_matches_host(const struct host_key *k, const struct ibres_hostrec *h)
 {
@@ -418,7 +416,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		f->c.rx_malformed++;
 		return;
 	}
-	if (is_own(f, &m.sender)) {
+	if (endpoints_own_gid(&f->d->eps, m.sender.gids[0])) {
 		f->c.rx_self++;
 		return;
 	}
@@ -559,6 +557,7 @@ int fabric_start(struct ibresd *d)
 	f->d = d;
 	f->ev = d->fabric_ev;
 	f->announce_timer.cb = on_announce_timer;
+	f->reannounce_timer.cb = on_reannounce;
 	if (getrandom(&f->rng, sizeof(f->rng), 0) != sizeof(f->rng))
 		f->rng = now_ms() ^ (uint64_t)getpid() << 32;
 	f->rng |= 1;
@@ -567,14 +566,14 @@ int fabric_start(struct ibresd *d)
 		if (ret)
 			goto err;
 	}
-	for (unsigned i = 0; i < d->n_eps; i++) {
+	for (unsigned i = 0; i < d->eps.n; i++) {
 		struct fabric_port *p = &f->ports[f->n_ports];
-		const struct transport_ops *ops = transport_for(&d->eps[i].cfg);
+		const struct transport_ops *ops = transport_for(&d->eps.ep[i].cfg);
 
 		if (!ops)
 			continue;
 		p->f = f;
-		p->ep = &d->eps[i];
+		p->ep = &d->eps.ep[i];
 		p->t.ops = ops;
 		p->t.recv = on_datagram;
 		p->t.owner = p;
@@ -593,8 +592,10 @@ int fabric_start(struct ibresd *d)
 		p->open = true;
 		if (p->t.qpn && p->t.qpn != p->ep->cfg.id.qpn) {
 			/* peers reach this endpoint at its UD QP */
-			p->ep->cfg.id.qpn = p->t.qpn;
-			resolver_local_changed(d, p->ep, false);
+			struct ibres_hostrec id = p->ep->cfg.id;
+
+			id.qpn = p->t.qpn;
+			endpoint_update(&d->eps, p->ep, &id);
 		}
 		for (unsigned g = 0; g < p->ep->cfg.n_groups; g++) {
 			ret = p->t.ops->join(&p->t, g);
@@ -611,6 +612,9 @@ int fabric_start(struct ibresd *d)
 		return 0;
 	}
 	d->fabric = f;
+	ret = endpoints_listen(&d->eps, on_identity, f);
+	if (ret)
+		goto err;
 	f->settled_ms = now_ms() + d->cfg.settle_ms;
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
@@ -638,7 +642,9 @@ void fabric_resync(struct ibresd *d)
 	loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
 }
 
-void fabric_announce_now(struct ibresd *d)
+/* Announce now instead of at the next period (nothing when announcements
+ * are off). */
+static void fabric_announce_now(struct ibresd *d)
 {
 	struct fabric *f = d->fabric;
 
@@ -648,26 +654,39 @@ void fabric_announce_now(struct ibresd *d)
 		loop_timer_arm(&d->loop, &f->announce_timer, now_ms());
 }
 
-void fabric_identity_changed(struct ibresd *d, const struct endpoint *ep,
-			     const struct ibres_hostrec *old)
+/* An endpoint's identity changed (core/endpoints.h): a GOODBYE for a GID
+ * that went, then an announcement now and once more a little later (for a
+ * lost datagram, and for a peer that heard the new owner of a moved address
+ * before the old one released it). A new QPN waits for the next period. */
+static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
+			unsigned changes)
 {
-	struct fabric *f = d->fabric;
+	struct fabric *f = arg;
 	struct fw_msg m;
 
-	if (!f)
+	if (!(changes & (EP_CHANGE_ADDRS | EP_CHANGE_PORT | EP_CHANGE_GID)))
 		return;
 	/* a new GID is a new identity: peers let a name move only after its
 	 * old owner said goodbye (or expired) */
-	for (unsigned i = 0; i < f->n_ports && old->n_gids; i++) {
+	for (unsigned i = 0; i < f->n_ports && (changes & EP_CHANGE_GID) && old->n_gids; i++) {
 		struct fabric_port *p = &f->ports[i];
 
-		if (!p->open || p->ep != ep || !memcmp(old->gids[0], ep->cfg.id.gids[0], 16))
+		if (!p->open || p->ep != ep)
 			continue;
 		msg_init(p, &m, FW_GOODBYE, 0);
 		m.sender = *old;
 		port_send(p, &m, NULL);
 	}
-	fabric_announce_now(d);
+	fabric_announce_now(f->d);
+	if (announcing(f))
+		loop_timer_arm(&f->d->loop, &f->reannounce_timer, now_ms() + REANNOUNCE_MS);
+}
+
+static void on_reannounce(struct loop_timer *t)
+{
+	struct fabric *f = container_of(t, struct fabric, reannounce_timer);
+
+	fabric_announce_now(f->d);
 }
 
 void fabric_stop(struct ibresd *d)
@@ -677,7 +696,9 @@ void fabric_stop(struct ibresd *d)
 	if (!f)
 		return;
 	announce_all(f, 0, FW_GOODBYE, 0);
+	endpoints_unlisten(&d->eps, on_identity, f);
 	loop_timer_cancel(&d->loop, &f->announce_timer);
+	loop_timer_cancel(&d->loop, &f->reannounce_timer);
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 

@@ -32,16 +32,7 @@ void fabric_stop(struct ibresd *d);
  * start-up before answering "not found" from it again. */
 void fabric_resync(struct ibresd *d);
 
-/* Our identity changed (addresses): announce it now instead of at the next
- * period. Nothing when announcements are off. */
-void fabric_announce_now(struct ibresd *d);
 
-/* @ep's port data changed its identity (LID, GID, P_Key; sa.c): a GOODBYE
- * for the @old identity when the GID changed, then an announcement now. */
-struct endpoint;
-struct ibres_hostrec;
-void fabric_identity_changed(struct ibresd *d, const struct endpoint *ep,
-			     const struct ibres_hostrec *old);
 
 /* May @k be sent to the fabric? False without a transport, for names
  * outside the cluster name patterns, and (authoritative "not found") for

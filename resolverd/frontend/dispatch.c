@@ -237,17 +237,17 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);
 	}
 	if (r->src) {
-		if (key_from_entry(r->src, &skey) < 0 || !(ep = endpoint_by_key(d, &skey))) {
+		if (key_from_entry(r->src, &skey) < 0 || !(ep = endpoint_by_key(&d->eps, &skey))) {
 			count(d, NULL, IBRES_CNTR_ERROR);
 			return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
 		}
 	} else {
 		/* A local destination is reached through its own endpoint. */
-		ep = endpoint_by_key(d, &dkey);
+		ep = endpoint_by_key(&d->eps, &dkey);
 		if (!ep) /* where the kernel's route to it leaves from */
 			ep = netlink_route_endpoint(d, &dkey);
 		if (!ep)
-			ep = endpoint_for_dest(d, &dkey);
+			ep = endpoint_for_dest(&d->eps, &dkey);
 		if (!ep || source_entry(ep, r->dst->type, &src) < 0) {
 			count(d, NULL, IBRES_CNTR_ERROR);
 			return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
@@ -312,12 +312,12 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 	}
 	if (!gid_is_zero(in->sgid)) {
 		host_key_addr(&skey, IBRES_KEY_GID, in->sgid);
-		ep = endpoint_by_key(d, &skey);
+		ep = endpoint_by_key(&d->eps, &skey);
 	} else if (in->slid) {
 		host_key_lid(&skey, be16toh(in->slid));
-		ep = endpoint_by_key(d, &skey);
-	} else if (d->n_eps) {
-		ep = &d->eps[0];
+		ep = endpoint_by_key(&d->eps, &skey);
+	} else if (d->eps.n) {
+		ep = &d->eps.ep[0];
 	}
 	if (!ep) {
 		count(d, NULL, IBRES_CNTR_ERROR);
@@ -369,15 +369,15 @@ static int handle_perf(struct ibresd *d, struct request *req, uint8_t *reply, si
 
 		if (!(e->flags & IBRES_EP_FLAG_SOURCE) ||
 		    (e->type == IBRES_EP_TYPE_NAME && !memchr(e->info.name, 0, IBRES_ADDR_MAX)) ||
-		    key_from_entry(e, &k) < 0 || !(ep = endpoint_by_key(d, &k)))
+		    key_from_entry(e, &k) < 0 || !(ep = endpoint_by_key(&d->eps, &k)))
 			return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
 		counters = ep->counters;
 	} else if (req->len != IBRES_HDR_LEN) {
 		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
 	} else if (index) {
-		if (index > d->n_eps)
+		if (index > d->eps.n)
 			return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
-		counters = d->eps[index - 1].counters;
+		counters = d->eps.ep[index - 1].counters;
 	}
 	for (unsigned i = 0; i < IBRES_CNTR_MAX; i++)
 		out[i] = htobe64(counters[i]);
@@ -417,16 +417,16 @@ static int handle_ep_query(struct ibresd *d, struct request *req, uint8_t *reply
 	struct ibres_hdr h = *rh;
 	unsigned n;
 
-	for (unsigned i = 0; i < d->n_eps; i++)
-		if (d->eps[i].cfg.port_num > max_port)
-			max_port = d->eps[i].cfg.port_num;
+	for (unsigned i = 0; i < d->eps.n; i++)
+		if (d->eps.ep[i].cfg.port_num > max_port)
+			max_port = d->eps.ep[i].cfg.port_num;
 	/* Endpoint N (1-based) of port @port; any port when the client does
 	 * not know the port count yet (ib_acme starts with 255). */
-	for (unsigned i = 0; i < d->n_eps && !ep; i++) {
-		if (port && port != 255 && d->eps[i].cfg.port_num != port)
+	for (unsigned i = 0; i < d->eps.n && !ep; i++) {
+		if (port && port != 255 && d->eps.ep[i].cfg.port_num != port)
 			continue;
 		if (++seen == index)
-			ep = &d->eps[i];
+			ep = &d->eps.ep[i];
 	}
 	if (!ep || req->len != IBRES_HDR_LEN)
 		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);

@@ -223,7 +223,7 @@ static int handle_cache_list(struct ibresd *d, struct request *req, const struct
 	struct list_ctx lc;
 
 	ext_begin(&r, req, reply);
-	lc = (struct list_ctx){ .w = &r.w, .offset = a->offset, .now = now_ms(), .n_eps = d->n_eps };
+	lc = (struct list_ctx){ .w = &r.w, .offset = a->offset, .now = now_ms(), .n_eps = d->eps.n };
 	store_foreach(&d->store, list_key, &lc);
 	if (!lc.full)
 		pending_foreach(&d->pending, list_query, &lc);
@@ -304,8 +304,8 @@ static int handle_endpoints(struct ibresd *d, struct request *req, uint8_t *repl
 	struct ext_reply r;
 
 	ext_begin(&r, req, reply);
-	for (unsigned i = 0; i < d->n_eps; i++) {
-		const struct cfg_endpoint *ep = &d->eps[i].cfg;
+	for (unsigned i = 0; i < d->eps.n; i++) {
+		const struct cfg_endpoint *ep = &d->eps.ep[i].cfg;
 		int nest = tlv_nest_begin(&r.w);
 
 		tlv_put_str(&r.w, IBRES_T_LABEL, ep->label);

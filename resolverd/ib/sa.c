@@ -25,11 +25,9 @@
 #include <sys/random.h>
 
 #include "daemon.h"
-#include "fabric/fabric.h"
 #include "core/log.h"
 #include "os/netlink.h"
 #include "ib/path.h"
-#include "engine/resolver.h"
 #include "ib/sa_mad.h"
 #include "ibenum.h"
 #include "tlv.h"
@@ -133,9 +131,9 @@ static struct endpoint *port_ep(const struct sa_port *p)
 {
 	struct ibresd *d = p->sa->d;
 
-	if (p->ep < 0 || (unsigned)p->ep >= d->n_eps)
+	if (p->ep < 0 || (unsigned)p->ep >= d->eps.n)
 		return NULL;
-	return &d->eps[p->ep];
+	return &d->eps.ep[p->ep];
 }
 
 static struct sa_port *port_of(struct sa_client *sa, const struct endpoint *ep)
@@ -865,19 +863,20 @@ void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *wh
 
 /* --- ports -------------------------------------------------------------------- */
 
-/* The port's data over the endpoint's configured values. */
-static void fill_endpoint(const struct sa_port *p, struct endpoint *ep)
+/* The port's data over the endpoint's configured values: its identity into
+ * @id, the rest (MTU, rate, GUID) into the endpoint's port parameters. */
+static void fill_endpoint(const struct sa_port *p, struct endpoint *ep, struct ibres_hostrec *id)
 {
 	if (!p->have_info)
 		return;
 	if (p->port_guid) {
-		port_gid(p, ep->cfg.id.gids[0]);
-		if (!ep->cfg.id.n_gids)
-			ep->cfg.id.n_gids = 1;
+		port_gid(p, id->gids[0]);
+		if (!id->n_gids)
+			id->n_gids = 1;
 	}
-	ep->cfg.id.lid = p->pi.lid < 0xc000 ? p->pi.lid : 0;
+	id->lid = p->pi.lid < 0xc000 ? p->pi.lid : 0;
 	if (p->pkey)
-		ep->cfg.id.pkey = p->pkey;
+		id->pkey = p->pkey;
 	if (p->pi.mtu)
 		ep->cfg.mtu = p->pi.mtu;
 	if (p->pi.rate)
@@ -893,22 +892,17 @@ static void port_apply(struct sa_port *p)
 {
 	struct ibresd *d = p->sa->d;
 	struct endpoint *ep = port_ep(p);
-	struct ibres_hostrec old;
-	bool gid_changed, changed;
+	struct ibres_hostrec id;
 
 	if (!ep || !p->have_info)
 		return;
-	old = ep->cfg.id;
-	fill_endpoint(p, ep);
-	gid_changed =
-		old.n_gids != ep->cfg.id.n_gids || memcmp(old.gids[0], ep->cfg.id.gids[0], 16);
-	changed = gid_changed || old.lid != ep->cfg.id.lid || old.pkey != ep->cfg.id.pkey;
-	if (!changed)
+	id = ep->cfg.id;
+	fill_endpoint(p, ep, &id);
+	/* the owner refreshes the store and tells the fabric */
+	if (endpoint_update(&d->eps, ep, &id) == 0)
 		return;
-	resolver_local_changed(d, ep, gid_changed);
 	/* the IPoIB interfaces of a port are found by its GID and P_Key */
 	netlink_refresh(d);
-	fabric_identity_changed(d, ep, &old);
 }
 
 void sa_apply_endpoint(struct ibresd *d, struct endpoint *ep)
@@ -931,7 +925,7 @@ void sa_apply_endpoint(struct ibresd *d, struct endpoint *ep)
 			log_warn("%s: device or port changed: it takes effect at the next restart",
 				 p->label);
 		/* a copy from the config has the configured values: put ours back */
-		fill_endpoint(p, ep);
+		fill_endpoint(p, ep, &ep->cfg.id); /* not published yet */
 	}
 }
 
@@ -1271,8 +1265,8 @@ int sa_start(struct ibresd *d)
 	bool any = false;
 
 	d->sa = NULL;
-	for (unsigned i = 0; i < d->n_eps; i++)
-		any |= d->eps[i].cfg.device[0] != '\0';
+	for (unsigned i = 0; i < d->eps.n; i++)
+		any |= d->eps.ep[i].cfg.device[0] != '\0';
 	if (!any)
 		return 0;
 	sa = calloc(1, sizeof(*sa));
@@ -1285,12 +1279,12 @@ int sa_start(struct ibresd *d)
 		sa->seq = (uint32_t)now_ms();
 	d->sa = sa;
 	umad_init();
-	for (unsigned i = 0; i < d->n_eps; i++) {
+	for (unsigned i = 0; i < d->eps.n; i++) {
 		struct sa_port *p = &sa->ports[sa->n_ports];
 
-		if (!d->eps[i].cfg.device[0])
+		if (!d->eps.ep[i].cfg.device[0])
 			continue;
-		if (port_open(sa, p, &d->eps[i]))
+		if (port_open(sa, p, &d->eps.ep[i]))
 			sa->n_ports++;
 		else
 			memset(p, 0, sizeof(*p));

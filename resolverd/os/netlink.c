@@ -35,9 +35,7 @@
 #include <netlink/socket.h>
 
 #include "daemon.h"
-#include "fabric/fabric.h"
 #include "core/log.h"
-#include "engine/resolver.h"
 
 #define NL_LINKS_MAX	    64 /* IPoIB and configured interfaces tracked */
 #define NL_LINK_ADDRS_MAX   32 /* addresses tracked per interface and family */
@@ -50,7 +48,6 @@
 #define NL_DUMP_TRIES	    3	 /* a dump interrupted by changes is redone */
 #define NL_RESYNC_DELAY_MS  50	 /* resyncs asked for by a burst of changes coalesce */
 #define NL_RESYNC_RETRY_MS  1000
-#define REANNOUNCE_MS	    1000 /* a change is announced at once and again after this */
 #define IPOIB_HWADDR_LEN    20	 /* flags, QPN (3 bytes), port GID (16 bytes) */
 
 /* What a message did to the tables. */
@@ -90,9 +87,8 @@ struct netlink {
 	struct loop_fd lf;
 	bool lost; /* notifications were dropped: resync once drained */
 	struct loop_timer resync_timer;
-	struct loop_timer reannounce;
 	struct nl_tables *t;
-	struct ibres_hostrec before; /* scratch for netlink_refresh */
+	struct ibres_hostrec after; /* an endpoint's identity with the kernel's addresses */ /* scratch for netlink_refresh */
 	union {
 		struct nlmsghdr h; /* alignment */
 		uint8_t b[NL_BUF_LEN];
@@ -441,10 +437,9 @@ static void resync_now(struct netlink *nl)
 /* --- endpoints ----------------------------------------------------------------- */
 
 /* Does @l carry @ep's addresses? */
-static bool link_serves(const struct nl_link *l, const struct endpoint *ep)
+static bool link_serves(const struct nl_link *l, const struct endpoint *ep,
+			const struct ibres_hostrec *id)
 {
-	const struct ibres_hostrec *id = &ep->cfg.id;
-
 	/* 127.0.0.1 is no cluster address (and the shared-namespace test
 	 * fabric puts every node's address on lo) */
 	if (l->flags & IFF_LOOPBACK)
@@ -478,16 +473,15 @@ static bool addr_claimed(struct ibresd *d, const struct endpoint *ep, const stru
 	for (unsigned j = 0; j < d->cfg.n_eps; j++)
 		if (j != ep->index && id_has_addr(&d->cfg.eps[j].id, a->family, a->addr))
 			return true;
-	for (unsigned j = 0; j < ep->index && j < d->n_eps; j++)
-		if (id_has_addr(&d->eps[j].cfg.id, a->family, a->addr))
+	for (unsigned j = 0; j < ep->index && j < d->eps.n; j++)
+		if (id_has_addr(&d->eps.ep[j].cfg.id, a->family, a->addr))
 			return true;
 	return false;
 }
 
-unsigned netlink_merge(struct ibresd *d, struct endpoint *ep)
+unsigned netlink_merge(struct ibresd *d, const struct endpoint *ep, struct ibres_hostrec *id)
 {
 	struct netlink *nl = d->netlink;
-	struct ibres_hostrec *id = &ep->cfg.id;
 	const struct ibres_hostrec *conf;
 	unsigned dropped = 0;
 
@@ -511,7 +505,7 @@ unsigned netlink_merge(struct ibresd *d, struct endpoint *ep)
 		const struct nl_addr *a = &nl->t->addrs[i];
 		const struct nl_link *l = link_find(nl->t, a->ifindex);
 
-		if (!l || !link_serves(l, ep) || id_has_addr(id, a->family, a->addr) ||
+		if (!l || !link_serves(l, ep, id) || id_has_addr(id, a->family, a->addr) ||
 		    addr_claimed(d, ep, a))
 			continue;
 		if (a->family == AF_INET && id->n_v4 < IBRES_HOST_ADDRS_MAX)
@@ -550,46 +544,30 @@ static void log_diff(const struct endpoint *ep, const struct ibres_hostrec *a,
 void netlink_refresh(struct ibresd *d)
 {
 	struct netlink *nl = d->netlink;
-	bool changed = false;
 
 	if (!nl)
 		return;
-	for (unsigned i = 0; i < d->n_eps; i++) {
-		struct endpoint *ep = &d->eps[i];
+	for (unsigned i = 0; i < d->eps.n; i++) {
+		struct endpoint *ep = &d->eps.ep[i];
 		unsigned dropped;
 		int ret;
 
-		nl->before = ep->cfg.id;
-		dropped = netlink_merge(d, ep);
-		if (same_addrs(&nl->before, &ep->cfg.id))
+		nl->after = ep->cfg.id;
+		dropped = netlink_merge(d, ep, &nl->after);
+		if (same_addrs(&nl->after, &ep->cfg.id))
 			continue;
-		changed = true;
-		log_diff(ep, &ep->cfg.id, &nl->before, "added");
-		log_diff(ep, &nl->before, &ep->cfg.id, "removed");
+		log_diff(ep, &nl->after, &ep->cfg.id, "added");
+		log_diff(ep, &ep->cfg.id, &nl->after, "removed");
 		if (dropped)
 			log_warn("endpoint %s: %u addresses left out (at most %u per family)",
 				 ep->cfg.label, dropped, IBRES_HOST_ADDRS_MAX);
-		/* Same identity (GID): the record is replaced in place, keys it
-		 * no longer has are removed, new ones taken over from any
-		 * learned or negative entry. */
-		ret = store_insert(&d->store, &ep->cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now_ms(), NULL);
-		if (ret)
+		/* the owner of the identity updates the store and tells the
+		 * fabric, which announces the change */
+		ret = endpoint_update(&d->eps, ep, &nl->after);
+		if (ret < 0)
 			log_err("endpoint %s: cannot cache its new addresses: %s", ep->cfg.label,
 				strerror(-ret));
 	}
-	if (!changed)
-		return;
-	fabric_announce_now(d);
-	/* once more, for a lost datagram, and for a peer that heard the new
-	 * owner of a moved address before the old one released it */
-	loop_timer_arm(&d->loop, &nl->reannounce, now_ms() + REANNOUNCE_MS);
-}
-
-static void on_reannounce(struct loop_timer *t)
-{
-	struct netlink *nl = container_of(t, struct netlink, reannounce);
-
-	fabric_announce_now(nl->d);
 }
 
 static void on_resync_timer(struct loop_timer *t)
@@ -699,8 +677,8 @@ struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key 
 
 	if (!nl || (dst->type != IBRES_KEY_IPV4 && dst->type != IBRES_KEY_IPV6))
 		return NULL;
-	for (unsigned i = 0; i < d->n_eps; i++)
-		if (dst->type == IBRES_KEY_IPV4 ? d->eps[i].cfg.id.n_v4 : d->eps[i].cfg.id.n_v6)
+	for (unsigned i = 0; i < d->eps.n; i++)
+		if (dst->type == IBRES_KEY_IPV4 ? d->eps.ep[i].cfg.id.n_v4 : d->eps.ep[i].cfg.id.n_v6)
 			candidates++;
 	if (candidates < 2)
 		return NULL; /* the first rule gives the only one there is */
@@ -722,15 +700,15 @@ struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key 
 		return NULL;
 	}
 	if (ra.has_src && host_key_addr(&k, dst->type, ra.src) == 0) {
-		struct endpoint *ep = endpoint_by_key(d, &k);
+		struct endpoint *ep = endpoint_by_key(&d->eps, &k);
 
 		if (ep)
 			return ep;
 	}
 	l = ra.oif ? link_find(nl->t, ra.oif) : NULL;
-	for (unsigned i = 0; l && i < d->n_eps; i++)
-		if (link_serves(l, &d->eps[i]))
-			return &d->eps[i];
+	for (unsigned i = 0; l && i < d->eps.n; i++)
+		if (link_serves(l, &d->eps.ep[i], &d->eps.ep[i].cfg.id))
+			return &d->eps.ep[i];
 	return NULL;
 }
 
@@ -787,7 +765,6 @@ int netlink_start(struct ibresd *d)
 	nl->d = d;
 	nl->lf.fd = -1;
 	nl->lf.cb = on_event;
-	nl->reannounce.cb = on_reannounce;
 	nl->resync_timer.cb = on_resync_timer;
 	ret = open_sockets(nl);
 	if (ret)
@@ -816,7 +793,6 @@ void netlink_stop(struct ibresd *d)
 
 	if (!nl)
 		return;
-	loop_timer_cancel(&d->loop, &nl->reannounce);
 	loop_timer_cancel(&d->loop, &nl->resync_timer);
 	loop_del_fd(&d->loop, &nl->lf);
 	netlink_free(nl);

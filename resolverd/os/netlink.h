@@ -6,12 +6,14 @@
  * has on its interface ("interface =" in ibresd.conf(5)) or, for an endpoint
  * without one, on the IPoIB interfaces whose port GID and P_Key are the
  * endpoint's. The daemon follows address changes at run time: the endpoint's
- * identity is refreshed in the cache and announced on the fabric at once.
+ * identity goes to its owner (core/endpoints.h), which refreshes the store
+ * and tells the fabric.
  */
 #ifndef IBRESD_NETLINK_H
 #define IBRESD_NETLINK_H
 
 #include "core/hostkey.h"
+#include "hostrec.h"
 
 struct ibresd;
 struct endpoint;
@@ -24,12 +26,11 @@ struct endpoint;
 int netlink_start(struct ibresd *d);
 void netlink_stop(struct ibresd *d);
 
-/* Give @ep (ep->cfg freshly copied from d->cfg) its addresses: the config's
- * first, then the kernel's, at most IBRES_HOST_ADDRS_MAX per family; an
- * address another endpoint's config lists, or an earlier endpoint already
- * has, is left out. Returns how many kernel addresses found no room. No-op
- * without netlink. */
-unsigned netlink_merge(struct ibresd *d, struct endpoint *ep);
+/* Give identity @id of @ep its addresses: the config's first, then the
+ * kernel's, at most IBRES_HOST_ADDRS_MAX per family; an address another
+ * endpoint's config lists, or an earlier endpoint already has, is left out.
+ * Returns how many kernel addresses found no room. No-op without netlink. */
+unsigned netlink_merge(struct ibresd *d, const struct endpoint *ep, struct ibres_hostrec *id);
 
 /* Merge every endpoint again; for each whose addresses changed, log the
  * change, re-insert its identity into the cache (its stale keys go) and

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/* The local endpoints and their identity (see endpoints.h). */
+#include "core/endpoints.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+void endpoints_init(struct endpoints *e, struct host_store *store)
+{
+	memset(e, 0, sizeof(*e));
+	e->store = store;
+}
+
+int endpoints_listen(struct endpoints *e, endpoint_listener_fn fn, void *arg)
+{
+	if (e->n_listeners >= ENDPOINT_LISTENERS_MAX)
+		return -ENOSPC;
+	e->listeners[e->n_listeners].fn = fn;
+	e->listeners[e->n_listeners].arg = arg;
+	e->n_listeners++;
+	return 0;
+}
+
+void endpoints_unlisten(struct endpoints *e, endpoint_listener_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < e->n_listeners; i++)
+		if (e->listeners[i].fn == fn && e->listeners[i].arg == arg) {
+			e->listeners[i] = e->listeners[--e->n_listeners];
+			return;
+		}
+}
+
+void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
+{
+	e->n = cfg->n_eps;
+	for (unsigned i = 0; i < e->n; i++) {
+		struct endpoint *ep = &e->ep[i];
+
+		/* counters survive a reload of the same endpoint */
+		if (strcmp(ep->cfg.label, cfg->eps[i].label))
+			memset(ep->counters, 0, sizeof(ep->counters));
+		ep->index = i;
+		ep->cfg = cfg->eps[i];
+	}
+}
+
+int endpoints_publish(struct endpoints *e, unsigned *failed_ep)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned i = 0; i < e->n; i++) {
+		int ret = store_insert(e->store, &e->ep[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now,
+				       NULL);
+
+		if (ret) {
+			*failed_ep = i;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static bool same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec *b)
+{
+	return a->n_v4 == b->n_v4 && a->n_v6 == b->n_v6 &&
+	       !memcmp(a->v4, b->v4, a->n_v4 * sizeof(a->v4[0])) &&
+	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
+}
+
+static unsigned changes_of(const struct ibres_hostrec *a, const struct ibres_hostrec *b)
+{
+	unsigned c = 0;
+
+	if (!same_addrs(a, b))
+		c |= EP_CHANGE_ADDRS;
+	if (a->lid != b->lid || a->pkey != b->pkey)
+		c |= EP_CHANGE_PORT;
+	if (a->n_gids != b->n_gids || (a->n_gids && memcmp(a->gids[0], b->gids[0], 16)))
+		c |= EP_CHANGE_GID;
+	if (a->qpn != b->qpn)
+		c |= EP_CHANGE_QPN;
+	/* names and other GIDs come from the config only: a reload */
+	return c;
+}
+
+int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres_hostrec *id)
+{
+	struct ibres_hostrec old = ep->cfg.id;
+	uint64_t now = now_ms();
+	unsigned changes = changes_of(&old, id);
+	int ret = 0;
+
+	if (!changes)
+		return 0;
+	ep->cfg.id = *id;
+	/* a new GID is a new identity: local records are never replaced by
+	 * another identity's, so the old ones go first and all come back */
+	if (changes & EP_CHANGE_GID) {
+		store_remove_origin(e->store, IBRES_ORIGIN_LOCAL);
+		for (unsigned i = 0; i < e->n; i++) {
+			int r = store_insert(e->store, &e->ep[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0,
+					     now, NULL);
+
+			if (r && !ret)
+				ret = r;
+		}
+	} else {
+		/* same identity: replaced in place, keys it no longer has go */
+		ret = store_insert(e->store, &ep->cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now, NULL);
+	}
+	/* paths from it carry its old LID or GID */
+	if (changes & (EP_CHANGE_GID | EP_CHANGE_PORT))
+		store_drop_routes(e->store, (int)ep->index, NULL);
+	for (unsigned i = 0; i < e->n_listeners; i++)
+		e->listeners[i].fn(e->listeners[i].arg, ep, &old, changes);
+	return ret ? ret : (int)changes;
+}
+
+struct endpoint *endpoint_by_key(struct endpoints *e, const struct host_key *k)
+{
+	for (unsigned i = 0; i < e->n; i++)
+		if (hostrec_has_key(&e->ep[i].cfg.id, k->type, k->data, k->len))
+			return &e->ep[i];
+	return NULL;
+}
+
+struct endpoint *endpoint_for_dest(struct endpoints *e, const struct host_key *dst)
+{
+	for (unsigned i = 0; i < e->n; i++) {
+		const struct ibres_hostrec *id = &e->ep[i].cfg.id;
+
+		if ((dst->type == IBRES_KEY_IPV4 && id->n_v4) ||
+		    (dst->type == IBRES_KEY_IPV6 && id->n_v6) ||
+		    (dst->type != IBRES_KEY_IPV4 && dst->type != IBRES_KEY_IPV6))
+			return &e->ep[i];
+	}
+	return NULL;
+}
+
+bool endpoints_own_gid(const struct endpoints *e, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < e->n; i++)
+		if (!memcmp(e->ep[i].cfg.id.gids[0], gid, 16))
+			return true;
+	return false;
+}

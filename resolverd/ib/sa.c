@@ -9,8 +9,9 @@
  * leaves us, so a late answer to an earlier attempt still matches. Each
  * attempt waits `timeout`; after `retries` retries, or past the query's
  * deadline (it may have waited for the window), the query fails with
- * -ETIMEDOUT. One loop timer serves retries, deadlines, port polls and
- * join retries.
+ * -ETIMEDOUT. Each query has its own loop timer, due at its deadline while
+ * it waits for the window, then at the end of each attempt: retry, or fail.
+ * Each port has a timer for its polls and one for its join retries.
  */
 #include "ib/sa.h"
 
@@ -80,20 +81,21 @@ struct sa_port {
 	uint64_t port_guid, node_guid;
 	uint16_t pkey; /* pkeys[pkey_index]; 0 = unknown */
 	struct sa_group groups[CFG_MAX_GROUPS];
-	unsigned outstanding;	  /* SA queries sent and unanswered: the window */
-	struct list_node pending; /* SA queries waiting for the window, FIFO */
-	bool polling;		  /* a PortInfo poll is out */
-	uint64_t next_poll_ms;
+	struct loop_timer join_timer; /* the earliest retry of a failed join */
+	unsigned outstanding;	      /* SA queries sent and unanswered: the window */
+	struct list_node pending;     /* SA queries waiting for the window, FIFO */
+	bool polling;		      /* a PortInfo poll is out */
+	struct loop_timer poll_timer; /* the next PortInfo poll */
 };
 
 struct sa_query {
 	struct list_node node; /* sa->outstanding, or port->pending */
+	struct loop_timer timer;
 	struct sa_port *port;
 	enum q_kind kind;
 	uint32_t tid;
 	unsigned attempts;
 	bool sent;
-	uint64_t next_ms;     /* sent: when this attempt times out */
 	uint64_t deadline_ms; /* whatever happens, the query ends then */
 	uint8_t mad[MAD_LEN];
 	struct cache_key dest; /* Q_PATH: the destination's GID (or LID) key */
@@ -119,11 +121,10 @@ struct sa_client {
 	unsigned n_queries; /* queued + outstanding SA queries */
 	uint32_t seq;
 	bool stopping; /* shutting down: send nothing more, arm nothing */
-	struct loop_timer timer;
 	struct sa_counters c;
 };
 
-static void rearm(struct sa_client *sa);
+static void on_query_timer(struct loop_timer *t);
 static void try_joins(struct sa_port *p);
 
 /* --- helpers -------------------------------------------------------------- */
@@ -232,6 +233,7 @@ static struct sa_query *query_new(struct sa_client *sa, struct sa_port *p, enum 
 	}
 	q->port = p;
 	q->kind = kind;
+	q->timer.cb = on_query_timer;
 	q->tid = (sa->seq++ & (UINT32_MAX >> ATTEMPT_BITS)) << ATTEMPT_BITS;
 	q->deadline_ms = now_ms() + bound_ms(&sa->d->cfg);
 	list_init(&q->node);
@@ -269,7 +271,10 @@ static void query_send(struct sa_client *sa, struct sa_query *q)
 		sa->c.tx_errors++;
 		log_debug("%s: %s send failed: %s", p->label, q_names[q->kind], strerror(-ret));
 	}
-	q->next_ms = now_ms() + cfg->timeout_ms;
+	/* The timer is armed (query_submit) or was just taken off the heap
+	 * to run: its slot is free, so this arm allocates nothing and cannot
+	 * fail. */
+	loop_timer_arm(&sa->d->loop, &q->timer, now_ms() + cfg->timeout_ms);
 	if (!q->sent) {
 		q->sent = true;
 		list_add_tail(&sa->outstanding, &q->node);
@@ -291,15 +296,39 @@ static void pump(struct sa_client *sa, struct sa_port *p)
 	}
 }
 
-static void query_submit(struct sa_client *sa, struct sa_query *q)
+/* Take @q off its list, out of the counts, its timer stopped. */
+static void query_unlink(struct sa_client *sa, struct sa_query *q)
 {
+	list_del(&q->node);
+	if (is_sa_kind(q->kind)) {
+		sa->n_queries--;
+		if (q->sent)
+			q->port->outstanding--;
+	}
+	loop_timer_cancel(&sa->d->loop, &q->timer);
+}
+
+/* Send @q (a local SMP), or queue it for the port's window. 0, or -ENOMEM
+ * with @q freed and nobody told. */
+static int query_submit(struct sa_client *sa, struct sa_query *q)
+{
+	int ret;
+
+	/* The only arm that may need memory (the heap grows): later ones
+	 * move the timer within its slot. Until sent, the deadline. */
+	ret = loop_timer_arm(&sa->d->loop, &q->timer, q->deadline_ms);
+	if (ret) {
+		query_unlink(sa, q);
+		free(q);
+		return ret;
+	}
 	if (is_sa_kind(q->kind)) {
 		list_add_tail(&q->port->pending, &q->node);
 		pump(sa, q->port);
 	} else {
 		query_send(sa, q);
 	}
-	rearm(sa);
+	return 0;
 }
 
 static void route_deliver(struct sa_client *sa, struct sa_query *q, int status,
@@ -318,12 +347,7 @@ static void query_finish(struct sa_client *sa, struct sa_query *q, int status, c
 {
 	struct sa_port *p = q->port;
 
-	list_del(&q->node);
-	if (is_sa_kind(q->kind)) {
-		sa->n_queries--;
-		if (q->sent)
-			p->outstanding--;
-	}
+	query_unlink(sa, q);
 	if (status == -ETIMEDOUT)
 		sa->c.timeouts++;
 	switch (q->kind) {
@@ -348,7 +372,6 @@ static void query_finish(struct sa_client *sa, struct sa_query *q, int status, c
 	}
 	free(q);
 	pump(sa, p);
-	rearm(sa);
 }
 
 /* Fail every SA query of @p (port down, no SM). */
@@ -523,6 +546,7 @@ int sa_route_query(struct ibresd *d, struct endpoint *ep, struct cache_entry *e)
 	struct cache_key k;
 	struct sa_query *q;
 	uint64_t mask;
+	int ret;
 
 	if (!p || !port_usable(p))
 		return -ENOTCONN;
@@ -558,8 +582,10 @@ int sa_route_query(struct ibresd *d, struct endpoint *ep, struct cache_entry *e)
 		memcpy(q->dgid, pr.dgid, 16);
 		q->check_dgid = true;
 	}
+	ret = query_submit(sa, q);
+	if (ret)
+		return ret;
 	sa->c.path_queries++;
-	query_submit(sa, q);
 	return 0;
 }
 
@@ -638,6 +664,7 @@ int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_pat
 	struct sa_port *p = port_of(sa, ep);
 	static const uint8_t zero[16];
 	struct sa_query *q;
+	int ret;
 
 	if (!p || !port_usable(p))
 		return -ENOTCONN;
@@ -650,9 +677,12 @@ int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_pat
 		q->check_dgid = true;
 	}
 	q->out = out;
-	list_add_tail(&q->waiters, &w->node);
+	ret = query_submit(sa, q);
+	if (ret)
+		return ret;
 	sa->c.path_queries++;
-	query_submit(sa, q);
+	/* submitting answers nothing at once: the waiter is in time */
+	list_add_tail(&q->waiters, &w->node);
 	return 0;
 }
 
@@ -687,6 +717,22 @@ static uint32_t group_id(const struct cfg_group *g)
 	return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
 }
 
+/* The join timer is due at the earliest retry of a failed group. */
+static void arm_retry(struct sa_port *p)
+{
+	struct loop *loop = &p->sa->d->loop;
+	uint64_t next = UINT64_MAX;
+
+	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
+		if (p->groups[g].state == GRP_FAILED && p->groups[g].retry_ms < next)
+			next = p->groups[g].retry_ms;
+	if (next == UINT64_MAX || p->sa->stopping)
+		loop_timer_cancel(loop, &p->join_timer);
+	else if (loop_timer_arm(loop, &p->join_timer, next))
+		log_warn("%s: out of memory: failed joins are retried at the next port poll",
+			 p->label);
+}
+
 static void send_join(struct sa_client *sa, struct sa_port *p, unsigned g)
 {
 	const struct endpoint *ep = port_ep(p);
@@ -707,15 +753,19 @@ static void send_join(struct sa_client *sa, struct sa_port *p, unsigned g)
 	m.scope = MCAST_SCOPE_SITE;
 	m.join_state = MCAST_JOIN_FULL;
 	q = query_new(sa, p, Q_JOIN);
-	if (!q) {
-		grp->state = GRP_FAILED;
-		grp->retry_ms = now_ms() + JOIN_RETRY_MIN_MS;
-		return;
-	}
+	if (!q)
+		goto fail;
 	sa_encode_mcmember(q->mad, MAD_METHOD_SET, 0, &m, sa_join_comp_mask());
 	q->group = g;
+	if (query_submit(sa, q))
+		goto fail;
 	grp->state = GRP_JOINING;
-	query_submit(sa, q);
+	return;
+
+fail:
+	/* no room for the query now: the retry timer brings it */
+	grp->state = GRP_FAILED;
+	grp->retry_ms = now_ms() + JOIN_RETRY_MIN_MS;
 }
 
 static void try_joins(struct sa_port *p)
@@ -723,6 +773,7 @@ static void try_joins(struct sa_port *p)
 	const struct endpoint *ep = port_ep(p);
 	uint64_t now = now_ms();
 
+	/* the next port update calls again */
 	if (!ep || !port_usable(p) || !p->pkey || !p->port_guid)
 		return;
 	for (unsigned g = 0; g < ep->cfg.n_groups && g < CFG_MAX_GROUPS; g++) {
@@ -731,6 +782,12 @@ static void try_joins(struct sa_port *p)
 		if (grp->state == GRP_IDLE || (grp->state == GRP_FAILED && grp->retry_ms <= now))
 			send_join(p->sa, p, g);
 	}
+	arm_retry(p);
+}
+
+static void on_join_timer(struct loop_timer *t)
+{
+	try_joins(container_of(t, struct sa_port, join_timer));
 }
 
 static void join_deliver(struct sa_client *sa, struct sa_query *q, int status,
@@ -773,6 +830,7 @@ static void join_deliver(struct sa_client *sa, struct sa_query *q, int status,
 	backoff = (uint64_t)JOIN_RETRY_MIN_MS << (grp->failures < 5 ? grp->failures - 1 : 5);
 	grp->state = GRP_FAILED;
 	grp->retry_ms = now_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
+	arm_retry(p);
 }
 
 static void leave_deliver(struct sa_client *sa, struct sa_query *q, int status)
@@ -801,11 +859,11 @@ static void send_leave(struct sa_client *sa, struct sa_port *p, unsigned g)
 	m.scope = MCAST_SCOPE_SITE;
 	q = query_new(sa, p, Q_LEAVE);
 	if (!q)
-		return;
+		return; /* no room: the membership outlives us */
 	sa_encode_mcmember(q->mad, MAD_METHOD_DELETE, 0, &m, sa_leave_comp_mask());
 	q->group = g;
-	grp->state = GRP_LEAVING;
-	query_submit(sa, q);
+	if (query_submit(sa, q) == 0)
+		grp->state = GRP_LEAVING;
 }
 
 /* Membership is gone or must be renewed: join again when the port allows. */
@@ -815,6 +873,7 @@ static void reset_groups(struct sa_port *p)
 		p->groups[g].state = GRP_IDLE;
 		p->groups[g].failures = 0;
 	}
+	loop_timer_cancel(&p->sa->d->loop, &p->join_timer);
 }
 
 void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t mtu, uint8_t rate,
@@ -860,6 +919,17 @@ int sa_group_address(struct ibresd *d, const struct endpoint *ep, unsigned g, ui
 	return 0;
 }
 
+/* The next PortInfo poll of @p at @due, if it is polled at all. */
+static void poll_at(struct sa_port *p, uint64_t due)
+{
+	struct ibresd *d = p->sa->d;
+
+	if (!p->io || !d->cfg.port_poll_ms || p->sa->stopping)
+		return;
+	if (loop_timer_arm(&d->loop, &p->poll_timer, due))
+		log_warn("%s: out of memory: no port polls until the next verbs event", p->label);
+}
+
 void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *what)
 {
 	struct sa_port *p = port_of(d->sa, ep);
@@ -867,8 +937,7 @@ void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *wh
 	if (!p)
 		return;
 	log_info("%s: verbs event %s: reading the port now", p->label, what);
-	p->next_poll_ms = now_ms();
-	rearm(p->sa);
+	poll_at(p, now_ms());
 }
 
 /* --- ports -------------------------------------------------------------------- */
@@ -940,6 +1009,9 @@ void sa_apply_endpoint(struct ibresd *d, struct endpoint *ep)
 				 p->label);
 		/* a copy from the config has the configured values: put ours back */
 		fill_endpoint(p, ep);
+		/* the reload may have turned polling on */
+		if (!loop_timer_armed(&p->poll_timer))
+			poll_at(p, now_ms());
 	}
 }
 
@@ -1089,8 +1161,9 @@ static void port_poll(struct sa_client *sa, struct sa_port *p)
 	if (!q)
 		return;
 	smp_encode_get(q->mad, 0, SMP_ATTR_PORT_INFO, p->port_num);
+	if (query_submit(sa, q))
+		return;
 	p->polling = true;
-	query_submit(sa, q);
 	q = query_new(sa, p, Q_PKEYS);
 	if (!q)
 		return;
@@ -1098,92 +1171,40 @@ static void port_poll(struct sa_client *sa, struct sa_port *p)
 	query_submit(sa, q);
 }
 
-/* --- the timer -------------------------------------------------------------------- */
+/* --- timers ---------------------------------------------------------------------- */
 
-static void on_timer(struct loop_timer *t)
+static void on_query_timer(struct loop_timer *t)
 {
-	struct sa_client *sa = container_of(t, struct sa_client, timer);
-	const struct ibres_config *cfg = &sa->d->cfg;
-	struct list_node *pos, *tmp;
-	uint64_t now = now_ms();
-	bool again = true;
+	struct sa_query *q = container_of(t, struct sa_query, timer);
+	struct sa_port *p = q->port;
+	struct sa_client *sa = p->sa;
 
-	while (again) {
-		again = false;
-		list_for_each_safe(pos, tmp, &sa->outstanding)
-		{
-			struct sa_query *q = list_entry(pos, struct sa_query, node);
-
-			if (q->next_ms > now)
-				continue;
-			if (q->attempts > cfg->retries || now >= q->deadline_ms ||
-			    !port_usable(q->port)) {
-				log_debug("%s: %s: no answer after %u attempts", q->port->label,
-					  q_names[q->kind], q->attempts);
-				/* finishing can start other queries: look again */
-				query_finish(sa, q,
-					     port_usable(q->port) || !is_sa_kind(q->kind)
-						     ? -ETIMEDOUT
-						     : -ENOTCONN,
-					     NULL);
-				again = true;
-				break;
-			}
-			query_send(sa, q);
-		}
+	if (!q->sent) {
+		/* queued for the window past its time */
+		query_finish(sa, q, -ETIMEDOUT, NULL);
+		return;
 	}
-	for (unsigned i = 0; i < sa->n_ports; i++) {
-		struct sa_port *p = &sa->ports[i];
-
-		/* queued for the window past their time: they fail in order */
-		while (!list_empty(&p->pending)) {
-			struct sa_query *q = list_entry(p->pending.next, struct sa_query, node);
-
-			if (q->deadline_ms > now)
-				break;
-			query_finish(sa, q, -ETIMEDOUT, NULL);
-		}
-		if (p->io && cfg->port_poll_ms && p->next_poll_ms <= now) {
-			p->next_poll_ms = now + cfg->port_poll_ms;
-			port_poll(sa, p);
-		}
-		try_joins(p);
+	if (q->attempts > sa->d->cfg.retries || now_ms() >= q->deadline_ms || !port_usable(p)) {
+		log_debug("%s: %s: no answer after %u attempts", p->label, q_names[q->kind],
+			  q->attempts);
+		query_finish(sa, q, port_usable(p) || !is_sa_kind(q->kind) ? -ETIMEDOUT : -ENOTCONN,
+			     NULL);
+		return;
 	}
-	rearm(sa);
+	query_send(sa, q);
 }
 
-static void rearm(struct sa_client *sa)
+static void on_poll_timer(struct loop_timer *t)
 {
-	const struct ibres_config *cfg = &sa->d->cfg;
-	struct list_node *pos, *tmp;
-	uint64_t next = UINT64_MAX;
+	struct sa_port *p = container_of(t, struct sa_port, poll_timer);
+	unsigned ms = p->sa->d->cfg.port_poll_ms;
 
-	list_for_each_safe(pos, tmp, &sa->outstanding)
-	{
-		struct sa_query *q = list_entry(pos, struct sa_query, node);
-
-		if (q->next_ms < next)
-			next = q->next_ms;
-	}
-	for (unsigned i = 0; i < sa->n_ports; i++) {
-		struct sa_port *p = &sa->ports[i];
-
-		if (!list_empty(&p->pending)) {
-			struct sa_query *q = list_entry(p->pending.next, struct sa_query, node);
-
-			if (q->deadline_ms < next)
-				next = q->deadline_ms;
-		}
-		if (p->io && cfg->port_poll_ms && p->next_poll_ms < next)
-			next = p->next_poll_ms;
-		for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
-			if (p->groups[g].state == GRP_FAILED && p->groups[g].retry_ms < next)
-				next = p->groups[g].retry_ms;
-	}
-	if (next == UINT64_MAX || sa->stopping)
-		loop_timer_cancel(&sa->d->loop, &sa->timer);
-	else if (!loop_timer_armed(&sa->timer) || sa->timer.due_ms != next)
-		loop_timer_arm(&sa->d->loop, &sa->timer, next);
+	if (!ms)
+		return; /* a reload turned polling off */
+	/* before the poll's queries arm theirs: the slot this timer just left
+	 * is free */
+	poll_at(p, now_ms() + ms);
+	port_poll(p->sa, p);
 }
 
 /* --- life cycle ----------------------------------------------------------------- */
@@ -1249,6 +1270,8 @@ static bool port_open(struct sa_client *sa, struct sa_port *p, struct endpoint *
 	p->port_num = ep->cfg.port_num;
 	p->pkey_index = ep->cfg.pkey_index;
 	list_init(&p->pending);
+	p->poll_timer.cb = on_poll_timer;
+	p->join_timer.cb = on_join_timer;
 	ret = port_read_sysfs(p, &pi, &pkey);
 	if (ret == -EPROTONOSUPPORT) {
 		log_warn("%s: %s port %u is not InfiniBand (RoCE?): skipped; the endpoint keeps "
@@ -1288,7 +1311,6 @@ int sa_start(struct ibresd *d)
 		return -ENOMEM;
 	sa->d = d;
 	list_init(&sa->outstanding);
-	sa->timer.cb = on_timer;
 	if (getrandom(&sa->seq, sizeof(sa->seq), 0) != sizeof(sa->seq))
 		sa->seq = (uint32_t)now_ms();
 	d->sa = sa;
@@ -1313,7 +1335,7 @@ int sa_start(struct ibresd *d)
 		char s[INET6_ADDRSTRLEN];
 		uint8_t gid[16];
 
-		p->next_poll_ms = now_ms() + d->cfg.port_poll_ms;
+		poll_at(p, now_ms() + d->cfg.port_poll_ms);
 		port_gid(p, gid);
 		log_info("%s: %s port %u%s: %s, LID %u, SM LID %u, GID %s, P_Key 0x%04x, MTU %u, "
 			 "rate %s Gb/s",
@@ -1329,7 +1351,6 @@ int sa_start(struct ibresd *d)
 				p->pi.sm_lid ? "" : " with no SM");
 		try_joins(p);
 	}
-	rearm(sa);
 	return 0;
 }
 
@@ -1339,7 +1360,6 @@ void sa_stop(struct ibresd *d)
 
 	if (!sa)
 		return;
-	loop_timer_cancel(&d->loop, &sa->timer);
 	/* leave what we joined, so that the SA can drop groups nobody uses */
 	for (unsigned i = 0; i < sa->n_ports; i++) {
 		struct sa_port *p = &sa->ports[i];
@@ -1353,19 +1373,25 @@ void sa_stop(struct ibresd *d)
 	wait_outside_loop(sa, STOP_WAIT_MS, leaves_done);
 	/* whoever still waits learns that nothing will come */
 	sa->stopping = true;
+	/* a waiter may ask again when cancelled: until none is left, each
+	 * with its timer */
+	for (;;) {
+		struct list_node *first = &sa->outstanding;
+
+		for (unsigned i = 0; i < sa->n_ports && first == &sa->outstanding; i++)
+			if (!list_empty(&sa->ports[i].pending))
+				first = &sa->ports[i].pending;
+		if (list_empty(first))
+			break;
+		query_finish(sa, list_entry(first->next, struct sa_query, node), -ECANCELED, NULL);
+	}
 	for (unsigned i = 0; i < sa->n_ports; i++) {
 		struct sa_port *p = &sa->ports[i];
 
-		while (!list_empty(&p->pending))
-			query_finish(sa, list_entry(p->pending.next, struct sa_query, node),
-				     -ECANCELED, NULL);
+		loop_timer_cancel(&d->loop, &p->poll_timer);
+		loop_timer_cancel(&d->loop, &p->join_timer);
+		umad_io_close(p->io, &d->loop);
 	}
-	while (!list_empty(&sa->outstanding))
-		query_finish(sa, list_entry(sa->outstanding.next, struct sa_query, node),
-			     -ECANCELED, NULL);
-	loop_timer_cancel(&d->loop, &sa->timer);
-	for (unsigned i = 0; i < sa->n_ports; i++)
-		umad_io_close(sa->ports[i].io, &d->loop);
 	free(sa);
 	d->sa = NULL;
 }

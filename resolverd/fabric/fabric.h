@@ -24,7 +24,7 @@ void fabric_resync(struct ibresd *d);
  * period. Nothing when announcements are off. */
 void fabric_announce_now(struct ibresd *d);
 
-/* @ep's port data changed its identity (LID, GID, P_Key; sa.c): a GOODBYE
+/* @ep's port data changed its identity (LID, GID, P_Key; ib/port.c): a GOODBYE
  * for the @old identity when the GID changed, then an announcement now. */
 struct endpoint;
 struct ibres_hostrec;

@@ -2,7 +2,7 @@
 /*
  * The ib transport: fabric datagrams on a UD QP of the endpoint's HCA port
  * (libibverbs). One QP per endpoint, Q_Key IBRES_QKEY; multicast goes to
- * the IB groups the SA client joined for the endpoint (sa.c), which the QP
+ * the IB groups the SA client joined for the endpoint (mcast.c), which the QP
  * attaches to as soon as their MGID and MLID are known; unicast answers go
  * to the sender's LID and QPN from the work completion (GID from the GRH).
  * Completions and verbs async events (port events) come through the event

@@ -9,7 +9,7 @@
  * umad_send(). The loop never blocks: a full queue is an error it counts.
  *
  * The threads touch nothing but the umad port, the two pipes and their own
- * atomic counters; all protocol state stays with the loop (sa.c).
+ * atomic counters; all protocol state stays with the loop (sa_query.c).
  */
 #ifndef IBRESD_UMAD_IO_H
 #define IBRESD_UMAD_IO_H

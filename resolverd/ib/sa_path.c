@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * PathRecords from the SA (sa.h): the path to a stored host for route
+ * protocol `sa` (one query per destination, whoever waits for it), and
+ * QUERY_SA verification of a client's path. An SA that knows no path to a
+ * host learned from the fabric makes the host go.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+#include "ibenum.h"
+#include "daemon.h"
+#include "ib/sa.h"
+#include "ib/sa_mad.h"
+#include "ib/sa_query.h"
+
+/* A PathRecord GET and what its answer is for. */
+struct path_query {
+	struct sa_query q;     /* first: the engine allocates and frees the whole */
+	struct host_key dest; /* route: the destination's GID (or LID) key */
+	uint8_t dgid[16];      /* the answer must be about it */
+	bool check_dgid;
+	struct list_node waiters; /* the client requests still there */
+	struct ibres_path_record *out;
+};
+
+_Static_assert(offsetof(struct path_query, q) == 0, "sa_query_new() allocates the whole");
+
+static enum sa_rx path_decode(const struct sa_query *q, const uint8_t *mad, size_t len,
+			      union sa_answer *ans);
+static void route_done(struct sa_query *q, int status, const union sa_answer *ans);
+static void verify_done(struct sa_query *q, int status, const union sa_answer *ans);
+
+static const struct sa_query_ops route_ops = {
+	.name = "PathRecord",
+	.size = sizeof(struct path_query),
+	.method = MAD_METHOD_GET,
+	.attr = SA_ATTR_PATH_REC,
+	.decode = path_decode,
+	.done = route_done,
+};
+
+static const struct sa_query_ops verify_ops = {
+	.name = "PathRecord (verify)",
+	.size = sizeof(struct path_query),
+	.method = MAD_METHOD_GET,
+	.attr = SA_ATTR_PATH_REC,
+	.decode = path_decode,
+	.done = verify_done,
+};
+
+static struct path_query *path_query_of(const struct sa_query *q)
+{
+	return container_of(q, struct path_query, q);
+}
+
+/* A GET of @pr with @mask from @p, the answer to be about @pr's DGID if
+ * @mask names it; for the caller to complete and submit. */
+static int path_query_new(struct sa_port *p, const struct sa_query_ops *ops,
+			  const struct ibres_path_record *pr, uint64_t mask,
+			  struct path_query **out)
+{
+	struct path_query *pq;
+	struct sa_query *q;
+	int ret;
+
+	ret = sa_query_new(p, ops, &q);
+	if (ret)
+		return ret;
+	pq = path_query_of(q);
+	sa_encode_path_get(q->mad, 0, pr, mask);
+	if (mask & PR_COMP_DGID) {
+		memcpy(pq->dgid, pr->dgid, 16);
+		pq->check_dgid = true;
+	}
+	list_init(&pq->waiters);
+	*out = pq;
+	return 0;
+}
+
+static enum sa_rx path_decode(const struct sa_query *q, const uint8_t *mad, size_t len,
+			      union sa_answer *ans)
+{
+	const struct path_query *pq = path_query_of(q);
+	uint8_t gid[16];
+
+	if (sa_decode_path(mad, len, &ans->path) != MAD_OK)
+		return SA_RX_MALFORMED;
+	sa_port_gid(q->port, gid);
+	/* a route starts at our port; a client's verified path may not */
+	if ((pq->check_dgid && memcmp(ans->path.dgid, pq->dgid, 16)) ||
+	    (q->ops == &route_ops && memcmp(ans->path.sgid, gid, 16)))
+		return SA_RX_MISMATCH;
+	return SA_RX_OK;
+}
+
+/* --- routes (route protocol sa) ------------------------------------------- */
+
+bool sa_route_available(struct ibresd *d, const struct endpoint *ep)
+{
+	struct sa_port *p = sa_port_of(d->sa, ep);
+
+	return p && p->io;
+}
+
+static bool same_dest(const struct sa_query *q, const void *arg)
+{
+	const struct host_key *k = arg, *dest = &path_query_of(q)->dest;
+
+	return dest->type == k->type && dest->len == k->len && !memcmp(dest->data, k->data, k->len);
+}
+
+int sa_route_query(struct ibresd *d, struct endpoint *ep, const struct host *h,
+		   struct lookup_waiter *w)
+{
+	static const uint8_t zero[16];
+	struct sa_client *sa = d->sa;
+	struct sa_port *p = sa_port_of(sa, ep);
+	struct ibres_path_record pr;
+	struct path_query *pq;
+	struct host_key k;
+	uint64_t mask;
+	int ret;
+
+	if (!p || !sa_port_usable(p))
+		return -ENOTCONN;
+	memset(&pr, 0, sizeof(pr));
+	mask = PR_COMP_SGID | PR_COMP_REVERSIBLE | PR_COMP_NUMB_PATH | PR_COMP_PKEY;
+	if (memcmp(host_gid(h), zero, 16)) {
+		/* GIDs are the stable identity; a LID learned from a peer may be stale */
+		host_key_addr(&k, IBRES_KEY_GID, host_gid(h));
+		memcpy(pr.dgid, host_gid(h), 16);
+		mask |= PR_COMP_DGID;
+	} else if (host_lid(h)) {
+		host_key_lid(&k, host_lid(h));
+		pr.dlid = htobe16(host_lid(h));
+		mask |= PR_COMP_DLID;
+	} else {
+		return -ENODATA;
+	}
+	struct sa_query *same = sa_query_find(p, &route_ops, same_dest, &k);
+
+	if (same) {
+		sa->c.joined++;
+		list_add_tail(&path_query_of(same)->waiters, &w->node);
+		return 0;
+	}
+	sa_port_gid(p, pr.sgid);
+	pr.reversible_numpath = 0x81; /* reversible, one path */
+	pr.pkey = htobe16(p->pkey ? p->pkey : ep->cfg.id.pkey);
+	ret = path_query_new(p, &route_ops, &pr, mask, &pq);
+	if (ret)
+		return ret;
+	pq->dest = k;
+	ret = sa_query_submit(&pq->q);
+	if (ret)
+		return ret;
+	sa->c.path_queries++;
+	/* submitting answers nothing at once: the waiter is in time */
+	list_add_tail(&pq->waiters, &w->node);
+	return 0;
+}
+
+/* The SA has no path to @gid (its port left the subnet): a host learned
+ * from the fabric is stale and goes; the routes to a configured one are
+ * dropped. */
+static void drop_stale(struct sa_client *sa, const uint8_t gid[16])
+{
+	struct ibresd *d = sa->d;
+	struct host_key k;
+	struct host *h;
+
+	host_key_addr(&k, IBRES_KEY_GID, gid);
+	h = store_lookup(&d->store, &k, now_ms(), false);
+	if (!h)
+		return;
+	sa->c.routes_dropped += store_drop_routes(&d->store, -1, gid);
+	if (host_origin(h) != IBRES_ORIGIN_FABRIC)
+		return;
+	sa->c.hosts_dropped++;
+	store_remove_gid(&d->store, gid);
+}
+
+/* Complete every waiter of @pq with @status. */
+static void path_wake(struct path_query *pq, int status)
+{
+	while (!list_empty(&pq->waiters)) {
+		struct lookup_waiter *w = list_entry(pq->waiters.next, struct lookup_waiter, node);
+
+		list_del(&w->node);
+		list_init(&w->node);
+		if (w->done)
+			w->done(w, status);
+	}
+}
+
+/* Store the answer with the destination host (all its names and addresses
+ * share the path) and wake the requests waiting for it. */
+static void route_done(struct sa_query *q, int status, const union sa_answer *ans)
+{
+	struct path_query *pq = path_query_of(q);
+	struct sa_client *sa = q->port->sa;
+	struct ibresd *d = sa->d;
+	uint64_t now = now_ms();
+	char ks[HOST_KEY_STR_MAX];
+	struct host *h;
+
+	h = store_lookup(&d->store, &pq->dest, now, false);
+	if (!h) {
+		path_wake(pq, -ENODATA); /* the host left meanwhile */
+		return;
+	}
+	if (status) {
+		log_info("%s: no path to %s from the SA: %s", q->port->label,
+			 host_key_str(&pq->dest, ks, sizeof(ks)), strerror(-status));
+		if (status == -ENODATA && pq->check_dgid)
+			drop_stale(sa, pq->dgid);
+	} else if (store_set_route(&d->store, h, q->port->ep, &ans->path, d->cfg.route_ttl_s,
+				   now) < 0) {
+		status = -ENOMEM;
+	}
+	path_wake(pq, status);
+}
+
+/* --- QUERY_SA ---------------------------------------------------------------- */
+
+int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_path_record *in,
+		   struct lookup_waiter *w, struct ibres_path_record *out)
+{
+	struct sa_client *sa = d->sa;
+	struct sa_port *p = sa_port_of(sa, ep);
+	struct path_query *pq;
+	int ret;
+
+	if (!p || !sa_port_usable(p))
+		return -ENOTCONN;
+	ret = path_query_new(p, &verify_ops, in, sa_path_comp_mask(in), &pq);
+	if (ret)
+		return ret;
+	pq->out = out;
+	ret = sa_query_submit(&pq->q);
+	if (ret)
+		return ret;
+	sa->c.path_queries++;
+	/* submitting answers nothing at once: the waiter is in time */
+	list_add_tail(&pq->waiters, &w->node);
+	return 0;
+}
+
+static void verify_done(struct sa_query *q, int status, const union sa_answer *ans)
+{
+	struct path_query *pq = path_query_of(q);
+
+	if (status == -ENODATA && pq->check_dgid)
+		drop_stale(q->port->sa, pq->dgid);
+
+	if (list_empty(&pq->waiters))
+		return; /* the client went away */
+	if (!status)
+		*pq->out = ans->path;
+	path_wake(pq, status);
+}

@@ -239,6 +239,7 @@ void resolver_fini(struct ibresd *d)
 
 int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts *hosts)
 {
+	bool announced = d->cfg.announce_interval_s > 0;
 	struct host_store fresh;
 	int ret;
 
@@ -266,6 +267,10 @@ int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts
 	load_endpoints(d);
 	ret = load_authoritative(d);
 	end_all_answered(d);
+	/* announcements turned on: announce as a newcomer, and ask misses on
+	 * the fabric for a settle time, as at start-up */
+	if (!announced && d->cfg.announce_interval_s)
+		fabric_resync(d);
 	return ret;
 }
 

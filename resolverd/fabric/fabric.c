@@ -460,6 +460,10 @@ static void on_announce_timer(struct loop_timer *t)
 	struct fabric *f = container_of(t, struct fabric, announce_timer);
 	uint64_t next;
 
+	/* a reload turned announcements off: a period of 0 would re-arm the
+	 * timer at once, forever (a multicast storm) */
+	if (!announcing(f))
+		return;
 	if (f->startup_announces_left) {
 		f->startup_announces_left--;
 		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);

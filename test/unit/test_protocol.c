@@ -1453,6 +1453,56 @@ static void test_reload(void **state)
 	assert_int_equal(w.status, -ETIMEDOUT);
 }
 
+/* A reload that turns announcements off stops them, and the directory rule
+ * with them; one that turns them on starts over as a newcomer: three
+ * NEWCOMER announcements of a new burst, misses asked for a settle time. */
+static void test_reload_announcements(void **state)
+{
+	static struct ibres_config cfg;
+	static struct twaiter w;
+	struct cfg_hosts hosts;
+	struct host_key k = key_name("node8");
+	uint64_t t, burst;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance(3000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
+	burst = nth_sent(FW_ANNOUNCE, 0)->m.tid;
+	assert_false(fabric_may_query(&ctx, &k));
+
+	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
+	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	advance(60000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
+	assert_int_equal(fake.n_sent, 3);
+	assert_true(fabric_may_query(&ctx, &k));
+	assert_int_equal(lookup(&w, k, NULL), LOOKUP_WAIT);
+	advance(1000);
+	assert_int_equal(w.status, -ETIMEDOUT);
+	assert_int_equal(count_sent(FW_REQUEST), 3);
+
+	parse_config(&cfg, &hosts, DIRECTORY, NULL);
+	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	t = fake_now;
+	k = key_name("node7");
+	advance_to(t + 2000 - 1);
+	assert_true(fabric_may_query(&ctx, &k));
+	assert_int_equal(count_sent(FW_ANNOUNCE), 6);
+	for (unsigned i = 3; i < 6; i++) {
+		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags, FW_FLAG_NEWCOMER);
+		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.tid, nth_sent(FW_ANNOUNCE, 3)->m.tid);
+	}
+	assert_int_not_equal(nth_sent(FW_ANNOUNCE, 3)->m.tid, burst);
+	advance_to(t + 2000);
+	assert_false(fabric_may_query(&ctx, &k));
+	advance(11000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 7);
+	assert_int_equal(last_sent()->m.flags, 0);
+}
+
 /* What the receiver drops before looking at a message: malformed, another
  * version, an HMAC it cannot check, its own datagrams. */
 static void test_receive_drops(void **state)
@@ -1546,6 +1596,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_identity_change_lid, teardown),
 		cmocka_unit_test_teardown(test_identity_change_gid, teardown),
 		cmocka_unit_test_teardown(test_reload, teardown),
+		cmocka_unit_test_teardown(test_reload_announcements, teardown),
 		cmocka_unit_test_teardown(test_receive_drops, teardown),
 		cmocka_unit_test_teardown(test_stop_says_goodbye, teardown),
 	};

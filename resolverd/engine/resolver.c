@@ -201,6 +201,7 @@ static void load_endpoints(struct ibresd *d)
 		ep->index = i;
 		ep->cfg = d->cfg.eps[i];
 		sa_apply_endpoint(d, ep); /* a device's port data over the config's */
+		fabric_apply_endpoint(d, ep); /* the transport's QPN (none at start-up) */
 		netlink_merge(d, ep); /* its interfaces' addresses after the config's */
 	}
 }

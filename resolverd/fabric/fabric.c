@@ -651,6 +651,15 @@ void fabric_announce_now(struct ibresd *d)
 		loop_timer_arm(&d->loop, &f->announce_timer, now_ms());
 }
 
+void fabric_apply_endpoint(struct ibresd *d, struct endpoint *ep)
+{
+	struct fabric *f = d->fabric;
+
+	for (unsigned i = 0; f && i < f->n_ports; i++)
+		if (f->ports[i].open && f->ports[i].ep == ep && f->ports[i].t.qpn)
+			ep->cfg.id.qpn = f->ports[i].t.qpn;
+}
+
 void fabric_identity_changed(struct ibresd *d, const struct endpoint *ep,
 			     const struct ibres_hostrec *old)
 {

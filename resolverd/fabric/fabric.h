@@ -36,6 +36,11 @@ void fabric_resync(struct ibresd *d);
  * period. Nothing when announcements are off. */
 void fabric_announce_now(struct ibresd *d);
 
+/* A reload copied @ep's config over it: put back what its transport gave
+ * it (the ib transport's UD QP number, which peers must reach). */
+struct endpoint;
+void fabric_apply_endpoint(struct ibresd *d, struct endpoint *ep);
+
 /* @ep's port data changed its identity (LID, GID, P_Key; sa.c): a GOODBYE
  * for the @old identity when the GID changed, then an announcement now. */
 struct endpoint;

@@ -1503,6 +1503,35 @@ static void test_reload_announcements(void **state)
 	assert_int_equal(last_sent()->m.flags, 0);
 }
 
+/* The transport's QPN (the ib transport's UD QP) is the endpoint's: in the
+ * store and in what is announced, before and after a reload. */
+static void test_reload_keeps_transport_qpn(void **state)
+{
+	static struct ibres_config cfg;
+	struct ibres_hostrec rec;
+	struct cfg_hosts hosts;
+	struct fw_msg m;
+
+	(void)state;
+	fake.qpn = 0x4242;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(ctx.eps[0].cfg.id.qpn, 0x4242);
+	host_record(find(key_name("node1")), &rec, fake_now);
+	assert_int_equal(rec.qpn, 0x4242);
+
+	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
+	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	assert_int_equal(ctx.eps[0].cfg.id.qpn, 0x4242);
+	host_record(find(key_name("node1")), &rec, fake_now);
+	assert_int_equal(rec.qpn, 0x4242);
+
+	peer_request(&m, 2, 0x99, key_name("node1"));
+	deliver(&m, 2);
+	assert_int_equal(last_sent()->m.type, FW_REPLY);
+	assert_int_equal(last_sent()->m.sender.qpn, 0x4242);
+}
+
 /* What the receiver drops before looking at a message: malformed, another
  * version, an HMAC it cannot check, its own datagrams. */
 static void test_receive_drops(void **state)
@@ -1597,6 +1626,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_identity_change_gid, teardown),
 		cmocka_unit_test_teardown(test_reload, teardown),
 		cmocka_unit_test_teardown(test_reload_announcements, teardown),
+		cmocka_unit_test_teardown(test_reload_keeps_transport_qpn, teardown),
 		cmocka_unit_test_teardown(test_receive_drops, teardown),
 		cmocka_unit_test_teardown(test_stop_says_goodbye, teardown),
 	};

@@ -334,8 +334,10 @@ static unsigned count_sent(uint8_t type)
 /* The @i-th (0-based) datagram of @type sent. */
 static const struct sent_dgram *nth_sent(uint8_t type, unsigned i)
 {
+	unsigned seen = 0;
+
 	for (unsigned j = 0; j < fake.n_sent; j++)
-		if (fake.sent[j].m.type == type && i-- == 0)
+		if (fake.sent[j].m.type == type && seen++ == i)
 			return &fake.sent[j];
 	fail_msg("no datagram %u of type %u", i, type);
 	return NULL;
@@ -579,6 +581,8 @@ static enum lookup_result lookup(struct twaiter *t, struct host_key k, struct ho
 {
 	struct host *dummy;
 
+	/* a waiter still queued on a query must not be reused */
+	assert_true(!t->w.node.next || t->w.node.next == &t->w.node);
 	memset(t, 0, sizeof(*t));
 	t->w.done = tw_done;
 	return resolver_lookup(&ctx, &t->w, &k, false, h ? h : &dummy);
@@ -664,7 +668,7 @@ static void test_retries_bounded(void **state)
 	assert_int_not_equal(last_sent()->m.tid, r[0]->m.tid); /* a new transaction */
 	assert_int_equal(ctx.stats.query_retries, 2);
 
-	/* a host heard meanwhile ends a query and replaces a negative answer */
+	/* a host heard later replaces the negative answer */
 	k = key_name("node3");
 	assert_int_equal(lookup(&w, k, NULL), LOOKUP_WAIT);
 	advance(1000);

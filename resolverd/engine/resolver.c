@@ -176,6 +176,7 @@ static void load_endpoints(struct ibresd *d)
 		/* before it is published: a device's port data over the
 		 * config's, then its interfaces' addresses after the config's */
 		sa_apply_endpoint(d, ep);
+		fabric_apply_endpoint(d, ep); /* the transport's QPN (none at start-up) */
 		netlink_merge(d, ep, &ep->cfg.id);
 	}
 }
@@ -215,6 +216,7 @@ void resolver_fini(struct ibresd *d)
 
 int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts *hosts)
 {
+	bool announced = d->cfg.announce_interval_s > 0;
 	struct host_store fresh;
 	int ret;
 
@@ -242,6 +244,10 @@ int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts
 	load_endpoints(d);
 	ret = load_authoritative(d);
 	end_all_answered(d);
+	/* announcements turned on: announce as a newcomer, and ask misses on
+	 * the fabric for a settle time, as at start-up */
+	if (!announced && d->cfg.announce_interval_s)
+		fabric_resync(d);
 	return ret;
 }
 

@@ -459,6 +459,10 @@ static void on_announce_timer(struct loop_timer *t)
 	struct fabric *f = container_of(t, struct fabric, announce_timer);
 	uint64_t next;
 
+	/* a reload turned announcements off: a period of 0 would re-arm the
+	 * timer at once, forever (a multicast storm) */
+	if (!announcing(f))
+		return;
 	if (f->startup_announces_left) {
 		f->startup_announces_left--;
 		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
@@ -652,6 +656,15 @@ static void fabric_announce_now(struct ibresd *d)
 	 * left, then with the period counted from now */
 	if (f && announcing(f))
 		loop_timer_arm(&d->loop, &f->announce_timer, now_ms());
+}
+
+void fabric_apply_endpoint(struct ibresd *d, struct endpoint *ep)
+{
+	struct fabric *f = d->fabric;
+
+	for (unsigned i = 0; f && i < f->n_ports; i++)
+		if (f->ports[i].open && f->ports[i].ep == ep && f->ports[i].t.qpn)
+			ep->cfg.id.qpn = f->ports[i].t.qpn;
 }
 
 /* An endpoint's identity changed (core/endpoints.h): a GOODBYE for a GID

@@ -33,6 +33,10 @@ void fabric_stop(struct ibresd *d);
 void fabric_resync(struct ibresd *d);
 
 
+/* A reload copied @ep's config over it: put back what its transport gave
+ * it (the ib transport's UD QP number, which peers must reach). */
+struct endpoint;
+void fabric_apply_endpoint(struct ibresd *d, struct endpoint *ep);
 
 /* May @k be sent to the fabric? False without a transport, for names
  * outside the cluster name patterns, and (authoritative "not found") for

@@ -1,0 +1,1642 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The protocol core without root: resolverd/engine/resolver.c (lookups, the
+ * pending table's retries) and resolverd/fabric/fabric.c (REQUEST, REPLY,
+ * ANNOUNCE, GOODBYE) driven in-process through the two seams made for it:
+ * this file defines now_ms() (a fake clock the tests advance; core/clock.o
+ * is then not linked) and transport_for() (a fake transport that records
+ * every datagram sent; fabric/transport_select.o is then not linked).
+ * Datagrams from peers are built with the project's own encoder and handed
+ * to the transport's recv callback, as transport_ip.c would.
+ *
+ * The daemon is built as main.c builds it (config_parse, loop_init,
+ * resolver_init, fabric_start) without sockets: no server, no netlink, no
+ * SA. Nothing here sleeps or reads the real clock: timers run only when a
+ * test moves the fake clock past them (loop_run_due).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "core/clock.h"
+#include "core/hoststore.h"
+#include "core/list.h"
+#include "core/log.h"
+#include "engine/resolver.h"
+#include "fabric/fabric.h"
+#include "fabric/fabric_wire.h"
+#include "fabric/transport.h"
+#include "tlv.h"
+
+/* IB enums of the groups below (checked against config.c in start()). */
+#define MTU_2048 4
+#define MTU_4096 5
+#define RATE_10 3
+#define RATE_40 7
+
+#define UDP_PORT 4790
+#define START_MS 5000 /* small on purpose: nothing may assume a large clock */
+
+/* --- the fake clock -------------------------------------------------------- */
+
+static uint64_t fake_now = START_MS;
+
+uint64_t now_ms(void)
+{
+	return fake_now;
+}
+
+/* --- the fake transport ---------------------------------------------------- */
+
+#define SENT_MAX 256
+
+struct sent_dgram {
+	uint64_t at_ms;
+	bool ucast;
+	unsigned group;
+	struct transport_addr to;
+	struct fw_msg m; /* decoded with the project's decoder */
+};
+
+static struct {
+	struct sent_dgram sent[SENT_MAX];
+	unsigned n_sent;
+	struct transport *t; /* the one open transport */
+	int priv;            /* t->priv points here while open */
+	unsigned opens, closes, joins, leaves;
+	uint32_t qpn; /* set into t->qpn by open, as the ib transport does */
+} fake;
+
+static void record(struct transport *t, bool ucast, unsigned g, const struct transport_addr *to,
+		   const void *buf, size_t len)
+{
+	struct sent_dgram *s;
+
+	assert_ptr_equal(t, fake.t);
+	assert_true(len <= FW_MAX_LEN);
+	assert_true(fake.n_sent < SENT_MAX);
+	s = &fake.sent[fake.n_sent++];
+	memset(s, 0, sizeof(*s));
+	s->at_ms = fake_now;
+	s->ucast = ucast;
+	s->group = g;
+	if (to)
+		s->to = *to;
+	assert_int_equal(fw_decode(buf, len, NULL, 0, &s->m), FW_OK);
+}
+
+static int fake_open(struct transport *t, struct loop *loop, const struct cfg_endpoint *ep)
+{
+	(void)loop;
+	assert_null(fake.t);
+	t->ep = ep;
+	t->priv = &fake.priv;
+	t->qpn = fake.qpn;
+	fake.t = t;
+	fake.opens++;
+	return 0;
+}
+
+static void fake_close(struct transport *t, struct loop *loop)
+{
+	(void)loop;
+	assert_ptr_equal(t, fake.t);
+	t->priv = NULL;
+	fake.t = NULL;
+	fake.closes++;
+}
+
+static int fake_join(struct transport *t, unsigned g)
+{
+	assert_true(g < t->ep->n_groups);
+	fake.joins++;
+	return 0;
+}
+
+static int fake_leave(struct transport *t, unsigned g)
+{
+	assert_true(g < t->ep->n_groups);
+	fake.leaves++;
+	return 0;
+}
+
+static int fake_send_mcast(struct transport *t, unsigned g, const void *buf, size_t len)
+{
+	assert_true(g < t->ep->n_groups);
+	record(t, false, g, NULL, buf, len);
+	return 0;
+}
+
+static int fake_send_ucast(struct transport *t, const struct transport_addr *to, const void *buf,
+			   size_t len)
+{
+	record(t, true, 0, to, buf, len);
+	return 0;
+}
+
+static const struct transport_ops fake_ops = {
+	.name = "fake",
+	.open = fake_open,
+	.close = fake_close,
+	.join = fake_join,
+	.leave = fake_leave,
+	.send_mcast = fake_send_mcast,
+	.send_ucast = fake_send_ucast,
+};
+
+const struct transport_ops *transport_for(const struct cfg_endpoint *ep)
+{
+	return ep->transport == TRANSPORT_IP ? &fake_ops : NULL;
+}
+
+/* --- the daemon -------------------------------------------------------------- */
+
+static struct ibresd ctx;
+static bool started;
+
+#define RESOLVE_BASE                                                                               \
+	"timeout = 100ms\n"                                                                        \
+	"negative_ttl = 5s\n"                                                                      \
+	"addr_ttl = 60s\n"                                                                         \
+	"settle_time = 2s\n"                                                                       \
+	"name_pattern = node* login*\n"
+
+/* Announcements off: every miss is asked on the fabric. */
+#define ANNOUNCE_OFF "retries = 2\nannounce_interval = 0\n"
+/* Announcements every 10 s, at most half of addr_ttl: the directory rule. */
+#define DIRECTORY "retries = 2\nannounce_interval = 10s\n"
+
+#define ENDPOINT                                                                                   \
+	"[endpoint ib0]\n"                                                                         \
+	"name = node1\n"                                                                           \
+	"name = node1.cluster.example\n"                                                           \
+	"address = 198.18.0.1\n"                                                                   \
+	"address = 2001:db8::1\n"                                                                  \
+	"gid = fe80::2:c903:0:1\n"                                                                 \
+	"lid = 1\n"                                                                                \
+	"qpn = 1\n"                                                                                \
+	"pkey = 0xffff\n"                                                                          \
+	"transport = ip\n"                                                                         \
+	"interface = ib0\n"                                                                        \
+	"udp_port = 4790\n"                                                                        \
+	"group = 239.255.73.1 mtu=2048 rate=10\n"                                                  \
+	"group = 239.255.73.2 mtu=4096 rate=40\n"
+
+/* A config text: [resolve] with the base settings and @resolve, one endpoint. */
+static void config_text(char *buf, size_t cap, const char *resolve)
+{
+	int n = snprintf(buf, cap, "[daemon]\nlog_level = error\n[resolve]\n" RESOLVE_BASE
+			 "%s" ENDPOINT, resolve);
+
+	assert_true(n > 0 && (size_t)n < cap);
+}
+
+static void parse_config(struct ibres_config *cfg, struct cfg_hosts *hosts, const char *resolve,
+			 const char *hosts_text)
+{
+	char text[2048], err[CFG_ERR_MAX];
+	int ret;
+
+	config_text(text, sizeof(text), resolve);
+	ret = config_parse("test.conf", text, strlen(text), cfg, err, sizeof(err));
+	if (ret)
+		fail_msg("config: %s", err);
+	ret = config_validate(cfg, err, sizeof(err));
+	if (ret)
+		fail_msg("config: %s", err);
+	memset(hosts, 0, sizeof(*hosts));
+	if (hosts_text) {
+		ret = hosts_parse("test.hosts", hosts_text, strlen(hosts_text), hosts, err,
+				  sizeof(err));
+		if (ret)
+			fail_msg("hosts: %s", err);
+	}
+}
+
+/* Start the daemon as main.c does, minus sockets, at the fake time START_MS. */
+static void start(const char *resolve, const char *hosts_text)
+{
+	uint32_t qpn = fake.qpn;
+
+	assert_false(started);
+	memset(&ctx, 0, sizeof(ctx));
+	memset(&fake, 0, sizeof(fake));
+	fake.qpn = qpn;
+	fake_now = START_MS;
+	parse_config(&ctx.cfg, &ctx.static_hosts, resolve, hosts_text);
+	log_set_level(ctx.cfg.log_level);
+	assert_int_equal(ctx.cfg.eps[0].groups[0].mtu, MTU_2048);
+	assert_int_equal(ctx.cfg.eps[0].groups[0].rate, RATE_10);
+	assert_int_equal(ctx.cfg.eps[0].groups[1].mtu, MTU_4096);
+	assert_int_equal(ctx.cfg.eps[0].groups[1].rate, RATE_40);
+	ctx.start_ms = now_ms();
+	assert_int_equal(loop_init(&ctx.loop), 0);
+	assert_int_equal(resolver_init(&ctx), 0);
+	ctx.rng = 0x9e3779b97f4a7c15ULL; /* the same jitter on every run */
+	assert_int_equal(fabric_start(&ctx), 0);
+	started = true;
+	assert_non_null(ctx.fabric);
+	assert_non_null(fake.t);
+	assert_int_equal(fake.opens, 1);
+	assert_int_equal(fake.joins, 2);
+	assert_int_equal(fake.n_sent, 0);
+}
+
+static void stop(void)
+{
+	if (!started)
+		return;
+	started = false;
+	fake.n_sent = 0; /* room for the GOODBYE even after a failed test */
+	fabric_stop(&ctx);
+	resolver_fini(&ctx);
+	loop_fini(&ctx.loop);
+	hosts_free(&ctx.static_hosts);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	stop();
+	fake.qpn = 0;
+	return 0;
+}
+
+/* Move the fake clock to @t, running every timer due on the way at its own
+ * time (so a datagram a timer sends carries the time it was due). */
+static void advance_to(uint64_t t)
+{
+	unsigned guard = 0;
+
+	assert_true(t >= fake_now);
+	while (ctx.loop.n_timers && ctx.loop.heap[1]->due_ms <= t) {
+		assert_true(++guard < 100000); /* no timer may re-arm itself at once forever */
+		if (ctx.loop.heap[1]->due_ms > fake_now)
+			fake_now = ctx.loop.heap[1]->due_ms;
+		loop_run_due(&ctx.loop);
+	}
+	fake_now = t;
+	loop_run_due(&ctx.loop);
+}
+
+static void advance(uint64_t ms)
+{
+	advance_to(fake_now + ms);
+}
+
+/* A fabric counter, read as ibresctl stats reads it (fabric_stats()). */
+static uint64_t counter(const char *name)
+{
+	static uint8_t buf[8192];
+	struct tlv_writer w;
+	struct tlv_reader r;
+	struct tlv_item it;
+	char cur[64] = "";
+	uint64_t v;
+
+	tlv_writer_init(&w, buf, sizeof(buf));
+	fabric_stats(&ctx, &w);
+	assert_false(w.overflow);
+	tlv_reader_init(&r, buf, w.len);
+	while (tlv_next(&r, &it) == 1) {
+		if (it.type == IBRES_T_NAME) {
+			assert_int_equal(tlv_get_str(&it, cur, sizeof(cur)), 0);
+		} else if (it.type == IBRES_T_COUNTER && !strcmp(cur, name)) {
+			assert_int_equal(tlv_get_u64(&it, &v), 0);
+			return v;
+		}
+	}
+	fail_msg("no counter %s", name);
+	return 0;
+}
+
+/* --- what was sent ------------------------------------------------------------ */
+
+static unsigned count_sent(uint8_t type)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < fake.n_sent; i++)
+		n += fake.sent[i].m.type == type;
+	return n;
+}
+
+/* The @i-th (0-based) datagram of @type sent. */
+static const struct sent_dgram *nth_sent(uint8_t type, unsigned i)
+{
+	unsigned seen = 0;
+
+	for (unsigned j = 0; j < fake.n_sent; j++)
+		if (fake.sent[j].m.type == type && seen++ == i)
+			return &fake.sent[j];
+	fail_msg("no datagram %u of type %u", i, type);
+	return NULL;
+}
+
+static const struct sent_dgram *last_sent(void)
+{
+	assert_true(fake.n_sent > 0);
+	return &fake.sent[fake.n_sent - 1];
+}
+
+/* Our own identity as the endpoint's config has it. */
+static void assert_is_us(const struct ibres_hostrec *h)
+{
+	const struct ibres_hostrec *id = &ctx.eps.ep[0].cfg.id;
+
+	assert_int_equal(h->n_names, 2);
+	assert_string_equal(h->names[0], "node1");
+	assert_string_equal(h->names[1], "node1.cluster.example");
+	assert_int_equal(h->n_v4, 1);
+	assert_memory_equal(&h->v4[0], &id->v4[0], 4);
+	assert_int_equal(h->n_v6, 1);
+	assert_memory_equal(&h->v6[0], &id->v6[0], 16);
+	assert_int_equal(h->n_gids, 1);
+	assert_memory_equal(h->gids[0], id->gids[0], 16);
+	assert_int_equal(h->lid, id->lid);
+	assert_int_equal(h->qpn, id->qpn);
+	assert_int_equal(h->pkey, 0xffff);
+	assert_int_equal(h->ttl, 60); /* addr_ttl: how long peers may keep it */
+}
+
+/* --- keys, peers, datagrams from peers --------------------------------------- */
+
+static struct host_key key_name(const char *name)
+{
+	struct host_key k;
+
+	assert_int_equal(host_key_name(&k, name), 0);
+	return k;
+}
+
+static struct host_key key_addr(uint8_t type, int af, const char *text)
+{
+	struct host_key k;
+	uint8_t a[16];
+
+	assert_int_equal(inet_pton(af, text, a), 1);
+	assert_int_equal(host_key_addr(&k, type, a), 0);
+	return k;
+}
+
+static struct host_key key_v4(const char *text)
+{
+	return key_addr(IBRES_KEY_IPV4, AF_INET, text);
+}
+
+static struct host_key key_v6(const char *text)
+{
+	return key_addr(IBRES_KEY_IPV6, AF_INET6, text);
+}
+
+/* A GID in IPv6 notation. */
+static struct host_key key_gid(const char *text)
+{
+	return key_addr(IBRES_KEY_GID, AF_INET6, text);
+}
+
+static struct host_key key_lid(uint16_t lid)
+{
+	struct host_key k;
+
+	assert_int_equal(host_key_lid(&k, lid), 0);
+	return k;
+}
+
+/* Peer @n: nodeN, nodeN.cluster.example, 198.18.0.N, 2001:db8::N,
+ * GID fe80::2:c903:0:N, LID N, QPN 0x100 + N. */
+static void peer_id(struct ibres_hostrec *h, unsigned n)
+{
+	char s[64];
+
+	memset(h, 0, sizeof(*h));
+	snprintf(h->names[0], sizeof(h->names[0]), "node%u", n);
+	snprintf(h->names[1], sizeof(h->names[1]), "node%u.cluster.example", n);
+	h->n_names = 2;
+	snprintf(s, sizeof(s), "198.18.0.%u", n);
+	assert_int_equal(inet_pton(AF_INET, s, &h->v4[0]), 1);
+	h->n_v4 = 1;
+	snprintf(s, sizeof(s), "2001:db8::%x", n);
+	assert_int_equal(inet_pton(AF_INET6, s, &h->v6[0]), 1);
+	h->n_v6 = 1;
+	snprintf(s, sizeof(s), "fe80::2:c903:0:%x", n);
+	assert_int_equal(inet_pton(AF_INET6, s, h->gids[0]), 1);
+	h->n_gids = 1;
+	h->lid = (uint16_t)n;
+	h->qpn = 0x100 + n;
+	h->pkey = 0xffff;
+	h->ttl = 3600; /* longer than our addr_ttl: we keep it 60 s at most */
+}
+
+/* A datagram from peer @n, as its daemon would build it: both our groups. */
+static void peer_msg(struct fw_msg *m, uint8_t type, unsigned n, uint64_t tid)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->tid = tid;
+	peer_id(&m->sender, n);
+	m->groups[0] = (struct fw_group){ MTU_2048, RATE_10 };
+	m->groups[1] = (struct fw_group){ MTU_4096, RATE_40 };
+	m->n_groups = 2;
+}
+
+static void peer_request(struct fw_msg *m, unsigned n, uint64_t tid, struct host_key target)
+{
+	peer_msg(m, FW_REQUEST, n, tid);
+	m->has_target = true;
+	m->target = target;
+}
+
+static void peer_reply(struct fw_msg *m, unsigned n, uint64_t tid)
+{
+	peer_msg(m, FW_REPLY, n, tid);
+	m->has_chosen = true;
+	m->chosen = (struct fw_group){ MTU_4096, RATE_40 };
+}
+
+/* Peer @n's unicast address on the ip transport. */
+static struct transport_addr peer_addr(unsigned n)
+{
+	struct transport_addr a;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&a.ss;
+	char s[32];
+
+	memset(&a, 0, sizeof(a));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(UDP_PORT);
+	snprintf(s, sizeof(s), "198.18.0.%u", n);
+	assert_int_equal(inet_pton(AF_INET, s, &sin->sin_addr), 1);
+	a.len = sizeof(*sin);
+	return a;
+}
+
+static void deliver_raw(const uint8_t *buf, size_t len, unsigned from)
+{
+	struct transport_addr a = peer_addr(from);
+
+	assert_non_null(fake.t);
+	fake.t->recv(fake.t, buf, len, &a);
+}
+
+/* Hand @m from peer @from to the daemon, encoded as that peer would send it. */
+static void deliver(const struct fw_msg *m, unsigned from)
+{
+	uint8_t buf[FW_MAX_LEN];
+	int len = fw_encode(m, NULL, 0, buf, sizeof(buf));
+
+	assert_true(len > FW_HDR_LEN);
+	deliver_raw(buf, (size_t)len, from);
+}
+
+static void announce_from(unsigned n)
+{
+	struct fw_msg m;
+
+	peer_msg(&m, FW_ANNOUNCE, n, 0);
+	deliver(&m, n);
+}
+
+/* --- the store ------------------------------------------------------------------ */
+
+static struct host *find(struct host_key k)
+{
+	return store_lookup(&ctx.store, &k, fake_now, false);
+}
+
+/* Every key of peer @n leads to one learned host whose record is the peer's. */
+static struct host *assert_peer_stored(unsigned n)
+{
+	struct host_key keys[HOST_KEYS_MAX];
+	struct ibres_hostrec want, got;
+	struct host *h;
+	unsigned nk;
+
+	peer_id(&want, n);
+	nk = host_keys_of(&want, keys);
+	assert_int_equal(nk, 6); /* 2 names, IPv4, IPv6, GID, LID */
+	h = find(keys[0]);
+	assert_non_null(h);
+	for (unsigned i = 0; i < nk; i++) {
+		assert_ptr_equal(find(keys[i]), h);
+		assert_true(host_has_key(h, &keys[i]));
+	}
+	assert_int_equal(host_origin(h), IBRES_ORIGIN_FABRIC);
+	host_record(h, &got, fake_now);
+	assert_int_equal(got.n_names, 2);
+	assert_string_equal(got.names[0], want.names[0]);
+	assert_string_equal(got.names[1], want.names[1]);
+	assert_int_equal(got.n_v4, 1);
+	assert_memory_equal(&got.v4[0], &want.v4[0], 4);
+	assert_int_equal(got.n_v6, 1);
+	assert_memory_equal(&got.v6[0], &want.v6[0], 16);
+	assert_int_equal(got.n_gids, 1);
+	assert_memory_equal(got.gids[0], want.gids[0], 16);
+	assert_int_equal(got.lid, want.lid);
+	assert_int_equal(got.qpn, want.qpn);
+	assert_int_equal(got.pkey, want.pkey);
+	return h;
+}
+
+static void assert_peer_absent(unsigned n)
+{
+	struct host_key keys[HOST_KEYS_MAX];
+	struct ibres_hostrec id;
+	unsigned nk;
+
+	peer_id(&id, n);
+	nk = host_keys_of(&id, keys);
+	for (unsigned i = 0; i < nk; i++)
+		assert_null(find(keys[i]));
+}
+
+/* --- client requests -------------------------------------------------------------- */
+
+struct twaiter {
+	struct lookup_waiter w;
+	unsigned calls;
+	int status;
+	uint64_t at_ms;
+};
+
+static void tw_done(struct lookup_waiter *w, int status)
+{
+	struct twaiter *t = container_of(w, struct twaiter, w);
+
+	t->calls++;
+	t->status = status;
+	t->at_ms = fake_now;
+}
+
+static enum lookup_result lookup(struct twaiter *t, struct host_key k, struct host **h)
+{
+	struct host *dummy;
+
+	/* a waiter still queued on a query must not be reused */
+	assert_true(!t->w.node.next || t->w.node.next == &t->w.node);
+	memset(t, 0, sizeof(*t));
+	t->w.done = tw_done;
+	return resolver_lookup(&ctx, &t->w, &k, false, h ? h : &dummy);
+}
+
+/* ================================================================================= */
+
+/* retries = 2: three REQUESTs of one transaction, spaced by timeout × (1 + k/2)
+ * ± 10%, then -ETIMEDOUT within resolver_bound_ms(); a negative answer for
+ * negative_ttl; nothing more is sent. */
+static void test_retries_bounded(void **state)
+{
+	struct host_key k = key_name("node2");
+	const struct sent_dgram *r[3];
+	static struct twaiter w, w2;
+	uint64_t t0, gap;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	t0 = fake_now;
+	assert_int_equal(lookup(&w, k, NULL), LOOKUP_WAIT);
+	assert_int_equal(fake.n_sent, 1);
+	r[0] = nth_sent(FW_REQUEST, 0);
+	assert_false(r[0]->ucast);
+	assert_int_equal(r[0]->group, 0); /* the lowest group, the one every node joins */
+	assert_int_equal(r[0]->at_ms, t0);
+	assert_true(r[0]->m.has_target);
+	assert_true(host_key_eq(&r[0]->m.target, &k));
+	assert_int_not_equal(r[0]->m.tid, 0);
+	assert_is_us(&r[0]->m.sender);
+	assert_int_equal(r[0]->m.n_groups, 2);
+	assert_int_equal(r[0]->m.groups[0].mtu, MTU_2048);
+	assert_int_equal(r[0]->m.groups[1].mtu, MTU_4096);
+	assert_int_equal(counter("fabric_requests_sent"), 1);
+	assert_int_equal(counter("fabric_queries_outstanding"), 1);
+
+	/* the first wait is at least timeout - 10% */
+	advance_to(t0 + 89);
+	assert_int_equal(fake.n_sent, 1);
+	assert_int_equal(w.calls, 0);
+
+	advance_to(t0 + 1000);
+	assert_int_equal(fake.n_sent, 3);
+	assert_int_equal(count_sent(FW_REQUEST), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		r[i] = nth_sent(FW_REQUEST, i);
+		assert_int_equal(r[i]->m.tid, r[0]->m.tid);
+		assert_true(host_key_eq(&r[i]->m.target, &k));
+		assert_false(r[i]->ucast);
+	}
+	gap = r[1]->at_ms - r[0]->at_ms; /* 100 ms ± 10% */
+	assert_in_range(gap, 90, 109);
+	gap = r[2]->at_ms - r[1]->at_ms; /* 150 ms ± 10% */
+	assert_in_range(gap, 135, 164);
+	gap = w.at_ms - r[2]->at_ms; /* 200 ms ± 10% */
+	assert_in_range(gap, 180, 219);
+	assert_true(w.at_ms - t0 <= resolver_bound_ms(&ctx.cfg));
+	assert_int_equal(resolver_bound_ms(&ctx.cfg), 110 + 165 + 220);
+
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, -ETIMEDOUT);
+	assert_int_equal(ctx.stats.query_retries, 2);
+	assert_int_equal(ctx.stats.query_timeouts, 1);
+	assert_int_equal(counter("fabric_query_retries"), 2);
+	assert_int_equal(counter("fabric_query_timeouts"), 1);
+	assert_int_equal(counter("fabric_requests_sent"), 3);
+	assert_int_equal(counter("fabric_queries_outstanding"), 0);
+	assert_int_equal(ctx.pending.n, 0);
+
+	/* a negative answer for negative_ttl: asked again only after it */
+	assert_int_equal(store_negative(&ctx.store, &k, fake_now, false), -ETIMEDOUT);
+	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_TIMEDOUT);
+	advance_to(w.at_ms + 5000 - 1);
+	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_TIMEDOUT);
+	assert_int_equal(fake.n_sent, 3); /* nothing after the bound */
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(ctx.stats.query_timeouts, 1);
+
+	advance_to(w.at_ms + 5000);
+	assert_int_equal(store_negative(&ctx.store, &k, fake_now, false), 0);
+	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_WAIT);
+	assert_int_equal(count_sent(FW_REQUEST), 4);
+	assert_int_not_equal(last_sent()->m.tid, r[0]->m.tid); /* a new transaction */
+	assert_int_equal(ctx.stats.query_retries, 2);
+
+	/* a host heard later replaces the negative answer */
+	k = key_name("node3");
+	assert_int_equal(lookup(&w, k, NULL), LOOKUP_WAIT);
+	advance(1000);
+	assert_int_equal(lookup(&w, k, NULL), LOOKUP_TIMEDOUT);
+	assert_int_equal(w2.calls, 1);
+	assert_int_equal(w2.status, -ETIMEDOUT);
+	announce_from(3);
+	assert_int_equal(store_negative(&ctx.store, &k, fake_now, false), 0);
+	assert_int_equal(lookup(&w, k, NULL), LOOKUP_FOUND);
+}
+
+/* A NODELAY lookup answers NOTFOUND at once; its query runs in the
+ * background, and a later lookup finds what it brought. */
+static void test_nodelay(void **state)
+{
+	static struct twaiter w;
+	struct host_key k = key_name("node2");
+	struct host *h;
+	struct fw_msg m;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	memset(&w, 0, sizeof(w));
+	w.w.done = tw_done;
+	assert_int_equal(resolver_lookup(&ctx, &w.w, &k, true, &h), LOOKUP_NOTFOUND);
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+	assert_int_equal(ctx.pending.n, 1);
+	peer_reply(&m, 2, last_sent()->m.tid);
+	deliver(&m, 2);
+	assert_int_equal(w.calls, 0); /* it never waited */
+	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(lookup(&w, k, &h), LOOKUP_FOUND);
+	assert_ptr_equal(h, assert_peer_stored(2));
+}
+
+/* retries = 0: one REQUEST, then -ETIMEDOUT after one timeout ± 10%. */
+static void test_no_retries(void **state)
+{
+	static struct twaiter w;
+	uint64_t t0;
+
+	(void)state;
+	start("retries = 0\nannounce_interval = 0\n", NULL);
+	t0 = fake_now;
+	assert_int_equal(lookup(&w, key_v4("198.18.0.9"), NULL), LOOKUP_WAIT);
+	advance(2000);
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+	assert_int_equal(fake.n_sent, 1);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, -ETIMEDOUT);
+	assert_in_range(w.at_ms - t0, 90, 109);
+	assert_int_equal(ctx.stats.query_retries, 0);
+	assert_int_equal(counter("fabric_query_timeouts"), 1);
+}
+
+/* Two lookups of one key share one query: one REQUEST per attempt, both
+ * waiters woken once by the REPLY, the second counted as joined. */
+static void test_shared_query(void **state)
+{
+	struct host_key k = key_name("node2");
+	static struct twaiter w1, w2;
+	struct fw_msg m;
+	uint64_t tid;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(lookup(&w1, k, NULL), LOOKUP_WAIT);
+	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_WAIT);
+	assert_int_equal(ctx.pending.n, 1);
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+	assert_int_equal(ctx.stats.queries_joined, 1);
+	assert_int_equal(counter("fabric_queries_joined"), 1);
+	tid = nth_sent(FW_REQUEST, 0)->m.tid;
+
+	/* the second attempt: still one REQUEST for both */
+	advance(120);
+	assert_int_equal(count_sent(FW_REQUEST), 2);
+	assert_int_equal(nth_sent(FW_REQUEST, 1)->m.tid, tid);
+	assert_int_equal(w1.calls + w2.calls, 0);
+
+	peer_reply(&m, 2, tid);
+	deliver(&m, 2);
+	assert_int_equal(w1.calls, 1);
+	assert_int_equal(w1.status, 0);
+	assert_int_equal(w2.calls, 1);
+	assert_int_equal(w2.status, 0);
+	assert_int_equal(ctx.pending.n, 0);
+	assert_peer_stored(2);
+
+	/* the query's timer is gone with it */
+	advance(5000);
+	assert_int_equal(count_sent(FW_REQUEST), 2);
+	assert_int_equal(w1.calls, 1);
+	assert_int_equal(w2.calls, 1);
+	assert_int_equal(ctx.stats.query_timeouts, 0);
+}
+
+/* Two waiters of a query nobody answers: retries + 1 REQUESTs in all, each
+ * waiter told -ETIMEDOUT once, one timeout counted. */
+static void test_shared_query_times_out(void **state)
+{
+	struct host_key k = key_v6("2001:db8::7");
+	static struct twaiter w1, w2;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(lookup(&w1, k, NULL), LOOKUP_WAIT);
+	advance(50);
+	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_WAIT);
+	advance(3000);
+	assert_int_equal(count_sent(FW_REQUEST), 3);
+	assert_int_equal(w1.calls, 1);
+	assert_int_equal(w1.status, -ETIMEDOUT);
+	assert_int_equal(w2.calls, 1);
+	assert_int_equal(w2.status, -ETIMEDOUT);
+	assert_int_equal(w1.at_ms, w2.at_ms);
+	assert_int_equal(ctx.stats.queries_joined, 1);
+	assert_int_equal(ctx.stats.query_timeouts, 1);
+}
+
+/* A REPLY ends the query: the waiter hears 0, the host is in the store under
+ * every key with the chosen group and a lifetime of at most addr_ttl; later
+ * lookups of any key are answered from the store, without traffic. A copy of
+ * the REPLY arriving late is unsolicited. */
+static void test_reply_completes(void **state)
+{
+	struct ibres_hostrec id;
+	struct host_key keys[HOST_KEYS_MAX];
+	static struct twaiter w;
+	struct fw_msg m;
+	struct host *h, *found;
+	uint8_t mtu, rate;
+	unsigned nk;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(lookup(&w, key_name("node2.cluster.example"), NULL), LOOKUP_WAIT);
+	peer_reply(&m, 2, nth_sent(FW_REQUEST, 0)->m.tid);
+	advance(10);
+	deliver(&m, 2);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(ctx.pending.n, 0);
+	h = assert_peer_stored(2);
+	host_group(h, &mtu, &rate);
+	assert_int_equal(mtu, MTU_4096); /* the REPLY's CHOSEN */
+	assert_int_equal(rate, RATE_40);
+	assert_int_equal(host_expires_ms(h), fake_now + 60 * 1000); /* min(addr_ttl, 3600 s) */
+	assert_int_equal(counter("fabric_rx"), 1);
+	assert_int_equal(counter("fabric_rx_unsolicited"), 0);
+	assert_int_equal(counter("fabric_rx_mismatch"), 0);
+
+	peer_id(&id, 2);
+	nk = host_keys_of(&id, keys);
+	for (unsigned i = 0; i < nk; i++) {
+		assert_int_equal(lookup(&w, keys[i], &found), LOOKUP_FOUND);
+		assert_ptr_equal(found, h);
+	}
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+
+	deliver(&m, 2); /* a duplicate: its query is over */
+	assert_int_equal(counter("fabric_rx_unsolicited"), 1);
+	advance(3000);
+	assert_int_equal(fake.n_sent, 1);
+	assert_int_equal(w.calls, 0); /* the last lookup() never waited */
+}
+
+/* A REPLY whose transaction id is not in flight is dropped (nothing of it is
+ * stored) and counted; the query goes on and a REPLY with its id ends it. */
+static void test_reply_unknown_tid(void **state)
+{
+	static struct twaiter w;
+	struct fw_msg m;
+	uint64_t tid;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(lookup(&w, key_name("node2"), NULL), LOOKUP_WAIT);
+	tid = nth_sent(FW_REQUEST, 0)->m.tid;
+
+	peer_reply(&m, 2, tid + 1);
+	deliver(&m, 2);
+	peer_reply(&m, 2, 0);
+	deliver(&m, 2);
+	assert_int_equal(counter("fabric_rx_unsolicited"), 2);
+	assert_int_equal(counter("fabric_rx"), 2);
+	assert_peer_absent(2);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(ctx.pending.n, 1);
+
+	advance(120); /* the query retries as if nothing came */
+	assert_int_equal(count_sent(FW_REQUEST), 2);
+	peer_reply(&m, 2, tid);
+	deliver(&m, 2);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_peer_stored(2);
+	assert_int_equal(counter("fabric_rx_unsolicited"), 2);
+}
+
+/* A REPLY with the right transaction id from a host that does not own the
+ * queried key is dropped (rx_mismatch): nothing stored, the query goes on. */
+static void test_reply_other_key(void **state)
+{
+	static struct twaiter w;
+	struct fw_msg m;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(lookup(&w, key_v4("198.18.0.2"), NULL), LOOKUP_WAIT);
+	peer_reply(&m, 3, nth_sent(FW_REQUEST, 0)->m.tid);
+	deliver(&m, 3);
+	assert_int_equal(counter("fabric_rx_mismatch"), 1);
+	assert_int_equal(counter("fabric_rx_unsolicited"), 0);
+	assert_peer_absent(3);
+	assert_peer_absent(2);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(ctx.pending.n, 1);
+	advance(120);
+	assert_int_equal(count_sent(FW_REQUEST), 2);
+	advance(3000);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, -ETIMEDOUT);
+}
+
+/* A REQUEST from a peer for someone else: the requester is stored (with the
+ * best group both joined) and a lookup waiting for it ends; no REPLY. */
+static void test_overhear_request(void **state)
+{
+	static struct twaiter w;
+	struct fw_msg m;
+	struct host *h;
+	uint8_t mtu, rate;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(lookup(&w, key_gid("fe80::2:c903:0:3"), NULL), LOOKUP_WAIT);
+	assert_int_equal(fake.n_sent, 1);
+
+	peer_request(&m, 3, 0x77, key_name("node4"));
+	m.n_groups = 1; /* the requester joined only the lowest group */
+	deliver(&m, 3);
+	h = assert_peer_stored(3);
+	host_group(h, &mtu, &rate);
+	assert_int_equal(mtu, MTU_2048);
+	assert_int_equal(rate, RATE_10);
+	assert_int_equal(counter("fabric_overheard"), 1);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(fake.n_sent, 1); /* no REPLY: not ours to answer */
+	assert_int_equal(counter("fabric_replies_sent"), 0);
+	assert_null(find(key_name("node4")));
+
+	/* an ANNOUNCE is overheard too */
+	announce_from(5);
+	assert_peer_stored(5);
+	assert_int_equal(counter("fabric_overheard"), 2);
+	assert_int_equal(fake.n_sent, 1);
+}
+
+/* The owner answers a REQUEST for any of its keys with a REPLY unicast back
+ * to the requester's address: its identity, the transaction id, the best
+ * group both joined; and stores the requester. */
+static void test_owner_replies(void **state)
+{
+	const struct host_key targets[] = {
+		key_name("node1"),
+		key_name("NODE1.Cluster.Example"),
+		key_v4("198.18.0.1"),
+		key_v6("2001:db8::1"),
+		key_gid("fe80::2:c903:0:1"),
+	};
+	struct transport_addr from = peer_addr(2);
+	const struct sent_dgram *s;
+	struct fw_msg m;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	for (unsigned i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		peer_request(&m, 2, 0x1000 + i, targets[i]);
+		deliver(&m, 2);
+		assert_int_equal(fake.n_sent, i + 1);
+		s = last_sent();
+		assert_true(s->ucast);
+		assert_int_equal(s->to.len, from.len);
+		assert_memory_equal(&s->to.ss, &from.ss, from.len);
+		assert_int_equal(s->m.type, FW_REPLY);
+		assert_int_equal(s->m.tid, 0x1000 + i);
+		assert_true(s->m.has_chosen);
+		assert_int_equal(s->m.chosen.mtu, MTU_4096); /* the best common group */
+		assert_int_equal(s->m.chosen.rate, RATE_40);
+		assert_is_us(&s->m.sender);
+	}
+	assert_int_equal(counter("fabric_replies_sent"), 5);
+	assert_int_equal(counter("fabric_tx_ucast"), 5);
+	assert_peer_stored(2);
+
+	/* a requester with the lowest group only gets that one */
+	peer_request(&m, 3, 0x2000, key_name("node1"));
+	m.n_groups = 1;
+	deliver(&m, 3);
+	s = last_sent();
+	assert_int_equal(s->m.type, FW_REPLY);
+	assert_int_equal(s->m.chosen.mtu, MTU_2048);
+	assert_int_equal(s->m.chosen.rate, RATE_10);
+	assert_peer_stored(3);
+	assert_int_equal(counter("fabric_replies_sent"), 6);
+	assert_int_equal(counter("fabric_overheard"), 6); /* each requester stored */
+
+	/* a REQUEST for someone else's key gets no REPLY */
+	peer_request(&m, 4, 0x3000, key_v4("198.18.0.2"));
+	deliver(&m, 4);
+	assert_int_equal(fake.n_sent, 6);
+	assert_peer_stored(4);
+}
+
+/* First come, first served: a second identity claiming a live peer's name,
+ * address or GID, a static host's or our own is dropped and counted; a
+ * REQUEST from it gets no REPLY. */
+static void test_conflicts(void **state)
+{
+	struct fw_msg m;
+
+	(void)state;
+	start(ANNOUNCE_OFF, "fe80::2:c903:0:10 16 login1 198.18.1.1\n");
+	announce_from(2);
+	assert_peer_stored(2);
+	assert_int_equal(counter("fabric_overheard"), 1);
+
+	/* node5 claims node2's name */
+	peer_msg(&m, FW_ANNOUNCE, 5, 0);
+	strcpy(m.sender.names[1], "node2");
+	deliver(&m, 5);
+	assert_int_equal(counter("fabric_rx_conflict"), 1);
+	assert_peer_absent(5);
+
+	/* node6 claims node2's IPv4 address */
+	peer_msg(&m, FW_ANNOUNCE, 6, 0);
+	assert_int_equal(inet_pton(AF_INET, "198.18.0.2", &m.sender.v4[1]), 1);
+	m.sender.n_v4 = 2;
+	deliver(&m, 6);
+	assert_int_equal(counter("fabric_rx_conflict"), 2);
+	assert_peer_absent(6);
+
+	/* node2's GID under another canonical name */
+	peer_msg(&m, FW_ANNOUNCE, 7, 0);
+	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:2", m.sender.gids[0]), 1);
+	deliver(&m, 7);
+	assert_int_equal(counter("fabric_rx_conflict"), 3);
+	assert_null(find(key_name("node7")));
+
+	/* our own name, a static host's address */
+	peer_msg(&m, FW_ANNOUNCE, 8, 0);
+	strcpy(m.sender.names[1], "node1");
+	deliver(&m, 8);
+	peer_msg(&m, FW_ANNOUNCE, 9, 0);
+	assert_int_equal(inet_pton(AF_INET, "198.18.1.1", &m.sender.v4[0]), 1);
+	deliver(&m, 9);
+	assert_int_equal(counter("fabric_rx_conflict"), 5);
+	assert_peer_absent(8);
+	assert_peer_absent(9);
+	assert_int_equal(host_origin(find(key_name("node1"))), IBRES_ORIGIN_LOCAL);
+	assert_int_equal(host_origin(find(key_v4("198.18.1.1"))), IBRES_ORIGIN_STATIC);
+
+	/* a forged requester gets nothing from us */
+	peer_request(&m, 5, 0x55, key_name("node1"));
+	strcpy(m.sender.names[1], "node2");
+	deliver(&m, 5);
+	assert_int_equal(counter("fabric_rx_conflict"), 6);
+	assert_int_equal(fake.n_sent, 0);
+	assert_int_equal(counter("fabric_replies_sent"), 0);
+
+	/* node2 is untouched */
+	assert_ptr_equal(assert_peer_stored(2), find(key_name("node2")));
+	assert_int_equal(counter("fabric_overheard"), 1);
+
+	/* a refresh of the same identity is no conflict */
+	announce_from(2);
+	assert_int_equal(counter("fabric_rx_conflict"), 6);
+	assert_int_equal(counter("fabric_overheard"), 2);
+}
+
+/* The directory rule: with announcements every 10 s (at most half of
+ * addr_ttl), once settle_time has passed an unknown cluster name or address
+ * is NOTFOUND at once, without a REQUEST. Names outside the patterns and
+ * LIDs are never asked. */
+static void test_directory_rule(void **state)
+{
+	struct host_key k;
+	static struct twaiter w;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+
+	/* outside the patterns: never asked, even before the settle time */
+	assert_int_equal(lookup(&w, key_name("www.example.org"), NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(lookup(&w, key_lid(9), NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(count_sent(FW_REQUEST), 0);
+
+	/* before the settle time a miss is asked */
+	assert_int_equal(lookup(&w, key_name("node9"), NULL), LOOKUP_WAIT);
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+
+	announce_from(2);
+	advance_to(START_MS + 2000 - 1);
+	k = key_name("node8");
+	assert_true(fabric_may_query(&ctx, &k));
+	assert_int_equal(w.calls, 1); /* node9 timed out meanwhile */
+	assert_int_equal(w.status, -ETIMEDOUT);
+	assert_int_equal(count_sent(FW_REQUEST), 3);
+
+	advance_to(START_MS + 2000);
+	assert_false(fabric_may_query(&ctx, &k));
+	assert_int_equal(lookup(&w, k, NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(lookup(&w, key_v4("198.18.0.8"), NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(lookup(&w, key_gid("fe80::2:c903:0:8"), NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(lookup(&w, key_name("www.example.org"), NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(lookup(&w, key_name("node2"), NULL), LOOKUP_FOUND);
+	assert_int_equal(lookup(&w, key_name("node9"), NULL), LOOKUP_TIMEDOUT);
+	advance(10000);
+	assert_int_equal(lookup(&w, key_name("node9"), NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(count_sent(FW_REQUEST), 3);
+	assert_int_equal(ctx.pending.n, 0);
+}
+
+/* Without the directory (announcements off, or an interval over half of
+ * addr_ttl), a miss is asked after the settle time too; names outside the
+ * patterns still are not. */
+static void test_no_directory(void **state)
+{
+	static const char *const modes[] = { ANNOUNCE_OFF, "retries = 2\nannounce_interval = 60s\n" };
+	static struct twaiter w;
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		start(modes[i], NULL);
+		advance(5000);
+		assert_int_equal(lookup(&w, key_name("www.example.org"), NULL), LOOKUP_NOTFOUND);
+		assert_int_equal(count_sent(FW_REQUEST), 0);
+		assert_int_equal(lookup(&w, key_name("node8"), NULL), LOOKUP_WAIT);
+		assert_int_equal(count_sent(FW_REQUEST), 1);
+		stop();
+	}
+}
+
+/* Start-up: three NEWCOMER announcements of one burst, the first within
+ * 100 ms, the others settle_time / 4 ± 10% apart; then one every
+ * announce_interval ± 10% without the flag. */
+static void test_startup_announces(void **state)
+{
+	const struct sent_dgram *a[5];
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance_to(START_MS + 2000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		a[i] = nth_sent(FW_ANNOUNCE, i);
+		assert_false(a[i]->ucast);
+		assert_int_equal(a[i]->group, 0);
+		assert_int_equal(a[i]->m.flags, FW_FLAG_NEWCOMER);
+		assert_int_equal(a[i]->m.tid, a[0]->m.tid);
+		assert_is_us(&a[i]->m.sender);
+	}
+	assert_in_range(a[0]->at_ms - START_MS, 0, 99);
+	assert_in_range(a[1]->at_ms - a[0]->at_ms, 450, 549);
+	assert_in_range(a[2]->at_ms - a[1]->at_ms, 450, 549);
+
+	advance_to(a[2]->at_ms + 8999);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
+	advance_to(a[2]->at_ms + 11000 + 11000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 5);
+	a[3] = nth_sent(FW_ANNOUNCE, 3);
+	a[4] = nth_sent(FW_ANNOUNCE, 4);
+	assert_in_range(a[3]->at_ms - a[2]->at_ms, 9000, 10999);
+	assert_in_range(a[4]->at_ms - a[3]->at_ms, 9000, 10999);
+	for (unsigned i = 3; i < 5; i++) {
+		assert_int_equal(a[i]->m.flags, 0);
+		assert_int_equal(a[i]->m.tid, 0);
+		assert_is_us(&a[i]->m.sender);
+	}
+	assert_int_equal(counter("fabric_announces_sent"), 5);
+	assert_int_equal(fake.n_sent, 5);
+}
+
+/* A NEWCOMER announcement gets one unicast ANNOUNCE of ours per burst. */
+static void test_newcomer_answered(void **state)
+{
+	struct transport_addr from = peer_addr(2);
+	const struct sent_dgram *s;
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	peer_msg(&m, FW_ANNOUNCE, 2, 0xb1);
+	m.flags = FW_FLAG_NEWCOMER;
+	deliver(&m, 2);
+	assert_int_equal(fake.n_sent, 1);
+	s = last_sent();
+	assert_true(s->ucast);
+	assert_memory_equal(&s->to.ss, &from.ss, from.len);
+	assert_int_equal(s->m.type, FW_ANNOUNCE);
+	assert_int_equal(s->m.flags, 0);
+	assert_is_us(&s->m.sender);
+	assert_peer_stored(2);
+
+	deliver(&m, 2); /* the same burst again */
+	assert_int_equal(fake.n_sent, 1);
+	m.tid = 0xb2; /* a new burst (the peer resynced) */
+	deliver(&m, 2);
+	assert_int_equal(fake.n_sent, 2);
+	assert_true(last_sent()->ucast);
+	m.flags = 0; /* a periodic one */
+	deliver(&m, 2);
+	assert_int_equal(fake.n_sent, 2);
+	assert_int_equal(counter("fabric_overheard"), 4);
+	assert_int_equal(counter("fabric_announces_sent"), 2);
+}
+
+/* GOODBYE removes the peer, every key of it; a GOODBYE from another identity
+ * (the GID under another name, the name under another GID, a static host's)
+ * changes nothing. */
+static void test_goodbye(void **state)
+{
+	struct fw_msg m;
+
+	(void)state;
+	start(ANNOUNCE_OFF, "fe80::2:c903:0:10 16 login1 198.18.1.1\n");
+	announce_from(2);
+	assert_peer_stored(2);
+
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	strcpy(m.sender.names[0], "node7");
+	deliver(&m, 7);
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:7", m.sender.gids[0]), 1);
+	deliver(&m, 7);
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	strcpy(m.sender.names[0], "login1");
+	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:10", m.sender.gids[0]), 1);
+	deliver(&m, 7);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 0);
+	assert_int_equal(counter("fabric_rx_mismatch"), 3);
+	assert_peer_stored(2);
+	assert_int_equal(host_origin(find(key_name("login1"))), IBRES_ORIGIN_STATIC);
+
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	deliver(&m, 2);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 1);
+	assert_peer_absent(2);
+	assert_int_equal(ctx.store.stats.learned, 0);
+	assert_int_equal(fake.n_sent, 0);
+
+	/* the name is free now: another identity may take it */
+	peer_msg(&m, FW_ANNOUNCE, 5, 0);
+	strcpy(m.sender.names[1], "node2");
+	deliver(&m, 5);
+	assert_int_equal(counter("fabric_rx_conflict"), 0);
+	assert_int_equal(memcmp(host_gid(find(key_name("node2"))), m.sender.gids[0], 16), 0);
+}
+
+/* A learned host lives min(addr_ttl, its own TTL); the sweep timer removes
+ * it (without any lookup) within a second of its expiry; its name may then
+ * move to another identity, and a lookup asks the fabric again. */
+static void test_expiry(void **state)
+{
+	struct fw_msg m;
+	static struct twaiter w;
+	uint64_t t0;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	t0 = fake_now;
+	announce_from(2); /* TTL 3600 s: kept addr_ttl, 60 s */
+	peer_msg(&m, FW_ANNOUNCE, 3, 0);
+	m.sender.ttl = 10; /* asks for 10 s */
+	deliver(&m, 3);
+	assert_int_equal(host_expires_ms(find(key_name("node2"))), t0 + 60000);
+	assert_int_equal(host_expires_ms(find(key_name("node3"))), t0 + 10000);
+	assert_int_equal(ctx.store.stats.learned, 2);
+
+	advance_to(t0 + 10000 - 1);
+	assert_int_equal(ctx.store.stats.learned, 2);
+	assert_int_equal(ctx.store.stats.expirations, 0);
+	advance_to(t0 + 10000 + 1000);
+	assert_int_equal(ctx.store.stats.learned, 1);
+	assert_int_equal(ctx.store.stats.expirations, 1);
+
+	advance_to(t0 + 60000 - 1);
+	assert_int_equal(ctx.store.stats.learned, 1);
+	assert_peer_stored(2);
+	advance_to(t0 + 60000 + 1000);
+	assert_int_equal(ctx.store.stats.learned, 0);
+	assert_int_equal(ctx.store.stats.expirations, 2);
+	assert_int_equal(ctx.store.stats.hosts, 1); /* ourselves */
+	assert_int_equal(fake.n_sent, 0);
+
+	/* asked again */
+	assert_int_equal(lookup(&w, key_name("node2"), NULL), LOOKUP_WAIT);
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+	/* the name moved: no conflict with an expired owner; it answers */
+	peer_reply(&m, 5, last_sent()->m.tid);
+	strcpy(m.sender.names[1], "node2");
+	deliver(&m, 5);
+	assert_int_equal(counter("fabric_rx_conflict"), 0);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(memcmp(host_gid(find(key_name("node2"))), m.sender.gids[0], 16), 0);
+}
+
+/* The LID of the endpoint changes (as sa.c reports it): the local record
+ * in the store takes it, the routes from the endpoint are dropped, and an
+ * announcement goes out at once. */
+static void test_identity_change_lid(void **state)
+{
+	struct ibres_path_record pr;
+	struct ibres_hostrec old;
+	struct endpoint *ep;
+	struct host *h2, *me;
+	unsigned before;
+	bool cached;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	ep = &ctx.eps.ep[0];
+	advance(3000); /* past the start-up announcements */
+	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
+	announce_from(2);
+	h2 = find(key_name("node2"));
+	assert_non_null(h2);
+	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_false(cached);
+	assert_int_equal(be16toh(pr.slid), 1);
+	assert_int_equal(be16toh(pr.dlid), 2);
+	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_true(cached);
+	assert_non_null(host_route(h2, 0, fake_now));
+
+	old = ep->cfg.id;
+	old.lid = 9;
+	before = fake.n_sent;
+	/* the one owner of the identity: store, routes, and the fabric told */
+	assert_int_equal(endpoint_update(&ctx.eps, ep, &old), EP_CHANGE_PORT);
+
+	me = find(key_name("node1"));
+	assert_non_null(me);
+	assert_int_equal(host_origin(me), IBRES_ORIGIN_LOCAL);
+	assert_int_equal(host_lid(me), 9);
+	assert_ptr_equal(find(key_lid(9)), me);
+	assert_null(find(key_lid(1)));
+	assert_ptr_equal(find(key_gid("fe80::2:c903:0:1")), me);
+	h2 = find(key_name("node2"));
+	assert_non_null(h2);
+	assert_null(host_route(h2, 0, fake_now));
+
+	assert_int_equal(fake.n_sent, before); /* the same GID: no GOODBYE */
+	advance(0);
+	assert_int_equal(fake.n_sent, before + 1);
+	assert_int_equal(last_sent()->m.type, FW_ANNOUNCE);
+	assert_false(last_sent()->ucast);
+	assert_int_equal(last_sent()->at_ms, fake_now);
+	assert_is_us(&last_sent()->m.sender);
+	assert_int_equal(last_sent()->m.sender.lid, 9);
+
+	/* a new route from the endpoint carries the new LID */
+	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_false(cached);
+	assert_int_equal(be16toh(pr.slid), 9);
+}
+
+/* The GID changes: a GOODBYE for the old identity, the new record in the
+ * store (the old GID leads nowhere), routes dropped, an announcement. */
+static void test_identity_change_gid(void **state)
+{
+	struct ibres_path_record pr;
+	struct ibres_hostrec old;
+	const struct sent_dgram *s;
+	struct endpoint *ep;
+	struct host *h2, *me;
+	unsigned before;
+	bool cached;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	ep = &ctx.eps.ep[0];
+	advance(3000);
+	announce_from(2);
+	h2 = find(key_name("node2"));
+	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_non_null(host_route(h2, 0, fake_now));
+
+	old = ep->cfg.id;
+	{
+		struct ibres_hostrec id = old;
+
+		assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:99", id.gids[0]), 1);
+		before = fake.n_sent;
+		assert_int_equal(endpoint_update(&ctx.eps, ep, &id), EP_CHANGE_GID);
+	}
+
+	me = find(key_name("node1"));
+	assert_non_null(me);
+	assert_int_equal(host_origin(me), IBRES_ORIGIN_LOCAL);
+	assert_memory_equal(host_gid(me), ep->cfg.id.gids[0], 16);
+	assert_ptr_equal(find(key_gid("fe80::2:c903:0:99")), me);
+	assert_null(find(key_gid("fe80::2:c903:0:1")));
+	assert_ptr_equal(find(key_v4("198.18.0.1")), me);
+	assert_int_equal(ctx.store.stats.hosts, 2);
+	h2 = find(key_name("node2"));
+	assert_null(host_route(h2, 0, fake_now));
+
+	assert_int_equal(fake.n_sent, before + 1);
+	s = last_sent();
+	assert_int_equal(s->m.type, FW_GOODBYE);
+	assert_false(s->ucast);
+	assert_memory_equal(s->m.sender.gids[0], old.gids[0], 16);
+	assert_string_equal(s->m.sender.names[0], "node1");
+	advance(0);
+	assert_int_equal(fake.n_sent, before + 2);
+	s = last_sent();
+	assert_int_equal(s->m.type, FW_ANNOUNCE);
+	assert_is_us(&s->m.sender);
+
+	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_false(cached);
+	assert_memory_equal(pr.sgid, ep->cfg.id.gids[0], 16);
+}
+
+/* A reload replaces the static hosts and the settings and keeps what was
+ * learned; a query in flight for a key the new hosts file holds ends. */
+static void test_reload(void **state)
+{
+	static struct ibres_config cfg; /* large */
+	struct cfg_hosts hosts;
+	static struct twaiter w;
+	struct host *h;
+
+	(void)state;
+	start(ANNOUNCE_OFF, "fe80::2:c903:0:10 16 login1 198.18.1.1\n");
+	announce_from(2);
+	announce_from(3);
+	assert_int_equal(host_origin(find(key_name("login1"))), IBRES_ORIGIN_STATIC);
+	assert_int_equal(lookup(&w, key_name("login2"), NULL), LOOKUP_WAIT);
+	assert_int_equal(ctx.cfg.timeout_ms, 100);
+
+	parse_config(&cfg, &hosts, "retries = 1\nannounce_interval = 0\n",
+		     "fe80::2:c903:0:11 17 login2 198.18.1.2\n"
+		     "fe80::2:c903:0:12 18 login3 198.18.0.3\n");
+	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	assert_int_equal(hosts.n_hosts, 0); /* the daemon owns them now */
+	hosts_free(&hosts);
+
+	assert_int_equal(ctx.cfg.retries, 1);
+	assert_int_equal(ctx.static_hosts.n_hosts, 2);
+	assert_null(find(key_name("login1")));
+	assert_null(find(key_v4("198.18.1.1")));
+	assert_null(find(key_gid("fe80::2:c903:0:10")));
+	assert_null(find(key_lid(16)));
+	h = find(key_name("login2"));
+	assert_non_null(h);
+	assert_int_equal(host_origin(h), IBRES_ORIGIN_STATIC);
+	assert_ptr_equal(find(key_v4("198.18.1.2")), h);
+	assert_ptr_equal(find(key_lid(17)), h);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, 0);
+	assert_int_equal(ctx.pending.n, 0);
+
+	assert_peer_stored(2);
+	assert_int_equal(host_origin(find(key_name("node1"))), IBRES_ORIGIN_LOCAL);
+	/* the new truth takes the learned key it claims; the rest stays learned */
+	h = find(key_v4("198.18.0.3"));
+	assert_int_equal(host_origin(h), IBRES_ORIGIN_STATIC);
+	assert_ptr_equal(h, find(key_name("login3")));
+	h = find(key_name("node3"));
+	assert_non_null(h);
+	assert_int_equal(host_origin(h), IBRES_ORIGIN_FABRIC);
+	assert_ptr_equal(find(key_gid("fe80::2:c903:0:3")), h);
+	assert_int_equal(ctx.store.stats.hosts, 5);
+	assert_int_equal(ctx.store.stats.learned, 2);
+	assert_int_equal(store_check(&ctx.store), 0);
+
+	/* the new settings apply: retries = 1 */
+	assert_int_equal(count_sent(FW_REQUEST), 1); /* login2's */
+	assert_int_equal(lookup(&w, key_name("node4"), NULL), LOOKUP_WAIT);
+	advance(2000);
+	assert_int_equal(count_sent(FW_REQUEST), 3);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.status, -ETIMEDOUT);
+}
+
+/* A reload that turns announcements off stops them, and the directory rule
+ * with them; one that turns them on starts over as a newcomer: three
+ * NEWCOMER announcements of a new burst, misses asked for a settle time. */
+static void test_reload_announcements(void **state)
+{
+	static struct ibres_config cfg;
+	static struct twaiter w;
+	struct cfg_hosts hosts;
+	struct host_key k = key_name("node8");
+	uint64_t t, burst;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance(3000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
+	burst = nth_sent(FW_ANNOUNCE, 0)->m.tid;
+	assert_false(fabric_may_query(&ctx, &k));
+
+	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
+	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	advance(60000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
+	assert_int_equal(fake.n_sent, 3);
+	assert_true(fabric_may_query(&ctx, &k));
+	assert_int_equal(lookup(&w, k, NULL), LOOKUP_WAIT);
+	advance(1000);
+	assert_int_equal(w.status, -ETIMEDOUT);
+	assert_int_equal(count_sent(FW_REQUEST), 3);
+
+	parse_config(&cfg, &hosts, DIRECTORY, NULL);
+	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	t = fake_now;
+	k = key_name("node7");
+	advance_to(t + 2000 - 1);
+	assert_true(fabric_may_query(&ctx, &k));
+	assert_int_equal(count_sent(FW_ANNOUNCE), 6);
+	for (unsigned i = 3; i < 6; i++) {
+		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags, FW_FLAG_NEWCOMER);
+		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.tid, nth_sent(FW_ANNOUNCE, 3)->m.tid);
+	}
+	assert_int_not_equal(nth_sent(FW_ANNOUNCE, 3)->m.tid, burst);
+	advance_to(t + 2000);
+	assert_false(fabric_may_query(&ctx, &k));
+	advance(11000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 7);
+	assert_int_equal(last_sent()->m.flags, 0);
+}
+
+/* The transport's QPN (the ib transport's UD QP) is the endpoint's: in the
+ * store and in what is announced, before and after a reload. */
+static void test_reload_keeps_transport_qpn(void **state)
+{
+	static struct ibres_config cfg;
+	struct ibres_hostrec rec;
+	struct cfg_hosts hosts;
+	struct fw_msg m;
+
+	(void)state;
+	fake.qpn = 0x4242;
+	start(ANNOUNCE_OFF, NULL);
+	assert_int_equal(ctx.eps.ep[0].cfg.id.qpn, 0x4242);
+	host_record(find(key_name("node1")), &rec, fake_now);
+	assert_int_equal(rec.qpn, 0x4242);
+
+	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
+	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	assert_int_equal(ctx.eps.ep[0].cfg.id.qpn, 0x4242);
+	host_record(find(key_name("node1")), &rec, fake_now);
+	assert_int_equal(rec.qpn, 0x4242);
+
+	peer_request(&m, 2, 0x99, key_name("node1"));
+	deliver(&m, 2);
+	assert_int_equal(last_sent()->m.type, FW_REPLY);
+	assert_int_equal(last_sent()->m.sender.qpn, 0x4242);
+}
+
+/* What the receiver drops before looking at a message: malformed, another
+ * version, an HMAC it cannot check, its own datagrams. */
+static void test_receive_drops(void **state)
+{
+	static const uint8_t key[] = "0123456789abcdef-cluster-key";
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg m;
+	int len;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	memset(buf, 0xa5, 64);
+	deliver_raw(buf, 64, 2);
+	assert_int_equal(counter("fabric_rx_malformed"), 1);
+
+	peer_msg(&m, FW_ANNOUNCE, 2, 0);
+	len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
+	assert_true(len > 0);
+	buf[4] = FW_VERSION + 1;
+	deliver_raw(buf, (size_t)len, 2);
+	assert_int_equal(counter("fabric_rx_bad_version"), 1);
+
+	len = fw_encode(&m, key, sizeof(key) - 1, buf, sizeof(buf));
+	assert_true(len > 0);
+	deliver_raw(buf, (size_t)len, 2);
+	assert_int_equal(counter("fabric_rx_auth_failed"), 1);
+
+	/* our own REQUEST, looped back */
+	memset(&m, 0, sizeof(m));
+	m.type = FW_REQUEST;
+	m.tid = 5;
+	m.sender = ctx.eps.ep[0].cfg.id;
+	m.has_target = true;
+	m.target = key_name("node2");
+	len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
+	assert_true(len > 0);
+	deliver_raw(buf, (size_t)len, 1);
+	assert_int_equal(counter("fabric_rx_self"), 1);
+
+	assert_int_equal(counter("fabric_rx"), 4);
+	assert_int_equal(counter("fabric_overheard"), 0);
+	assert_peer_absent(2);
+	assert_int_equal(ctx.store.stats.hosts, 1);
+	assert_int_equal(fake.n_sent, 0);
+}
+
+/* Shutdown: a GOODBYE with our identity, the groups left, the transport
+ * closed. */
+static void test_stop_says_goodbye(void **state)
+{
+	static struct twaiter w;
+	const struct sent_dgram *s;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	fabric_stop(&ctx);
+	assert_null(ctx.fabric);
+	assert_int_equal(fake.n_sent, 1);
+	s = last_sent();
+	assert_int_equal(s->m.type, FW_GOODBYE);
+	assert_false(s->ucast);
+	assert_int_equal(s->group, 0);
+	assert_is_us(&s->m.sender);
+	assert_int_equal(fake.leaves, 2);
+	assert_int_equal(fake.closes, 1);
+	/* no transport: nothing may be asked (teardown's fabric_stop is a no-op) */
+	assert_int_equal(lookup(&w, key_name("node2"), NULL), LOOKUP_NOTFOUND);
+	assert_int_equal(fake.n_sent, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_retries_bounded, teardown),
+		cmocka_unit_test_teardown(test_no_retries, teardown),
+		cmocka_unit_test_teardown(test_nodelay, teardown),
+		cmocka_unit_test_teardown(test_shared_query, teardown),
+		cmocka_unit_test_teardown(test_shared_query_times_out, teardown),
+		cmocka_unit_test_teardown(test_reply_completes, teardown),
+		cmocka_unit_test_teardown(test_reply_unknown_tid, teardown),
+		cmocka_unit_test_teardown(test_reply_other_key, teardown),
+		cmocka_unit_test_teardown(test_overhear_request, teardown),
+		cmocka_unit_test_teardown(test_owner_replies, teardown),
+		cmocka_unit_test_teardown(test_conflicts, teardown),
+		cmocka_unit_test_teardown(test_directory_rule, teardown),
+		cmocka_unit_test_teardown(test_no_directory, teardown),
+		cmocka_unit_test_teardown(test_startup_announces, teardown),
+		cmocka_unit_test_teardown(test_newcomer_answered, teardown),
+		cmocka_unit_test_teardown(test_goodbye, teardown),
+		cmocka_unit_test_teardown(test_expiry, teardown),
+		cmocka_unit_test_teardown(test_identity_change_lid, teardown),
+		cmocka_unit_test_teardown(test_identity_change_gid, teardown),
+		cmocka_unit_test_teardown(test_reload, teardown),
+		cmocka_unit_test_teardown(test_reload_announcements, teardown),
+		cmocka_unit_test_teardown(test_reload_keeps_transport_qpn, teardown),
+		cmocka_unit_test_teardown(test_receive_drops, teardown),
+		cmocka_unit_test_teardown(test_stop_says_goodbye, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

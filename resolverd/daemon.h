@@ -23,6 +23,7 @@ struct netlink;
 
 /* Named counters beyond ibacm's seven (STATS opcode, ibresctl stats). */
 struct daemon_stats {
+	uint64_t clients_connected; /* a gauge (frontend/server.c) */
 	uint64_t clients_accepted;
 	uint64_t clients_rejected; /* over max_clients */
 	uint64_t clients_timed_out;

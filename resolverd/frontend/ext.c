@@ -7,10 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frontend/dispatch.h"
-#include "fabric/fabric.h"
+#include "daemon.h"
 #include "engine/resolver.h"
-#include "frontend/server.h"
+#include "fabric/fabric.h"
+#include "frontend/handlers.h"
+#include "frontend/reply.h"
 #include "tlv.h"
 
 #define TTL_NEVER UINT32_MAX
@@ -105,30 +106,37 @@ static int parse_args(const struct request *req, struct ext_args *a)
 	return ret < 0 ? -EINVAL : 0;
 }
 
-static int handle_host(struct ibresd *d, struct request *req, const struct ext_args *a,
-		       uint8_t *reply, size_t *len)
+/* Parse @req's body; a malformed one is answered EINVAL (and counted). */
+static int args_of(struct ibresd *d, struct request *req, struct ext_args *a, uint8_t *reply,
+		   size_t *len)
+{
+	if (parse_args(req, a) == 0)
+		return 0;
+	d->stats.bad_requests++;
+	reply_status(req, reply, len, IBRES_STATUS_EINVAL);
+	return -EINVAL;
+}
+
+/* Answer a HOST request for req->key: at its start, and when its wait ended. */
+static int host_answer(struct ibresd *d, struct request *req, bool cache_only, uint8_t *reply,
+		       size_t *len)
 {
 	struct ibres_hostrec rec;
 	struct host *h;
 	struct ext_reply r;
 	enum lookup_result res;
 
-	if (!a->has_key)
-		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
-	if (!req->counted)
-		d->stats.host_lookups++;
-	if (a->flags & IBRES_HOST_CACHE_ONLY) {
-		h = store_lookup(&d->store, &a->key, now_ms(), true);
+	if (cache_only) {
+		h = store_lookup(&d->store, &req->key, now_ms(), true);
 		res = h ? LOOKUP_FOUND : LOOKUP_NOTFOUND;
 	} else {
-		res = resolver_lookup(d, request_waiter(req), &a->key, false, &h);
+		res = resolver_lookup(d, &req->waiter, &req->key, false, &h);
 	}
 	switch (res) {
 	case LOOKUP_FOUND:
 		break;
 	case LOOKUP_WAIT:
-		req->counted = true;
-		return request_wait(d, req);
+		return REQ_WAIT;
 	case LOOKUP_NOTFOUND:
 		d->stats.host_notfound++;
 		return reply_status(req, reply, len, IBRES_STATUS_ENODATA);
@@ -143,6 +151,25 @@ static int handle_host(struct ibresd *d, struct request *req, const struct ext_a
 	if (hostrec_encode(&r.w, &rec) < 0)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	return ext_end(&r, reply, len);
+}
+
+int host_start(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+{
+	struct ext_args a;
+
+	if (args_of(d, req, &a, reply, len))
+		return 0;
+	if (!a.has_key)
+		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
+	d->stats.host_lookups++;
+	req->key = a.key;
+	return host_answer(d, req, a.flags & IBRES_HOST_CACHE_ONLY, reply, len);
+}
+
+int host_finish(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+{
+	/* the query ended with a host: it is in the store now */
+	return host_answer(d, req, false, reply, len);
 }
 
 struct list_ctx {
@@ -216,14 +243,16 @@ static int list_query(const struct pending_query *q, void *arg)
 			 NULL);
 }
 
-static int handle_cache_list(struct ibresd *d, struct request *req, const struct ext_args *a,
-			     uint8_t *reply, size_t *len)
+int cache_list(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	struct ext_reply r;
 	struct list_ctx lc;
+	struct ext_args a;
 
+	if (args_of(d, req, &a, reply, len))
+		return 0;
 	ext_begin(&r, req, reply);
-	lc = (struct list_ctx){ .w = &r.w, .offset = a->offset, .now = now_ms(), .n_eps = d->eps.n };
+	lc = (struct list_ctx){ .w = &r.w, .offset = a.offset, .now = now_ms(), .n_eps = d->eps.n };
 	store_foreach(&d->store, list_key, &lc);
 	if (!lc.full)
 		pending_foreach(&d->pending, list_query, &lc);
@@ -232,24 +261,26 @@ static int handle_cache_list(struct ibresd *d, struct request *req, const struct
 	return ext_end(&r, reply, len);
 }
 
-static int handle_cache_flush(struct ibresd *d, struct request *req, const struct ext_args *a,
-			      uint8_t *reply, size_t *len)
+int cache_flush(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	struct ext_reply r;
+	struct ext_args a;
 	unsigned n;
 
+	if (args_of(d, req, &a, reply, len))
+		return 0;
 	if (req->uid != 0) {
 		d->stats.admin_denied++;
 		return reply_status(req, reply, len, IBRES_STATUS_EPERM);
 	}
-	n = resolver_flush(d, a->has_key ? &a->key : NULL);
+	n = resolver_flush(d, a.has_key ? &a.key : NULL);
 	fabric_resync(d);
 	ext_begin(&r, req, reply);
 	tlv_put_u64(&r.w, IBRES_T_COUNT, n);
 	return ext_end(&r, reply, len);
 }
 
-static int handle_stats(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	static const char *const acm_names[IBRES_CNTR_MAX] = {
 		"error", "resolve", "nodata", "addr_query", "addr_cache", "route_query",
@@ -260,7 +291,7 @@ static int handle_stats(struct ibresd *d, struct request *req, uint8_t *reply, s
 		uint64_t value;
 	} named[] = {
 		{ "uptime_s", (now_ms() - d->start_ms) / 1000 },
-		{ "clients_connected", server_clients(d) },
+		{ "clients_connected", d->stats.clients_connected },
 		{ "clients_accepted", d->stats.clients_accepted },
 		{ "clients_rejected", d->stats.clients_rejected },
 		{ "clients_timed_out", d->stats.clients_timed_out },
@@ -283,7 +314,10 @@ static int handle_stats(struct ibresd *d, struct request *req, uint8_t *reply, s
 		{ "cache_expirations", d->store.stats.expirations },
 	};
 	struct ext_reply r;
+	struct ext_args a;
 
+	if (args_of(d, req, &a, reply, len))
+		return 0;
 	ext_begin(&r, req, reply);
 	for (unsigned i = 0; i < IBRES_CNTR_MAX; i++) {
 		tlv_put_str(&r.w, IBRES_T_NAME, acm_names[i]);
@@ -299,10 +333,13 @@ static int handle_stats(struct ibresd *d, struct request *req, uint8_t *reply, s
 	return ext_end(&r, reply, len);
 }
 
-static int handle_endpoints(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+int endpoints_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	struct ext_reply r;
+	struct ext_args a;
 
+	if (args_of(d, req, &a, reply, len))
+		return 0;
 	ext_begin(&r, req, reply);
 	for (unsigned i = 0; i < d->eps.n; i++) {
 		const struct cfg_endpoint *ep = &d->eps.ep[i].cfg;
@@ -318,27 +355,4 @@ static int handle_endpoints(struct ibresd *d, struct request *req, uint8_t *repl
 	if (r.w.overflow)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	return ext_end(&r, reply, len);
-}
-
-int ext_dispatch(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
-{
-	struct ext_args a;
-
-	if (parse_args(req, &a) < 0) {
-		d->stats.bad_requests++;
-		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
-	}
-	switch (request_hdr(req)->opcode) {
-	case IBRES_OP_HOST:
-		return handle_host(d, req, &a, reply, len);
-	case IBRES_OP_CACHE_LIST:
-		return handle_cache_list(d, req, &a, reply, len);
-	case IBRES_OP_CACHE_FLUSH:
-		return handle_cache_flush(d, req, &a, reply, len);
-	case IBRES_OP_STATS:
-		return handle_stats(d, req, reply, len);
-	case IBRES_OP_ENDPOINTS:
-		return handle_endpoints(d, req, reply, len);
-	}
-	return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
 }

@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "frontend/request.h"
 
 #define LISTEN_BACKLOG 4096
 #define ACCEPT_PAUSE_MS 100 /* after EMFILE: let connections drain */
@@ -78,7 +79,7 @@ static void client_close(struct client *cl)
 		return;
 	cl->dead = true;
 	if (cl->busy)
-		dispatch_abandon(srv->d, &cl->req);
+		request_abandon(srv->d, &cl->req);
 	cl->busy = false;
 	loop_timer_cancel(&srv->d->loop, &cl->idle);
 	loop_del_fd(&srv->d->loop, &cl->lf);
@@ -87,6 +88,7 @@ static void client_close(struct client *cl)
 	list_del(&cl->node);
 	list_add_tail(&srv->dead, &cl->node);
 	srv->n_clients--;
+	srv->d->stats.clients_connected = srv->n_clients;
 	/* freed from a timer, after any event of this epoll batch that names it */
 	loop_timer_arm(&srv->d->loop, &srv->reaper, 0);
 }
@@ -196,11 +198,11 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 	list_add_tail(&cl->srv->clients, &cl->node);
 }
 
-void server_complete(struct ibresd *d, struct request *req, const void *reply, size_t len)
+/* The answer to a request that waited (request.h). */
+static void on_request_complete(struct request *req, const void *reply, size_t len)
 {
-	struct client *cl = req->cl;
+	struct client *cl = req->owner;
 
-	(void)d;
 	cl->busy = false;
 	client_send(cl, reply, len);
 	if (cl->dead)
@@ -236,13 +238,12 @@ static void client_process(struct client *cl)
 			break;
 		memcpy(cl->req.msg, cl->in, len);
 		cl->req.len = len;
-		cl->req.counted = false;
 		cl->in_len -= len;
 		memmove(cl->in, cl->in + len, cl->in_len);
 		cl->wait_since = now_ms();
 		d->stats.requests++;
 
-		ret = dispatch_request(d, &cl->req, srv->reply, &reply_len);
+		ret = request_start(d, &cl->req, srv->reply, &reply_len);
 		if (ret == -EINPROGRESS) {
 			cl->busy = true;
 		} else if (ret < 0) {
@@ -377,7 +378,8 @@ static void on_listener(struct loop_fd *lf, uint32_t events)
 		cl->lf.fd = fd;
 		cl->lf.cb = on_client;
 		cl->idle.cb = client_idle_timeout;
-		cl->req.cl = cl;
+		cl->req.owner = cl;
+		cl->req.complete = on_request_complete;
 		cl->req.d = d;
 		cl->req.uid = (uid_t)-1;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
@@ -390,6 +392,7 @@ static void on_listener(struct loop_fd *lf, uint32_t events)
 		}
 		list_add_tail(&srv->clients, &cl->node);
 		srv->n_clients++;
+		d->stats.clients_connected = srv->n_clients;
 		d->stats.clients_accepted++;
 		client_rearm(cl);
 	}
@@ -756,7 +759,3 @@ void server_close(struct ibresd *d)
 	d->server = NULL;
 }
 
-unsigned server_clients(const struct ibresd *d)
-{
-	return d->server ? d->server->n_clients : 0;
-}

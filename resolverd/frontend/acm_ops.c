@@ -1,100 +1,22 @@
 // SPDX-License-Identifier: MIT
-#include "frontend/dispatch.h"
-
+/* The ibacm opcodes: RESOLVE (by address or by path, waiting for the fabric
+ * or the SA when it must), PERF_QUERY and EP_QUERY, answered byte for byte
+ * as ibacm does (reference: doc/protocol.md). */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/fabric.h"
-#include "msg.h"
-#include "core/log.h"
-#include "os/netlink.h"
+#include "daemon.h"
 #include "engine/resolver.h"
+#include "frontend/handlers.h"
+#include "frontend/reply.h"
 #include "ib/sa.h"
+#include "msg.h"
+#include "os/netlink.h"
 
-/* Slack past the fabric's own bound before a waiting request gives up. */
-#define WAIT_SLACK_MS 500
-
-int reply_status(const struct request *req, uint8_t *reply, size_t *len, uint8_t status)
-{
-	*len = msg_error(reply, request_hdr(req), status);
-	return 0;
-}
-
-uint8_t status_from_errno(int err)
-{
-	return ibres_errno_to_status(err);
-}
-
-/* The query ended (called from inside the resolver or the SA client: do
- * nothing but schedule). */
-static void request_wake(struct lookup_waiter *w, int status)
-{
-	struct request *req = container_of(w, struct request, waiter);
-
-	req->woken = true;
-	req->wake_status = status;
-	loop_timer_arm(&req->d->loop, &req->deadline, 0);
-}
-
-static void request_resume(struct loop_timer *t)
-{
-	struct request *req = container_of(t, struct request, deadline);
-	struct ibresd *d = req->d;
-	size_t len = 0;
-	int ret;
-
-	if (!req->woken) {
-		/* Nothing settled in time: every wait has a bound. */
-		lookup_waiter_cancel(&req->waiter);
-		d->stats.pending_timeouts++;
-		reply_status(req, d->scratch, &len, IBRES_STATUS_ETIMEDOUT);
-		server_complete(d, req, d->scratch, len);
-		return;
-	}
-	req->woken = false;
-	if (req->wake_status < 0) {
-		/* the query failed (timed out, flushed): say so, do not look again */
-		if (req->wake_status == -ETIMEDOUT)
-			d->stats.pending_timeouts++;
-		reply_status(req, d->scratch, &len, status_from_errno(req->wake_status));
-		server_complete(d, req, d->scratch, len);
-		return;
-	}
-	ret = dispatch_request(d, req, d->scratch, &len);
-	if (ret == -EINPROGRESS)
-		return;
-	if (ret < 0)
-		reply_status(req, d->scratch, &len, IBRES_STATUS_EINVAL);
-	server_complete(d, req, d->scratch, len);
-}
-
-struct lookup_waiter *request_waiter(struct request *req)
-{
-	req->waiter.done = request_wake;
-	return &req->waiter;
-}
-
-int request_wait(struct ibresd *d, struct request *req)
-{
-	uint64_t bound = resolver_bound_ms(&d->cfg) + WAIT_SLACK_MS;
-
-	req->woken = false;
-	req->deadline.cb = request_resume;
-	loop_timer_arm(&d->loop, &req->deadline, now_ms() + bound);
-	return -EINPROGRESS;
-}
-
-void dispatch_abandon(struct ibresd *d, struct request *req)
-{
-	lookup_waiter_cancel(&req->waiter);
-	loop_timer_cancel(&d->loop, &req->deadline);
-	req->woken = false;
-}
-
-/* A RESOLVE address entry as a cache key. */
+/* A RESOLVE address entry as a store key. */
 static int key_from_entry(const struct ibres_ep_entry *e, struct host_key *k)
 {
 	switch (e->type) {
@@ -168,14 +90,14 @@ static int source_entry(const struct endpoint *ep, uint16_t type, struct ibres_e
 }
 
 static int answer_lookup(struct ibresd *d, struct request *req, struct endpoint *ep,
-			 enum lookup_result res, uint8_t *reply, size_t *len)
+			 enum lookup_result res, bool first, uint8_t *reply, size_t *len)
 {
 	switch (res) {
 	case LOOKUP_WAIT:
-		if (!req->counted)
+		if (first)
 			count(d, ep, IBRES_CNTR_ADDR_QUERY);
-		req->counted = true;
-		return request_wait(d, req);
+		req->stage = REQ_STAGE_LOOKUP;
+		return REQ_WAIT;
 	case LOOKUP_NOTFOUND:
 		count(d, ep, IBRES_CNTR_NODATA);
 		return reply_status(req, reply, len, IBRES_STATUS_ENODATA);
@@ -188,41 +110,58 @@ static int answer_lookup(struct ibresd *d, struct request *req, struct endpoint 
 	}
 }
 
-/* Look the destination up and answer with the path from @ep to it (and the
- * chosen source, if any), or with why not. Both RESOLVE forms end here. */
-static int answer_route(struct ibresd *d, struct request *req, struct endpoint *ep,
-			const struct host_key *dkey, bool nodelay,
-			const struct ibres_ep_entry *src, uint8_t *reply, size_t *len)
+/* The path from @ep to @h (and the chosen source, if any); with route
+ * protocol sa, the first time waits for the SA's path. */
+static int answer_path(struct ibresd *d, struct request *req, struct endpoint *ep, struct host *h,
+		       uint8_t *reply, size_t *len)
 {
 	struct ibres_path_record path;
 	enum lookup_result res;
-	struct host *h;
 	bool cached;
 	int err;
 
-	if (!req->counted)
-		ep->counters[IBRES_CNTR_RESOLVE]++;
-	res = resolver_lookup(d, request_waiter(req), dkey, nodelay, &h);
-	if (res != LOOKUP_FOUND)
-		return answer_lookup(d, req, ep, res, reply, len);
-	if (!req->counted)
-		count(d, ep, IBRES_CNTR_ADDR_CACHE);
-	/* route protocol sa: the first resolution waits for the SA's path */
-	res = resolver_route_wait(d, request_waiter(req), ep, h, &err);
+	res = resolver_route_wait(d, &req->waiter, ep, h, &err);
 	if (res == LOOKUP_WAIT) {
 		count(d, ep, IBRES_CNTR_ROUTE_QUERY);
-		req->counted = req->route_asked = true;
-		return request_wait(d, req);
+		req->route_asked = true;
+		req->stage = REQ_STAGE_ROUTE;
+		return REQ_WAIT;
 	}
 	if (res != LOOKUP_FOUND) {
 		count(d, ep, IBRES_CNTR_ERROR);
-		return reply_status(req, reply, len, status_from_errno(err));
+		return reply_status(req, reply, len, ibres_errno_to_status(err));
 	}
 	resolver_route(d, ep, h, &path, &cached);
 	if (!req->route_asked)
 		count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
-	*len = build_resolve_reply(req, reply, &path, src);
+	*len = build_resolve_reply(req, reply, &path, req->has_src ? &req->src : NULL);
 	return 0;
+}
+
+/* Look the destination (req->key) up from endpoint req->ep and answer with
+ * the path to it, or with why not. Both RESOLVE forms come here at their
+ * start (@first) and again when a wait ended. */
+static int answer_route(struct ibresd *d, struct request *req, bool first, uint8_t *reply,
+			size_t *len)
+{
+	enum lookup_result res;
+	struct endpoint *ep;
+	struct host *h;
+
+	if (req->ep >= d->eps.n) {
+		/* a reload took the endpoint away while the request waited */
+		count(d, NULL, IBRES_CNTR_ERROR);
+		return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
+	}
+	ep = &d->eps.ep[req->ep];
+	if (first)
+		ep->counters[IBRES_CNTR_RESOLVE]++;
+	res = resolver_lookup(d, &req->waiter, &req->key, req->nodelay, &h);
+	if (res != LOOKUP_FOUND)
+		return answer_lookup(d, req, ep, res, first, reply, len);
+	if (first)
+		count(d, ep, IBRES_CNTR_ADDR_CACHE);
+	return answer_path(d, req, ep, h, reply, len);
 }
 
 static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_resolve_req *r,
@@ -230,7 +169,6 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 {
 	struct host_key dkey, skey;
 	struct endpoint *ep;
-	struct ibres_ep_entry src;
 
 	if (key_from_entry(r->dst, &dkey) < 0) {
 		count(d, NULL, IBRES_CNTR_ERROR);
@@ -248,47 +186,34 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 			ep = netlink_route_endpoint(d, &dkey);
 		if (!ep)
 			ep = endpoint_for_dest(&d->eps, &dkey);
-		if (!ep || source_entry(ep, r->dst->type, &src) < 0) {
+		if (!ep || source_entry(ep, r->dst->type, &req->src) < 0) {
 			count(d, NULL, IBRES_CNTR_ERROR);
 			return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
 		}
+		req->has_src = true;
 	}
-
-	return answer_route(d, req, ep, &dkey, r->dst_flags & IBRES_FLAG_NODELAY,
-			    r->src ? NULL : &src, reply, len);
-}
-
-/* The SA answered a QUERY_SA (called from the SA client: only schedule). */
-static void request_verified(struct lookup_waiter *w, int status)
-{
-	struct request *req = container_of(w, struct request, waiter);
-
-	req->verified = true;
-	request_wake(w, status);
+	req->key = dkey;
+	req->ep = ep->index;
+	req->nodelay = r->dst_flags & IBRES_FLAG_NODELAY;
+	return answer_route(d, req, true, reply, len);
 }
 
 /* QUERY_SA (ib_acme -v): the SA's record for the client's path, never the
- * cache's. The request waits for the SA; its answer comes back here. */
+ * store's. The request waits for the SA; resolve_finish answers. */
 static int verify_path(struct ibresd *d, struct request *req, struct endpoint *ep,
 		       const struct ibres_path_record *in, uint8_t *reply, size_t *len)
 {
 	int ret;
 
-	if (req->verified) {
-		*len = build_resolve_reply(req, reply, &req->sa_path, NULL);
-		return 0;
-	}
-	if (!req->counted)
-		ep->counters[IBRES_CNTR_RESOLVE]++;
-	req->waiter.done = request_verified;
+	ep->counters[IBRES_CNTR_RESOLVE]++;
 	ret = sa_verify_path(d, ep, in, &req->waiter, &req->sa_path);
 	if (ret) {
 		count(d, ep, IBRES_CNTR_ERROR);
-		return reply_status(req, reply, len, status_from_errno(ret));
+		return reply_status(req, reply, len, ibres_errno_to_status(ret));
 	}
 	count(d, ep, IBRES_CNTR_ROUTE_QUERY);
-	req->counted = true;
-	return request_wait(d, req);
+	req->stage = REQ_STAGE_VERIFY;
+	return REQ_WAIT;
 }
 
 static bool gid_is_zero(const uint8_t gid[16])
@@ -333,19 +258,18 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);
 	}
-	return answer_route(d, req, ep, &dkey, r->path->flags & IBRES_FLAG_NODELAY, NULL, reply,
-			    len);
+	req->key = dkey;
+	req->ep = ep->index;
+	req->nodelay = r->path->flags & IBRES_FLAG_NODELAY;
+	return answer_route(d, req, true, reply, len);
 }
 
-static int handle_resolve(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+int resolve_start(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	struct acm_resolve_req r;
 	int status = acm_parse_resolve(req->msg, req->len, &r);
 
-	if (!req->counted) {
-		d->counters[IBRES_CNTR_RESOLVE]++;
-		req->route_asked = req->verified = false; /* a new request */
-	}
+	d->counters[IBRES_CNTR_RESOLVE]++;
 	if (status) {
 		count(d, NULL, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, (uint8_t)status);
@@ -354,7 +278,17 @@ static int handle_resolve(struct ibresd *d, struct request *req, uint8_t *reply,
 			 : resolve_addr(d, req, &r, reply, len);
 }
 
-static int handle_perf(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+int resolve_finish(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+{
+	if (req->stage == REQ_STAGE_VERIFY) {
+		*len = build_resolve_reply(req, reply, &req->sa_path, NULL);
+		return 0;
+	}
+	/* the host (or its SA path) is in the store now: answer from there */
+	return answer_route(d, req, false, reply, len);
+}
+
+int perf_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	const struct ibres_hdr *rh = request_hdr(req);
 	const uint64_t *counters = d->counters;
@@ -407,7 +341,7 @@ static unsigned ep_addr_strings(const struct endpoint *ep, char (*out)[IBRES_ADD
 	return n;
 }
 
-static int handle_ep_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
+int ep_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	const struct ibres_hdr *rh = request_hdr(req);
 	unsigned index = rh->data[0], port = rh->data[1], seen = 0, max_port = 1;
@@ -448,33 +382,4 @@ static int handle_ep_query(struct ibresd *d, struct request *req, uint8_t *reply
 	ibres_msg_set_length(&h, (uint16_t)*len);
 	memcpy(reply, &h, sizeof(h));
 	return 0;
-}
-
-int dispatch_request(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
-{
-	const struct ibres_hdr *h = request_hdr(req);
-
-	if (h->version != IBRES_ACM_VERSION) {
-		/* ibacm ignores such a message and leaves its client hanging;
-		 * we answer it. */
-		d->stats.bad_requests++;
-		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
-	}
-	switch (h->opcode) {
-	case IBRES_OP_RESOLVE:
-		return handle_resolve(d, req, reply, len);
-	case IBRES_OP_PERF_QUERY:
-		return handle_perf(d, req, reply, len);
-	case IBRES_OP_EP_QUERY:
-		return handle_ep_query(d, req, reply, len);
-	case IBRES_OP_HOST:
-	case IBRES_OP_CACHE_LIST:
-	case IBRES_OP_CACHE_FLUSH:
-	case IBRES_OP_STATS:
-	case IBRES_OP_ENDPOINTS:
-		return ext_dispatch(d, req, reply, len);
-	default:
-		d->stats.bad_requests++;
-		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
-	}
 }

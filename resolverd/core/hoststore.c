@@ -905,9 +905,14 @@ unsigned store_sweep(struct host_store *s, uint64_t now_ms)
 
 /* ---- the record, paths ----------------------------------------------------- */
 
+/* host_record() zeroes what follows the names; each name is written with its NUL. */
+_Static_assert(offsetof(struct ibres_hostrec, n_names) ==
+		       sizeof(((struct ibres_hostrec *)0)->names),
+	       "the names come first in struct ibres_hostrec");
+
 void host_record(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 {
-	memset(r, 0, offsetof(struct ibres_hostrec, names));
+	memset(&r->n_names, 0, sizeof(*r) - offsetof(struct ibres_hostrec, n_names));
 	r->n_names = h->n_names;
 	for (unsigned i = 0; i < h->n_names; i++) {
 		unsigned len;

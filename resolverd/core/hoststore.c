@@ -695,6 +695,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	struct host *nh, *old;
 	struct host_key id, k;
 	unsigned nk, changed = 0;
+	bool placed = false;
 	int ret;
 
 	if (out)
@@ -726,6 +727,17 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 		if (old->lid == nh->lid) {
 			nh->paths = old->paths; /* paths carry the LID: still right */
 			old->paths = NULL;
+		}
+		if (!origin_pinned(origin) && !origin_pinned(old->origin)) {
+			/* a refresh is not a use: the host keeps its place in the LRU order */
+			nh->lru_prev = old;
+			nh->lru_next = old->lru_next;
+			if (old->lru_next)
+				old->lru_next->lru_prev = nh;
+			else
+				s->lru_tail = nh;
+			old->lru_next = nh;
+			placed = true;
 		}
 		changed += host_remove(s, old);
 	}
@@ -764,6 +776,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	}
 	if (!nh->n_indexed) {
 		/* every key is held above: nothing of it is visible */
+		if (placed)
+			lru_unlink(s, nh);
 		paths_free(nh->paths);
 		free(nh);
 		if (changed)
@@ -773,7 +787,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	ident_link(s, nh);
 	s->stats.hosts++;
 	if (!origin_pinned(origin)) {
-		lru_append(s, nh);
+		if (!placed)
+			lru_append(s, nh);
 		s->stats.learned++;
 		evict_over_bound(s, nh);
 	}

@@ -551,11 +551,11 @@ int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t 
 	if (!host_key_valid(k))
 		return -EINVAL;
 	hash = key_hash32(s, k);
-	if (!ttl_s || slot_find(s, k, hash) >= 0)
-		return 0;
 	pp = neg_find(s, k, hash);
 	if (pp)
-		neg_remove(s, pp);
+		neg_remove(s, pp); /* the new answer replaces it, or (0 s) none is left */
+	if (!ttl_s || slot_find(s, k, hash) >= 0)
+		return 0;
 	n = malloc(sizeof(*n) + k->len);
 	if (!n)
 		return -ENOMEM;
@@ -695,6 +695,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	struct host *nh, *old;
 	struct host_key id, k;
 	unsigned nk, changed = 0;
+	bool placed = false;
 	int ret;
 
 	if (out)
@@ -726,6 +727,17 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 		if (old->lid == nh->lid) {
 			nh->paths = old->paths; /* paths carry the LID: still right */
 			old->paths = NULL;
+		}
+		if (!origin_pinned(origin) && !origin_pinned(old->origin)) {
+			/* a refresh is not a use: the host keeps its place in the LRU order */
+			nh->lru_prev = old;
+			nh->lru_next = old->lru_next;
+			if (old->lru_next)
+				old->lru_next->lru_prev = nh;
+			else
+				s->lru_tail = nh;
+			old->lru_next = nh;
+			placed = true;
 		}
 		changed += host_remove(s, old);
 	}
@@ -764,6 +776,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	}
 	if (!nh->n_indexed) {
 		/* every key is held above: nothing of it is visible */
+		if (placed)
+			lru_unlink(s, nh);
 		paths_free(nh->paths);
 		free(nh);
 		if (changed)
@@ -773,7 +787,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	ident_link(s, nh);
 	s->stats.hosts++;
 	if (!origin_pinned(origin)) {
-		lru_append(s, nh);
+		if (!placed)
+			lru_append(s, nh);
 		s->stats.learned++;
 		evict_over_bound(s, nh);
 	}
@@ -905,9 +920,14 @@ unsigned store_sweep(struct host_store *s, uint64_t now_ms)
 
 /* ---- the record, paths ----------------------------------------------------- */
 
+/* host_record() zeroes what follows the names; each name is written with its NUL. */
+_Static_assert(offsetof(struct ibres_hostrec, n_names) ==
+		       sizeof(((struct ibres_hostrec *)0)->names),
+	       "the names come first in struct ibres_hostrec");
+
 void host_record(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 {
-	memset(r, 0, offsetof(struct ibres_hostrec, names));
+	memset(&r->n_names, 0, sizeof(*r) - offsetof(struct ibres_hostrec, n_names));
 	r->n_names = h->n_names;
 	for (unsigned i = 0; i < h->n_names; i++) {
 		unsigned len;

@@ -74,15 +74,17 @@ void store_set_max_hosts(struct host_store *s, unsigned max_hosts);
 
 /* The host holding @k, or NULL. An expired host is absent (and removed). With
  * @count, a client asked: hits and misses are counted and the host becomes
- * the most recently used; the daemon's own bookkeeping passes false. */
+ * the most recently used (a refresh by the fabric keeps its place); the
+ * daemon's own bookkeeping passes false. */
 struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64_t now_ms,
 			  bool count);
 
 /* A negative answer for @k: -ENODATA, -ETIMEDOUT..., or 0 when there is none
  * (expired ones are removed). With @count, a negative answer counts a hit. */
 int store_negative(struct host_store *s, const struct host_key *k, uint64_t now_ms, bool count);
-/* Remember that @k has no host (@status < 0, else -ENODATA) for @ttl_s; 0 s
- * remembers nothing. A key a host holds is never negative. 0 or -ENOMEM. */
+/* Remember that @k has no host (@status < 0, else -ENODATA) for @ttl_s,
+ * replacing an earlier answer; 0 s remembers nothing (and forgets the
+ * earlier one). A key a host holds is never negative. 0 or -ENOMEM. */
 int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t ttl_s,
 		       int status, uint64_t now_ms);
 

@@ -268,12 +268,14 @@ enum lookup_result resolver_lookup(struct ibresd *d, struct lookup_waiter *w,
 	struct pending_query *q;
 	int neg;
 
-	*out = store_lookup(&d->store, k, now, true);
-	if (*out)
-		return LOOKUP_FOUND;
+	/* a key a host holds is never negative: asking this first counts a
+	 * negative answer as the one hit it is */
 	neg = store_negative(&d->store, k, now, true);
 	if (neg)
 		return neg == -ETIMEDOUT ? LOOKUP_TIMEDOUT : LOOKUP_NOTFOUND;
+	*out = store_lookup(&d->store, k, now, true);
+	if (*out)
+		return LOOKUP_FOUND;
 	if (!fabric_may_query(d, k))
 		return LOOKUP_NOTFOUND;
 	/* a second asker joins the query in flight (and is counted) */

@@ -44,7 +44,8 @@ struct ibresd {
 	char socket_override[CFG_SOCKET_MAX]; /* --socket, survives reloads */
 	bool foreground;
 	struct ibres_config cfg;
-	struct cfg_hosts static_hosts;
+	struct cfg_hosts static_hosts; /* parsed; freed once they are in the store */
+	unsigned n_static_hosts;
 	struct loop loop;
 	struct host_store store;     /* what is known (core/hoststore.h) */
 	struct pending_table pending; /* what is being asked (engine/pending.h) */

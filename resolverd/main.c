@@ -117,7 +117,7 @@ static void reload(struct ibresd *d)
 	}
 	log_set_level(d->cfg.log_level);
 	log_info("configuration reloaded: %u endpoints, %u static hosts", d->eps.n,
-		 d->static_hosts.n_hosts);
+		 d->n_static_hosts);
 out:
 	sd_notify(0, "READY=1");
 }
@@ -279,7 +279,7 @@ int main(int argc, char **argv)
 		goto out_fabric;
 	}
 	log_info("ibresd %s ready: %u endpoints, %u static hosts", IBRES_VERSION, d.eps.n,
-		 d.static_hosts.n_hosts);
+		 d.n_static_hosts);
 	sd_notify(0, "READY=1");
 
 	ret = loop_run(&d.loop);

@@ -167,6 +167,14 @@ static int load_authoritative(struct ibresd *d)
 	return 0;
 }
 
+/* The static hosts live in the store now; the parsed file (a fixed-size
+ * record per line) goes, and only its count stays. */
+static void forget_static_hosts(struct ibresd *d)
+{
+	d->n_static_hosts = d->static_hosts.n_hosts;
+	hosts_free(&d->static_hosts);
+}
+
 static void load_endpoints(struct ibresd *d)
 {
 	endpoints_load(&d->eps, &d->cfg);
@@ -198,6 +206,7 @@ int resolver_init(struct ibresd *d)
 	};
 	load_endpoints(d);
 	ret = load_authoritative(d);
+	forget_static_hosts(d);
 	if (ret) {
 		store_fini(&d->store);
 		return ret;
@@ -236,6 +245,9 @@ int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts
 	 * and the new truth overwrites any learned key that it claims. */
 	store_remove_origin(&d->store, IBRES_ORIGIN_LOCAL);
 	store_remove_origin(&d->store, IBRES_ORIGIN_STATIC);
+	/* each module sees (old, new) before the new config takes over; what
+	 * cannot change while running is logged as needing a restart */
+	fabric_reload(d, &d->cfg, cfg);
 	d->cfg = *cfg;
 	store_set_max_hosts(&d->store, d->cfg.cache_size);
 	hosts_free(&d->static_hosts);
@@ -243,6 +255,7 @@ int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts
 	memset(hosts, 0, sizeof(*hosts));
 	load_endpoints(d);
 	ret = load_authoritative(d);
+	forget_static_hosts(d);
 	end_all_answered(d);
 	/* announcements turned on: announce as a newcomer, and ask misses on
 	 * the fabric for a settle time, as at start-up */

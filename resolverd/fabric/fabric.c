@@ -32,7 +32,10 @@
 
 struct fabric_port {
 	struct fabric *f;
-	struct endpoint *ep;
+	struct endpoint *ep; /* its live identity */
+	/* the endpoint's transport settings as opened: the transport and the
+	 * protocol read these, never the config a reload replaces */
+	struct cfg_endpoint opened;
 	struct transport t;
 	bool open;
 };
@@ -111,9 +114,9 @@ static bool directory_mode(const struct fabric *f)
 static void port_groups(const struct fabric_port *p, struct fw_msg *m)
 {
 	m->n_groups = 0;
-	for (unsigned g = 0; g < p->ep->cfg.n_groups && g < FW_MAX_GROUPS; g++) {
-		m->groups[m->n_groups].mtu = p->ep->cfg.groups[g].mtu;
-		m->groups[m->n_groups].rate = p->ep->cfg.groups[g].rate;
+	for (unsigned g = 0; g < p->opened.n_groups && g < FW_MAX_GROUPS; g++) {
+		m->groups[m->n_groups].mtu = p->opened.groups[g].mtu;
+		m->groups[m->n_groups].rate = p->opened.groups[g].rate;
 		m->n_groups++;
 	}
 }
@@ -122,10 +125,10 @@ static void port_groups(const struct fabric_port *p, struct fw_msg *m)
 static int best_common_group(const struct fabric_port *p, const struct fw_group *theirs,
 			     unsigned n)
 {
-	for (int g = (int)p->ep->cfg.n_groups - 1; g >= 0; g--)
+	for (int g = (int)p->opened.n_groups - 1; g >= 0; g--)
 		for (unsigned i = 0; i < n; i++)
-			if (theirs[i].mtu == p->ep->cfg.groups[g].mtu &&
-			    theirs[i].rate == p->ep->cfg.groups[g].rate)
+			if (theirs[i].mtu == p->opened.groups[g].mtu &&
+			    theirs[i].rate == p->opened.groups[g].rate)
 				return g;
 	return -1;
 }
@@ -220,8 +223,8 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 	if (h->ttl && h->ttl < ttl)
 		ttl = h->ttl;
 	if (group >= 0) {
-		mtu = p->ep->cfg.groups[group].mtu;
-		rate = p->ep->cfg.groups[group].rate;
+		mtu = p->opened.groups[group].mtu;
+		rate = p->opened.groups[group].rate;
 	}
 	ret = store_insert(&f->d->store, h, IBRES_ORIGIN_FABRIC, ttl, mtu, rate, now_ms(), NULL);
 	if (ret)
@@ -313,8 +316,8 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 		return; /* a forged requester gets nothing from us */
 	msg_init(p, &r, FW_REPLY, m->tid);
 	r.has_chosen = true;
-	r.chosen.mtu = p->ep->cfg.groups[g < 0 ? 0 : g].mtu;
-	r.chosen.rate = p->ep->cfg.groups[g < 0 ? 0 : g].rate;
+	r.chosen.mtu = p->opened.groups[g < 0 ? 0 : g].mtu;
+	r.chosen.rate = p->opened.groups[g < 0 ? 0 : g].rate;
 	if (port_send(p, &r, from) == 0)
 		f->c.replies_sent++;
 	/* the requester waits for the REPLY, not for our bookkeeping */
@@ -584,7 +587,8 @@ int fabric_start(struct ibresd *d)
 		p->t.group_address = port_group_address;
 		p->t.port_event = port_event;
 		f->n_ports++;
-		ret = p->t.ops->open(&p->t, &d->loop, &p->ep->cfg);
+		p->opened = p->ep->cfg;
+		ret = p->t.ops->open(&p->t, &d->loop, &p->opened);
 		if (ret == -EPROTONOSUPPORT) {
 			/* not an InfiniBand port (logged): that endpoint goes without */
 			memset(p, 0, sizeof(*p));
@@ -601,15 +605,15 @@ int fabric_start(struct ibresd *d)
 			id.qpn = p->t.qpn;
 			endpoint_update(&d->eps, p->ep, &id);
 		}
-		for (unsigned g = 0; g < p->ep->cfg.n_groups; g++) {
+		for (unsigned g = 0; g < p->opened.n_groups; g++) {
 			ret = p->t.ops->join(&p->t, g);
 			if (ret)
 				goto err;
 		}
 		log_info("fabric: endpoint %s on %s via %s, %u groups", p->ep->cfg.label,
-			 p->ep->cfg.transport == TRANSPORT_IB ? p->ep->cfg.device
-							      : p->ep->cfg.interface,
-			 p->t.ops->name, p->ep->cfg.n_groups);
+			 p->opened.transport == TRANSPORT_IB ? p->opened.device
+							      : p->opened.interface,
+			 p->t.ops->name, p->opened.n_groups);
 	}
 	if (!f->n_ports) {
 		free(f);
@@ -644,6 +648,58 @@ void fabric_resync(struct ibresd *d)
 	f->startup_announces_left = STARTUP_ANNOUNCES;
 	f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
 	loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+}
+
+static bool same_group(const struct cfg_group *a, const struct cfg_group *b)
+{
+	if (a->mtu != b->mtu || a->rate != b->rate || a->addr.ss_family != b->addr.ss_family)
+		return false;
+	if (a->addr.ss_family == AF_INET)
+		return !memcmp(&((const struct sockaddr_in *)&a->addr)->sin_addr,
+			       &((const struct sockaddr_in *)&b->addr)->sin_addr, 4);
+	if (a->addr.ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)&a->addr)->sin6_addr,
+			       &((const struct sockaddr_in6 *)&b->addr)->sin6_addr, 16);
+	return true;
+}
+
+/* Would @now's endpoint need another transport than @was was opened with? */
+static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
+{
+	if (strcmp(was->label, now->label) || was->transport != now->transport ||
+	    strcmp(was->interface, now->interface) || was->udp_port != now->udp_port ||
+	    strcmp(was->device, now->device) || was->port_num != now->port_num ||
+	    was->pkey_index != now->pkey_index || was->n_groups != now->n_groups)
+		return true;
+	for (unsigned g = 0; g < was->n_groups; g++)
+		if (!same_group(&was->groups[g], &now->groups[g]))
+			return true;
+	return false;
+}
+
+void fabric_reload(struct ibresd *d, const struct ibres_config *old,
+		   const struct ibres_config *new)
+{
+	struct fabric *f = d->fabric;
+	unsigned opened = 0;
+
+	if (strcmp(old->cluster_key_file, new->cluster_key_file))
+		log_warn("cluster_key_file changed: it takes effect at the next restart");
+	for (unsigned i = 0; f && i < f->n_ports; i++) {
+		const struct fabric_port *p = &f->ports[i];
+		unsigned e = p->ep->index;
+
+		opened |= 1u << e;
+		if (e >= new->n_eps || transport_differs(&p->opened, &new->eps[e]))
+			log_warn("endpoint %s: its transport settings changed: they take effect at "
+				 "the next restart",
+				 p->opened.label);
+	}
+	for (unsigned e = 0; e < new->n_eps; e++)
+		if (!(opened & (1u << e)) && transport_for(&new->eps[e]) &&
+		    (e >= old->n_eps || transport_differs(&old->eps[e], &new->eps[e])))
+			log_warn("endpoint %s: a new transport: it starts at the next restart",
+				 new->eps[e].label);
 }
 
 /* Announce now instead of at the next period (nothing when announcements
@@ -716,7 +772,7 @@ void fabric_stop(struct ibresd *d)
 		struct fabric_port *p = &f->ports[i];
 
 		if (p->t.priv) {
-			for (unsigned g = 0; g < p->ep->cfg.n_groups; g++)
+			for (unsigned g = 0; g < p->opened.n_groups; g++)
 				p->t.ops->leave(&p->t, g);
 			p->t.ops->close(&p->t, &d->loop);
 		}

@@ -28,6 +28,14 @@ int fabric_start(struct ibresd *d);
 /* Say GOODBYE and close the transports. */
 void fabric_stop(struct ibresd *d);
 
+/* A reload: @old is the running config, @new the one about to replace it.
+ * The transports keep the settings they were opened with (an endpoint's
+ * transport, interface, UDP port, groups, device and port, and the cluster
+ * key): a change of those is logged as needing a restart. */
+struct ibres_config;
+void fabric_reload(struct ibresd *d, const struct ibres_config *old,
+		   const struct ibres_config *new);
+
 /* The cache lost entries (an admin flush): relearn the directory as at
  * start-up before answering "not found" from it again. */
 void fabric_resync(struct ibresd *d);

@@ -1423,7 +1423,7 @@ static void test_reload(void **state)
 	hosts_free(&hosts);
 
 	assert_int_equal(ctx.cfg.retries, 1);
-	assert_int_equal(ctx.static_hosts.n_hosts, 2);
+	assert_int_equal(ctx.n_static_hosts, 2);
 	assert_null(find(key_name("login1")));
 	assert_null(find(key_v4("198.18.1.1")));
 	assert_null(find(key_gid("fe80::2:c903:0:10")));

@@ -13,7 +13,8 @@
 #include "core/hoststore.h"
 #include "core/hosts_file.h"
 #include "core/loop.h"
-#include "engine/pending.h"
+#include "engine/resolver.h"
+#include "os/privs.h"
 #include "fabric/fabric.h"
 
 struct server;
@@ -33,10 +34,6 @@ struct daemon_stats {
 	uint64_t host_lookups;
 	uint64_t host_notfound;
 	uint64_t pending_timeouts;
-	/* fabric queries (the resolver's pending table) */
-	uint64_t query_retries;
-	uint64_t query_timeouts;
-	uint64_t queries_joined;
 };
 
 struct ibresd {
@@ -44,23 +41,18 @@ struct ibresd {
 	char socket_override[CFG_SOCKET_MAX]; /* --socket, survives reloads */
 	bool foreground;
 	struct ibres_config cfg;
-	struct cfg_hosts static_hosts; /* parsed; freed once they are in the store */
-	unsigned n_static_hosts;
+	struct cfg_hosts static_hosts; /* parsed; the resolver frees them once in the store */
 	struct loop loop;
-	struct host_store store;     /* what is known (core/hoststore.h) */
-	struct pending_table pending; /* what is being asked (engine/pending.h) */
-	struct fabric_events fabric_ev; /* what the fabric reports up (set by the resolver) */
-	uint64_t rng;                 /* query jitter */
+	struct host_store store; /* what is known (core/hoststore.h) */
+	struct resolver res;     /* lookups and what is being asked (engine/resolver.h) */
 	struct server *server;
 	struct fabric *fabric; /* NULL: no endpoint carries the fabric protocol */
 	struct sa_client *sa;  /* NULL: no endpoint names an IB device (sa.h) */
 	struct netlink *netlink; /* NULL: no kernel addresses, config addresses only */
-	uid_t run_uid;           /* [daemon] user, looked up at start (cfg.user set) */
-	gid_t run_gid;
+	struct run_user run_as;   /* [daemon] user, looked up at start (cfg.user set) */
 	struct endpoints eps; /* the local endpoints, owner of their identity */
 	uint64_t counters[IBRES_CNTR_MAX]; /* ibacm's global counters */
 	struct daemon_stats stats;
-	struct loop_timer sweep_timer;
 	uint8_t *scratch; /* IBRES_MSG_MAX bytes for answers built outside a dispatch */
 	uint64_t start_ms;
 };

@@ -109,7 +109,7 @@ static void reload(struct ibresd *d)
 	if (strcmp(cfg.user, d->cfg.user))
 		log_warn("user changed: it takes effect at the next restart");
 	snprintf(cfg.user, sizeof(cfg.user), "%s", d->cfg.user);
-	ret = resolver_reload(d, &cfg, &hosts);
+	ret = resolver_reload(&d->res, &cfg, &hosts);
 	hosts_free(&hosts);
 	if (ret) {
 		log_err("reload failed: %s", strerror(-ret));
@@ -117,7 +117,7 @@ static void reload(struct ibresd *d)
 	}
 	log_set_level(d->cfg.log_level);
 	log_info("configuration reloaded: %u endpoints, %u static hosts", d->eps.n,
-		 d->n_static_hosts);
+		 d->res.n_static_hosts);
 out:
 	sd_notify(0, "READY=1");
 }
@@ -216,7 +216,8 @@ int main(int argc, char **argv)
 
 	if (load_all(d.config_path, d.socket_override, &d.cfg, &d.static_hosts, false))
 		return 1;
-	if (privs_lookup(&d)) {
+	snprintf(d.run_as.name, sizeof(d.run_as.name), "%s", d.cfg.user);
+	if (privs_lookup(&d.run_as)) {
 		hosts_free(&d.static_hosts);
 		return 1;
 	}
@@ -252,8 +253,12 @@ int main(int argc, char **argv)
 		goto out_loop;
 	}
 
-	netlink_start(&d); /* without it (logged): the configured addresses only */
-	ret = resolver_init(&d);
+	/* without it (logged): the configured addresses only */
+	d.netlink = netlink_start(&d.loop, &d.cfg, &d.eps);
+	ret = resolver_init(&d.res,
+			    &(struct resolver_deps){ .cfg = &d.cfg, .loop = &d.loop, .store = &d.store,
+						     .eps = &d.eps, .nl = d.netlink },
+			    &d.static_hosts);
 	if (ret) {
 		log_err("cannot start the resolver: %s", strerror(-ret));
 		goto out_sig;
@@ -261,25 +266,32 @@ int main(int argc, char **argv)
 	ret = server_open(&d);
 	if (ret)
 		goto out_resolver;
-	ret = sa_start(&d); /* IB ports first: they give endpoints their GID and LID */
+	/* IB ports first: they give endpoints their GID and LID */
+	ret = sa_start(&d.sa, &(struct sa_deps){ .cfg = &d.cfg, .loop = &d.loop, .eps = &d.eps,
+						 .store = &d.store, .nl = d.netlink });
 	if (ret) {
 		log_err("cannot start the SA client: %s", strerror(-ret));
 		goto out_server;
 	}
-	ret = fabric_start(&d);
+	resolver_attach(&d.res, d.sa, NULL);
+	ret = fabric_start(&d.fabric,
+			   &(struct fabric_deps){ .cfg = &d.cfg, .loop = &d.loop, .eps = &d.eps,
+						  .store = &d.store, .sa = d.sa,
+						  .ev = resolver_fabric_events(&d.res) });
 	if (ret) {
 		log_err("cannot start the fabric protocol: %s", strerror(-ret));
 		goto out_sa;
 	}
+	resolver_attach(&d.res, d.sa, d.fabric);
 	/* everything that needs root is open */
-	if (privs_drop(&d))
+	if (privs_drop(&d.run_as, d.config_path, d.cfg.hosts_file))
 		goto out_fabric;
 	if (!d.foreground && daemon(0, 0) < 0) {
 		log_err("daemon: %s", strerror(errno));
 		goto out_fabric;
 	}
 	log_info("ibresd %s ready: %u endpoints, %u static hosts", IBRES_VERSION, d.eps.n,
-		 d.n_static_hosts);
+		 d.res.n_static_hosts);
 	sd_notify(0, "READY=1");
 
 	ret = loop_run(&d.loop);
@@ -290,15 +302,20 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 
 out_fabric:
-	fabric_stop(&d);
+	resolver_attach(&d.res, d.sa, NULL);
+	fabric_stop(d.fabric);
+	d.fabric = NULL;
 out_sa:
-	sa_stop(&d); /* leave the IB groups */
+	resolver_attach(&d.res, NULL, NULL);
+	sa_stop(d.sa); /* leave the IB groups */
+	d.sa = NULL;
 out_server:
 	server_close(&d);
 out_resolver:
-	resolver_fini(&d);
+	resolver_fini(&d.res);
 out_sig:
-	netlink_stop(&d);
+	netlink_stop(d.netlink);
+	d.netlink = NULL;
 	close(sc.lf.fd);
 out_loop:
 	loop_fini(&d.loop);

@@ -17,13 +17,15 @@
 
 #define SWEEP_INTERVAL_MS 1000
 
-static uint64_t rnd(struct ibresd *d)
+static void resolver_sweep(struct loop_timer *t);
+
+static uint64_t rnd(struct resolver *r)
 {
 	/* xorshift64*: jitter only */
-	d->rng ^= d->rng >> 12;
-	d->rng ^= d->rng << 25;
-	d->rng ^= d->rng >> 27;
-	return (d->rng * 0x2545F4914F6CDD1DULL) >> 32;
+	r->rng ^= r->rng >> 12;
+	r->rng ^= r->rng << 25;
+	r->rng ^= r->rng >> 27;
+	return (r->rng * 0x2545F4914F6CDD1DULL) >> 32;
 }
 
 /* Wait after attempt k (0-based): linear backoff, 1×, 1.5×, 2×… timeout. */
@@ -33,11 +35,11 @@ static uint64_t attempt_wait(const struct ibres_config *cfg, unsigned k)
 }
 
 /* @base ± 10%. */
-static uint64_t jitter(struct ibresd *d, uint64_t base)
+static uint64_t jitter(struct resolver *r, uint64_t base)
 {
 	uint64_t span = base / 5;
 
-	return span ? base - base / 10 + rnd(d) % span : base;
+	return span ? base - base / 10 + rnd(r) % span : base;
 }
 
 uint64_t resolver_bound_ms(const struct ibres_config *cfg)
@@ -50,28 +52,28 @@ uint64_t resolver_bound_ms(const struct ibres_config *cfg)
 }
 
 /* Queries whose key has a host now end; their requests look again. */
-static void end_answered(struct ibresd *d, const struct host_key *keys, unsigned n)
+static void end_answered(struct resolver *r, const struct host_key *keys, unsigned n)
 {
 	uint64_t now = now_ms();
 
 	for (unsigned i = 0; i < n; i++) {
-		struct pending_query *q = pending_find(&d->pending, &keys[i]);
+		struct pending_query *q = pending_find(&r->pending, &keys[i]);
 
-		if (q && store_lookup(&d->store, &keys[i], now, false))
+		if (q && store_lookup(r->store, &keys[i], now, false))
 			pending_end(q, 0);
 	}
 }
 
-static void end_all_answered(struct ibresd *d)
+static void end_all_answered(struct resolver *r)
 {
 	struct list_node *pos, *tmp;
 	uint64_t now = now_ms();
 
-	list_for_each_safe(pos, tmp, &d->pending.all)
+	list_for_each_safe(pos, tmp, &r->pending.all)
 	{
 		struct pending_query *q = list_entry(pos, struct pending_query, node);
 
-		if (store_lookup(&d->store, &q->key, now, false))
+		if (store_lookup(r->store, &q->key, now, false))
 			pending_end(q, 0);
 	}
 }
@@ -86,8 +88,8 @@ static void on_learned(void *arg, const struct ibres_hostrec *h)
 
 static int on_query_key(void *arg, uint64_t tid, struct host_key *k)
 {
-	struct ibresd *d = arg;
-	struct pending_query *q = pending_find_tid(&d->pending, tid);
+	struct resolver *r = arg;
+	struct pending_query *q = pending_find_tid(&r->pending, tid);
 
 	if (!q)
 		return -ENOENT;
@@ -98,69 +100,69 @@ static int on_query_key(void *arg, uint64_t tid, struct host_key *k)
 /* A query's timer: the next attempt, or the end of the bound. */
 static void on_query_timer(struct pending_query *q, void *arg)
 {
-	struct ibresd *d = arg;
+	struct resolver *r = arg;
 	uint64_t now = now_ms();
 
-	if (store_lookup(&d->store, &q->key, now, false)) {
+	if (store_lookup(r->store, &q->key, now, false)) {
 		pending_end(q, 0); /* known meanwhile (a static host, an endpoint) */
 		return;
 	}
-	if (q->attempts > d->cfg.retries) {
+	if (q->attempts > r->cfg->retries) {
 		char key[HOST_KEY_STR_MAX];
 
-		d->stats.query_timeouts++;
+		r->stats.query_timeouts++;
 		log_debug("fabric: no answer for %s after %u attempts",
 			  host_key_str(&q->key, key, sizeof(key)), q->attempts);
-		store_set_negative(&d->store, &q->key, d->cfg.negative_ttl_s, -ETIMEDOUT, now);
+		store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s, -ETIMEDOUT, now);
 		pending_end(q, -ETIMEDOUT);
 		return;
 	}
-	d->stats.query_retries++;
-	fabric_send_request(d, &q->key, q->tid);
-	pending_arm(q, now + jitter(d, attempt_wait(&d->cfg, q->attempts)));
+	r->stats.query_retries++;
+	fabric_send_request(r->fabric, &q->key, q->tid);
+	pending_arm(q, now + jitter(r, attempt_wait(r->cfg, q->attempts)));
 	q->attempts++;
 }
 
 /* Ask the fabric for @k, or join the query in flight. */
-static struct pending_query *query_start(struct ibresd *d, const struct host_key *k)
+static struct pending_query *query_start(struct resolver *r, const struct host_key *k)
 {
-	struct pending_query *q = pending_find(&d->pending, k);
+	struct pending_query *q = pending_find(&r->pending, k);
 
 	if (q) {
-		d->stats.queries_joined++;
+		r->stats.queries_joined++;
 		return q;
 	}
-	q = pending_add(&d->pending, k);
+	q = pending_add(&r->pending, k);
 	if (!q)
 		return NULL;
 	q->attempts = 1;
-	if (pending_arm(q, now_ms() + jitter(d, attempt_wait(&d->cfg, 0))) < 0) {
+	if (pending_arm(q, now_ms() + jitter(r, attempt_wait(r->cfg, 0))) < 0) {
 		pending_end(q, -ENOMEM);
 		return NULL;
 	}
-	fabric_send_request(d, k, q->tid);
+	fabric_send_request(r->fabric, k, q->tid);
 	return q;
 }
 
 /* Local endpoints and static hosts never expire: they are the truth. */
-static int load_authoritative(struct ibresd *d)
+static int load_authoritative(struct resolver *r, const struct cfg_hosts *hosts)
 {
 	uint64_t now = now_ms();
 	unsigned bad = 0;
 	int ret;
 
-	ret = endpoints_publish(&d->eps, &bad);
+	ret = endpoints_publish(r->eps, &bad);
 	if (ret) {
-		log_err("endpoint %s: cannot cache its identity: %s", d->eps.ep[bad].cfg.label,
+		log_err("endpoint %s: cannot cache its identity: %s", r->eps->ep[bad].cfg.label,
 			strerror(-ret));
 		return ret;
 	}
-	for (unsigned i = 0; i < d->static_hosts.n_hosts; i++) {
-		ret = store_insert(&d->store, &d->static_hosts.hosts[i], IBRES_ORIGIN_STATIC, 0, 0,
+	for (unsigned i = 0; i < hosts->n_hosts; i++) {
+		ret = store_insert(r->store, &hosts->hosts[i], IBRES_ORIGIN_STATIC, 0, 0,
 				   0, now, NULL);
 		if (ret) {
 			log_err("static host %s: cannot cache it: %s",
-				d->static_hosts.hosts[i].names[0], strerror(-ret));
+				hosts->hosts[i].names[0], strerror(-ret));
 			return ret;
 		}
 	}
@@ -169,63 +171,77 @@ static int load_authoritative(struct ibresd *d)
 
 /* The static hosts live in the store now; the parsed file (a fixed-size
  * record per line) goes, and only its count stays. */
-static void forget_static_hosts(struct ibresd *d)
+static void forget_static_hosts(struct resolver *r, struct cfg_hosts *hosts)
 {
-	d->n_static_hosts = d->static_hosts.n_hosts;
-	hosts_free(&d->static_hosts);
+	r->n_static_hosts = hosts->n_hosts;
+	hosts_free(hosts);
 }
 
-static void load_endpoints(struct ibresd *d)
+static void load_endpoints(struct resolver *r)
 {
-	endpoints_load(&d->eps, &d->cfg);
-	for (unsigned i = 0; i < d->eps.n; i++) {
-		struct endpoint *ep = &d->eps.ep[i];
+	endpoints_load(r->eps, r->cfg);
+	for (unsigned i = 0; i < r->eps->n; i++) {
+		struct endpoint *ep = &r->eps->ep[i];
 
 		/* before it is published: a device's port data over the
 		 * config's, then its interfaces' addresses after the config's */
-		sa_apply_endpoint(d, ep);
-		fabric_apply_endpoint(d, ep); /* the transport's QPN (none at start-up) */
-		netlink_merge(d, ep, &ep->cfg.id);
+		sa_apply_endpoint(r->sa, ep);
+		fabric_apply_endpoint(r->fabric, ep); /* the transport's QPN (none at start-up) */
+		netlink_merge(r->nl, ep, &ep->cfg.id);
 	}
 }
 
-int resolver_init(struct ibresd *d)
+struct fabric_events resolver_fabric_events(struct resolver *r)
+{
+	return (struct fabric_events){ .learned = on_learned, .query_key = on_query_key, .arg = r };
+}
+
+void resolver_attach(struct resolver *r, struct sa_client *sa, struct fabric *f)
+{
+	r->sa = sa;
+	r->fabric = f;
+}
+
+int resolver_init(struct resolver *r, const struct resolver_deps *deps, struct cfg_hosts *hosts)
 {
 	int ret;
 
-	ret = store_init(&d->store, d->cfg.cache_size);
+	memset(r, 0, sizeof(*r));
+	r->cfg = deps->cfg;
+	r->loop = deps->loop;
+	r->store = deps->store;
+	r->eps = deps->eps;
+	r->nl = deps->nl;
+	ret = store_init(r->store, r->cfg->cache_size);
 	if (ret)
 		return ret;
-	endpoints_init(&d->eps, &d->store);
-	if (getrandom(&d->rng, sizeof(d->rng), GRND_NONBLOCK) != sizeof(d->rng))
-		d->rng = now_ms() ^ (uint64_t)getpid() << 32;
-	d->rng |= 1;
-	pending_init(&d->pending, &d->loop, on_query_timer, d);
-	d->fabric_ev = (struct fabric_events){
-		.learned = on_learned, .query_key = on_query_key, .arg = d
-	};
-	load_endpoints(d);
-	ret = load_authoritative(d);
-	forget_static_hosts(d);
+	endpoints_init(r->eps, r->store);
+	if (getrandom(&r->rng, sizeof(r->rng), GRND_NONBLOCK) != sizeof(r->rng))
+		r->rng = now_ms() ^ (uint64_t)getpid() << 32;
+	r->rng |= 1;
+	pending_init(&r->pending, r->loop, on_query_timer, r);
+	load_endpoints(r);
+	ret = load_authoritative(r, hosts);
+	forget_static_hosts(r, hosts);
 	if (ret) {
-		store_fini(&d->store);
+		store_fini(r->store);
 		return ret;
 	}
-	d->sweep_timer.cb = resolver_sweep;
-	loop_timer_arm(&d->loop, &d->sweep_timer, now_ms() + SWEEP_INTERVAL_MS);
+	r->sweep_timer.cb = resolver_sweep;
+	loop_timer_arm(r->loop, &r->sweep_timer, now_ms() + SWEEP_INTERVAL_MS);
 	return 0;
 }
 
-void resolver_fini(struct ibresd *d)
+void resolver_fini(struct resolver *r)
 {
-	loop_timer_cancel(&d->loop, &d->sweep_timer);
-	pending_fini(&d->pending);
-	store_fini(&d->store);
+	loop_timer_cancel(r->loop, &r->sweep_timer);
+	pending_fini(&r->pending);
+	store_fini(r->store);
 }
 
-int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts *hosts)
+int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct cfg_hosts *hosts)
 {
-	bool announced = d->cfg.announce_interval_s > 0;
+	bool announced = r->cfg->announce_interval_s > 0;
 	struct host_store fresh;
 	int ret;
 
@@ -243,38 +259,35 @@ int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts
 
 	/* Learned hosts stay; what the old config made authoritative goes,
 	 * and the new truth overwrites any learned key that it claims. */
-	store_remove_origin(&d->store, IBRES_ORIGIN_LOCAL);
-	store_remove_origin(&d->store, IBRES_ORIGIN_STATIC);
+	store_remove_origin(r->store, IBRES_ORIGIN_LOCAL);
+	store_remove_origin(r->store, IBRES_ORIGIN_STATIC);
 	/* each module sees (old, new) before the new config takes over; what
 	 * cannot change while running is logged as needing a restart */
-	fabric_reload(d, &d->cfg, cfg);
-	d->cfg = *cfg;
-	store_set_max_hosts(&d->store, d->cfg.cache_size);
-	hosts_free(&d->static_hosts);
-	d->static_hosts = *hosts;
-	memset(hosts, 0, sizeof(*hosts));
-	load_endpoints(d);
-	ret = load_authoritative(d);
-	forget_static_hosts(d);
-	end_all_answered(d);
+	fabric_reload(r->fabric, r->cfg, cfg);
+	*r->cfg = *cfg; /* the swap itself: nothing holds the old one */
+	store_set_max_hosts(r->store, r->cfg->cache_size);
+	load_endpoints(r);
+	ret = load_authoritative(r, hosts);
+	forget_static_hosts(r, hosts);
+	end_all_answered(r);
 	/* announcements turned on: announce as a newcomer, and ask misses on
 	 * the fabric for a settle time, as at start-up */
-	if (!announced && d->cfg.announce_interval_s)
-		fabric_resync(d);
+	if (!announced && r->cfg->announce_interval_s)
+		fabric_resync(r->fabric);
 	return ret;
 }
 
-void resolver_sweep(struct loop_timer *t)
+static void resolver_sweep(struct loop_timer *t)
 {
-	struct ibresd *d = container_of(t, struct ibresd, sweep_timer);
-	unsigned n = store_sweep(&d->store, now_ms());
+	struct resolver *r = container_of(t, struct resolver, sweep_timer);
+	unsigned n = store_sweep(r->store, now_ms());
 
 	if (n)
 		log_debug("store sweep: %u hosts and negative answers expired", n);
-	loop_timer_arm(&d->loop, t, now_ms() + SWEEP_INTERVAL_MS);
+	loop_timer_arm(r->loop, t, now_ms() + SWEEP_INTERVAL_MS);
 }
 
-enum lookup_result resolver_lookup(struct ibresd *d, struct lookup_waiter *w,
+enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 				   const struct host_key *k, bool nodelay, struct host **out)
 {
 	uint64_t now = now_ms();
@@ -283,16 +296,16 @@ enum lookup_result resolver_lookup(struct ibresd *d, struct lookup_waiter *w,
 
 	/* a key a host holds is never negative: asking this first counts a
 	 * negative answer as the one hit it is */
-	neg = store_negative(&d->store, k, now, true);
+	neg = store_negative(r->store, k, now, true);
 	if (neg)
 		return neg == -ETIMEDOUT ? LOOKUP_TIMEDOUT : LOOKUP_NOTFOUND;
-	*out = store_lookup(&d->store, k, now, true);
+	*out = store_lookup(r->store, k, now, true);
 	if (*out)
 		return LOOKUP_FOUND;
-	if (!fabric_may_query(d, k))
+	if (!fabric_may_query(r->fabric, k))
 		return LOOKUP_NOTFOUND;
 	/* a second asker joins the query in flight (and is counted) */
-	q = query_start(d, k);
+	q = query_start(r, k);
 	if (!q)
 		return LOOKUP_ERROR;
 	if (nodelay)
@@ -301,7 +314,7 @@ enum lookup_result resolver_lookup(struct ibresd *d, struct lookup_waiter *w,
 	return LOOKUP_WAIT;
 }
 
-const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint *ep,
+const struct ibres_path_record *resolver_route(struct resolver *r, struct endpoint *ep,
 					       struct host *h, struct ibres_path_record *out,
 					       bool *cached)
 {
@@ -317,23 +330,23 @@ const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint
 		return out;
 	}
 	*cached = false;
-	fabric_path_params(d, ep, h, &pp);
+	fabric_path_params(r->sa, ep, h, &pp);
 	host_record(h, &rec, now);
 	path_build(out, &ep->cfg, &rec, &pp);
 	/* without memory to cache it, the path is still right for this answer */
-	store_set_route(&d->store, h, (int)ep->index, out, d->cfg.route_ttl_s, now);
+	store_set_route(r->store, h, (int)ep->index, out, r->cfg->route_ttl_s, now);
 	return out;
 }
 
-unsigned resolver_flush(struct ibresd *d, const struct host_key *k)
+unsigned resolver_flush(struct resolver *r, const struct host_key *k)
 {
 	struct pending_query *q;
 	unsigned n;
 
 	if (!k)
-		return store_flush(&d->store, NULL) + pending_end_all(&d->pending, -ECANCELED);
-	n = store_flush(&d->store, k);
-	q = pending_find(&d->pending, k);
+		return store_flush(r->store, NULL) + pending_end_all(&r->pending, -ECANCELED);
+	n = store_flush(r->store, k);
+	q = pending_find(&r->pending, k);
 	if (q) {
 		pending_end(q, -ECANCELED);
 		n++;
@@ -341,17 +354,17 @@ unsigned resolver_flush(struct ibresd *d, const struct host_key *k)
 	return n;
 }
 
-enum lookup_result resolver_route_wait(struct ibresd *d, struct lookup_waiter *w,
+enum lookup_result resolver_route_wait(struct resolver *r, struct lookup_waiter *w,
 				       struct endpoint *ep, struct host *h, int *err)
 {
 	*err = 0;
 	/* loopback paths are built locally, as are paths of endpoints without
 	 * an SA port */
-	if (d->cfg.route_prot != ROUTE_PROT_SA || host_origin(h) == IBRES_ORIGIN_LOCAL ||
-	    !sa_route_available(d, ep))
+	if (r->cfg->route_prot != ROUTE_PROT_SA || host_origin(h) == IBRES_ORIGIN_LOCAL ||
+	    !sa_route_available(r->sa, ep))
 		return LOOKUP_FOUND;
 	if (host_route(h, (int)ep->index, now_ms()))
 		return LOOKUP_FOUND;
-	*err = sa_route_query(d, ep, h, w);
+	*err = sa_route_query(r->sa, ep, h, w);
 	return *err ? LOOKUP_ERROR : LOOKUP_WAIT;
 }

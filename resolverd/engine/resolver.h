@@ -1,22 +1,74 @@
 /* SPDX-License-Identifier: MIT */
-/* The resolver core: local endpoints, the store's authoritative content
- * (local and static hosts), lookups on behalf of client requests, the
- * queries in flight (engine/pending.h: one retry timer each, on the loop),
- * and the path records handed out. It never knows which transport (if any)
- * carries fabric queries: it asks fabric.h. */
+/* The resolver core: the endpoints' and the static hosts' place in the
+ * store (the authoritative content), lookups on behalf of client requests,
+ * the queries in flight (engine/pending.h: one retry timer each, on the
+ * loop), the path records handed out, and a reload's order of things. It
+ * never knows which transport (if any) carries fabric queries: it asks
+ * fabric.h. */
 #ifndef IBRESD_RESOLVER_H
 #define IBRESD_RESOLVER_H
 
-#include "daemon.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/endpoints.h"
+#include "core/hosts_file.h"
+#include "core/hoststore.h"
+#include "core/loop.h"
 #include "core/waiter.h"
+#include "engine/pending.h"
+#include "fabric/fabric.h"
 
-/* Take endpoints from d->cfg and fill the store with them and the static
- * hosts; register what the fabric reports up (d->fabric_ev). */
-int resolver_init(struct ibresd *d);
-void resolver_fini(struct ibresd *d);
-/* Swap in a new configuration, keeping learned hosts. */
-int resolver_reload(struct ibresd *d, struct ibres_config *cfg, struct cfg_hosts *hosts);
+struct netlink;
+struct sa_client;
 
+/* Counted by the resolver, shown by STATS as fabric_query_* (their
+ * historic names). */
+struct resolver_stats {
+	uint64_t query_retries;
+	uint64_t query_timeouts;
+	uint64_t queries_joined;
+};
+
+/* What the resolver works with; the daemon owns every one of them. @cfg is
+ * the daemon's running config, which resolver_reload() replaces. */
+struct resolver_deps {
+	struct ibres_config *cfg;
+	struct loop *loop;
+	struct host_store *store;
+	struct endpoints *eps;
+	struct netlink *nl; /* NULL: no kernel addresses */
+};
+
+struct resolver {
+	struct ibres_config *cfg;
+	struct loop *loop;
+	struct host_store *store;
+	struct endpoints *eps;
+	struct netlink *nl;
+	struct sa_client *sa; /* resolver_attach(), once started */
+	struct fabric *fabric;
+	struct pending_table pending; /* what is being asked */
+	struct resolver_stats stats;
+	struct loop_timer sweep_timer;
+	uint64_t rng; /* query jitter */
+	unsigned n_static_hosts;
+};
+
+/* Fill the store (initialised here, bounded by cfg->cache_size) with the
+ * endpoints of the config and the static @hosts (consumed: freed once in
+ * the store). 0 or a negative errno (logged). */
+int resolver_init(struct resolver *r, const struct resolver_deps *deps, struct cfg_hosts *hosts);
+void resolver_fini(struct resolver *r);
+/* What the fabric reports up goes to the resolver (fabric_deps.ev). */
+struct fabric_events resolver_fabric_events(struct resolver *r);
+/* The SA client and the fabric, once started (NULL when there is none). */
+void resolver_attach(struct resolver *r, struct sa_client *sa, struct fabric *f);
+/* Swap in a new configuration and static @hosts (consumed), keeping learned
+ * hosts: each module sees (old, new) first, then the new one replaces the
+ * daemon's. On error nothing changed. */
+int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct cfg_hosts *hosts);
 
 /* The longest a fabric query can take: every attempt's wait, with jitter. */
 uint64_t resolver_bound_ms(const struct ibres_config *cfg);
@@ -26,20 +78,19 @@ enum lookup_result {
 	LOOKUP_FOUND,    /* *h is the host */
 	LOOKUP_NOTFOUND, /* authoritative: no such host (or NODELAY miss) */
 	LOOKUP_WAIT,     /* the request waits on a fabric query; answered later */
-	LOOKUP_ERROR,    /* cache full or query failed: answer ENOMEM */
+	LOOKUP_ERROR,    /* too many queries or query failed: answer ENOMEM */
 	LOOKUP_TIMEDOUT, /* the fabric did not answer lately (negative_ttl): ETIMEDOUT */
 };
 
 /* Find @k. On LOOKUP_WAIT, @w (its done callback set by the caller) waits on
  * the query in flight. With @nodelay, never wait: a miss answers NOTFOUND
  * now and a fabric query, if allowed, still runs in the background. */
-enum lookup_result resolver_lookup(struct ibresd *d, struct lookup_waiter *w,
+enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 				   const struct host_key *k, bool nodelay, struct host **h);
 
-/* The path from @ep to @h, cached with the host. Sets *cached when it came
- * from the store. Into @out (NULL only when no memory was left to cache it
- * and building failed: never, today). */
-const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint *ep,
+/* The path from @ep to @h, cached with the host, into @out. Sets *cached
+ * when it came from the store. Returns @out. */
+const struct ibres_path_record *resolver_route(struct resolver *r, struct endpoint *ep,
 					       struct host *h, struct ibres_path_record *out,
 					       bool *cached);
 
@@ -49,15 +100,12 @@ const struct ibres_path_record *resolver_route(struct ibresd *d, struct endpoint
  * LOOKUP_WAIT: @w waits until the SA's answer (or failure) settles it
  * (sa.h). LOOKUP_ERROR: the query could not start; *err says why
  * (-ENOTCONN: no SM or port down). */
-enum lookup_result resolver_route_wait(struct ibresd *d, struct lookup_waiter *w,
+enum lookup_result resolver_route_wait(struct resolver *r, struct lookup_waiter *w,
 				       struct endpoint *ep, struct host *h, int *err);
 
 /* An admin flush: learned hosts and negative answers (@k NULL) or the host
  * or negative answer of @k, and the queries in flight for them (their
  * waiters hear -ECANCELED). Returns what went. */
-unsigned resolver_flush(struct ibresd *d, const struct host_key *k);
-
-/* Periodic expiry of the store. */
-void resolver_sweep(struct loop_timer *t);
+unsigned resolver_flush(struct resolver *r, const struct host_key *k);
 
 #endif

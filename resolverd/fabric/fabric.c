@@ -17,7 +17,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "core/endpoints.h"
+#include "core/hoststore.h"
 #include "fabric/fabric_wire.h"
 #include "core/log.h"
 #include "ib/path.h"
@@ -60,7 +61,11 @@ struct newcomer_slot {
 };
 
 struct fabric {
-	struct ibresd *d;
+	const struct ibres_config *cfg; /* the running one (a reload replaces its content) */
+	struct loop *loop;
+	struct endpoints *eps;
+	struct host_store *store;
+	struct sa_client *sa;
 	struct newcomer_slot newcomers[NEWCOMER_SLOTS];
 	struct fabric_port ports[CFG_MAX_ENDPOINTS];
 	unsigned n_ports;
@@ -96,7 +101,7 @@ static uint64_t jitter(struct fabric *f, uint64_t base)
 
 static bool announcing(const struct fabric *f)
 {
-	return f->d->cfg.announce_interval_s > 0;
+	return f->cfg->announce_interval_s > 0;
 }
 
 /* The store is the whole cluster directory only while announcements refresh
@@ -104,7 +109,7 @@ static bool announcing(const struct fabric *f)
  * whose entry just ran out, and must be asked. */
 static bool directory_mode(const struct fabric *f)
 {
-	const struct ibres_config *cfg = &f->d->cfg;
+	const struct ibres_config *cfg = f->cfg;
 
 	return announcing(f) && (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s;
 }
@@ -139,7 +144,7 @@ static void msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	m->type = type;
 	m->tid = tid;
 	m->sender = p->ep->cfg.id;
-	m->sender.ttl = p->f->d->cfg.addr_ttl_s;
+	m->sender.ttl = p->f->cfg->addr_ttl_s;
 	port_groups(p, m);
 }
 
@@ -181,7 +186,7 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
 	char name[IBRES_NAME_MAX + 1];
 
 	for (unsigned i = 0; i < n; i++) {
-		struct host *e = store_lookup(&f->d->store, &keys[i], now, false);
+		struct host *e = store_lookup(f->store, &keys[i], now, false);
 		bool same;
 
 		if (!e)
@@ -215,7 +220,7 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 {
 	struct fabric *f = p->f;
 	const struct ibres_hostrec *h = &m->sender;
-	uint32_t ttl = f->d->cfg.addr_ttl_s;
+	uint32_t ttl = f->cfg->addr_ttl_s;
 	uint8_t mtu = 0, rate = 0;
 	int ret;
 
@@ -226,7 +231,7 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 		mtu = p->opened.groups[group].mtu;
 		rate = p->opened.groups[group].rate;
 	}
-	ret = store_insert(&f->d->store, h, IBRES_ORIGIN_FABRIC, ttl, mtu, rate, now_ms(), NULL);
+	ret = store_insert(f->store, h, IBRES_ORIGIN_FABRIC, ttl, mtu, rate, now_ms(), NULL);
 	if (ret)
 		return ret;
 	if (f->ev.learned)
@@ -242,7 +247,7 @@ static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
 	return ret ? ret : learn_store(p, m, group);
 }
 
-void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct host *h,
+void fabric_path_params(struct sa_client *sa, const struct endpoint *ep, const struct host *h,
 			struct path_params *pp)
 {
 	uint8_t mtu, rate;
@@ -261,14 +266,13 @@ void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struc
 	if (ib_rate_to_gbps10(rate) < ib_rate_to_gbps10(pp->rate))
 		pp->rate = rate;
 	/* on IB: what the SA answered when the port joined that group */
-	sa_group_path_params(d, ep, mtu, rate, pp);
+	sa_group_path_params(sa, ep, mtu, rate, pp);
 }
 
 /* --- queries ---------------------------------------------------------------- */
 
-int fabric_send_request(struct ibresd *d, const struct host_key *k, uint64_t tid)
+int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid)
 {
-	struct fabric *f = d->fabric;
 	struct fw_msg m;
 	int ret = -ENOTCONN;
 
@@ -357,7 +361,7 @@ static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint
 		return false;
 	memcpy(slot->gid, h->gids[0], 16);
 	slot->burst = burst;
-	slot->until_ms = now + f->d->cfg.settle_ms + 1000;
+	slot->until_ms = now + f->cfg->settle_ms + 1000;
 	return true;
 }
 
@@ -386,7 +390,7 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 	struct host *e;
 
 	host_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
-	e = store_lookup(&f->d->store, &gk, now_ms(), false);
+	e = store_lookup(f->store, &gk, now_ms(), false);
 	/* only the identity we know may say goodbye for it */
 	if (!e || host_origin(e) != IBRES_ORIGIN_FABRIC || memcmp(host_gid(e), m->sender.gids[0], 16) ||
 	    strcasecmp(host_name(e, name), m->sender.names[0])) {
@@ -394,7 +398,7 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	f->c.goodbyes_rx++;
-	store_remove_gid(&f->d->store, m->sender.gids[0]);
+	store_remove_gid(f->store, m->sender.gids[0]);
 }
 
 static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
@@ -419,7 +423,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		f->c.rx_malformed++;
 		return;
 	}
-	if (endpoints_own_gid(&f->d->eps, m.sender.gids[0])) {
+	if (endpoints_own_gid(f->eps, m.sender.gids[0])) {
 		f->c.rx_self++;
 		return;
 	}
@@ -470,16 +474,16 @@ static void on_announce_timer(struct loop_timer *t)
 		f->startup_announces_left--;
 		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
 		/* spread the start-up announcements over the settle time */
-		next = f->d->cfg.settle_ms / (STARTUP_ANNOUNCES + 1);
+		next = f->cfg->settle_ms / (STARTUP_ANNOUNCES + 1);
 		if (next < 50)
 			next = 50;
 		if (!f->startup_announces_left)
-			next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
+			next = (uint64_t)f->cfg->announce_interval_s * 1000;
 	} else {
 		announce_all(f, 0, FW_ANNOUNCE, 0);
-		next = (uint64_t)f->d->cfg.announce_interval_s * 1000;
+		next = (uint64_t)f->cfg->announce_interval_s * 1000;
 	}
-	loop_timer_arm(&f->d->loop, t, now_ms() + jitter(f, next));
+	loop_timer_arm(f->loop, t, now_ms() + jitter(f, next));
 }
 
 /* --- policy ------------------------------------------------------------------ */
@@ -498,13 +502,12 @@ static bool name_is_cluster_name(const struct ibres_config *cfg, const struct ho
 	return false;
 }
 
-bool fabric_may_query(struct ibresd *d, const struct host_key *k)
+bool fabric_may_query(struct fabric *f, const struct host_key *k)
 {
-	struct fabric *f = d->fabric;
 
 	if (!f || k->type == IBRES_KEY_LID)
 		return false;
-	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(&d->cfg, k))
+	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
 		return false;
 	/* With announcements on, the cache holds the whole directory once the
 	 * settle time has passed: what is not there does not exist. */
@@ -542,45 +545,50 @@ static int port_group_address(struct transport *t, unsigned g, uint8_t mgid[16],
 {
 	struct fabric_port *p = t->owner;
 
-	return sa_group_address(p->f->d, p->ep, g, mgid, mlid, qkey, sl);
+	return sa_group_address(p->f->sa, p->ep, g, mgid, mlid, qkey, sl);
 }
 
 static void port_event(struct transport *t, const char *what)
 {
 	struct fabric_port *p = t->owner;
 
-	sa_port_changed(p->f->d, p->ep, what);
+	sa_port_changed(p->f->sa, p->ep, what);
 }
 
-int fabric_start(struct ibresd *d)
+int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 {
+	struct endpoints *eps = deps->eps;
 	struct fabric *f;
 	int ret = 0;
 
-	d->fabric = NULL;
+	*out = NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->d = d;
-	f->ev = d->fabric_ev;
+	f->cfg = deps->cfg;
+	f->loop = deps->loop;
+	f->eps = eps;
+	f->store = deps->store;
+	f->sa = deps->sa;
+	f->ev = deps->ev;
 	f->announce_timer.cb = on_announce_timer;
 	f->reannounce_timer.cb = on_reannounce;
 	if (getrandom(&f->rng, sizeof(f->rng), 0) != sizeof(f->rng))
 		f->rng = now_ms() ^ (uint64_t)getpid() << 32;
 	f->rng |= 1;
-	if (d->cfg.cluster_key_file[0]) {
-		ret = load_key(f, d->cfg.cluster_key_file);
+	if (f->cfg->cluster_key_file[0]) {
+		ret = load_key(f, f->cfg->cluster_key_file);
 		if (ret)
 			goto err;
 	}
-	for (unsigned i = 0; i < d->eps.n; i++) {
+	for (unsigned i = 0; i < eps->n; i++) {
 		struct fabric_port *p = &f->ports[f->n_ports];
-		const struct transport_ops *ops = transport_for(&d->eps.ep[i].cfg);
+		const struct transport_ops *ops = transport_for(&eps->ep[i].cfg);
 
 		if (!ops)
 			continue;
 		p->f = f;
-		p->ep = &d->eps.ep[i];
+		p->ep = &eps->ep[i];
 		p->t.ops = ops;
 		p->t.recv = on_datagram;
 		p->t.owner = p;
@@ -588,7 +596,7 @@ int fabric_start(struct ibresd *d)
 		p->t.port_event = port_event;
 		f->n_ports++;
 		p->opened = p->ep->cfg;
-		ret = p->t.ops->open(&p->t, &d->loop, &p->opened);
+		ret = p->t.ops->open(&p->t, f->loop, &p->opened);
 		if (ret == -EPROTONOSUPPORT) {
 			/* not an InfiniBand port (logged): that endpoint goes without */
 			memset(p, 0, sizeof(*p));
@@ -603,7 +611,7 @@ int fabric_start(struct ibresd *d)
 			struct ibres_hostrec id = p->ep->cfg.id;
 
 			id.qpn = p->t.qpn;
-			endpoint_update(&d->eps, p->ep, &id);
+			endpoint_update(eps, p->ep, &id);
 		}
 		for (unsigned g = 0; g < p->opened.n_groups; g++) {
 			ret = p->t.ops->join(&p->t, g);
@@ -619,35 +627,33 @@ int fabric_start(struct ibresd *d)
 		free(f);
 		return 0;
 	}
-	d->fabric = f;
-	ret = endpoints_listen(&d->eps, on_identity, f);
+	*out = f;
+	ret = endpoints_listen(eps, on_identity, f);
 	if (ret)
 		goto err;
-	f->settled_ms = now_ms() + d->cfg.settle_ms;
+	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
 		f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
 		/* random start-up delay: a rebooting rack must not announce at once */
-		loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+		loop_timer_arm(f->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
 	}
 	return 0;
 err:
-	d->fabric = f;
-	fabric_stop(d);
+	*out = NULL;
+	fabric_stop(f);
 	return ret;
 }
 
-void fabric_resync(struct ibresd *d)
+void fabric_resync(struct fabric *f)
 {
-	struct fabric *f = d->fabric;
-
 	if (!f || !announcing(f))
 		return;
 	/* the directory is incomplete again: ask everyone, as at start-up */
-	f->settled_ms = now_ms() + d->cfg.settle_ms;
+	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	f->startup_announces_left = STARTUP_ANNOUNCES;
 	f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
-	loop_timer_arm(&d->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
 }
 
 static bool same_group(const struct cfg_group *a, const struct cfg_group *b)
@@ -677,10 +683,9 @@ static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_e
 	return false;
 }
 
-void fabric_reload(struct ibresd *d, const struct ibres_config *old,
+void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		   const struct ibres_config *new)
 {
-	struct fabric *f = d->fabric;
 	unsigned opened = 0;
 
 	if (strcmp(old->cluster_key_file, new->cluster_key_file))
@@ -704,19 +709,17 @@ void fabric_reload(struct ibresd *d, const struct ibres_config *old,
 
 /* Announce now instead of at the next period (nothing when announcements
  * are off). */
-static void fabric_announce_now(struct ibresd *d)
+static void fabric_announce_now(struct fabric *f)
 {
-	struct fabric *f = d->fabric;
 
 	/* the timer carries on with the start-up announcements, if any are
 	 * left, then with the period counted from now */
 	if (f && announcing(f))
-		loop_timer_arm(&d->loop, &f->announce_timer, now_ms());
+		loop_timer_arm(f->loop, &f->announce_timer, now_ms());
 }
 
-void fabric_apply_endpoint(struct ibresd *d, struct endpoint *ep)
+void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep)
 {
-	struct fabric *f = d->fabric;
 
 	for (unsigned i = 0; f && i < f->n_ports; i++)
 		if (f->ports[i].open && f->ports[i].ep == ep && f->ports[i].t.qpn)
@@ -746,45 +749,43 @@ static void on_identity(void *arg, const struct endpoint *ep, const struct ibres
 		m.sender = *old;
 		port_send(p, &m, NULL);
 	}
-	fabric_announce_now(f->d);
+	fabric_announce_now(f);
 	if (announcing(f))
-		loop_timer_arm(&f->d->loop, &f->reannounce_timer, now_ms() + REANNOUNCE_MS);
+		loop_timer_arm(f->loop, &f->reannounce_timer, now_ms() + REANNOUNCE_MS);
 }
 
 static void on_reannounce(struct loop_timer *t)
 {
 	struct fabric *f = container_of(t, struct fabric, reannounce_timer);
 
-	fabric_announce_now(f->d);
+	fabric_announce_now(f);
 }
 
-void fabric_stop(struct ibresd *d)
+void fabric_stop(struct fabric *f)
 {
-	struct fabric *f = d->fabric;
 
 	if (!f)
 		return;
 	announce_all(f, 0, FW_GOODBYE, 0);
-	endpoints_unlisten(&d->eps, on_identity, f);
-	loop_timer_cancel(&d->loop, &f->announce_timer);
-	loop_timer_cancel(&d->loop, &f->reannounce_timer);
+	endpoints_unlisten(f->eps, on_identity, f);
+	loop_timer_cancel(f->loop, &f->announce_timer);
+	loop_timer_cancel(f->loop, &f->reannounce_timer);
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
 		if (p->t.priv) {
 			for (unsigned g = 0; g < p->opened.n_groups; g++)
 				p->t.ops->leave(&p->t, g);
-			p->t.ops->close(&p->t, &d->loop);
+			p->t.ops->close(&p->t, f->loop);
 		}
 	}
 	free(f);
-	d->fabric = NULL;
 }
 
-void fabric_stats(struct ibresd *d, struct tlv_writer *w)
+void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 {
 	static const struct fabric_counters zero;
-	const struct fabric_counters *c = d->fabric ? &d->fabric->c : &zero;
+	const struct fabric_counters *c = f ? &f->c : &zero;
 	const struct {
 		const char *name;
 		uint64_t value;
@@ -805,15 +806,10 @@ void fabric_stats(struct ibresd *d, struct tlv_writer *w)
 		{ "fabric_replies_sent", c->replies_sent },
 		{ "fabric_announces_sent", c->announces_sent },
 		{ "fabric_goodbyes_rx", c->goodbyes_rx },
-		{ "fabric_query_retries", d->stats.query_retries },
-		{ "fabric_query_timeouts", d->stats.query_timeouts },
-		{ "fabric_queries_joined", d->stats.queries_joined },
-		{ "fabric_queries_outstanding", d->pending.n },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
 		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
 	}
-	sa_stats(d, w); /* sa_queries and the rest of the SA client's */
 }

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The fabric protocol as the resolver core sees it: whether a key may be
- * asked on the fabric, and starting a query for a cache entry. */
+/* The fabric protocol as the resolver sees it (doc/fabric-protocol.md):
+ * whether a key may be asked on the fabric, sending one attempt of a query,
+ * and what it reports up (records learned, the query a reply answers). It
+ * stores what it learns in the host store and follows the endpoints'
+ * identity (core/endpoints.h). Every function takes a NULL fabric (no
+ * endpoint has a transport). */
 #ifndef IBRESD_FABRIC_H
 #define IBRESD_FABRIC_H
 
@@ -9,7 +13,16 @@
 #include "core/hostkey.h"
 #include "hostrec.h"
 
-struct ibresd;
+struct endpoint;
+struct endpoints;
+struct fabric;
+struct host;
+struct host_store;
+struct ibres_config;
+struct loop;
+struct path_params;
+struct sa_client;
+struct tlv_writer;
 
 /* What the protocol core reports up (registered by the resolver, which owns
  * the queries in flight; see engine/pending.h). */
@@ -22,50 +35,58 @@ struct fabric_events {
 	void *arg;
 };
 
-/* Start the fabric protocol on every endpoint that has a transport; leaves
- * d->fabric NULL when none has. 0 or a negative errno. */
-int fabric_start(struct ibresd *d);
+/* What the protocol core works with: the running config (a reload replaces
+ * its content), the loop, the endpoints (their identity is what it
+ * announces; it listens to their changes), the store (what it learns), the
+ * SA client (IB groups; NULL without IB ports) and the resolver's events. */
+struct fabric_deps {
+	const struct ibres_config *cfg;
+	struct loop *loop;
+	struct endpoints *eps;
+	struct host_store *store;
+	struct sa_client *sa;
+	struct fabric_events ev;
+};
+
+/* Start the fabric protocol on every endpoint that has a transport; *@out
+ * stays NULL when none has. 0 or a negative errno. */
+int fabric_start(struct fabric **out, const struct fabric_deps *deps);
 /* Say GOODBYE and close the transports. */
-void fabric_stop(struct ibresd *d);
+void fabric_stop(struct fabric *f);
 
 /* A reload: @old is the running config, @new the one about to replace it.
  * The transports keep the settings they were opened with (an endpoint's
  * transport, interface, UDP port, groups, device and port, and the cluster
  * key): a change of those is logged as needing a restart. */
-struct ibres_config;
-void fabric_reload(struct ibresd *d, const struct ibres_config *old,
+void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		   const struct ibres_config *new);
 
-/* The cache lost entries (an admin flush): relearn the directory as at
- * start-up before answering "not found" from it again. */
-void fabric_resync(struct ibresd *d);
-
+/* The store lost entries (an admin flush), or announcements were turned on:
+ * relearn the directory as at start-up before answering "not found" from it
+ * again. */
+void fabric_resync(struct fabric *f);
 
 /* A reload copied @ep's config over it: put back what its transport gave
  * it (the ib transport's UD QP number, which peers must reach). */
-struct endpoint;
-void fabric_apply_endpoint(struct ibresd *d, struct endpoint *ep);
+void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep);
 
 /* May @k be sent to the fabric? False without a transport, for names
  * outside the cluster name patterns, and (authoritative "not found") for
  * cluster names once the settle time has passed without an announcement. */
-bool fabric_may_query(struct ibresd *d, const struct host_key *k);
+bool fabric_may_query(struct fabric *f, const struct host_key *k);
 
 /* Send one REQUEST for @k with transaction id @tid on every open port (one
  * attempt; the resolver's pending table retries). 0, or a negative errno
  * when no port could send. */
-int fabric_send_request(struct ibresd *d, const struct host_key *k, uint64_t tid);
+int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid);
 
 /* The path parameters towards @h from @ep: the group both joined (the
- * lowest when unknown), capped by the endpoint's own MTU and rate. */
-struct endpoint;
-struct path_params;
-struct host;
-void fabric_path_params(struct ibresd *d, const struct endpoint *ep, const struct host *h,
+ * lowest when unknown), capped by the endpoint's own MTU and rate, and on
+ * IB what the SA answered for that group (@sa may be NULL). */
+void fabric_path_params(struct sa_client *sa, const struct endpoint *ep, const struct host *h,
 			struct path_params *pp);
 
 /* Append the fabric's named counters (NAME, COUNTER pairs) to a STATS answer. */
-struct tlv_writer;
-void fabric_stats(struct ibresd *d, struct tlv_writer *w);
+void fabric_stats(const struct fabric *f, struct tlv_writer *w);
 
 #endif

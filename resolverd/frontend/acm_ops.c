@@ -120,7 +120,7 @@ static int answer_path(struct ibresd *d, struct request *req, struct endpoint *e
 	bool cached;
 	int err;
 
-	res = resolver_route_wait(d, &req->waiter, ep, h, &err);
+	res = resolver_route_wait(&d->res, &req->waiter, ep, h, &err);
 	if (res == LOOKUP_WAIT) {
 		count(d, ep, IBRES_CNTR_ROUTE_QUERY);
 		req->route_asked = true;
@@ -131,7 +131,7 @@ static int answer_path(struct ibresd *d, struct request *req, struct endpoint *e
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, ibres_errno_to_status(err));
 	}
-	resolver_route(d, ep, h, &path, &cached);
+	resolver_route(&d->res, ep, h, &path, &cached);
 	if (!req->route_asked)
 		count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
 	*len = build_resolve_reply(req, reply, &path, req->has_src ? &req->src : NULL);
@@ -156,7 +156,7 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 	ep = &d->eps.ep[req->ep];
 	if (first)
 		ep->counters[IBRES_CNTR_RESOLVE]++;
-	res = resolver_lookup(d, &req->waiter, &req->key, req->nodelay, &h);
+	res = resolver_lookup(&d->res, &req->waiter, &req->key, req->nodelay, &h);
 	if (res != LOOKUP_FOUND)
 		return answer_lookup(d, req, ep, res, first, reply, len);
 	if (first)
@@ -183,7 +183,7 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 		/* A local destination is reached through its own endpoint. */
 		ep = endpoint_by_key(&d->eps, &dkey);
 		if (!ep) /* where the kernel's route to it leaves from */
-			ep = netlink_route_endpoint(d, &dkey);
+			ep = netlink_route_endpoint(d->netlink, &dkey);
 		if (!ep)
 			ep = endpoint_for_dest(&d->eps, &dkey);
 		if (!ep || source_entry(ep, r->dst->type, &req->src) < 0) {
@@ -206,7 +206,7 @@ static int verify_path(struct ibresd *d, struct request *req, struct endpoint *e
 	int ret;
 
 	ep->counters[IBRES_CNTR_RESOLVE]++;
-	ret = sa_verify_path(d, ep, in, &req->waiter, &req->sa_path);
+	ret = sa_verify_path(d->sa, ep, in, &req->waiter, &req->sa_path);
 	if (ret) {
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, ibres_errno_to_status(ret));

@@ -12,6 +12,7 @@
 #include "fabric/fabric.h"
 #include "frontend/handlers.h"
 #include "frontend/reply.h"
+#include "ib/sa.h"
 #include "tlv.h"
 
 #define TTL_NEVER UINT32_MAX
@@ -130,7 +131,7 @@ static int host_answer(struct ibresd *d, struct request *req, bool cache_only, u
 		h = store_lookup(&d->store, &req->key, now_ms(), true);
 		res = h ? LOOKUP_FOUND : LOOKUP_NOTFOUND;
 	} else {
-		res = resolver_lookup(d, &req->waiter, &req->key, false, &h);
+		res = resolver_lookup(&d->res, &req->waiter, &req->key, false, &h);
 	}
 	switch (res) {
 	case LOOKUP_FOUND:
@@ -255,7 +256,7 @@ int cache_list(struct ibresd *d, struct request *req, uint8_t *reply, size_t *le
 	lc = (struct list_ctx){ .w = &r.w, .offset = a.offset, .now = now_ms(), .n_eps = d->eps.n };
 	store_foreach(&d->store, list_key, &lc);
 	if (!lc.full)
-		pending_foreach(&d->pending, list_query, &lc);
+		pending_foreach(&d->res.pending, list_query, &lc);
 	if (lc.full)
 		tlv_put_u32(&r.w, IBRES_T_NEXT, lc.index);
 	return ext_end(&r, reply, len);
@@ -273,8 +274,8 @@ int cache_flush(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		d->stats.admin_denied++;
 		return reply_status(req, reply, len, IBRES_STATUS_EPERM);
 	}
-	n = resolver_flush(d, a.has_key ? &a.key : NULL);
-	fabric_resync(d);
+	n = resolver_flush(&d->res, a.has_key ? &a.key : NULL);
+	fabric_resync(d->fabric);
 	ext_begin(&r, req, reply);
 	tlv_put_u64(&r.w, IBRES_T_COUNT, n);
 	return ext_end(&r, reply, len);
@@ -302,7 +303,7 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		{ "host_notfound", d->stats.host_notfound },
 		{ "pending_timeouts", d->stats.pending_timeouts },
 		/* what CACHE_LIST lists: keys of hosts, negative answers, queries */
-		{ "cache_entries", d->store.n_keys + d->store.stats.negatives + d->pending.n },
+		{ "cache_entries", d->store.n_keys + d->store.stats.negatives + d->res.pending.n },
 		{ "cache_hosts", d->store.stats.hosts },
 		{ "cache_learned_hosts", d->store.stats.learned },
 		{ "cache_negatives", d->store.stats.negatives },
@@ -312,6 +313,16 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		{ "cache_inserts", d->store.stats.inserts },
 		{ "cache_evictions", d->store.stats.evictions },
 		{ "cache_expirations", d->store.stats.expirations },
+	};
+	/* the resolver's queries on the fabric, under their historic names */
+	const struct {
+		const char *name;
+		uint64_t value;
+	} queries[] = {
+		{ "fabric_query_retries", d->res.stats.query_retries },
+		{ "fabric_query_timeouts", d->res.stats.query_timeouts },
+		{ "fabric_queries_joined", d->res.stats.queries_joined },
+		{ "fabric_queries_outstanding", d->res.pending.n },
 	};
 	struct ext_reply r;
 	struct ext_args a;
@@ -327,7 +338,12 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		tlv_put_str(&r.w, IBRES_T_NAME, named[i].name);
 		tlv_put_u64(&r.w, IBRES_T_COUNTER, named[i].value);
 	}
-	fabric_stats(d, &r.w);
+	fabric_stats(d->fabric, &r.w);
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
+		tlv_put_str(&r.w, IBRES_T_NAME, queries[i].name);
+		tlv_put_u64(&r.w, IBRES_T_COUNTER, queries[i].value);
+	}
+	sa_stats(d->sa, &r.w); /* sa_queries and the rest of the SA client's */
 	if (r.w.overflow)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	return ext_end(&r, reply, len);

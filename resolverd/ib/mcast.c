@@ -14,7 +14,7 @@
 
 #include "core/log.h"
 #include "ibenum.h"
-#include "daemon.h"
+#include "core/endpoints.h"
 #include "ib/path.h"
 #include "ib/sa.h"
 #include "ib/sa_query.h"
@@ -91,7 +91,7 @@ static uint32_t group_id(const struct cfg_group *g)
 /* The join timer is due at the earliest retry of a failed group. */
 static void arm_retry(struct sa_port *p)
 {
-	struct loop *loop = &p->sa->d->loop;
+	struct loop *loop = p->sa->loop;
 	uint64_t next = UINT64_MAX;
 
 	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
@@ -212,7 +212,7 @@ void mcast_reset(struct sa_port *p)
 		p->groups[g].state = GRP_IDLE;
 		p->groups[g].failures = 0;
 	}
-	loop_timer_cancel(&p->sa->d->loop, &p->join_timer);
+	loop_timer_cancel(p->sa->loop, &p->join_timer);
 }
 
 void mcast_port_init(struct sa_port *p)
@@ -222,7 +222,7 @@ void mcast_port_init(struct sa_port *p)
 
 void mcast_port_close(struct sa_port *p)
 {
-	loop_timer_cancel(&p->sa->d->loop, &p->join_timer);
+	loop_timer_cancel(p->sa->loop, &p->join_timer);
 }
 
 /* --- leaving ---------------------------------------------------------------- */
@@ -284,10 +284,10 @@ bool mcast_leaves_done(const struct sa_client *sa)
 
 /* --- for the fabric ---------------------------------------------------------- */
 
-void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t mtu, uint8_t rate,
+void sa_group_path_params(struct sa_client *sa, const struct endpoint *ep, uint8_t mtu, uint8_t rate,
 			  struct path_params *pp)
 {
-	struct sa_port *p = sa_port_of(d->sa, ep);
+	struct sa_port *p = sa_port_of(sa, ep);
 
 	if (!p)
 		return;
@@ -311,10 +311,10 @@ void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t m
 	}
 }
 
-int sa_group_address(struct ibresd *d, const struct endpoint *ep, unsigned g, uint8_t mgid[16],
+int sa_group_address(struct sa_client *sa, const struct endpoint *ep, unsigned g, uint8_t mgid[16],
 		     uint16_t *mlid, uint32_t *qkey, uint8_t *sl)
 {
-	struct sa_port *p = sa_port_of(d->sa, ep);
+	struct sa_port *p = sa_port_of(sa, ep);
 
 	if (!p)
 		return -ENOENT;

@@ -16,7 +16,7 @@
 
 #include "core/log.h"
 #include "ibenum.h"
-#include "daemon.h"
+#include "core/endpoints.h"
 #include "ib/mcast.h"
 #include "ib/sa.h"
 #include "ib/sa_query.h"
@@ -104,7 +104,6 @@ static void fill_endpoint(const struct sa_port *p, struct endpoint *ep, struct i
  * (core/endpoints.h), which refreshes the store and tells the fabric. */
 static void port_apply(struct sa_port *p)
 {
-	struct ibresd *d = p->sa->d;
 	struct endpoint *ep = sa_port_ep(p);
 	struct ibres_hostrec id;
 
@@ -112,27 +111,23 @@ static void port_apply(struct sa_port *p)
 		return;
 	id = ep->cfg.id;
 	fill_endpoint(p, ep, &id);
-	if (endpoint_update(&d->eps, ep, &id) == 0)
+	if (endpoint_update(p->sa->eps, ep, &id) == 0)
 		return;
 	/* the IPoIB interfaces of a port are found by its GID and P_Key */
-	netlink_refresh(d);
+	netlink_refresh(p->sa->nl);
 }
 
 /* The next PortInfo poll of @p at @due, if it is polled at all. */
 static void poll_at(struct sa_port *p, uint64_t due)
 {
-	struct ibresd *d = p->sa->d;
-
-	if (!p->io || !d->cfg.port_poll_ms || p->sa->stopping)
+	if (!p->io || !p->sa->cfg->port_poll_ms || p->sa->stopping)
 		return;
-	if (loop_timer_arm(&d->loop, &p->poll_timer, due))
+	if (loop_timer_arm(p->sa->loop, &p->poll_timer, due))
 		log_warn("%s: out of memory: no port polls until the next verbs event", p->label);
 }
 
-void sa_apply_endpoint(struct ibresd *d, struct endpoint *ep)
+void sa_apply_endpoint(struct sa_client *sa, struct endpoint *ep)
 {
-	struct sa_client *sa = d->sa;
-
 	if (!sa)
 		return;
 	for (unsigned i = 0; i < sa->n_ports; i++) {
@@ -320,7 +315,7 @@ static void port_poll(struct sa_port *p)
 static void on_poll_timer(struct loop_timer *t)
 {
 	struct sa_port *p = container_of(t, struct sa_port, poll_timer);
-	unsigned ms = p->sa->d->cfg.port_poll_ms;
+	unsigned ms = p->sa->cfg->port_poll_ms;
 
 	if (!ms)
 		return; /* a reload turned polling off */
@@ -330,9 +325,9 @@ static void on_poll_timer(struct loop_timer *t)
 	port_poll(p);
 }
 
-void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *what)
+void sa_port_changed(struct sa_client *sa, const struct endpoint *ep, const char *what)
 {
-	struct sa_port *p = sa_port_of(d->sa, ep);
+	struct sa_port *p = sa_port_of(sa, ep);
 
 	if (!p)
 		return;
@@ -383,38 +378,43 @@ static bool port_open(struct sa_client *sa, struct sa_port *p, struct endpoint *
 	/* sysfs first: the identity is known even if the MADs below fail */
 	p->pi = pi;
 	p->have_info = true;
-	ret = umad_io_open(&p->io, p->dev, p->port_num, &sa->d->loop, sa_port_rx, p);
+	ret = umad_io_open(&p->io, p->dev, p->port_num, sa->loop, sa_port_rx, p);
 	if (ret)
 		log_warn("%s: no MADs on %s port %u (%s): no SA, no groups, no port events",
 			 p->label, p->dev, p->port_num, strerror(-ret));
 	return true;
 }
 
-int sa_start(struct ibresd *d)
+int sa_start(struct sa_client **out, const struct sa_deps *deps)
 {
+	struct endpoints *eps = deps->eps;
 	struct sa_client *sa;
 	bool any = false;
 
-	d->sa = NULL;
-	for (unsigned i = 0; i < d->eps.n; i++)
-		any |= d->eps.ep[i].cfg.device[0] != '\0';
+	*out = NULL;
+	for (unsigned i = 0; i < eps->n; i++)
+		any |= eps->ep[i].cfg.device[0] != '\0';
 	if (!any)
 		return 0;
 	sa = calloc(1, sizeof(*sa));
 	if (!sa)
 		return -ENOMEM;
-	sa->d = d;
+	sa->cfg = deps->cfg;
+	sa->loop = deps->loop;
+	sa->eps = eps;
+	sa->store = deps->store;
+	sa->nl = deps->nl;
 	list_init(&sa->outstanding);
 	if (getrandom(&sa->seq, sizeof(sa->seq), 0) != sizeof(sa->seq))
 		sa->seq = (uint32_t)now_ms();
-	d->sa = sa;
+	*out = sa;
 	umad_init();
-	for (unsigned i = 0; i < d->eps.n; i++) {
+	for (unsigned i = 0; i < eps->n; i++) {
 		struct sa_port *p = &sa->ports[sa->n_ports];
 
-		if (!d->eps.ep[i].cfg.device[0])
+		if (!eps->ep[i].cfg.device[0])
 			continue;
-		if (port_open(sa, p, &d->eps.ep[i]))
+		if (port_open(sa, p, &eps->ep[i]))
 			sa->n_ports++;
 		else
 			memset(p, 0, sizeof(*p));
@@ -429,7 +429,7 @@ int sa_start(struct ibresd *d)
 		char s[INET6_ADDRSTRLEN];
 		uint8_t gid[16];
 
-		poll_at(p, now_ms() + d->cfg.port_poll_ms);
+		poll_at(p, now_ms() + sa->cfg->port_poll_ms);
 		sa_port_gid(p, gid);
 		log_info("%s: %s port %u%s: %s, LID %u, SM LID %u, GID %s, P_Key 0x%04x, MTU %u, "
 			 "rate %s Gb/s",
@@ -448,10 +448,8 @@ int sa_start(struct ibresd *d)
 	return 0;
 }
 
-void sa_stop(struct ibresd *d)
+void sa_stop(struct sa_client *sa)
 {
-	struct sa_client *sa = d->sa;
-
 	if (!sa)
 		return;
 	mcast_leave_all(sa);
@@ -462,10 +460,9 @@ void sa_stop(struct ibresd *d)
 	for (unsigned i = 0; i < sa->n_ports; i++) {
 		struct sa_port *p = &sa->ports[i];
 
-		loop_timer_cancel(&d->loop, &p->poll_timer);
+		loop_timer_cancel(sa->loop, &p->poll_timer);
 		mcast_port_close(p);
-		umad_io_close(p->io, &d->loop);
+		umad_io_close(p->io, sa->loop);
 	}
 	free(sa);
-	d->sa = NULL;
 }

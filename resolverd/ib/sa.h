@@ -38,7 +38,21 @@
 #include "core/waiter.h"
 #include "ibres_proto.h"
 
-struct ibresd;
+struct sa_client;
+struct netlink;
+
+/* What the SA client works with: the running config (a reload replaces its
+ * content), the loop, the endpoints (it reports port data to their owner),
+ * the store (paths, hosts the SA no longer knows) and netlink (an IB port's
+ * IPoIB addresses follow its GID). */
+struct sa_deps {
+	const struct ibres_config *cfg;
+	struct loop *loop;
+	struct endpoints *eps;
+	struct host_store *store;
+	struct netlink *nl;
+};
+
 struct endpoint;
 struct path_params;
 struct tlv_writer;
@@ -48,25 +62,25 @@ struct tlv_writer;
  * the endpoint's groups. A port that cannot be used (no such device, not
  * InfiniBand: RoCE, iWARP) is skipped with a log line; the endpoint keeps its
  * configured values. Call before fabric_start. 0 or -ENOMEM. */
-int sa_start(struct ibresd *d);
+int sa_start(struct sa_client **out, const struct sa_deps *deps);
 
 /* Leave the groups (bounded wait for the SA's answers) and close the ports.
  * Waiters still on SA queries complete with -ECANCELED. */
-void sa_stop(struct ibresd *d);
+void sa_stop(struct sa_client *sa);
 
 /* @ep was just copied from the configuration (start, reload): give it its
  * port's data again (GID, LID, P_Key, MTU, rate, node GUID). No-op for an
  * endpoint without a port. */
-void sa_apply_endpoint(struct ibresd *d, struct endpoint *ep);
+void sa_apply_endpoint(struct sa_client *sa, struct endpoint *ep);
 
 /* Can routes from @ep come from the SA (its port is open)? */
-bool sa_route_available(struct ibresd *d, const struct endpoint *ep);
+bool sa_route_available(struct sa_client *sa, const struct endpoint *ep);
 
 /* Start, or join, the PathRecord query from @ep to @h; @w waits for it. The
  * answer lands as described above. 0, -ENOTCONN (port not active or no SM),
  * -ENODATA (the host has neither GID nor LID), -EAGAIN (too many queries),
  * -ENOMEM. */
-int sa_route_query(struct ibresd *d, struct endpoint *ep, const struct host *h,
+int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host *h,
 		   struct lookup_waiter *w);
 
 /* QUERY_SA: ask the SA for @in as given (component mask of its non-zero
@@ -74,26 +88,26 @@ int sa_route_query(struct ibresd *d, struct endpoint *ep, const struct host *h,
  * *@out holds the SA's record. @w may be cancelled with
  * lookup_waiter_cancel() before that; @out is then not touched. 0 or
  * -ENOTCONN, -EAGAIN, -ENOMEM. */
-int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_path_record *in,
+int sa_verify_path(struct sa_client *sa, struct endpoint *ep, const struct ibres_path_record *in,
 		   struct lookup_waiter *w, struct ibres_path_record *out);
 
 /* Route protocol mcast: when @ep's port joined the IB group of parameters
  * (@mtu, @rate), the path inherits what the SA answered for it: MTU, rate,
  * SL, packet life, P_Key. */
-void sa_group_path_params(struct ibresd *d, const struct endpoint *ep, uint8_t mtu, uint8_t rate,
+void sa_group_path_params(struct sa_client *sa, const struct endpoint *ep, uint8_t mtu, uint8_t rate,
 			  struct path_params *pp);
 
 /* One of @ep's IB groups, for the ib transport: 0 with MGID, MLID, Q_Key
  * and SL once joined, -EAGAIN before, -ENOENT without an SA port. */
-int sa_group_address(struct ibresd *d, const struct endpoint *ep, unsigned g, uint8_t mgid[16],
+int sa_group_address(struct sa_client *sa, const struct endpoint *ep, unsigned g, uint8_t mgid[16],
 		     uint16_t *mlid, uint32_t *qkey, uint8_t *sl);
 
 /* Verbs reported a port event on @ep's device (ib transport): read the port
  * now rather than at the next poll. */
-void sa_port_changed(struct ibresd *d, const struct endpoint *ep, const char *what);
+void sa_port_changed(struct sa_client *sa, const struct endpoint *ep, const char *what);
 
 /* Append the SA client's counters (NAME, COUNTER pairs) to a STATS answer;
  * zeros without any port. */
-void sa_stats(struct ibresd *d, struct tlv_writer *w);
+void sa_stats(struct sa_client *sa, struct tlv_writer *w);
 
 #endif

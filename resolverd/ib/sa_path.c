@@ -12,7 +12,7 @@
 
 #include "core/log.h"
 #include "ibenum.h"
-#include "daemon.h"
+#include "core/endpoints.h"
 #include "ib/sa.h"
 #include "ib/sa_mad.h"
 #include "ib/sa_query.h"
@@ -99,9 +99,9 @@ static enum sa_rx path_decode(const struct sa_query *q, const uint8_t *mad, size
 
 /* --- routes (route protocol sa) ------------------------------------------- */
 
-bool sa_route_available(struct ibresd *d, const struct endpoint *ep)
+bool sa_route_available(struct sa_client *sa, const struct endpoint *ep)
 {
-	struct sa_port *p = sa_port_of(d->sa, ep);
+	struct sa_port *p = sa_port_of(sa, ep);
 
 	return p && p->io;
 }
@@ -113,11 +113,10 @@ static bool same_dest(const struct sa_query *q, const void *arg)
 	return dest->type == k->type && dest->len == k->len && !memcmp(dest->data, k->data, k->len);
 }
 
-int sa_route_query(struct ibresd *d, struct endpoint *ep, const struct host *h,
+int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host *h,
 		   struct lookup_waiter *w)
 {
 	static const uint8_t zero[16];
-	struct sa_client *sa = d->sa;
 	struct sa_port *p = sa_port_of(sa, ep);
 	struct ibres_path_record pr;
 	struct path_query *pq;
@@ -169,19 +168,18 @@ int sa_route_query(struct ibresd *d, struct endpoint *ep, const struct host *h,
  * dropped. */
 static void drop_stale(struct sa_client *sa, const uint8_t gid[16])
 {
-	struct ibresd *d = sa->d;
 	struct host_key k;
 	struct host *h;
 
 	host_key_addr(&k, IBRES_KEY_GID, gid);
-	h = store_lookup(&d->store, &k, now_ms(), false);
+	h = store_lookup(sa->store, &k, now_ms(), false);
 	if (!h)
 		return;
-	sa->c.routes_dropped += store_drop_routes(&d->store, -1, gid);
+	sa->c.routes_dropped += store_drop_routes(sa->store, -1, gid);
 	if (host_origin(h) != IBRES_ORIGIN_FABRIC)
 		return;
 	sa->c.hosts_dropped++;
-	store_remove_gid(&d->store, gid);
+	store_remove_gid(sa->store, gid);
 }
 
 /* Complete every waiter of @pq with @status. */
@@ -203,12 +201,11 @@ static void route_done(struct sa_query *q, int status, const union sa_answer *an
 {
 	struct path_query *pq = path_query_of(q);
 	struct sa_client *sa = q->port->sa;
-	struct ibresd *d = sa->d;
 	uint64_t now = now_ms();
 	char ks[HOST_KEY_STR_MAX];
 	struct host *h;
 
-	h = store_lookup(&d->store, &pq->dest, now, false);
+	h = store_lookup(sa->store, &pq->dest, now, false);
 	if (!h) {
 		path_wake(pq, -ENODATA); /* the host left meanwhile */
 		return;
@@ -218,7 +215,7 @@ static void route_done(struct sa_query *q, int status, const union sa_answer *an
 			 host_key_str(&pq->dest, ks, sizeof(ks)), strerror(-status));
 		if (status == -ENODATA && pq->check_dgid)
 			drop_stale(sa, pq->dgid);
-	} else if (store_set_route(&d->store, h, q->port->ep, &ans->path, d->cfg.route_ttl_s,
+	} else if (store_set_route(sa->store, h, q->port->ep, &ans->path, sa->cfg->route_ttl_s,
 				   now) < 0) {
 		status = -ENOMEM;
 	}
@@ -227,10 +224,9 @@ static void route_done(struct sa_query *q, int status, const union sa_answer *an
 
 /* --- QUERY_SA ---------------------------------------------------------------- */
 
-int sa_verify_path(struct ibresd *d, struct endpoint *ep, const struct ibres_path_record *in,
+int sa_verify_path(struct sa_client *sa, struct endpoint *ep, const struct ibres_path_record *in,
 		   struct lookup_waiter *w, struct ibres_path_record *out)
 {
-	struct sa_client *sa = d->sa;
 	struct sa_port *p = sa_port_of(sa, ep);
 	struct path_query *pq;
 	int ret;

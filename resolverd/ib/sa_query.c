@@ -22,7 +22,7 @@
 
 #include "core/log.h"
 #include "ibenum.h"
-#include "daemon.h"
+#include "core/endpoints.h"
 #include "ib/sa.h"
 #include "ib/umad_io.h"
 #include "tlv.h"
@@ -47,11 +47,11 @@ struct sa_port *sa_port_of(struct sa_client *sa, const struct endpoint *ep)
 
 struct endpoint *sa_port_ep(const struct sa_port *p)
 {
-	struct ibresd *d = p->sa->d;
+	struct endpoints *eps = p->sa->eps;
 
-	if (p->ep < 0 || (unsigned)p->ep >= d->eps.n)
+	if (p->ep < 0 || (unsigned)p->ep >= eps->n)
 		return NULL;
-	return &d->eps.ep[p->ep];
+	return &eps->ep[p->ep];
 }
 
 bool sa_port_usable(const struct sa_port *p)
@@ -100,7 +100,7 @@ int sa_query_new(struct sa_port *p, const struct sa_query_ops *ops, struct sa_qu
 	q->ops = ops;
 	q->timer.cb = on_query_timer;
 	q->tid = (sa->seq++ & (UINT32_MAX >> ATTEMPT_BITS)) << ATTEMPT_BITS;
-	q->deadline_ms = now_ms() + bound_ms(&sa->d->cfg);
+	q->deadline_ms = now_ms() + bound_ms(sa->cfg);
 	list_init(&q->node);
 	if (!ops->smi) {
 		sa->n_queries++;
@@ -119,14 +119,14 @@ static void query_unlink(struct sa_client *sa, struct sa_query *q)
 		if (q->sent)
 			q->port->outstanding--;
 	}
-	loop_timer_cancel(&sa->d->loop, &q->timer);
+	loop_timer_cancel(sa->loop, &q->timer);
 }
 
 static void query_send(struct sa_client *sa, struct sa_query *q)
 {
 	struct sa_port *p = q->port;
 	uint32_t tid = q->tid | q->attempts;
-	const struct ibres_config *cfg = &sa->d->cfg;
+	const struct ibres_config *cfg = sa->cfg;
 	int ret;
 
 	q->mad[12] = (uint8_t)(tid >> 24);
@@ -151,7 +151,7 @@ static void query_send(struct sa_client *sa, struct sa_query *q)
 	/* The timer is armed (sa_query_submit) or was just taken off the heap
 	 * to run: its slot is free, so this arm allocates nothing and cannot
 	 * fail. */
-	loop_timer_arm(&sa->d->loop, &q->timer, now_ms() + cfg->timeout_ms);
+	loop_timer_arm(sa->loop, &q->timer, now_ms() + cfg->timeout_ms);
 	if (!q->sent) {
 		q->sent = true;
 		list_add_tail(&sa->outstanding, &q->node);
@@ -166,7 +166,7 @@ void sa_port_pump(struct sa_port *p)
 
 	if (sa->stopping || !sa_port_usable(p))
 		return;
-	while (p->outstanding < sa->d->cfg.sa_window && !list_empty(&p->pending)) {
+	while (p->outstanding < sa->cfg->sa_window && !list_empty(&p->pending)) {
 		struct sa_query *q = list_entry(p->pending.next, struct sa_query, node);
 
 		list_del(&q->node);
@@ -182,7 +182,7 @@ int sa_query_submit(struct sa_query *q)
 
 	/* The only arm that may need memory (the heap grows): later ones
 	 * move the timer within its slot. Until sent, the deadline. */
-	ret = loop_timer_arm(&sa->d->loop, &q->timer, q->deadline_ms);
+	ret = loop_timer_arm(sa->loop, &q->timer, q->deadline_ms);
 	if (ret) {
 		query_unlink(sa, q);
 		free(q);
@@ -300,7 +300,7 @@ static void on_query_timer(struct loop_timer *t)
 		query_finish(sa, q, -ETIMEDOUT, NULL);
 		return;
 	}
-	if (q->attempts > sa->d->cfg.retries || now_ms() >= q->deadline_ms || !sa_port_usable(p)) {
+	if (q->attempts > sa->cfg->retries || now_ms() >= q->deadline_ms || !sa_port_usable(p)) {
 		log_debug("%s: %s: no answer after %u attempts", p->label, q->ops->name,
 			  q->attempts);
 		query_finish(sa, q, sa_port_usable(p) || q->ops->smi ? -ETIMEDOUT : -ENOTCONN,
@@ -413,10 +413,9 @@ void sa_wait_outside_loop(struct sa_client *sa, unsigned ms,
 
 /* --- counters -------------------------------------------------------------- */
 
-void sa_stats(struct ibresd *d, struct tlv_writer *w)
+void sa_stats(struct sa_client *sa, struct tlv_writer *w)
 {
 	static const struct sa_counters zero;
-	const struct sa_client *sa = d->sa;
 	const struct sa_counters *c = sa ? &sa->c : &zero;
 	struct umad_io_stats io, sum;
 	uint64_t outstanding = 0, queued = 0, joined = 0;

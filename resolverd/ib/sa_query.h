@@ -23,7 +23,9 @@
 #include "ib/mcast.h"
 #include "ib/sa_mad.h"
 
-struct ibresd;
+struct endpoints;
+struct host_store;
+struct netlink;
 struct endpoint;
 struct umad_io;
 struct umad_io_rx;
@@ -41,7 +43,7 @@ struct sa_counters {
 /* The port of one endpoint that names an IB device. */
 struct sa_port {
 	struct sa_client *sa;
-	int ep; /* index into d->eps; -1 once a reload removed the endpoint */
+	int ep; /* index into the endpoints; -1 once a reload removed the endpoint */
 	char label[64];
 	char dev[64];
 	unsigned port_num;
@@ -60,7 +62,11 @@ struct sa_port {
 };
 
 struct sa_client {
-	struct ibresd *d;
+	const struct ibres_config *cfg; /* the running one (a reload replaces its content) */
+	struct loop *loop;
+	struct endpoints *eps;
+	struct host_store *store;
+	struct netlink *nl;
 	struct sa_port ports[CFG_MAX_ENDPOINTS];
 	unsigned n_ports;
 	struct list_node outstanding; /* sent queries of every port */

@@ -34,7 +34,10 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 
-#include "daemon.h"
+#include "core/config.h"
+#include "core/endpoints.h"
+#include "core/list.h"
+#include "core/loop.h"
 #include "core/log.h"
 
 #define NL_LINKS_MAX	    64 /* IPoIB and configured interfaces tracked */
@@ -82,7 +85,9 @@ struct nl_tables {
 };
 
 struct netlink {
-	struct ibresd *d;
+	const struct ibres_config *cfg; /* the running one (a reload replaces its content) */
+	struct loop *loop;
+	struct endpoints *eps;
 	struct nl_sock *ev, *rq;
 	struct loop_fd lf;
 	bool lost; /* notifications were dropped: resync once drained */
@@ -152,11 +157,11 @@ static void link_remove(struct nl_tables *t, struct nl_link *l)
 }
 
 /* The interface names endpoints give (the config's, so a reload sees them). */
-static void config_ifnames(const struct ibresd *d, char (*out)[IFNAMSIZ])
+static void config_ifnames(const struct ibres_config *cfg, char (*out)[IFNAMSIZ])
 {
 	memset(out, 0, sizeof(char[CFG_MAX_ENDPOINTS][IFNAMSIZ]));
-	for (unsigned i = 0; i < d->cfg.n_eps && i < CFG_MAX_ENDPOINTS; i++)
-		snprintf(out[i], IFNAMSIZ, "%s", d->cfg.eps[i].interface);
+	for (unsigned i = 0; i < cfg->n_eps && i < CFG_MAX_ENDPOINTS; i++)
+		snprintf(out[i], IFNAMSIZ, "%s", cfg->eps[i].interface);
 }
 
 static bool is_candidate(const struct nl_tables *t, const struct nl_link *l)
@@ -399,7 +404,7 @@ static int resync(struct netlink *nl)
 
 	if (!t)
 		return -ENOMEM;
-	config_ifnames(nl->d, t->ifnames);
+	config_ifnames(nl->cfg, t->ifnames);
 	for (unsigned i = 0; i < NL_DUMP_TRIES && ret == -EAGAIN; i++) {
 		t->n_links = t->n_addrs = 0;
 		ret = dump(nl, RTM_GETLINK, t);
@@ -418,7 +423,7 @@ static int resync(struct netlink *nl)
 static void resync_later(struct netlink *nl, uint64_t delay_ms)
 {
 	if (!loop_timer_armed(&nl->resync_timer))
-		loop_timer_arm(&nl->d->loop, &nl->resync_timer, now_ms() + delay_ms);
+		loop_timer_arm(nl->loop, &nl->resync_timer, now_ms() + delay_ms);
 }
 
 /* Resync now; on failure (logged) keep the tables and try again later. */
@@ -426,7 +431,7 @@ static void resync_now(struct netlink *nl)
 {
 	int ret;
 
-	loop_timer_cancel(&nl->d->loop, &nl->resync_timer);
+	loop_timer_cancel(nl->loop, &nl->resync_timer);
 	ret = resync(nl);
 	if (ret) {
 		log_warn("netlink: cannot read the addresses: %s; retrying", strerror(-ret));
@@ -468,35 +473,33 @@ static bool id_has_addr(const struct ibres_hostrec *id, int family, const uint8_
 
 /* Is @a someone else's: listed in another endpoint's config, or taken from
  * the kernel by an earlier endpoint? */
-static bool addr_claimed(struct ibresd *d, const struct endpoint *ep, const struct nl_addr *a)
+static bool addr_claimed(struct netlink *nl, const struct endpoint *ep, const struct nl_addr *a)
 {
-	for (unsigned j = 0; j < d->cfg.n_eps; j++)
-		if (j != ep->index && id_has_addr(&d->cfg.eps[j].id, a->family, a->addr))
+	for (unsigned j = 0; j < nl->cfg->n_eps; j++)
+		if (j != ep->index && id_has_addr(&nl->cfg->eps[j].id, a->family, a->addr))
 			return true;
-	for (unsigned j = 0; j < ep->index && j < d->eps.n; j++)
-		if (id_has_addr(&d->eps.ep[j].cfg.id, a->family, a->addr))
+	for (unsigned j = 0; j < ep->index && j < nl->eps->n; j++)
+		if (id_has_addr(&nl->eps->ep[j].cfg.id, a->family, a->addr))
 			return true;
 	return false;
 }
 
-unsigned netlink_merge(struct ibresd *d, const struct endpoint *ep, struct ibres_hostrec *id)
+unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibres_hostrec *id)
 {
-	struct netlink *nl = d->netlink;
 	const struct ibres_hostrec *conf;
 	unsigned dropped = 0;
-
 	char ifnames[CFG_MAX_ENDPOINTS][IFNAMSIZ];
 
-	if (!nl || ep->index >= d->cfg.n_eps)
+	if (!nl || ep->index >= nl->cfg->n_eps)
 		return 0;
 	/* a reload named other interfaces: their addresses are not tracked */
-	config_ifnames(d, ifnames);
+	config_ifnames(nl->cfg, ifnames);
 	if (memcmp(ifnames, nl->t->ifnames, sizeof(ifnames)))
 		resync_now(nl);
 	/* The config's addresses come first and stay even when no interface
 	 * has them: the ip transport is bound to the first, and an address
 	 * may be served by another interface or a proxy. */
-	conf = &d->cfg.eps[ep->index].id;
+	conf = &nl->cfg->eps[ep->index].id;
 	memcpy(id->v4, conf->v4, sizeof(id->v4));
 	id->n_v4 = conf->n_v4;
 	memcpy(id->v6, conf->v6, sizeof(id->v6));
@@ -506,7 +509,7 @@ unsigned netlink_merge(struct ibresd *d, const struct endpoint *ep, struct ibres
 		const struct nl_link *l = link_find(nl->t, a->ifindex);
 
 		if (!l || !link_serves(l, ep, id) || id_has_addr(id, a->family, a->addr) ||
-		    addr_claimed(d, ep, a))
+		    addr_claimed(nl, ep, a))
 			continue;
 		if (a->family == AF_INET && id->n_v4 < IBRES_HOST_ADDRS_MAX)
 			memcpy(&id->v4[id->n_v4++], a->addr, 4);
@@ -541,19 +544,17 @@ static void log_diff(const struct endpoint *ep, const struct ibres_hostrec *a,
 				 inet_ntop(AF_INET6, &a->v6[i], s, sizeof(s)), what);
 }
 
-void netlink_refresh(struct ibresd *d)
+void netlink_refresh(struct netlink *nl)
 {
-	struct netlink *nl = d->netlink;
-
 	if (!nl)
 		return;
-	for (unsigned i = 0; i < d->eps.n; i++) {
-		struct endpoint *ep = &d->eps.ep[i];
+	for (unsigned i = 0; i < nl->eps->n; i++) {
+		struct endpoint *ep = &nl->eps->ep[i];
 		unsigned dropped;
 		int ret;
 
 		nl->after = ep->cfg.id;
-		dropped = netlink_merge(d, ep, &nl->after);
+		dropped = netlink_merge(nl, ep, &nl->after);
 		if (same_addrs(&nl->after, &ep->cfg.id))
 			continue;
 		log_diff(ep, &nl->after, &ep->cfg.id, "added");
@@ -563,7 +564,7 @@ void netlink_refresh(struct ibresd *d)
 				 ep->cfg.label, dropped, IBRES_HOST_ADDRS_MAX);
 		/* the owner of the identity updates the store and tells the
 		 * fabric, which announces the change */
-		ret = endpoint_update(&d->eps, ep, &nl->after);
+		ret = endpoint_update(nl->eps, ep, &nl->after);
 		if (ret < 0)
 			log_err("endpoint %s: cannot cache its new addresses: %s", ep->cfg.label,
 				strerror(-ret));
@@ -575,7 +576,7 @@ static void on_resync_timer(struct loop_timer *t)
 	struct netlink *nl = container_of(t, struct netlink, resync_timer);
 
 	resync_now(nl);
-	netlink_refresh(nl->d);
+	netlink_refresh(nl);
 }
 
 static void on_event(struct loop_fd *lf, uint32_t events)
@@ -632,7 +633,7 @@ static void on_event(struct loop_fd *lf, uint32_t events)
 		resync_later(nl, NL_RESYNC_DELAY_MS);
 	}
 	if (what & NL_CHANGED)
-		netlink_refresh(nl->d);
+		netlink_refresh(nl);
 }
 
 /* --- route lookup ---------------------------------------------------------------- */
@@ -664,9 +665,8 @@ static int route_cb(struct netlink *nl, struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
-struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key *dst)
+struct endpoint *netlink_route_endpoint(struct netlink *nl, const struct host_key *dst)
 {
-	struct netlink *nl = d->netlink;
 	struct route_answer ra = { 0 };
 	struct rtmsg rtm = { 0 };
 	unsigned candidates = 0;
@@ -677,8 +677,8 @@ struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key 
 
 	if (!nl || (dst->type != IBRES_KEY_IPV4 && dst->type != IBRES_KEY_IPV6))
 		return NULL;
-	for (unsigned i = 0; i < d->eps.n; i++)
-		if (dst->type == IBRES_KEY_IPV4 ? d->eps.ep[i].cfg.id.n_v4 : d->eps.ep[i].cfg.id.n_v6)
+	for (unsigned i = 0; i < nl->eps->n; i++)
+		if (dst->type == IBRES_KEY_IPV4 ? nl->eps->ep[i].cfg.id.n_v4 : nl->eps->ep[i].cfg.id.n_v6)
 			candidates++;
 	if (candidates < 2)
 		return NULL; /* the first rule gives the only one there is */
@@ -700,15 +700,15 @@ struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key 
 		return NULL;
 	}
 	if (ra.has_src && host_key_addr(&k, dst->type, ra.src) == 0) {
-		struct endpoint *ep = endpoint_by_key(&d->eps, &k);
+		struct endpoint *ep = endpoint_by_key(nl->eps, &k);
 
 		if (ep)
 			return ep;
 	}
 	l = ra.oif ? link_find(nl->t, ra.oif) : NULL;
-	for (unsigned i = 0; l && i < d->eps.n; i++)
-		if (link_serves(l, &d->eps.ep[i], &d->eps.ep[i].cfg.id))
-			return &d->eps.ep[i];
+	for (unsigned i = 0; l && i < nl->eps->n; i++)
+		if (link_serves(l, &nl->eps->ep[i], &nl->eps->ep[i].cfg.id))
+			return &nl->eps->ep[i];
 	return NULL;
 }
 
@@ -752,17 +752,19 @@ static void netlink_free(struct netlink *nl)
 	free(nl);
 }
 
-int netlink_start(struct ibresd *d)
+struct netlink *netlink_start(struct loop *loop, const struct ibres_config *cfg,
+			      struct endpoints *eps)
 {
 	struct netlink *nl = calloc(1, sizeof(*nl));
 	int ret;
 
-	d->netlink = NULL;
 	if (!nl) {
 		ret = -ENOMEM;
 		goto err;
 	}
-	nl->d = d;
+	nl->cfg = cfg;
+	nl->loop = loop;
+	nl->eps = eps;
 	nl->lf.fd = -1;
 	nl->lf.cb = on_event;
 	nl->resync_timer.cb = on_resync_timer;
@@ -773,28 +775,24 @@ int netlink_start(struct ibresd *d)
 	ret = resync(nl);
 	if (ret)
 		goto err_free;
-	ret = loop_add_fd(&d->loop, &nl->lf, EPOLLIN);
+	ret = loop_add_fd(loop, &nl->lf, EPOLLIN);
 	if (ret)
 		goto err_free;
-	d->netlink = nl;
 	log_debug("netlink: %u links, %u addresses", nl->t->n_links, nl->t->n_addrs);
-	return 0;
+	return nl;
 
 err_free:
 	netlink_free(nl);
 err:
 	log_warn("netlink: %s; endpoints keep their configured addresses only", strerror(-ret));
-	return ret;
+	return NULL;
 }
 
-void netlink_stop(struct ibresd *d)
+void netlink_stop(struct netlink *nl)
 {
-	struct netlink *nl = d->netlink;
-
 	if (!nl)
 		return;
-	loop_timer_cancel(&d->loop, &nl->resync_timer);
-	loop_del_fd(&d->loop, &nl->lf);
+	loop_timer_cancel(nl->loop, &nl->resync_timer);
+	loop_del_fd(nl->loop, &nl->lf);
 	netlink_free(nl);
-	d->netlink = NULL;
 }

@@ -15,33 +15,38 @@
 #include "core/hostkey.h"
 #include "hostrec.h"
 
-struct ibresd;
 struct endpoint;
+struct endpoints;
+struct ibres_config;
+struct loop;
+struct netlink;
 
 /* Open the netlink sockets, read every link and address, and follow changes
- * from the event loop. Call before resolver_init so that the endpoints start
- * with their interfaces' addresses. On failure (logged) d->netlink stays
- * NULL and endpoints have their configured addresses only. 0 or a negative
- * errno. */
-int netlink_start(struct ibresd *d);
-void netlink_stop(struct ibresd *d);
+ * from @loop. @cfg is the running config (a reload replaces what it holds),
+ * @eps the endpoints whose addresses it follows (changes go to their owner,
+ * core/endpoints.h). Call before the endpoints are loaded so that they start
+ * with their interfaces' addresses. NULL on failure (logged): endpoints then
+ * have their configured addresses only; every function here takes NULL. */
+struct netlink *netlink_start(struct loop *loop, const struct ibres_config *cfg,
+			      struct endpoints *eps);
+void netlink_stop(struct netlink *nl);
 
 /* Give identity @id of @ep its addresses: the config's first, then the
  * kernel's, at most IBRES_HOST_ADDRS_MAX per family; an address another
  * endpoint's config lists, or an earlier endpoint already has, is left out.
  * Returns how many kernel addresses found no room. No-op without netlink. */
-unsigned netlink_merge(struct ibresd *d, const struct endpoint *ep, struct ibres_hostrec *id);
+unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibres_hostrec *id);
 
 /* Merge every endpoint again; for each whose addresses changed, log the
- * change, re-insert its identity into the cache (its stale keys go) and
- * have the fabric announce it now (and once more a second later). */
-void netlink_refresh(struct ibresd *d);
+ * change and hand the new identity to its owner (endpoint_update: the store
+ * is refreshed and the fabric announces it). */
+void netlink_refresh(struct netlink *nl);
 
 /* The endpoint the kernel would send from towards IPv4 or IPv6 @dst: the
  * owner of the route's preferred source address, else the endpoint of its
  * output interface. NULL when @dst is a name, the lookup fails, no endpoint
  * matches, or fewer than two endpoints have an address of @dst's family
  * (nothing to choose). */
-struct endpoint *netlink_route_endpoint(struct ibresd *d, const struct host_key *dst);
+struct endpoint *netlink_route_endpoint(struct netlink *nl, const struct host_key *dst);
 
 #endif

@@ -7,26 +7,25 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "core/log.h"
 
-int privs_lookup(struct ibresd *d)
+int privs_lookup(struct run_user *u)
 {
 	struct passwd *pw;
 
-	if (!d->cfg.user[0])
+	if (!u->name[0])
 		return 0;
 	errno = 0;
-	pw = getpwnam(d->cfg.user);
+	pw = getpwnam(u->name);
 	if (!pw) {
 		int err = errno ? errno : ENOENT;
 
-		log_err("[daemon] user '%s': %s", d->cfg.user,
+		log_err("[daemon] user '%s': %s", u->name,
 			err == ENOENT ? "no such user" : strerror(err));
 		return -err;
 	}
-	d->run_uid = pw->pw_uid;
-	d->run_gid = pw->pw_gid;
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;
 	return 0;
 }
 
@@ -38,14 +37,14 @@ static void check_readable(const char *what, const char *path)
 			 path, strerror(errno));
 }
 
-int privs_drop(struct ibresd *d)
+int privs_drop(const struct run_user *u, const char *config_path, const char *hosts_file)
 {
-	const char *user = d->cfg.user;
+	const char *user = u->name;
 
 	if (!user[0])
 		return 0;
-	if (getuid() == d->run_uid && geteuid() == d->run_uid && getgid() == d->run_gid &&
-	    getegid() == d->run_gid)
+	if (getuid() == u->uid && geteuid() == u->uid && getgid() == u->gid &&
+	    getegid() == u->gid)
 		return 0; /* started as that user already */
 	if (geteuid() != 0) {
 		log_err("cannot become user %s: not started as root", user);
@@ -53,7 +52,7 @@ int privs_drop(struct ibresd *d)
 	}
 	/* the user's supplementary groups (e.g. one owning /dev/infiniband),
 	 * then the gid while still root, the uid last */
-	if (initgroups(user, d->run_gid) < 0 || setgid(d->run_gid) < 0 || setuid(d->run_uid) < 0) {
+	if (initgroups(user, u->gid) < 0 || setgid(u->gid) < 0 || setuid(u->uid) < 0) {
 		int err = errno;
 
 		log_err("cannot become user %s: %s", user, strerror(err));
@@ -61,14 +60,14 @@ int privs_drop(struct ibresd *d)
 	}
 	/* setuid() from root to another uid drops every capability, and with
 	 * it the way back; make sure of it */
-	if (setuid(0) == 0 || seteuid(0) == 0 || getuid() != d->run_uid ||
-	    geteuid() != d->run_uid || getgid() != d->run_gid || getegid() != d->run_gid) {
+	if (setuid(0) == 0 || seteuid(0) == 0 || getuid() != u->uid ||
+	    geteuid() != u->uid || getgid() != u->gid || getegid() != u->gid) {
 		log_err("switched to user %s, but root can be regained: stopping", user);
 		return -EPERM;
 	}
-	log_info("running as user %s (uid %u, gid %u)", user, (unsigned)d->run_uid,
-		 (unsigned)d->run_gid);
-	check_readable("configuration file", d->config_path);
-	check_readable("hosts file", d->cfg.hosts_file);
+	log_info("running as user %s (uid %u, gid %u)", user, (unsigned)u->uid,
+		 (unsigned)u->gid);
+	check_readable("configuration file", config_path);
+	check_readable("hosts file", hosts_file);
 	return 0;
 }

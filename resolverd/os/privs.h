@@ -5,15 +5,25 @@
 #ifndef IBRESD_PRIVS_H
 #define IBRESD_PRIVS_H
 
-struct ibresd;
+#include <sys/types.h>
 
-/* Look d->cfg.user up (nothing to do when it is unset) into d->run_uid and
- * d->run_gid. 0, or -ENOENT for an unknown user (logged). */
-int privs_lookup(struct ibresd *d);
+/* The user to run as: its name ("" = keep the identity started with) and,
+ * once looked up, its ids. */
+struct run_user {
+	char name[64];
+	uid_t uid;
+	gid_t gid;
+};
 
-/* Become d->cfg.user: its groups, its gid, its uid, then check that root
- * cannot be regained. 0 (also when no user is set or when already running
- * as it), or a negative errno (logged): the daemon must not go on. */
-int privs_drop(struct ibresd *d);
+/* Look u->name up (nothing to do when it is unset) into u->uid and u->gid.
+ * 0, or -ENOENT for an unknown user (logged). */
+int privs_lookup(struct run_user *u);
+
+/* Become @u: its groups, its gid, its uid, then check that root cannot be
+ * regained, and warn when @config_path or @hosts_file (reloads re-read
+ * them) are not readable any more. 0 (also when no user is set or when
+ * already running as it), or a negative errno (logged): the daemon must
+ * not go on. */
+int privs_drop(const struct run_user *u, const char *config_path, const char *hosts_file);
 
 #endif

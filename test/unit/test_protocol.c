@@ -241,9 +241,19 @@ static void start(const char *resolve, const char *hosts_text)
 	assert_int_equal(ctx.cfg.eps[0].groups[1].rate, RATE_40);
 	ctx.start_ms = now_ms();
 	assert_int_equal(loop_init(&ctx.loop), 0);
-	assert_int_equal(resolver_init(&ctx), 0);
-	ctx.rng = 0x9e3779b97f4a7c15ULL; /* the same jitter on every run */
-	assert_int_equal(fabric_start(&ctx), 0);
+	assert_int_equal(resolver_init(&ctx.res,
+				       &(struct resolver_deps){ .cfg = &ctx.cfg, .loop = &ctx.loop,
+								.store = &ctx.store,
+								.eps = &ctx.eps },
+				       &ctx.static_hosts),
+			 0);
+	ctx.res.rng = 0x9e3779b97f4a7c15ULL; /* the same jitter on every run */
+	assert_int_equal(fabric_start(&ctx.fabric,
+				      &(struct fabric_deps){ .cfg = &ctx.cfg, .loop = &ctx.loop,
+							     .eps = &ctx.eps, .store = &ctx.store,
+							     .ev = resolver_fabric_events(&ctx.res) }),
+			 0);
+	resolver_attach(&ctx.res, NULL, ctx.fabric);
 	started = true;
 	assert_non_null(ctx.fabric);
 	assert_non_null(fake.t);
@@ -258,8 +268,10 @@ static void stop(void)
 		return;
 	started = false;
 	fake.n_sent = 0; /* room for the GOODBYE even after a failed test */
-	fabric_stop(&ctx);
-	resolver_fini(&ctx);
+	resolver_attach(&ctx.res, NULL, NULL);
+	fabric_stop(ctx.fabric);
+	ctx.fabric = NULL;
+	resolver_fini(&ctx.res);
 	loop_fini(&ctx.loop);
 	hosts_free(&ctx.static_hosts);
 }
@@ -304,8 +316,17 @@ static uint64_t counter(const char *name)
 	char cur[64] = "";
 	uint64_t v;
 
+	/* the resolver's query counters (STATS prints them with these names) */
+	if (!strcmp(name, "fabric_query_retries"))
+		return ctx.res.stats.query_retries;
+	if (!strcmp(name, "fabric_query_timeouts"))
+		return ctx.res.stats.query_timeouts;
+	if (!strcmp(name, "fabric_queries_joined"))
+		return ctx.res.stats.queries_joined;
+	if (!strcmp(name, "fabric_queries_outstanding"))
+		return ctx.res.pending.n;
 	tlv_writer_init(&w, buf, sizeof(buf));
-	fabric_stats(&ctx, &w);
+	fabric_stats(ctx.fabric, &w);
 	assert_false(w.overflow);
 	tlv_reader_init(&r, buf, w.len);
 	while (tlv_next(&r, &it) == 1) {
@@ -585,7 +606,7 @@ static enum lookup_result lookup(struct twaiter *t, struct host_key k, struct ho
 	assert_true(!t->w.node.next || t->w.node.next == &t->w.node);
 	memset(t, 0, sizeof(*t));
 	t->w.done = tw_done;
-	return resolver_lookup(&ctx, &t->w, &k, false, h ? h : &dummy);
+	return resolver_lookup(&ctx.res, &t->w, &k, false, h ? h : &dummy);
 }
 
 /* ================================================================================= */
@@ -644,13 +665,13 @@ static void test_retries_bounded(void **state)
 
 	assert_int_equal(w.calls, 1);
 	assert_int_equal(w.status, -ETIMEDOUT);
-	assert_int_equal(ctx.stats.query_retries, 2);
-	assert_int_equal(ctx.stats.query_timeouts, 1);
+	assert_int_equal(ctx.res.stats.query_retries, 2);
+	assert_int_equal(ctx.res.stats.query_timeouts, 1);
 	assert_int_equal(counter("fabric_query_retries"), 2);
 	assert_int_equal(counter("fabric_query_timeouts"), 1);
 	assert_int_equal(counter("fabric_requests_sent"), 3);
 	assert_int_equal(counter("fabric_queries_outstanding"), 0);
-	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(ctx.res.pending.n, 0);
 
 	/* a negative answer for negative_ttl: asked again only after it */
 	assert_int_equal(store_negative(&ctx.store, &k, fake_now, false), -ETIMEDOUT);
@@ -659,14 +680,14 @@ static void test_retries_bounded(void **state)
 	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_TIMEDOUT);
 	assert_int_equal(fake.n_sent, 3); /* nothing after the bound */
 	assert_int_equal(w.calls, 1);
-	assert_int_equal(ctx.stats.query_timeouts, 1);
+	assert_int_equal(ctx.res.stats.query_timeouts, 1);
 
 	advance_to(w.at_ms + 5000);
 	assert_int_equal(store_negative(&ctx.store, &k, fake_now, false), 0);
 	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_WAIT);
 	assert_int_equal(count_sent(FW_REQUEST), 4);
 	assert_int_not_equal(last_sent()->m.tid, r[0]->m.tid); /* a new transaction */
-	assert_int_equal(ctx.stats.query_retries, 2);
+	assert_int_equal(ctx.res.stats.query_retries, 2);
 
 	/* a host heard later replaces the negative answer */
 	k = key_name("node3");
@@ -693,13 +714,13 @@ static void test_nodelay(void **state)
 	start(ANNOUNCE_OFF, NULL);
 	memset(&w, 0, sizeof(w));
 	w.w.done = tw_done;
-	assert_int_equal(resolver_lookup(&ctx, &w.w, &k, true, &h), LOOKUP_NOTFOUND);
+	assert_int_equal(resolver_lookup(&ctx.res, &w.w, &k, true, &h), LOOKUP_NOTFOUND);
 	assert_int_equal(count_sent(FW_REQUEST), 1);
-	assert_int_equal(ctx.pending.n, 1);
+	assert_int_equal(ctx.res.pending.n, 1);
 	peer_reply(&m, 2, last_sent()->m.tid);
 	deliver(&m, 2);
 	assert_int_equal(w.calls, 0); /* it never waited */
-	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(ctx.res.pending.n, 0);
 	assert_int_equal(lookup(&w, k, &h), LOOKUP_FOUND);
 	assert_ptr_equal(h, assert_peer_stored(2));
 }
@@ -720,7 +741,7 @@ static void test_no_retries(void **state)
 	assert_int_equal(w.calls, 1);
 	assert_int_equal(w.status, -ETIMEDOUT);
 	assert_in_range(w.at_ms - t0, 90, 109);
-	assert_int_equal(ctx.stats.query_retries, 0);
+	assert_int_equal(ctx.res.stats.query_retries, 0);
 	assert_int_equal(counter("fabric_query_timeouts"), 1);
 }
 
@@ -737,9 +758,9 @@ static void test_shared_query(void **state)
 	start(ANNOUNCE_OFF, NULL);
 	assert_int_equal(lookup(&w1, k, NULL), LOOKUP_WAIT);
 	assert_int_equal(lookup(&w2, k, NULL), LOOKUP_WAIT);
-	assert_int_equal(ctx.pending.n, 1);
+	assert_int_equal(ctx.res.pending.n, 1);
 	assert_int_equal(count_sent(FW_REQUEST), 1);
-	assert_int_equal(ctx.stats.queries_joined, 1);
+	assert_int_equal(ctx.res.stats.queries_joined, 1);
 	assert_int_equal(counter("fabric_queries_joined"), 1);
 	tid = nth_sent(FW_REQUEST, 0)->m.tid;
 
@@ -755,7 +776,7 @@ static void test_shared_query(void **state)
 	assert_int_equal(w1.status, 0);
 	assert_int_equal(w2.calls, 1);
 	assert_int_equal(w2.status, 0);
-	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(ctx.res.pending.n, 0);
 	assert_peer_stored(2);
 
 	/* the query's timer is gone with it */
@@ -763,7 +784,7 @@ static void test_shared_query(void **state)
 	assert_int_equal(count_sent(FW_REQUEST), 2);
 	assert_int_equal(w1.calls, 1);
 	assert_int_equal(w2.calls, 1);
-	assert_int_equal(ctx.stats.query_timeouts, 0);
+	assert_int_equal(ctx.res.stats.query_timeouts, 0);
 }
 
 /* Two waiters of a query nobody answers: retries + 1 REQUESTs in all, each
@@ -785,8 +806,8 @@ static void test_shared_query_times_out(void **state)
 	assert_int_equal(w2.calls, 1);
 	assert_int_equal(w2.status, -ETIMEDOUT);
 	assert_int_equal(w1.at_ms, w2.at_ms);
-	assert_int_equal(ctx.stats.queries_joined, 1);
-	assert_int_equal(ctx.stats.query_timeouts, 1);
+	assert_int_equal(ctx.res.stats.queries_joined, 1);
+	assert_int_equal(ctx.res.stats.query_timeouts, 1);
 }
 
 /* A REPLY ends the query: the waiter hears 0, the host is in the store under
@@ -811,7 +832,7 @@ static void test_reply_completes(void **state)
 	deliver(&m, 2);
 	assert_int_equal(w.calls, 1);
 	assert_int_equal(w.status, 0);
-	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(ctx.res.pending.n, 0);
 	h = assert_peer_stored(2);
 	host_group(h, &mtu, &rate);
 	assert_int_equal(mtu, MTU_4096); /* the REPLY's CHOSEN */
@@ -857,7 +878,7 @@ static void test_reply_unknown_tid(void **state)
 	assert_int_equal(counter("fabric_rx"), 2);
 	assert_peer_absent(2);
 	assert_int_equal(w.calls, 0);
-	assert_int_equal(ctx.pending.n, 1);
+	assert_int_equal(ctx.res.pending.n, 1);
 
 	advance(120); /* the query retries as if nothing came */
 	assert_int_equal(count_sent(FW_REQUEST), 2);
@@ -886,7 +907,7 @@ static void test_reply_other_key(void **state)
 	assert_peer_absent(3);
 	assert_peer_absent(2);
 	assert_int_equal(w.calls, 0);
-	assert_int_equal(ctx.pending.n, 1);
+	assert_int_equal(ctx.res.pending.n, 1);
 	advance(120);
 	assert_int_equal(count_sent(FW_REQUEST), 2);
 	advance(3000);
@@ -918,7 +939,7 @@ static void test_overhear_request(void **state)
 	assert_int_equal(counter("fabric_overheard"), 1);
 	assert_int_equal(w.calls, 1);
 	assert_int_equal(w.status, 0);
-	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(ctx.res.pending.n, 0);
 	assert_int_equal(fake.n_sent, 1); /* no REPLY: not ours to answer */
 	assert_int_equal(counter("fabric_replies_sent"), 0);
 	assert_null(find(key_name("node4")));
@@ -1076,13 +1097,13 @@ static void test_directory_rule(void **state)
 	announce_from(2);
 	advance_to(START_MS + 2000 - 1);
 	k = key_name("node8");
-	assert_true(fabric_may_query(&ctx, &k));
+	assert_true(fabric_may_query(ctx.fabric, &k));
 	assert_int_equal(w.calls, 1); /* node9 timed out meanwhile */
 	assert_int_equal(w.status, -ETIMEDOUT);
 	assert_int_equal(count_sent(FW_REQUEST), 3);
 
 	advance_to(START_MS + 2000);
-	assert_false(fabric_may_query(&ctx, &k));
+	assert_false(fabric_may_query(ctx.fabric, &k));
 	assert_int_equal(lookup(&w, k, NULL), LOOKUP_NOTFOUND);
 	assert_int_equal(lookup(&w, key_v4("198.18.0.8"), NULL), LOOKUP_NOTFOUND);
 	assert_int_equal(lookup(&w, key_gid("fe80::2:c903:0:8"), NULL), LOOKUP_NOTFOUND);
@@ -1092,7 +1113,7 @@ static void test_directory_rule(void **state)
 	advance(10000);
 	assert_int_equal(lookup(&w, key_name("node9"), NULL), LOOKUP_NOTFOUND);
 	assert_int_equal(count_sent(FW_REQUEST), 3);
-	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(ctx.res.pending.n, 0);
 }
 
 /* Without the directory (announcements off, or an interval over half of
@@ -1300,11 +1321,11 @@ static void test_identity_change_lid(void **state)
 	announce_from(2);
 	h2 = find(key_name("node2"));
 	assert_non_null(h2);
-	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
 	assert_false(cached);
 	assert_int_equal(be16toh(pr.slid), 1);
 	assert_int_equal(be16toh(pr.dlid), 2);
-	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
 	assert_true(cached);
 	assert_non_null(host_route(h2, 0, fake_now));
 
@@ -1335,7 +1356,7 @@ static void test_identity_change_lid(void **state)
 	assert_int_equal(last_sent()->m.sender.lid, 9);
 
 	/* a new route from the endpoint carries the new LID */
-	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
 	assert_false(cached);
 	assert_int_equal(be16toh(pr.slid), 9);
 }
@@ -1358,7 +1379,7 @@ static void test_identity_change_gid(void **state)
 	advance(3000);
 	announce_from(2);
 	h2 = find(key_name("node2"));
-	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
 	assert_non_null(host_route(h2, 0, fake_now));
 
 	old = ep->cfg.id;
@@ -1393,7 +1414,7 @@ static void test_identity_change_gid(void **state)
 	assert_int_equal(s->m.type, FW_ANNOUNCE);
 	assert_is_us(&s->m.sender);
 
-	assert_non_null(resolver_route(&ctx, ep, h2, &pr, &cached));
+	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
 	assert_false(cached);
 	assert_memory_equal(pr.sgid, ep->cfg.id.gids[0], 16);
 }
@@ -1418,12 +1439,12 @@ static void test_reload(void **state)
 	parse_config(&cfg, &hosts, "retries = 1\nannounce_interval = 0\n",
 		     "fe80::2:c903:0:11 17 login2 198.18.1.2\n"
 		     "fe80::2:c903:0:12 18 login3 198.18.0.3\n");
-	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
 	assert_int_equal(hosts.n_hosts, 0); /* the daemon owns them now */
 	hosts_free(&hosts);
 
 	assert_int_equal(ctx.cfg.retries, 1);
-	assert_int_equal(ctx.n_static_hosts, 2);
+	assert_int_equal(ctx.res.n_static_hosts, 2);
 	assert_null(find(key_name("login1")));
 	assert_null(find(key_v4("198.18.1.1")));
 	assert_null(find(key_gid("fe80::2:c903:0:10")));
@@ -1435,7 +1456,7 @@ static void test_reload(void **state)
 	assert_ptr_equal(find(key_lid(17)), h);
 	assert_int_equal(w.calls, 1);
 	assert_int_equal(w.status, 0);
-	assert_int_equal(ctx.pending.n, 0);
+	assert_int_equal(ctx.res.pending.n, 0);
 
 	assert_peer_stored(2);
 	assert_int_equal(host_origin(find(key_name("node1"))), IBRES_ORIGIN_LOCAL);
@@ -1476,27 +1497,27 @@ static void test_reload_announcements(void **state)
 	advance(3000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
 	burst = nth_sent(FW_ANNOUNCE, 0)->m.tid;
-	assert_false(fabric_may_query(&ctx, &k));
+	assert_false(fabric_may_query(ctx.fabric, &k));
 
 	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
-	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
 	hosts_free(&hosts);
 	advance(60000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
 	assert_int_equal(fake.n_sent, 3);
-	assert_true(fabric_may_query(&ctx, &k));
+	assert_true(fabric_may_query(ctx.fabric, &k));
 	assert_int_equal(lookup(&w, k, NULL), LOOKUP_WAIT);
 	advance(1000);
 	assert_int_equal(w.status, -ETIMEDOUT);
 	assert_int_equal(count_sent(FW_REQUEST), 3);
 
 	parse_config(&cfg, &hosts, DIRECTORY, NULL);
-	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
 	hosts_free(&hosts);
 	t = fake_now;
 	k = key_name("node7");
 	advance_to(t + 2000 - 1);
-	assert_true(fabric_may_query(&ctx, &k));
+	assert_true(fabric_may_query(ctx.fabric, &k));
 	assert_int_equal(count_sent(FW_ANNOUNCE), 6);
 	for (unsigned i = 3; i < 6; i++) {
 		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags, FW_FLAG_NEWCOMER);
@@ -1504,7 +1525,7 @@ static void test_reload_announcements(void **state)
 	}
 	assert_int_not_equal(nth_sent(FW_ANNOUNCE, 3)->m.tid, burst);
 	advance_to(t + 2000);
-	assert_false(fabric_may_query(&ctx, &k));
+	assert_false(fabric_may_query(ctx.fabric, &k));
 	advance(11000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 7);
 	assert_int_equal(last_sent()->m.flags, 0);
@@ -1527,7 +1548,7 @@ static void test_reload_keeps_transport_qpn(void **state)
 	assert_int_equal(rec.qpn, 0x4242);
 
 	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
-	assert_int_equal(resolver_reload(&ctx, &cfg, &hosts), 0);
+	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
 	hosts_free(&hosts);
 	assert_int_equal(ctx.eps.ep[0].cfg.id.qpn, 0x4242);
 	host_record(find(key_name("node1")), &rec, fake_now);
@@ -1594,7 +1615,9 @@ static void test_stop_says_goodbye(void **state)
 
 	(void)state;
 	start(ANNOUNCE_OFF, NULL);
-	fabric_stop(&ctx);
+	resolver_attach(&ctx.res, NULL, NULL);
+	fabric_stop(ctx.fabric);
+	ctx.fabric = NULL;
 	assert_null(ctx.fabric);
 	assert_int_equal(fake.n_sent, 1);
 	s = last_sent();

@@ -217,7 +217,10 @@ static int setup(void **state)
 	d.cfg.sa_window = 2;
 	sa = calloc(1, sizeof(*sa));
 	assert_non_null(sa);
-	sa->d = &d;
+	sa->cfg = &d.cfg;
+	sa->loop = &d.loop;
+	sa->eps = &d.eps;
+	sa->store = &d.store;
 	d.sa = sa;
 	list_init(&sa->outstanding);
 	port = &sa->ports[0];

@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dir_gen: N emulated peers of the fabric protocol on the ip transport, for
+ * bench/directory-bench. Every datagram is encoded by the project's own
+ * fw_encode() (resolverd/fabric/fabric_wire.c), as a peer's fabric.c would
+ * send it: ANNOUNCE, the peer's whole identity (short name, FQDN alias, an
+ * IPv4 from 198.18.0.0/16, an IPv6 from 2001:db8::/32, a GID, a LID, QPN,
+ * P_Key, TTL) and its GROUP list. No cluster key: datagrams carry no HMAC.
+ *
+ *   dir_gen --mode learn|storm|rejoin --count N --ifname IF [options]
+ *
+ * learn   one periodic ANNOUNCE (flags 0) per peer, multicast, paced at --rate
+ *         per second: N peers that were already up, as the daemon hears them
+ *         in steady state.
+ * storm   N peers boot at once: peer i is up at a random time in [0, --window)
+ *         ms and sends --announces NEWCOMER announces (multicast, its burst id
+ *         in the tid), the first when it is up, the next ones --settle/(K+1)
+ *         ms (± 10 %, at least 50 ms) apart, as fabric.c's on_announce_timer.
+ *         A peer that is up when the daemon's NEWCOMER announce arrives
+ *         answers it with one unicast ANNOUNCE (once per burst, as
+ *         newcomer_first()).
+ * rejoin  the daemon (re)starts into a running cluster: all N peers are up and
+ *         answer the daemon's first NEWCOMER announce by unicast.
+ *
+ * With --interval MS (storm and rejoin), every peer then announces itself
+ * periodically (ANNOUNCE, flags 0, multicast), as fabric.c does every
+ * announce_interval ± 10 %: in a storm the first one an interval after its
+ * last start-up announce; in a rejoin at a random phase of the interval (the
+ * peers have been up for a while). Each peer sends one periodic announce: the
+ * benchmark does not wait longer than that.
+ *
+ * Every peer sends from its own address (IP_PKTINFO with IP_TRANSPARENT; the
+ * namespace routes 198.18.0.0/16 to itself) and port --port, so the daemon's
+ * unicast answers come back to that peer's address and are counted here.
+ * --no-spoof sends everything from the generator's own address instead.
+ *
+ * Protocol on stdin/stdout: prints "ready" once its sockets are set up (and
+ * the daemon's NEWCOMER announces are heard from then on); "go" on stdin
+ * starts the schedule (time 0); "stop" (or EOF) ends it and prints one JSON
+ * object with what was sent and received. --max-seconds bounds the run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fabric/fabric_wire.h"
+
+#define BATCH		  64
+#define RX_BATCH	  64
+#define MAX_PEERS	  65024 /* 198.18.X.Y, X 0..255, Y 1..254 */
+#define MAX_DAEMON_BURSTS 16
+
+enum mode { LEARN, STORM, REJOIN };
+
+struct peer {
+	uint64_t burst;		 /* this peer's start-up burst id */
+	uint64_t up_ns;		 /* storm: when it boots (after go) */
+	uint64_t answered_burst; /* the daemon burst it answered; 0 none */
+	uint32_t off_nc, off_plain;
+	uint16_t len_nc, len_plain;
+	uint32_t rx_ucast; /* unicast ANNOUNCEs the daemon sent to it */
+	struct in_addr addr;
+};
+
+struct ev {
+	uint64_t t_ns;
+	uint32_t peer;
+	bool newcomer;
+};
+
+struct opts {
+	enum mode mode;
+	unsigned count;
+	const char *ifname;
+	const char *group;
+	unsigned port;
+	double rate;
+	unsigned window_ms, settle_ms, announces, interval_ms;
+	unsigned mtu_enum, rate_enum, ttl;
+	const char *domain;
+	unsigned seed;
+	bool spoof;
+	double max_seconds;
+};
+
+static struct peer *peers;
+static uint8_t *pool;
+static struct ev *evs;
+static size_t n_evs, next_ev;
+static uint32_t *answer_q; /* peers whose answer is due, FIFO */
+static size_t aq_head, aq_tail;
+static struct sockaddr_in answer_to; /* the daemon's address, from its NEWCOMER */
+static int fd;
+static struct sockaddr_in group_sa;
+static uint64_t go_ns;
+static bool going;
+static uint64_t rng_state;
+
+static struct {
+	uint64_t mcast_sent, ucast_sent, send_retries, send_failed, newcomer_sent, periodic_sent;
+	uint64_t rx, rx_malformed, rx_other, rx_mcast_newcomer, rx_mcast_other, rx_ucast,
+		rx_ucast_unknown;
+	uint64_t first_round_last_ns; /* storm: when the last peer's first announce went */
+	uint64_t first_round_target_ns;
+	uint64_t schedule_done_ns;
+	uint64_t daemon_newcomer_ns[MAX_DAEMON_BURSTS]; /* relative to go (signed) */
+	uint64_t daemon_bursts[MAX_DAEMON_BURSTS];
+	unsigned n_daemon_newcomers;
+	uint64_t answers_queued;
+	uint64_t last_answer_sent_ns;
+	uint64_t bytes_nc, bytes_plain; /* encoded sizes, summed over the peers */
+	uint64_t rx_ucast_bytes, rx_mcast_bytes;
+} st;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rnd64(void)
+{
+	/* xorshift64*: reproducible from --seed */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+/* fabric.c's jitter(): @base ± 10 %. */
+static uint64_t jitter(uint64_t base)
+{
+	uint64_t span = base / 5;
+
+	return span ? base - base / 10 + (rnd64() >> 32) % span : base;
+}
+
+/* The same addressing as test/fabric/emulate: 198.18.X.Y, Y in 1..254. */
+static struct in_addr peer_v4(unsigned k)
+{
+	unsigned x = (k - 1) / 254, y = (k - 1) % 254 + 1;
+	struct in_addr a = {htonl(0xc6120000u | x << 8 | y)};
+
+	return a;
+}
+
+static long peer_of_v4(struct in_addr a)
+{
+	uint32_t h = ntohl(a.s_addr);
+	unsigned x = (h >> 8) & 0xff, y = h & 0xff;
+
+	if ((h & 0xffff0000u) != 0xc6120000u || y < 1 || y > 254)
+		return -1;
+	return (long)x * 254 + y;
+}
+
+static void identity(const struct opts *o, unsigned k, struct ibres_hostrec *h)
+{
+	memset(h, 0, sizeof(*h));
+	snprintf(h->names[0], sizeof(h->names[0]), "node%u", k);
+	snprintf(h->names[1], sizeof(h->names[1]), "node%u.%s", k, o->domain);
+	h->n_names = 2;
+	h->v4[0] = peer_v4(k);
+	h->n_v4 = 1;
+	/* 2001:db8::K */
+	h->v6[0].s6_addr[0] = 0x20;
+	h->v6[0].s6_addr[1] = 0x01;
+	h->v6[0].s6_addr[2] = 0x0d;
+	h->v6[0].s6_addr[3] = 0xb8;
+	h->v6[0].s6_addr[14] = (uint8_t)(k >> 8);
+	h->v6[0].s6_addr[15] = (uint8_t)k;
+	h->n_v6 = 1;
+	/* fe80::2:c903:0:K */
+	h->gids[0][0] = 0xfe;
+	h->gids[0][1] = 0x80;
+	h->gids[0][9] = 0x02;
+	h->gids[0][10] = 0xc9;
+	h->gids[0][11] = 0x03;
+	h->gids[0][14] = (uint8_t)(k >> 8);
+	h->gids[0][15] = (uint8_t)k;
+	h->n_gids = 1;
+	h->lid = (uint16_t)k;
+	h->qpn = 1;
+	h->pkey = 0xffff;
+	h->ttl = o->ttl; /* a peer announces its addr_ttl */
+}
+
+static int encode_all(const struct opts *o)
+{
+	size_t cap = (size_t)o->count * 2 * 256, used = 0;
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg m;
+
+	pool = malloc(cap);
+	if (!pool)
+		return -ENOMEM;
+	for (unsigned k = 1; k <= o->count; k++) {
+		struct peer *p = &peers[k - 1];
+
+		memset(&m, 0, sizeof(m));
+		m.type = FW_ANNOUNCE;
+		identity(o, k, &m.sender);
+		m.groups[0].mtu = (uint8_t)o->mtu_enum;
+		m.groups[0].rate = (uint8_t)o->rate_enum;
+		m.n_groups = 1;
+		p->addr = m.sender.v4[0];
+		p->burst = rnd64() | 1;
+		for (int v = 0; v < 2; v++) {
+			int len;
+
+			/* v 0: NEWCOMER (start-up, tid = burst id); 1: plain (periodic
+			 * announce, or the answer to a newcomer: flags 0, tid 0) */
+			m.flags = v == 0 ? FW_FLAG_NEWCOMER : 0;
+			m.tid = v == 0 ? p->burst : 0;
+			len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
+			if (len < 0 || used + (size_t)len > cap) {
+				fprintf(stderr, "dir_gen: cannot encode peer %u: %d\n", k, len);
+				return -EINVAL;
+			}
+			memcpy(pool + used, buf, (size_t)len);
+			if (v == 0) {
+				p->off_nc = (uint32_t)used;
+				p->len_nc = (uint16_t)len;
+				st.bytes_nc += (uint64_t)len;
+			} else {
+				p->off_plain = (uint32_t)used;
+				p->len_plain = (uint16_t)len;
+				st.bytes_plain += (uint64_t)len;
+			}
+			used += (size_t)len;
+		}
+	}
+	return 0;
+}
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
+}
+
+static int schedule(const struct opts *o)
+{
+	unsigned per = o->mode == STORM ? o->announces : o->mode == LEARN ? 1 : 0;
+
+	evs = calloc((size_t)o->count * (per + 1), sizeof(*evs));
+	if (!evs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < o->count; i++) {
+		struct peer *p = &peers[i];
+
+		if (o->mode == LEARN) {
+			evs[n_evs++] = (struct ev){(uint64_t)(i / o->rate * 1e9), i, false};
+		} else if (o->mode == REJOIN && o->interval_ms) {
+			/* up for a while: its next periodic announce at any phase */
+			uint64_t t = (rnd64() >> 32) % ((uint64_t)o->interval_ms * 1000) * 1000;
+
+			evs[n_evs++] = (struct ev){t, i, false};
+		} else if (o->mode == STORM) {
+			uint64_t gap = (uint64_t)o->settle_ms / (o->announces + 1);
+			uint64_t t;
+
+			if (gap < 50)
+				gap = 50; /* as fabric.c */
+			t = o->window_ms ? (rnd64() >> 32) % ((uint64_t)o->window_ms * 1000) * 1000
+					 : 0;
+			p->up_ns = t;
+			for (unsigned a = 0; a < o->announces; a++) {
+				evs[n_evs++] = (struct ev){t, i, true};
+				if (a + 1 < o->announces)
+					t += jitter(gap) * 1000000ull;
+			}
+			/* then the period, counted from the last start-up announce */
+			if (o->interval_ms)
+				evs[n_evs++] = (struct ev){t + jitter(o->interval_ms) * 1000000ull,
+							   i, false};
+		}
+	}
+	qsort(evs, n_evs, sizeof(*evs), cmp_ev);
+	if (o->mode == STORM)
+		st.first_round_target_ns = (uint64_t)o->window_ms * 1000000ull;
+	return 0;
+}
+
+static int open_socket(const struct opts *o)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+	unsigned ifindex = if_nametoindex(o->ifname);
+	struct ip_mreqn mr = {.imr_ifindex = (int)ifindex};
+	int one = 1, zero = 0, ttl = 1, big = 64 << 20;
+
+	if (!ifindex) {
+		fprintf(stderr, "dir_gen: no interface %s\n", o->ifname);
+		return -1;
+	}
+	group_sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = sa.sin_port};
+	if (inet_pton(AF_INET, o->group, &group_sa.sin_addr) != 1) {
+		fprintf(stderr, "dir_gen: bad group %s\n", o->group);
+		return -1;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto err;
+	/* the daemon's answers to 48k peers must not be lost here: we count them */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0 ||
+	    (o->spoof && setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto err;
+	mr.imr_multiaddr = group_sa.sin_addr;
+	if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &zero, sizeof(zero)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
+		goto err;
+	return 0;
+err:
+	perror("dir_gen: socket setup");
+	return -1;
+}
+
+struct out {
+	struct sockaddr_in to;
+	struct iovec iov;
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} ctl;
+};
+
+static void fill(struct mmsghdr *mh, struct out *ob, const struct opts *o, const struct peer *p,
+		 const struct sockaddr_in *to, bool newcomer)
+{
+	struct cmsghdr *c;
+	struct in_pktinfo pi = {0};
+
+	ob->to = *to;
+	ob->iov.iov_base = pool + (newcomer ? p->off_nc : p->off_plain);
+	ob->iov.iov_len = newcomer ? p->len_nc : p->len_plain;
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_hdr.msg_name = &ob->to;
+	mh->msg_hdr.msg_namelen = sizeof(ob->to);
+	mh->msg_hdr.msg_iov = &ob->iov;
+	mh->msg_hdr.msg_iovlen = 1;
+	if (!o->spoof)
+		return;
+	/* the peer's own source address, as if it sent from its own node */
+	memset(&ob->ctl, 0, sizeof(ob->ctl));
+	mh->msg_hdr.msg_control = ob->ctl.buf;
+	mh->msg_hdr.msg_controllen = sizeof(ob->ctl.buf);
+	c = CMSG_FIRSTHDR(&mh->msg_hdr);
+	c->cmsg_level = IPPROTO_IP;
+	c->cmsg_type = IP_PKTINFO;
+	c->cmsg_len = CMSG_LEN(sizeof(pi));
+	pi.ipi_spec_dst = p->addr;
+	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+}
+
+/* Send @n prepared messages; each is one peer's datagram on its own
+ * machine, so a local ENOBUFS/EAGAIN is retried, not counted as lost. */
+static void send_batch(struct mmsghdr *mh, unsigned n)
+{
+	unsigned done = 0, tries = 0;
+
+	while (done < n) {
+		int r = sendmmsg(fd, mh + done, n - done, 0);
+
+		if (r > 0) {
+			done += (unsigned)r;
+			tries = 0;
+			continue;
+		}
+		if (r < 0 && (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) &&
+		    tries++ < 1000) {
+			struct timespec ts = {0, 50000};
+
+			st.send_retries++;
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (r < 0) {
+			static bool said;
+
+			if (!said) {
+				perror("dir_gen: sendmmsg");
+				said = true;
+			}
+		}
+		st.send_failed++;
+		done++; /* give that one up */
+	}
+}
+
+static void on_daemon_newcomer(const struct opts *o, const struct fw_msg *m,
+			       const struct sockaddr_in *from, uint64_t t)
+{
+	if (st.n_daemon_newcomers < MAX_DAEMON_BURSTS) {
+		st.daemon_bursts[st.n_daemon_newcomers] = m->tid;
+		st.daemon_newcomer_ns[st.n_daemon_newcomers] = t;
+	}
+	st.n_daemon_newcomers++;
+	if (o->mode == LEARN)
+		return; /* steady-state peers only: nobody answers */
+	answer_to = *from;
+	/* every peer that is up answers once per burst (fabric.c newcomer_first) */
+	for (unsigned i = 0; i < o->count; i++) {
+		struct peer *p = &peers[i];
+		bool up = o->mode == REJOIN || (going && p->up_ns <= t - go_ns);
+
+		if (!up || p->answered_burst == m->tid)
+			continue;
+		p->answered_burst = m->tid;
+		answer_q[aq_tail++ % o->count] = i;
+		st.answers_queued++;
+	}
+}
+
+static void receive(const struct opts *o)
+{
+	static uint8_t bufs[RX_BATCH][2048];
+	static union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} ctl[RX_BATCH];
+	struct sockaddr_in from[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct mmsghdr mh[RX_BATCH];
+
+	for (;;) {
+		int n;
+		uint64_t t;
+
+		for (int i = 0; i < RX_BATCH; i++) {
+			iov[i] = (struct iovec){bufs[i], sizeof(bufs[i])};
+			mh[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &from[i],
+							     .msg_namelen = sizeof(from[i]),
+							     .msg_iov = &iov[i],
+							     .msg_iovlen = 1,
+							     .msg_control = ctl[i].buf,
+							     .msg_controllen = sizeof(ctl[i].buf)}};
+		}
+		n = recvmmsg(fd, mh, RX_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		t = now_ns();
+		for (int i = 0; i < n; i++) {
+			struct in_addr dst = {0};
+			struct cmsghdr *c;
+			struct fw_msg m;
+
+			st.rx++;
+			for (c = CMSG_FIRSTHDR(&mh[i].msg_hdr); c;
+			     c = CMSG_NXTHDR(&mh[i].msg_hdr, c))
+				if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
+					dst = ((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr;
+			if (fw_decode(bufs[i], mh[i].msg_len, NULL, 0, &m) != FW_OK) {
+				st.rx_malformed++;
+				continue;
+			}
+			if (dst.s_addr == group_sa.sin_addr.s_addr) {
+				st.rx_mcast_bytes += mh[i].msg_len;
+				if (m.type == FW_ANNOUNCE && (m.flags & FW_FLAG_NEWCOMER)) {
+					st.rx_mcast_newcomer++;
+					on_daemon_newcomer(o, &m, &from[i], t);
+				} else {
+					st.rx_mcast_other++;
+				}
+				continue;
+			}
+			if (m.type != FW_ANNOUNCE) {
+				st.rx_other++;
+				continue;
+			}
+			st.rx_ucast++;
+			st.rx_ucast_bytes += mh[i].msg_len;
+			{
+				long k = o->spoof ? peer_of_v4(dst) : -1;
+
+				if (k >= 1 && (unsigned long)k <= o->count)
+					peers[k - 1].rx_ucast++;
+				else
+					st.rx_ucast_unknown++;
+			}
+		}
+		if (n < RX_BATCH)
+			return;
+	}
+}
+
+/* Send what is due: answers first (they are late already), then the schedule. */
+static void send_due(const struct opts *o)
+{
+	static struct mmsghdr mh[BATCH];
+	static struct out ob[BATCH];
+	uint64_t t = now_ns();
+	unsigned n = 0;
+
+	while (aq_head < aq_tail && n < BATCH) {
+		const struct peer *p = &peers[answer_q[aq_head++ % o->count]];
+
+		fill(&mh[n], &ob[n], o, p, &answer_to, false);
+		n++;
+		st.ucast_sent++;
+	}
+	if (n && aq_head == aq_tail)
+		st.last_answer_sent_ns = t;
+	while (going && next_ev < n_evs && n < BATCH && evs[next_ev].t_ns <= t - go_ns) {
+		const struct ev *e = &evs[next_ev++];
+		const struct peer *p = &peers[e->peer];
+
+		fill(&mh[n], &ob[n], o, p, &group_sa, e->newcomer);
+		n++;
+		st.mcast_sent++;
+		if (e->newcomer)
+			st.newcomer_sent++;
+		else
+			st.periodic_sent++;
+		if (o->mode == STORM && e->newcomer && e->t_ns == p->up_ns)
+			st.first_round_last_ns = t - go_ns;
+		if (next_ev == n_evs)
+			st.schedule_done_ns = t - go_ns;
+	}
+	if (n)
+		send_batch(mh, n);
+}
+
+static void report(const struct opts *o, uint64_t end)
+{
+	unsigned answered = 0, max_per = 0;
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < o->count; i++) {
+		answered += peers[i].rx_ucast > 0;
+		total += peers[i].rx_ucast;
+		if (peers[i].rx_ucast > max_per)
+			max_per = peers[i].rx_ucast;
+	}
+	printf("{\"newcomer_sent\": %llu, \"periodic_sent\": %llu, ",
+	       (unsigned long long)st.newcomer_sent, (unsigned long long)st.periodic_sent);
+	printf("\"mode\": \"%s\", \"count\": %u, \"spoof\": %s, \"mcast_sent\": %llu, "
+	       "\"ucast_sent\": %llu, \"send_retries\": %llu, \"send_failed\": %llu, "
+	       "\"schedule_done_ms\": %.1f, \"first_round_ms\": %.1f, "
+	       "\"first_round_target_ms\": %.1f, \"rx\": %llu, \"rx_malformed\": %llu, "
+	       "\"rx_other\": %llu, \"rx_mcast_newcomer\": %llu, \"rx_mcast_other\": %llu, "
+	       "\"rx_ucast\": %llu, \"rx_ucast_unknown\": %llu, \"peers_answered\": %u, "
+	       "\"answers_max_per_peer\": %u, \"answers_queued\": %llu, "
+	       "\"last_answer_sent_ms\": %.1f, \"run_ms\": %.1f, \"bytes_newcomer\": %.1f, "
+	       "\"bytes_plain\": %.1f, \"rx_ucast_bytes\": %llu, \"rx_mcast_bytes\": %llu, "
+	       "\"daemon_newcomers_ms\": [",
+	       o->mode == LEARN	  ? "learn"
+	       : o->mode == STORM ? "storm"
+				  : "rejoin",
+	       o->count, o->spoof ? "true" : "false", (unsigned long long)st.mcast_sent,
+	       (unsigned long long)st.ucast_sent, (unsigned long long)st.send_retries,
+	       (unsigned long long)st.send_failed, st.schedule_done_ns / 1e6,
+	       st.first_round_last_ns / 1e6, st.first_round_target_ns / 1e6,
+	       (unsigned long long)st.rx, (unsigned long long)st.rx_malformed,
+	       (unsigned long long)st.rx_other, (unsigned long long)st.rx_mcast_newcomer,
+	       (unsigned long long)st.rx_mcast_other, (unsigned long long)total,
+	       (unsigned long long)st.rx_ucast_unknown, answered, max_per,
+	       (unsigned long long)st.answers_queued,
+	       st.last_answer_sent_ns && go_ns
+		       ? ((double)st.last_answer_sent_ns - (double)go_ns) / 1e6
+		       : -1.0,
+	       go_ns ? (end - go_ns) / 1e6 : 0.0, (double)st.bytes_nc / o->count,
+	       (double)st.bytes_plain / o->count, (unsigned long long)st.rx_ucast_bytes,
+	       (unsigned long long)st.rx_mcast_bytes);
+	for (unsigned i = 0; i < st.n_daemon_newcomers && i < MAX_DAEMON_BURSTS; i++) {
+		double rel = go_ns ? ((double)st.daemon_newcomer_ns[i] - (double)go_ns) / 1e6 : 0;
+
+		printf("%s%.1f", i ? ", " : "", rel);
+	}
+	printf("]}\n");
+	fflush(stdout);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: dir_gen --mode learn|storm|rejoin --count N --ifname IF [--group ADDR]\n"
+		   "       [--port P] [--rate PER_S] [--window MS] [--settle MS] [--announces K]\n"
+		   "       [--interval MS]\n"
+		   "       [--mtu-enum E] [--rate-enum E] [--ttl S] [--domain D] [--seed S]\n"
+		   "       [--no-spoof] [--max-seconds S]\n"
+		   "Prints \"ready\"; \"go\" on stdin starts the schedule, \"stop\" or EOF ends\n"
+		   "it and prints a JSON summary.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"mode", required_argument, NULL, 'm'},
+		{"count", required_argument, NULL, 'n'},
+		{"ifname", required_argument, NULL, 'i'},
+		{"group", required_argument, NULL, 'g'},
+		{"port", required_argument, NULL, 'p'},
+		{"rate", required_argument, NULL, 'r'},
+		{"window", required_argument, NULL, 'w'},
+		{"settle", required_argument, NULL, 's'},
+		{"announces", required_argument, NULL, 'a'},
+		{"interval", required_argument, NULL, 'I'},
+		{"mtu-enum", required_argument, NULL, 'M'},
+		{"rate-enum", required_argument, NULL, 'R'},
+		{"ttl", required_argument, NULL, 't'},
+		{"domain", required_argument, NULL, 'd'},
+		{"seed", required_argument, NULL, 'S'},
+		{"no-spoof", no_argument, NULL, 'N'},
+		{"max-seconds", required_argument, NULL, 'x'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct opts o = {.mode = LEARN,
+			 .group = "239.255.73.1",
+			 .port = 4790,
+			 .rate = 20000,
+			 .window_ms = 100,
+			 .settle_ms = 3000,
+			 .announces = 3,
+			 .mtu_enum = 4,
+			 .rate_enum = 3,
+			 .ttl = 3600,
+			 .domain = "cluster.example",
+			 .seed = 1,
+			 .spoof = true,
+			 .max_seconds = 600};
+	char line[64];
+	uint64_t deadline;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (!strcmp(optarg, "learn"))
+				o.mode = LEARN;
+			else if (!strcmp(optarg, "storm"))
+				o.mode = STORM;
+			else if (!strcmp(optarg, "rejoin"))
+				o.mode = REJOIN;
+			else
+				return usage(stderr), 2;
+			break;
+		case 'n':
+			o.count = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'i':
+			o.ifname = optarg;
+			break;
+		case 'g':
+			o.group = optarg;
+			break;
+		case 'p':
+			o.port = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'r':
+			o.rate = atof(optarg);
+			break;
+		case 'w':
+			o.window_ms = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			o.settle_ms = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'a':
+			o.announces = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'I':
+			o.interval_ms = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'M':
+			o.mtu_enum = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'R':
+			o.rate_enum = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			o.ttl = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'd':
+			o.domain = optarg;
+			break;
+		case 'S':
+			o.seed = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'N':
+			o.spoof = false;
+			break;
+		case 'x':
+			o.max_seconds = atof(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!o.count || o.count > MAX_PEERS || !o.ifname || o.rate <= 0 ||
+	    (o.mode == STORM && !o.announces)) {
+		usage(stderr);
+		return 2;
+	}
+	rng_state = 0x9E3779B97F4A7C15ULL ^ o.seed;
+	peers = calloc(o.count, sizeof(*peers));
+	answer_q = calloc(o.count, sizeof(*answer_q));
+	if (!peers || !answer_q || encode_all(&o) || schedule(&o) || open_socket(&o))
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+
+	deadline = now_ns() + (uint64_t)(o.max_seconds * 1e9);
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
+		uint64_t t = now_ns();
+		int timeout = 100;
+
+		if (t > deadline) {
+			fprintf(stderr, "dir_gen: --max-seconds reached\n");
+			break;
+		}
+		if (aq_head < aq_tail)
+			timeout = 0;
+		else if (going && next_ev < n_evs) {
+			uint64_t due = go_ns + evs[next_ev].t_ns;
+
+			timeout = due <= t ? 0 : (int)((due - t) / 1000000);
+		}
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents) {
+			if (!fgets(line, sizeof(line), stdin))
+				break;
+			if (!strncmp(line, "go", 2) && !going) {
+				going = true;
+				go_ns = now_ns();
+			} else if (!strncmp(line, "stop", 4)) {
+				break;
+			}
+		}
+		receive(&o);
+		send_due(&o);
+	}
+	receive(&o);
+	report(&o, now_ns());
+	return 0;
+}

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dir_probe: the client side of bench/directory-bench, through libibres's
+ * own request code (lib/conn.c) on one persistent connection.
+ *
+ *   dir_probe verify SOCKET N DOMAIN
+ *	HOST lookup (cache only: never a fabric query) of node1 .. nodeN by
+ *	name; a host counts as found when its record is the one the benchmark
+ *	made (canonical name, FQDN alias nodeK.DOMAIN, IPv4, LID). Prints
+ *	"found F wrong W missing M errors E seconds S".
+ *   dir_probe latency SOCKET N CALLS SEED host|resolve
+ *	CALLS timed lookups, after CALLS/10 warm-up ones, each of a host drawn
+ *	at random from node1 .. nodeN: "host" is libibres's HOST query by name
+ *	(what libnss_ib sends), "resolve" the ibacm protocol's RESOLVE by name
+ *	(what librdmacm sends; the answer carries a path record). Every answer
+ *	is checked. Prints "mean_ns p50_ns p99_ns failures".
+ *
+ * Host K has the addresses test/fabric/emulate gives node K (198.18.X.Y,
+ * Y in 1..254) and LID K.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conn.h"
+#include "hostrec.h"
+#include "ibres.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t peer_v4(unsigned k)
+{
+	unsigned x = (k - 1) / 254, y = (k - 1) % 254 + 1;
+
+	return htonl(0xc6120000u | x << 8 | y);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* 1 the right record, 0 another one, negative errno when not found. */
+static int host_ok(struct ibres *h, unsigned k, const char *domain, uint32_t flags)
+{
+	struct ibres_hostrec rec;
+	char name[64], fqdn[300];
+	int ret;
+
+	snprintf(name, sizeof(name), "node%u", k);
+	ret = ibc_host_query(h, IBRES_T_NAME, name, strlen(name), flags, &rec, NULL);
+	if (ret)
+		return ret;
+	if (strcmp(rec.names[0], name) || !rec.n_v4 || rec.v4[0].s_addr != peer_v4(k) ||
+	    rec.lid != k)
+		return 0;
+	if (domain) {
+		snprintf(fqdn, sizeof(fqdn), "node%u.%s", k, domain);
+		if (!hostrec_has_name(&rec, fqdn))
+			return 0;
+	}
+	return 1;
+}
+
+static int resolve_ok(struct ibres *h, unsigned k)
+{
+	struct ibres_ep_entry e;
+	struct ibc_route rt;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	e.flags = IBRES_EP_FLAG_DEST;
+	e.type = IBRES_EP_TYPE_NAME;
+	snprintf(e.info.name, sizeof(e.info.name), "node%u", k);
+	ret = ibc_resolve(h, &e, 1, &rt, NULL);
+	if (ret)
+		return ret;
+	/* the path leads to host K's LID */
+	ret = rt.n_paths && ntohs(rt.paths[0].path.dlid) == k;
+	free(rt.paths);
+	return ret;
+}
+
+static int verify(struct ibres *h, unsigned n, const char *domain)
+{
+	unsigned found = 0, wrong = 0, missing = 0, errors = 0;
+	uint64_t t0 = now_ns();
+
+	for (unsigned k = 1; k <= n; k++) {
+		int r = host_ok(h, k, domain, IBRES_HOST_CACHE_ONLY);
+
+		if (r == 1)
+			found++;
+		else if (r == 0)
+			wrong++;
+		else if (r == -ENODATA)
+			missing++;
+		else
+			errors++;
+	}
+	printf("found %u wrong %u missing %u errors %u seconds %.3f\n", found, wrong, missing,
+	       errors, (now_ns() - t0) / 1e9);
+	return 0;
+}
+
+static int latency(struct ibres *h, unsigned n, long calls, unsigned seed, int resolve)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ULL ^ seed, *t, sum = 0;
+	long fails = 0, warm = calls / 10 + 1, done = 0;
+
+	t = calloc((size_t)calls, sizeof(*t));
+	if (!t)
+		return 1;
+	for (long i = -warm; i < calls; i++) {
+		unsigned k;
+		uint64_t t0, dt;
+		int ok;
+
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		k = (unsigned)((x * 0x2545F4914F6CDD1DULL) >> 33) % n + 1;
+		t0 = now_ns();
+		ok = resolve ? resolve_ok(h, k) : host_ok(h, k, NULL, 0);
+		dt = now_ns() - t0;
+		if (ok != 1) {
+			fails++;
+			continue;
+		}
+		if (i >= 0) {
+			t[done++] = dt;
+			sum += dt;
+		}
+	}
+	if (!done) {
+		printf("0 0 0 %ld\n", fails);
+		return 1;
+	}
+	qsort(t, (size_t)done, sizeof(*t), cmp_u64);
+	printf("%llu %llu %llu %ld\n", (unsigned long long)(sum / (uint64_t)done),
+	       (unsigned long long)t[done / 2], (unsigned long long)t[done * 99 / 100], fails);
+	free(t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibres *h;
+	unsigned n;
+	int ret;
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: dir_probe verify SOCKET N DOMAIN\n"
+				"       dir_probe latency SOCKET N CALLS SEED host|resolve\n");
+		return 2;
+	}
+	n = (unsigned)strtoul(argv[3], NULL, 0);
+	if (!n || ibres_open(&h, argv[2], 10000))
+		return 2;
+	if (!strcmp(argv[1], "verify"))
+		ret = verify(h, n, argv[4]);
+	else if (!strcmp(argv[1], "latency") && argc == 7)
+		ret = latency(h, n, atol(argv[4]), (unsigned)strtoul(argv[5], NULL, 0),
+			      !strcmp(argv[6], "resolve"));
+	else
+		ret = 2;
+	ibres_close(h);
+	return ret;
+}

@@ -25,7 +25,21 @@
 #define RECV_BUF 2048
 #define RECV_BATCH 8
 #define RECV_ROUNDS 8 /* then give the other file descriptors a turn */
-#define UCAST_RCVBUF (4 << 20)
+/* Room for a whole cluster's burst: a node booting with 48,000 others hears
+ * every start-up announcement within the jitter window on its groups, and a
+ * newcomer every node's unicast answer at once (bench/directory-bench: the
+ * kernel's default 208 KiB dropped half of a 48k boot storm). A bound on
+ * what may queue, not memory taken up front. */
+#define SOCK_RCVBUF (32 << 20)
+
+/* Root may raise the buffer past net.core.rmem_max; anyone else gets that. */
+static void set_rcvbuf(int fd)
+{
+	int rcvbuf = SOCK_RCVBUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+}
 
 struct ip_sock {
 	struct loop_fd lf;
@@ -193,7 +207,6 @@ static int ip_open(struct transport *t, struct loop *loop, const struct cfg_endp
 {
 	struct sockaddr_storage ss;
 	struct ip_priv *p;
-	int rcvbuf = UCAST_RCVBUF;
 	socklen_t len;
 	int ret;
 
@@ -230,9 +243,7 @@ static int ip_open(struct transport *t, struct loop *loop, const struct cfg_endp
 		log_err("endpoint %s: bind to its own address: %s", ep->label, strerror(errno));
 		goto err;
 	}
-	/* A newcomer hears every node's answer at once: room for thousands. */
-	if (setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
-		setsockopt(p->ucast.lf.fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	set_rcvbuf(p->ucast.lf.fd);
 	ret = set_mcast_out(p->ucast.lf.fd, p->family, p->ifindex, is_loopback(ep->interface));
 	if (ret)
 		goto err;
@@ -259,6 +270,7 @@ static int ip_join(struct transport *t, unsigned g)
 	fd = new_socket(p->family);
 	if (fd < 0)
 		return fd;
+	set_rcvbuf(fd);
 	if (p->family == AF_INET) {
 		struct sockaddr_in *sin = (void *)&ss;
 		struct ip_mreqn mr = { .imr_multiaddr = sin->sin_addr,

@@ -6,6 +6,7 @@
  * "not found" without a multicast wait.
  */
 #include "fabric/fabric.h"
+#include "fabric/fabric_impl.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,61 +30,10 @@
 
 #define STARTUP_ANNOUNCES 3
 #define REANNOUNCE_MS 1000 /* an identity change is announced at once and again after this */
-#define KEY_MAX_BYTES 64
-
-struct fabric_port {
-	struct fabric *f;
-	struct endpoint *ep; /* its live identity */
-	/* the endpoint's transport settings as opened: the transport and the
-	 * protocol read these, never the config a reload replaces */
-	struct cfg_endpoint opened;
-	struct transport t;
-	bool open;
-};
 
 static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
 			unsigned changes);
 static void on_reannounce(struct loop_timer *t);
-
-struct fabric_counters {
-	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
-		rx_auth_failed, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
-		requests_sent, replies_sent, announces_sent, goodbyes_rx;
-};
-
-/* Newcomers answered lately, by GID hash: a whole cluster can boot at once
- * (1,024 slots answered a 48k storm's peers 2.7 times each; a collision
- * only costs one more answer). 16,384 slots of 32 bytes. */
-#define NEWCOMER_SLOTS 16384
-
-
-struct newcomer_slot {
-	uint8_t gid[16];
-	uint64_t burst;
-	uint64_t until_ms;
-};
-
-struct fabric {
-	const struct ibres_config *cfg; /* the running one (a reload replaces its content) */
-	struct loop *loop;
-	struct endpoints *eps;
-	struct host_store *store;
-	struct sa_client *sa;
-	struct newcomer_slot newcomers[NEWCOMER_SLOTS];
-	struct fabric_port ports[CFG_MAX_ENDPOINTS];
-	unsigned n_ports;
-	struct loop_timer announce_timer;
-	struct loop_timer reannounce_timer;
-	unsigned startup_announces_left;
-	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
-	uint64_t settled_ms;
-	uint64_t rng;
-	uint8_t key[KEY_MAX_BYTES];
-	size_t key_len;
-	struct fabric_counters c;
-	struct fabric_events ev;
-	uint8_t buf[FW_MAX_LEN];
-};
 
 static uint32_t rnd(struct fabric *f)
 {
@@ -657,57 +607,6 @@ void fabric_resync(struct fabric *f)
 	f->startup_announces_left = STARTUP_ANNOUNCES;
 	f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
 	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
-}
-
-static bool same_group(const struct cfg_group *a, const struct cfg_group *b)
-{
-	if (a->mtu != b->mtu || a->rate != b->rate || a->addr.ss_family != b->addr.ss_family)
-		return false;
-	if (a->addr.ss_family == AF_INET)
-		return !memcmp(&((const struct sockaddr_in *)&a->addr)->sin_addr,
-			       &((const struct sockaddr_in *)&b->addr)->sin_addr, 4);
-	if (a->addr.ss_family == AF_INET6)
-		return !memcmp(&((const struct sockaddr_in6 *)&a->addr)->sin6_addr,
-			       &((const struct sockaddr_in6 *)&b->addr)->sin6_addr, 16);
-	return true;
-}
-
-/* Would @now's endpoint need another transport than @was was opened with? */
-static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
-{
-	if (strcmp(was->label, now->label) || was->transport != now->transport ||
-	    strcmp(was->interface, now->interface) || was->udp_port != now->udp_port ||
-	    strcmp(was->device, now->device) || was->port_num != now->port_num ||
-	    was->pkey_index != now->pkey_index || was->n_groups != now->n_groups)
-		return true;
-	for (unsigned g = 0; g < was->n_groups; g++)
-		if (!same_group(&was->groups[g], &now->groups[g]))
-			return true;
-	return false;
-}
-
-void fabric_reload(struct fabric *f, const struct ibres_config *old,
-		   const struct ibres_config *new)
-{
-	unsigned opened = 0;
-
-	if (strcmp(old->cluster_key_file, new->cluster_key_file))
-		log_warn("cluster_key_file changed: it takes effect at the next restart");
-	for (unsigned i = 0; f && i < f->n_ports; i++) {
-		const struct fabric_port *p = &f->ports[i];
-		unsigned e = p->ep->index;
-
-		opened |= 1u << e;
-		if (e >= new->n_eps || transport_differs(&p->opened, &new->eps[e]))
-			log_warn("endpoint %s: its transport settings changed: they take effect at "
-				 "the next restart",
-				 p->opened.label);
-	}
-	for (unsigned e = 0; e < new->n_eps; e++)
-		if (!(opened & (1u << e)) && transport_for(&new->eps[e]) &&
-		    (e >= old->n_eps || transport_differs(&old->eps[e], &new->eps[e])))
-			log_warn("endpoint %s: a new transport: it starts at the next restart",
-				 new->eps[e].label);
 }
 
 /* Announce now instead of at the next period (nothing when announcements

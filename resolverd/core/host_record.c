@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+/* The host store's compact record: packing, its keys, reading it back, and
+ * the paths kept with it (see hoststore_impl.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hoststore_impl.h"
+
+/* ---- the compact record ------------------------------------------------ */
+
+/* Key @i of @h into @k. */
+void hs_key(const struct host *h, unsigned i, struct host_key *k)
+{
+	const uint8_t *p;
+	unsigned len;
+
+	if (i < h->n_names) {
+		p = h_name(h, i, &len);
+		k->type = IBRES_KEY_NAME;
+		k->len = (uint8_t)len;
+		for (unsigned j = 0; j < len; j++)
+			k->data[j] = p[j] >= 'A' && p[j] <= 'Z' ? (uint8_t)(p[j] - 'A' + 'a') : p[j];
+		return;
+	}
+	i -= h->n_names;
+	if (i < h->n_v4) {
+		host_key_addr(k, IBRES_KEY_IPV4, h_v4(h, i));
+		return;
+	}
+	i -= h->n_v4;
+	if (i < h->n_v6) {
+		host_key_addr(k, IBRES_KEY_IPV6, h_v6(h, i));
+		return;
+	}
+	i -= h->n_v6;
+	if (i < h->n_gids) {
+		host_key_addr(k, IBRES_KEY_GID, h_gid(h, i));
+		return;
+	}
+	host_key_lid(k, h->lid);
+}
+
+/* Is key @i of @h equal to @k? Without building the key. */
+bool hs_key_is(const struct host *h, unsigned i, const struct host_key *k)
+{
+	const uint8_t *p;
+	unsigned len;
+
+	if (i < h->n_names) {
+		if (k->type != IBRES_KEY_NAME)
+			return false;
+		p = h_name(h, i, &len);
+		if (len != k->len)
+			return false;
+		for (unsigned j = 0; j < len; j++) {
+			uint8_t c = p[j] >= 'A' && p[j] <= 'Z' ? (uint8_t)(p[j] - 'A' + 'a') : p[j];
+
+			if (c != k->data[j])
+				return false;
+		}
+		return true;
+	}
+	i -= h->n_names;
+	if (i < h->n_v4)
+		return k->type == IBRES_KEY_IPV4 && !memcmp(h_v4(h, i), k->data, 4);
+	i -= h->n_v4;
+	if (i < h->n_v6)
+		return k->type == IBRES_KEY_IPV6 && !memcmp(h_v6(h, i), k->data, 16);
+	i -= h->n_v6;
+	if (i < h->n_gids)
+		return k->type == IBRES_KEY_GID && !memcmp(h_gid(h, i), k->data, 16);
+	return k->type == IBRES_KEY_LID && h->lid && k->data[0] == (uint8_t)(h->lid >> 8) &&
+	       k->data[1] == (uint8_t)h->lid;
+}
+
+/* The identity key: the first GID, else key 0. */
+void hs_ident(const struct host *h, struct host_key *k)
+{
+	if (h->n_gids)
+		host_key_addr(k, IBRES_KEY_GID, h_gid(h, 0));
+	else
+		hs_key(h, 0, k);
+}
+
+void hs_rec_ident(const struct ibres_hostrec *r, struct host_key *k)
+{
+	if (r->n_gids)
+		host_key_addr(k, IBRES_KEY_GID, r->gids[0]);
+	else if (r->n_names)
+		host_key_name(k, r->names[0]);
+	else if (r->n_v4)
+		host_key_addr(k, IBRES_KEY_IPV4, &r->v4[0]);
+	else if (r->n_v6)
+		host_key_addr(k, IBRES_KEY_IPV6, &r->v6[0]);
+	else
+		host_key_lid(k, r->lid);
+}
+
+int hs_rec_validate(const struct ibres_hostrec *r)
+{
+	if (r->n_names > IBRES_HOST_NAMES_MAX || r->n_v4 > IBRES_HOST_ADDRS_MAX ||
+	    r->n_v6 > IBRES_HOST_ADDRS_MAX || r->n_gids > IBRES_HOST_GIDS_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < r->n_names; i++) {
+		size_t len = strnlen(r->names[i], sizeof(r->names[i]));
+
+		if (len == 0 || len > HOST_KEY_MAX)
+			return -EINVAL;
+	}
+	return r->n_names + r->n_v4 + r->n_v6 + r->n_gids + (r->lid ? 1 : 0) ? 0 : -EINVAL;
+}
+
+struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin)
+{
+	size_t size = sizeof(struct host) + 16 * (r->n_gids + r->n_v6) + 4 * r->n_v4;
+	struct host *h;
+	uint8_t *p;
+
+	for (unsigned i = 0; i < r->n_names; i++)
+		size += 1 + strlen(r->names[i]);
+	h = calloc(1, size);
+	if (!h)
+		return NULL;
+	h->qpn = r->qpn;
+	h->lid = r->lid;
+	h->pkey = r->pkey;
+	h->origin = origin;
+	h->n_names = (uint8_t)r->n_names;
+	h->n_v4 = (uint8_t)r->n_v4;
+	h->n_v6 = (uint8_t)r->n_v6;
+	h->n_gids = (uint8_t)r->n_gids;
+	p = h->data;
+	for (unsigned i = 0; i < r->n_gids; i++, p += 16)
+		memcpy(p, r->gids[i], 16);
+	for (unsigned i = 0; i < r->n_v6; i++, p += 16)
+		memcpy(p, &r->v6[i], 16);
+	for (unsigned i = 0; i < r->n_v4; i++, p += 4)
+		memcpy(p, &r->v4[i], 4);
+	for (unsigned i = 0; i < r->n_names; i++) {
+		size_t len = strlen(r->names[i]);
+
+		*p++ = (uint8_t)len;
+		memcpy(p, r->names[i], len);
+		p += len;
+	}
+	return h;
+}
+
+void hs_paths_free(struct host_path *p)
+{
+	while (p) {
+		struct host_path *next = p->next;
+
+		free(p);
+		p = next;
+	}
+}
+
+/* ---- the record, paths ----------------------------------------------------- */
+
+/* host_record() zeroes what follows the names; each name is written with its NUL. */
+_Static_assert(offsetof(struct ibres_hostrec, n_names) ==
+		       sizeof(((struct ibres_hostrec *)0)->names),
+	       "the names come first in struct ibres_hostrec");
+
+void host_record(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
+{
+	memset(&r->n_names, 0, sizeof(*r) - offsetof(struct ibres_hostrec, n_names));
+	r->n_names = h->n_names;
+	for (unsigned i = 0; i < h->n_names; i++) {
+		unsigned len;
+		const uint8_t *p = h_name(h, i, &len);
+
+		memcpy(r->names[i], p, len);
+		r->names[i][len] = '\0';
+	}
+	r->n_v4 = h->n_v4;
+	for (unsigned i = 0; i < h->n_v4; i++)
+		memcpy(&r->v4[i], h_v4(h, i), 4);
+	r->n_v6 = h->n_v6;
+	for (unsigned i = 0; i < h->n_v6; i++)
+		memcpy(&r->v6[i], h_v6(h, i), 16);
+	r->n_gids = h->n_gids;
+	for (unsigned i = 0; i < h->n_gids; i++)
+		memcpy(r->gids[i], h_gid(h, i), 16);
+	r->lid = h->lid;
+	r->qpn = h->qpn;
+	r->pkey = h->pkey;
+	if (h->expires_ms == UINT64_MAX)
+		r->ttl = 0;
+	else
+		r->ttl = h->expires_ms > now_ms ? (uint32_t)((h->expires_ms - now_ms + 999) / 1000) : 0;
+}
+
+uint8_t host_origin(const struct host *h)
+{
+	return h->origin;
+}
+
+uint64_t host_expires_ms(const struct host *h)
+{
+	return h->expires_ms;
+}
+
+uint16_t host_lid(const struct host *h)
+{
+	return h->lid;
+}
+
+const uint8_t *host_gid(const struct host *h)
+{
+	static const uint8_t zero[16];
+
+	return h->n_gids ? h_gid(h, 0) : zero;
+}
+
+const char *host_name(const struct host *h, char *buf)
+{
+	unsigned len = 0;
+	const uint8_t *p = h->n_names ? h_name(h, 0, &len) : NULL;
+
+	if (len)
+		memcpy(buf, p, len);
+	buf[len] = '\0';
+	return buf;
+}
+
+void host_group(const struct host *h, uint8_t *mtu, uint8_t *rate)
+{
+	*mtu = h->grp_mtu;
+	*rate = h->grp_rate;
+}
+
+bool host_has_key(const struct host *h, const struct host_key *k)
+{
+	unsigned nk = h_nkeys(h);
+
+	for (unsigned i = 0; i < nk; i++)
+		if (hs_key_is(h, i, k))
+			return true;
+	return false;
+}
+
+const struct ibres_path_record *host_route(const struct host *h, int ep, uint64_t now_ms)
+{
+	for (const struct host_path *p = h->paths; p; p = p->next)
+		if (p->ep == ep)
+			return p->expires_ms > now_ms ? &p->path : NULL;
+	return NULL;
+}
+
+int store_set_route(struct host_store *s, struct host *h, int ep,
+		    const struct ibres_path_record *path, uint32_t ttl_s, uint64_t now_ms)
+{
+	struct host_path *p;
+
+	(void)s;
+	for (p = h->paths; p; p = p->next)
+		if (p->ep == ep)
+			break;
+	if (!p) {
+		p = malloc(sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		p->ep = ep;
+		p->next = h->paths;
+		h->paths = p;
+	}
+	p->path = *path;
+	p->expires_ms = deadline(now_ms, ttl_s);
+	return 0;
+}
+
+unsigned store_drop_routes(struct host_store *s, int ep, const uint8_t *gid)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i <= s->ident_mask; i++)
+		for (struct host *h = s->idents[i]; h; h = h->id_next) {
+			if (gid && (!h->n_gids || memcmp(h_gid(h, 0), gid, 16)))
+				continue;
+			for (struct host_path **pp = &h->paths; *pp;) {
+				struct host_path *p = *pp;
+
+				if (ep < 0 || p->ep == ep) {
+					*pp = p->next;
+					free(p);
+					n++;
+				} else {
+					pp = &p->next;
+				}
+			}
+		}
+	return n;
+}
+

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/* Walking the host store, its size, and its invariants (for tests and
+ * fuzzing). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hoststore_impl.h"
+
+/* ---- walking, accounting, checking ---------------------------------------- */
+
+void store_foreach(struct host_store *s, store_visit_fn cb, void *arg)
+{
+	struct host_key k;
+
+	for (unsigned i = 0; i <= s->slot_mask; i++) {
+		const struct store_slot *sl = &s->slots[i];
+
+		if (!sl->h)
+			continue;
+		hs_key(sl->h, sl->kidx, &k);
+		if (cb(&k, sl->h, 0, sl->h->expires_ms, arg))
+			return;
+	}
+	for (const struct store_neg *n = s->neg_oldest; n; n = n->newer) {
+		k.type = n->type;
+		k.len = n->len;
+		memcpy(k.data, n->data, n->len);
+		if (cb(&k, NULL, n->status, n->expires_ms, arg))
+			return;
+	}
+}
+
+static size_t host_size(const struct host *h)
+{
+	size_t size = sizeof(*h) + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
+	unsigned len;
+
+	for (unsigned i = 0; i < h->n_names; i++) {
+		h_name(h, i, &len);
+		size += 1 + len;
+	}
+	for (const struct host_path *p = h->paths; p; p = p->next)
+		size += sizeof(*p);
+	return size;
+}
+
+size_t store_bytes(const struct host_store *s)
+{
+	size_t n = (s->slot_mask + 1) * sizeof(struct store_slot) +
+		   (s->ident_mask + 1) * sizeof(struct host *) +
+		   (s->neg_mask + 1) * sizeof(struct store_neg *);
+
+	for (unsigned i = 0; i <= s->ident_mask; i++)
+		for (const struct host *h = s->idents[i]; h; h = h->id_next)
+			n += host_size(h);
+	for (const struct store_neg *ng = s->neg_oldest; ng; ng = ng->newer)
+		n += sizeof(*ng) + ng->len;
+	return n;
+}
+
+static int check_slots(struct host_store *s)
+{
+	struct host_key k;
+	unsigned keys = 0;
+
+	for (unsigned i = 0; i <= s->slot_mask; i++) {
+		const struct store_slot *sl = &s->slots[i];
+
+		if (!sl->h)
+			continue;
+		keys++;
+		if (sl->kidx >= h_nkeys(sl->h))
+			return -EUCLEAN;
+		hs_key(sl->h, sl->kidx, &k);
+		if (!host_key_valid(&k) || hs_hash(s, &k) != sl->hash)
+			return -EUCLEAN;
+		/* reachable from its home without a gap, and the only slot of its key */
+		if (hs_slot_find(s, &k, sl->hash) != (long)i)
+			return -EUCLEAN;
+	}
+	return keys == s->n_keys ? 0 : -EUCLEAN;
+}
+
+static int check_hosts(struct host_store *s)
+{
+	uint64_t hosts = 0, learned = 0, lru = 0;
+	struct host_key id, k;
+
+	for (unsigned i = 0; i <= s->ident_mask; i++)
+		for (struct host *h = s->idents[i]; h; h = h->id_next) {
+			unsigned slots = 0, nk = h_nkeys(h);
+
+			hosts++;
+			if (!origin_pinned(h->origin))
+				learned++;
+			hs_ident(h, &id);
+			if (hs_ident_find(s, &id) != h || !h->n_indexed || !nk)
+				return -EUCLEAN;
+			for (unsigned j = 0; j < nk; j++) {
+				long at;
+
+				hs_key(h, j, &k);
+				at = hs_slot_find(s, &k, hs_hash(s, &k));
+				if (at >= 0 && s->slots[at].h == h && s->slots[at].kidx == j)
+					slots++;
+			}
+			if (slots != h->n_indexed)
+				return -EUCLEAN;
+		}
+	for (struct host *h = s->lru_head; h; h = h->lru_next) {
+		if (origin_pinned(h->origin) || (h->lru_next && h->lru_next->lru_prev != h))
+			return -EUCLEAN;
+		if (++lru > learned)
+			return -EUCLEAN;
+	}
+	if (hosts != s->stats.hosts || learned != s->stats.learned || lru != learned)
+		return -EUCLEAN;
+	return 0;
+}
+
+int store_check(struct host_store *s)
+{
+	uint64_t negs = 0;
+	int ret = check_slots(s);
+
+	if (ret)
+		return ret;
+	ret = check_hosts(s);
+	if (ret)
+		return ret;
+	for (const struct store_neg *n = s->neg_oldest; n; n = n->newer) {
+		struct host_key k = { .type = n->type, .len = n->len };
+
+		memcpy(k.data, n->data, n->len);
+		if (hs_neg_find(s, &k, n->hash) == NULL || ++negs > s->stats.negatives)
+			return -EUCLEAN;
+	}
+	return negs == s->stats.negatives ? 0 : -EUCLEAN;
+}

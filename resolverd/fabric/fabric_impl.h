@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the fabric protocol core: its state, shared by fabric.c (the
+ * protocol) and fabric_reload.c (what a reload may not change). */
+#ifndef IBRESD_FABRIC_IMPL_H
+#define IBRESD_FABRIC_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/loop.h"
+#include "fabric/fabric.h"
+#include "fabric/fabric_wire.h"
+#include "fabric/transport.h"
+
+#define KEY_MAX_BYTES 64
+
+struct fabric_port {
+	struct fabric *f;
+	struct endpoint *ep; /* its live identity */
+	/* the endpoint's transport settings as opened: the transport and the
+	 * protocol read these, never the config a reload replaces */
+	struct cfg_endpoint opened;
+	struct transport t;
+	bool open;
+};
+
+
+struct fabric_counters {
+	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
+		rx_auth_failed, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
+		requests_sent, replies_sent, announces_sent, goodbyes_rx;
+};
+
+/* Newcomers answered lately, by GID hash: a whole cluster can boot at once
+ * (1,024 slots answered a 48k storm's peers 2.7 times each; a collision
+ * only costs one more answer). 16,384 slots of 32 bytes. */
+#define NEWCOMER_SLOTS 16384
+
+
+struct newcomer_slot {
+	uint8_t gid[16];
+	uint64_t burst;
+	uint64_t until_ms;
+};
+
+struct fabric {
+	const struct ibres_config *cfg; /* the running one (a reload replaces its content) */
+	struct loop *loop;
+	struct endpoints *eps;
+	struct host_store *store;
+	struct sa_client *sa;
+	struct newcomer_slot newcomers[NEWCOMER_SLOTS];
+	struct fabric_port ports[CFG_MAX_ENDPOINTS];
+	unsigned n_ports;
+	struct loop_timer announce_timer;
+	struct loop_timer reannounce_timer;
+	unsigned startup_announces_left;
+	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
+	uint64_t settled_ms;
+	uint64_t rng;
+	uint8_t key[KEY_MAX_BYTES];
+	size_t key_len;
+	struct fabric_counters c;
+	struct fabric_events ev;
+	uint8_t buf[FW_MAX_LEN];
+};
+
+#endif

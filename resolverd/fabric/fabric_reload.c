@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+/* A reload and the fabric: the transports keep the settings they were
+ * opened with; what would need others is logged as needing a restart. */
+#include <netinet/in.h>
+#include <string.h>
+
+#include "core/endpoints.h"
+#include "core/log.h"
+#include "fabric/fabric_impl.h"
+
+static bool same_group(const struct cfg_group *a, const struct cfg_group *b)
+{
+	if (a->mtu != b->mtu || a->rate != b->rate || a->addr.ss_family != b->addr.ss_family)
+		return false;
+	if (a->addr.ss_family == AF_INET)
+		return !memcmp(&((const struct sockaddr_in *)&a->addr)->sin_addr,
+			       &((const struct sockaddr_in *)&b->addr)->sin_addr, 4);
+	if (a->addr.ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)&a->addr)->sin6_addr,
+			       &((const struct sockaddr_in6 *)&b->addr)->sin6_addr, 16);
+	return true;
+}
+
+/* Would @now's endpoint need another transport than @was was opened with? */
+static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
+{
+	if (strcmp(was->label, now->label) || was->transport != now->transport ||
+	    strcmp(was->interface, now->interface) || was->udp_port != now->udp_port ||
+	    strcmp(was->device, now->device) || was->port_num != now->port_num ||
+	    was->pkey_index != now->pkey_index || was->n_groups != now->n_groups)
+		return true;
+	for (unsigned g = 0; g < was->n_groups; g++)
+		if (!same_group(&was->groups[g], &now->groups[g]))
+			return true;
+	return false;
+}
+
+void fabric_reload(struct fabric *f, const struct ibres_config *old,
+		   const struct ibres_config *new)
+{
+	unsigned opened = 0;
+
+	if (strcmp(old->cluster_key_file, new->cluster_key_file))
+		log_warn("cluster_key_file changed: it takes effect at the next restart");
+	for (unsigned i = 0; f && i < f->n_ports; i++) {
+		const struct fabric_port *p = &f->ports[i];
+		unsigned e = p->ep->index;
+
+		opened |= 1u << e;
+		if (e >= new->n_eps || transport_differs(&p->opened, &new->eps[e]))
+			log_warn("endpoint %s: its transport settings changed: they take effect at "
+				 "the next restart",
+				 p->opened.label);
+	}
+	for (unsigned e = 0; e < new->n_eps; e++)
+		if (!(opened & (1u << e)) && transport_for(&new->eps[e]) &&
+		    (e >= old->n_eps || transport_differs(&old->eps[e], &new->eps[e])))
+			log_warn("endpoint %s: a new transport: it starts at the next restart",
+				 new->eps[e].label);
+}
+

@@ -97,6 +97,19 @@ static enum sa_rx path_decode(const struct sa_query *q, const uint8_t *mad, size
 	return SA_RX_OK;
 }
 
+/* Send @pq and let @w wait for it. */
+static int path_submit(struct sa_client *sa, struct path_query *pq, struct lookup_waiter *w)
+{
+	int ret = sa_query_submit(&pq->q);
+
+	if (ret)
+		return ret;
+	sa->c.path_queries++;
+	/* submitting answers nothing at once: the waiter is in time */
+	list_add_tail(&pq->waiters, &w->node);
+	return 0;
+}
+
 /* --- routes (route protocol sa) ------------------------------------------- */
 
 bool sa_route_available(struct sa_client *sa, const struct endpoint *ep)
@@ -154,13 +167,7 @@ int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host 
 	if (ret)
 		return ret;
 	pq->dest = k;
-	ret = sa_query_submit(&pq->q);
-	if (ret)
-		return ret;
-	sa->c.path_queries++;
-	/* submitting answers nothing at once: the waiter is in time */
-	list_add_tail(&pq->waiters, &w->node);
-	return 0;
+	return path_submit(sa, pq, w);
 }
 
 /* The SA has no path to @gid (its port left the subnet): a host learned
@@ -237,13 +244,7 @@ int sa_verify_path(struct sa_client *sa, struct endpoint *ep, const struct ibres
 	if (ret)
 		return ret;
 	pq->out = out;
-	ret = sa_query_submit(&pq->q);
-	if (ret)
-		return ret;
-	sa->c.path_queries++;
-	/* submitting answers nothing at once: the waiter is in time */
-	list_add_tail(&pq->waiters, &w->node);
-	return 0;
+	return path_submit(sa, pq, w);
 }
 
 static void verify_done(struct sa_query *q, int status, const union sa_answer *ans)

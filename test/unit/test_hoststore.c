@@ -5,6 +5,19 @@
  * change the store runs store_check() after the call, so every test checks
  * the invariants after every mutation (the two bulk tests check every few
  * thousand operations and at the end: a check is O(keys)).
+ *
+ * These replace test_cache.c (the old cache, one entry per key). What it
+ * asserted and the store no longer has moved or went, on purpose:
+ * - INIT/QUERYING entries, transaction ids, attempts, waiters and their
+ *   completion on insert, expiry, flush and GOODBYE: the resolver's table of
+ *   queries in flight (engine/pending.c), tested in test_protocol.c;
+ * - eviction skipping busy entries, and -ENOSPC: nothing in the store is
+ *   busy, pinned hosts are not counted, a learned host always makes room;
+ * - a bound in entries and eviction or expiry of one key of a host: the
+ *   bound counts learned hosts, and a host goes (or expires) whole;
+ * - one route per entry: paths are per host and per local endpoint;
+ * - negating a key a host holds: it is never negative now (tested);
+ * - the on_remove hook and re-entrant callbacks: the store calls nobody.
  */
 #include <arpa/inet.h>
 #include <errno.h>

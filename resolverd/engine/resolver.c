@@ -4,8 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "fabric/fabric.h"
 #include "core/hosts_file.h"
@@ -19,27 +17,10 @@
 
 static void resolver_sweep(struct loop_timer *t);
 
-static uint64_t rnd(struct resolver *r)
-{
-	/* xorshift64*: jitter only */
-	r->rng ^= r->rng >> 12;
-	r->rng ^= r->rng << 25;
-	r->rng ^= r->rng >> 27;
-	return (r->rng * 0x2545F4914F6CDD1DULL) >> 32;
-}
-
 /* Wait after attempt k (0-based): linear backoff, 1×, 1.5×, 2×… timeout. */
 static uint64_t attempt_wait(const struct ibres_config *cfg, unsigned k)
 {
 	return (uint64_t)cfg->timeout_ms + (uint64_t)cfg->timeout_ms * k / 2;
-}
-
-/* @base ± 10%. */
-static uint64_t jitter(struct resolver *r, uint64_t base)
-{
-	uint64_t span = base / 5;
-
-	return span ? base - base / 10 + rnd(r) % span : base;
 }
 
 uint64_t resolver_bound_ms(const struct ibres_config *cfg)
@@ -119,7 +100,7 @@ static void on_query_timer(struct pending_query *q, void *arg)
 	}
 	r->stats.query_retries++;
 	fabric_send_request(r->fabric, &q->key, q->tid);
-	pending_arm(q, now + jitter(r, attempt_wait(r->cfg, q->attempts)));
+	pending_arm(q, now + jitter_apply(&r->rng, attempt_wait(r->cfg, q->attempts)));
 	q->attempts++;
 }
 
@@ -136,7 +117,7 @@ static struct pending_query *query_start(struct resolver *r, const struct host_k
 	if (!q)
 		return NULL;
 	q->attempts = 1;
-	if (pending_arm(q, now_ms() + jitter(r, attempt_wait(r->cfg, 0))) < 0) {
+	if (pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0))) < 0) {
 		pending_end(q, -ENOMEM);
 		return NULL;
 	}
@@ -216,9 +197,7 @@ int resolver_init(struct resolver *r, const struct resolver_deps *deps, struct c
 	if (ret)
 		return ret;
 	endpoints_init(r->eps, r->store);
-	if (getrandom(&r->rng, sizeof(r->rng), GRND_NONBLOCK) != sizeof(r->rng))
-		r->rng = now_ms() ^ (uint64_t)getpid() << 32;
-	r->rng |= 1;
+	jitter_seed(&r->rng);
 	pending_init(&r->pending, r->loop, on_query_timer, r);
 	load_endpoints(r);
 	ret = load_authoritative(r, hosts);

@@ -15,6 +15,7 @@
 #include "core/endpoints.h"
 #include "core/hosts_file.h"
 #include "core/hoststore.h"
+#include "core/jitter.h"
 #include "core/loop.h"
 #include "core/waiter.h"
 #include "engine/pending.h"
@@ -52,7 +53,7 @@ struct resolver {
 	struct pending_table pending; /* what is being asked */
 	struct resolver_stats stats;
 	struct loop_timer sweep_timer;
-	uint64_t rng; /* query jitter */
+	struct jitter_rng rng; /* query jitter */
 	unsigned n_static_hosts;
 };
 

@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "core/endpoints.h"
+#include "core/jitter.h"
 #include "core/hoststore.h"
 #include "fabric/fabric_wire.h"
 #include "core/log.h"
@@ -34,23 +34,6 @@
 static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
 			unsigned changes);
 static void on_reannounce(struct loop_timer *t);
-
-static uint32_t rnd(struct fabric *f)
-{
-	/* xorshift64*: jitter only, seeded from getrandom() */
-	f->rng ^= f->rng >> 12;
-	f->rng ^= f->rng << 25;
-	f->rng ^= f->rng >> 27;
-	return (uint32_t)((f->rng * 0x2545F4914F6CDD1DULL) >> 32);
-}
-
-/* @base ± 10%. */
-static uint64_t jitter(struct fabric *f, uint64_t base)
-{
-	uint64_t span = base / 5;
-
-	return span ? base - base / 10 + rnd(f) % span : base;
-}
 
 static bool announcing(const struct fabric *f)
 {
@@ -436,7 +419,7 @@ static void on_announce_timer(struct loop_timer *t)
 		announce_all(f, 0, FW_ANNOUNCE, 0);
 		next = (uint64_t)f->cfg->announce_interval_s * 1000;
 	}
-	loop_timer_arm(f->loop, t, now_ms() + jitter(f, next));
+	loop_timer_arm(f->loop, t, now_ms() + jitter_apply(&f->rng, next));
 }
 
 /* --- policy ------------------------------------------------------------------ */
@@ -526,9 +509,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->ev = deps->ev;
 	f->announce_timer.cb = on_announce_timer;
 	f->reannounce_timer.cb = on_reannounce;
-	if (getrandom(&f->rng, sizeof(f->rng), 0) != sizeof(f->rng))
-		f->rng = now_ms() ^ (uint64_t)getpid() << 32;
-	f->rng |= 1;
+	jitter_seed(&f->rng);
 	if (f->cfg->cluster_key_file[0]) {
 		ret = load_key(f, f->cfg->cluster_key_file);
 		if (ret)
@@ -587,9 +568,9 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
-		f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
+		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 		/* random start-up delay: a rebooting rack must not announce at once */
-		loop_timer_arm(f->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+		loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
 	}
 	return 0;
 err:
@@ -605,8 +586,8 @@ void fabric_resync(struct fabric *f)
 	/* the directory is incomplete again: ask everyone, as at start-up */
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	f->startup_announces_left = STARTUP_ANNOUNCES;
-	f->burst = (uint64_t)rnd(f) << 32 | rnd(f);
-	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + rnd(f) % 100);
+	f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
+	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
 }
 
 /* Announce now instead of at the next period (nothing when announcements

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/config.h"
+#include "core/jitter.h"
 #include "core/loop.h"
 #include "fabric/fabric.h"
 #include "fabric/fabric_wire.h"
@@ -59,7 +60,7 @@ struct fabric {
 	unsigned startup_announces_left;
 	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
-	uint64_t rng;
+	struct jitter_rng rng;
 	uint8_t key[KEY_MAX_BYTES];
 	size_t key_len;
 	struct fabric_counters c;

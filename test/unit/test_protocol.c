@@ -247,7 +247,7 @@ static void start(const char *resolve, const char *hosts_text)
 								.eps = &ctx.eps },
 				       &ctx.static_hosts),
 			 0);
-	ctx.res.rng = 0x9e3779b97f4a7c15ULL; /* the same jitter on every run */
+	ctx.res.rng.s = 0x9e3779b97f4a7c15ULL; /* the same jitter on every run */
 	assert_int_equal(fabric_start(&ctx.fabric,
 				      &(struct fabric_deps){ .cfg = &ctx.cfg, .loop = &ctx.loop,
 							     .eps = &ctx.eps, .store = &ctx.store,

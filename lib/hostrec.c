@@ -126,6 +126,13 @@ int hostrec_has_name(const struct ibres_hostrec *h, const char *name)
 	return 0;
 }
 
+int hostrec_same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec *b)
+{
+	return a->n_v4 == b->n_v4 && a->n_v6 == b->n_v6 &&
+	       !memcmp(a->v4, b->v4, a->n_v4 * sizeof(a->v4[0])) &&
+	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
+}
+
 static int name_eq_key(const char *name, const uint8_t *data, size_t len)
 {
 	size_t i;

@@ -43,6 +43,9 @@ int hostrec_addr_type(int af, size_t len, uint16_t *type);
 /* Case-insensitive name match against every name of @h. */
 int hostrec_has_name(const struct ibres_hostrec *h, const char *name);
 
+/* Do @a and @b list the same IPv4 and IPv6 addresses, in the same order? */
+int hostrec_same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec *b);
+
 /* Does @h own the key (@type, @data, @len): one of its names (@data is the
  * name, compared without regard to ASCII case, not NUL-terminated), IPv4,
  * IPv6 addresses, GIDs, or its LID (@data big-endian, 2 bytes)? The one

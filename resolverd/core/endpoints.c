@@ -62,18 +62,11 @@ int endpoints_publish(struct endpoints *e, unsigned *failed_ep)
 	return 0;
 }
 
-static bool same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec *b)
-{
-	return a->n_v4 == b->n_v4 && a->n_v6 == b->n_v6 &&
-	       !memcmp(a->v4, b->v4, a->n_v4 * sizeof(a->v4[0])) &&
-	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
-}
-
 static unsigned changes_of(const struct ibres_hostrec *a, const struct ibres_hostrec *b)
 {
 	unsigned c = 0;
 
-	if (!same_addrs(a, b))
+	if (!hostrec_same_addrs(a, b))
 		c |= EP_CHANGE_ADDRS;
 	if (a->lid != b->lid || a->pkey != b->pkey)
 		c |= EP_CHANGE_PORT;

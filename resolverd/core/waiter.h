@@ -24,4 +24,29 @@ static inline void lookup_waiter_cancel(struct lookup_waiter *w)
 	list_init(&w->node);
 }
 
+/* Complete every waiter on @head with @status. The list is taken off @head
+ * first, so a callback may queue new waiters there (not woken by this
+ * call) and @head's owner may be freed by the caller right after. */
+static inline void lookup_waiters_wake(struct list_node *head, int status)
+{
+	struct list_node woken;
+
+	list_init(&woken);
+	if (!list_empty(head)) {
+		woken.next = head->next;
+		woken.prev = head->prev;
+		woken.next->prev = &woken;
+		woken.prev->next = &woken;
+		list_init(head);
+	}
+	while (!list_empty(&woken)) {
+		struct lookup_waiter *w = list_entry(woken.next, struct lookup_waiter, node);
+
+		list_del(&w->node);
+		list_init(&w->node);
+		if (w->done)
+			w->done(w, status);
+	}
+}
+
 #endif

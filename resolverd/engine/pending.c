@@ -101,7 +101,6 @@ void pending_end(struct pending_query *q, int status)
 {
 	struct pending_table *pt = q->pt;
 	struct pending_query **pp;
-	struct list_node waiters;
 
 	for (pp = &pt->buckets[bucket(pt, &q->key)]; *pp; pp = &(*pp)->hnext)
 		if (*pp == q) {
@@ -111,22 +110,9 @@ void pending_end(struct pending_query *q, int status)
 	list_del(&q->node);
 	pt->n--;
 	loop_timer_cancel(pt->loop, &q->timer);
-	/* the waiters move off the query first: a callback may look again */
-	list_init(&waiters);
-	if (!list_empty(&q->waiters)) {
-		waiters.next = q->waiters.next;
-		waiters.prev = q->waiters.prev;
-		waiters.next->prev = &waiters;
-		waiters.prev->next = &waiters;
-	}
+	/* out of the table already: a callback that looks again starts anew */
+	lookup_waiters_wake(&q->waiters, status);
 	free(q);
-	while (!list_empty(&waiters)) {
-		struct lookup_waiter *w = list_entry(waiters.next, struct lookup_waiter, node);
-
-		list_del(&w->node);
-		list_init(&w->node);
-		w->done(w, status);
-	}
 }
 
 unsigned pending_end_all(struct pending_table *pt, int status)

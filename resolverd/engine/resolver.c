@@ -32,7 +32,16 @@ uint64_t resolver_bound_ms(const struct ibres_config *cfg)
 	return total;
 }
 
-/* Queries whose key has a host now end; their requests look again. */
+/* A query whose key has a host now ends; its requests look again. True
+ * when it ended. */
+static bool end_if_known(struct resolver *r, struct pending_query *q, uint64_t now)
+{
+	if (!store_lookup(r->store, &q->key, now, false))
+		return false;
+	pending_end(q, 0);
+	return true;
+}
+
 static void end_answered(struct resolver *r, const struct host_key *keys, unsigned n)
 {
 	uint64_t now = now_ms();
@@ -40,8 +49,8 @@ static void end_answered(struct resolver *r, const struct host_key *keys, unsign
 	for (unsigned i = 0; i < n; i++) {
 		struct pending_query *q = pending_find(&r->pending, &keys[i]);
 
-		if (q && store_lookup(r->store, &keys[i], now, false))
-			pending_end(q, 0);
+		if (q)
+			end_if_known(r, q, now);
 	}
 }
 
@@ -52,10 +61,7 @@ static void end_all_answered(struct resolver *r)
 
 	list_for_each_safe(pos, tmp, &r->pending.all)
 	{
-		struct pending_query *q = list_entry(pos, struct pending_query, node);
-
-		if (store_lookup(r->store, &q->key, now, false))
-			pending_end(q, 0);
+		end_if_known(r, list_entry(pos, struct pending_query, node), now);
 	}
 }
 
@@ -84,10 +90,8 @@ static void on_query_timer(struct pending_query *q, void *arg)
 	struct resolver *r = arg;
 	uint64_t now = now_ms();
 
-	if (store_lookup(r->store, &q->key, now, false)) {
-		pending_end(q, 0); /* known meanwhile (a static host, an endpoint) */
-		return;
-	}
+	if (end_if_known(r, q, now))
+		return; /* known meanwhile (a static host, an endpoint) */
 	if (q->attempts > r->cfg->retries) {
 		char key[HOST_KEY_STR_MAX];
 

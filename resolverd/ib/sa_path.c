@@ -121,9 +121,7 @@ bool sa_route_available(struct sa_client *sa, const struct endpoint *ep)
 
 static bool same_dest(const struct sa_query *q, const void *arg)
 {
-	const struct host_key *k = arg, *dest = &path_query_of(q)->dest;
-
-	return dest->type == k->type && dest->len == k->len && !memcmp(dest->data, k->data, k->len);
+	return host_key_eq(&path_query_of(q)->dest, arg);
 }
 
 int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host *h,
@@ -189,19 +187,6 @@ static void drop_stale(struct sa_client *sa, const uint8_t gid[16])
 	store_remove_gid(sa->store, gid);
 }
 
-/* Complete every waiter of @pq with @status. */
-static void path_wake(struct path_query *pq, int status)
-{
-	while (!list_empty(&pq->waiters)) {
-		struct lookup_waiter *w = list_entry(pq->waiters.next, struct lookup_waiter, node);
-
-		list_del(&w->node);
-		list_init(&w->node);
-		if (w->done)
-			w->done(w, status);
-	}
-}
-
 /* Store the answer with the destination host (all its names and addresses
  * share the path) and wake the requests waiting for it. */
 static void route_done(struct sa_query *q, int status, const union sa_answer *ans)
@@ -214,7 +199,7 @@ static void route_done(struct sa_query *q, int status, const union sa_answer *an
 
 	h = store_lookup(sa->store, &pq->dest, now, false);
 	if (!h) {
-		path_wake(pq, -ENODATA); /* the host left meanwhile */
+		lookup_waiters_wake(&pq->waiters, -ENODATA); /* the host left meanwhile */
 		return;
 	}
 	if (status) {
@@ -226,7 +211,7 @@ static void route_done(struct sa_query *q, int status, const union sa_answer *an
 				   now) < 0) {
 		status = -ENOMEM;
 	}
-	path_wake(pq, status);
+	lookup_waiters_wake(&pq->waiters, status);
 }
 
 /* --- QUERY_SA ---------------------------------------------------------------- */
@@ -258,5 +243,5 @@ static void verify_done(struct sa_query *q, int status, const union sa_answer *a
 		return; /* the client went away */
 	if (!status)
 		*pq->out = ans->path;
-	path_wake(pq, status);
+	lookup_waiters_wake(&pq->waiters, status);
 }

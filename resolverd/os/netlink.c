@@ -457,18 +457,11 @@ static bool link_serves(const struct nl_link *l, const struct endpoint *ep,
 	       (!l->pkey || !id->pkey || (l->pkey | 0x8000) == (id->pkey | 0x8000));
 }
 
+/* Does @id list address @a of @family (the one rule, lib/hostrec.h)? */
 static bool id_has_addr(const struct ibres_hostrec *id, int family, const uint8_t *a)
 {
-	if (family == AF_INET) {
-		for (unsigned i = 0; i < id->n_v4; i++)
-			if (!memcmp(&id->v4[i], a, 4))
-				return true;
-	} else {
-		for (unsigned i = 0; i < id->n_v6; i++)
-			if (!memcmp(&id->v6[i], a, 16))
-				return true;
-	}
-	return false;
+	return family == AF_INET ? hostrec_has_key(id, IBRES_KEY_IPV4, a, 4)
+				 : hostrec_has_key(id, IBRES_KEY_IPV6, a, 16);
 }
 
 /* Is @a someone else's: listed in another endpoint's config, or taken from
@@ -521,13 +514,6 @@ unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibr
 	return dropped;
 }
 
-static bool same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec *b)
-{
-	return a->n_v4 == b->n_v4 && a->n_v6 == b->n_v6 &&
-	       !memcmp(a->v4, b->v4, a->n_v4 * sizeof(a->v4[0])) &&
-	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
-}
-
 /* Log the addresses in @a that @b lacks, as @what. */
 static void log_diff(const struct endpoint *ep, const struct ibres_hostrec *a,
 		     const struct ibres_hostrec *b, const char *what)
@@ -555,7 +541,7 @@ void netlink_refresh(struct netlink *nl)
 
 		nl->after = ep->cfg.id;
 		dropped = netlink_merge(nl, ep, &nl->after);
-		if (same_addrs(&nl->after, &ep->cfg.id))
+		if (hostrec_same_addrs(&nl->after, &ep->cfg.id))
 			continue;
 		log_diff(ep, &nl->after, &ep->cfg.id, "added");
 		log_diff(ep, &ep->cfg.id, &nl->after, "removed");

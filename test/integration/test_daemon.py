@@ -105,6 +105,28 @@ def test_sighup_reload_keeps_cache_and_applies_config(daemon_factory, tmp_path):
     assert host(d.socket, "node1")[0] == 0
 
 
+def test_sighup_logs_what_needs_a_restart(daemon_factory, tmp_path):
+    """A reload never changes what the running transports were opened with:
+    a new cluster key is logged as taking effect at the next restart, the
+    rest of the new config applies."""
+    key = tmp_path / "cluster.key"
+    key.write_bytes(b"0123456789abcdef0123456789abcdef")
+    key.chmod(0o600)
+    d = daemon_factory().start()
+    with open(d.config) as f:
+        text = f.read()
+    with open(d.config, "w") as f:
+        f.write(text.replace("[resolve]", "[resolve]\ncluster_key_file = %s" % key, 1))
+    d.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "configuration reloaded" not in d.logtext():
+        time.sleep(0.05)
+    log = d.logtext()
+    assert "configuration reloaded" in log
+    assert "cluster_key_file changed: it takes effect at the next restart" in log
+    assert parse_hdr(Client(d.socket).request(resolve_name("node1")))["status"] == 0
+
+
 def test_sighup_with_broken_config_keeps_running(daemon_factory):
     d = daemon_factory().start()
     with open(d.config, "a") as f:

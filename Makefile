@@ -2,6 +2,8 @@
 # file in a layer of resolverd/, lib/, nss/, tools/ or test/unit/ needs no edit here.
 #   make            build everything into build/
 #   make check      unit tests (cmocka) then integration tests (pytest)
+#   make check SANITIZE=1   the same with ASan+UBSan, built into build-san/
+#   make valgrind   memcheck over libibres and the NSS module (unit and helper tests)
 #   make demo       a 4-node emulated cluster resolving names (root)
 #   make install DESTDIR=... PREFIX=...   /   make uninstall   /   make clean
 
@@ -33,11 +35,22 @@ endif
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 
 OPTFLAGS ?= -O2 -g
+# SANITIZE=1: everything (daemon, libraries, tools, tests) with ASan and UBSan, any report
+# fatal, in its own build directory. Programs we do not build (getent, python) load the
+# sanitized NSS module and libibres with libasan preloaded: test/integration/conftest.py.
+ifeq ($(SANITIZE),1)
+B := build-san
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+export IBRES_SAN_CFLAGS := $(SAN_FLAGS)
+export IBRES_ASAN_PRELOAD := $(shell $(CC) -print-file-name=libasan.so)
+export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0:exitcode=86
+export UBSAN_OPTIONS := print_stacktrace=1:exitcode=86
+endif
 WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wno-format-nonliteral -Wpointer-arith -Wvla -Wundef
 BASECFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing \
 	-Iinclude -Ilib -DIBRES_VERSION='"$(VERSION)"' -MMD -MP
-ALL_CFLAGS = $(BASECFLAGS) $(WARNFLAGS) $(OPTFLAGS) $(CFLAGS)
+ALL_CFLAGS = $(BASECFLAGS) $(WARNFLAGS) $(OPTFLAGS) $(SAN_FLAGS) $(CFLAGS)
 DAEMON_PKGS := libsystemd libnl-3.0 libnl-route-3.0 libibumad libibverbs
 DAEMON_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS))
 DAEMON_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS)) -lcrypto -lm
@@ -66,7 +79,7 @@ DEPS_STAMP := $(B)/.deps-ok
 PROGRAMS := $(B)/ibresd $(B)/ibresctl $(B)/libnss_ib.so.2 $(B)/libibres.so.1 $(B)/libibres.so \
 	$(B)/libibres.pc
 
-.PHONY: all check unit integration demo install uninstall clean fuzz bench format deps
+.PHONY: all check unit integration valgrind demo install uninstall clean fuzz bench format deps
 all: $(PROGRAMS)
 
 deps: $(DEPS_STAMP)
@@ -138,7 +151,19 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 			{ echo "FAILED (status $$?): $$f"; exit 1; }; done
 
 integration: all
-	$(PYTHON) -m pytest -ra -p no:cacheprovider test/integration
+	IBRES_BUILD=$(abspath $(B)) IBRESD=$(abspath $(B))/ibresd \
+		$(PYTHON) -m pytest -ra -p no:cacheprovider test/integration
+
+# memcheck over what runs inside other processes: libibres's and the NSS module's unit tests,
+# then the integration tests that run the NSS module (through glibc) and libibres under it.
+VALGRIND_UNITS := test_client test_msg test_pack test_ibenum
+VALGRIND := valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect
+valgrind: all $(VALGRIND_UNITS:%=$(B)/test/%)
+	@set -e; for t in $(VALGRIND_UNITS); do echo "== valgrind $(B)/test/$$t"; \
+		timeout -k 5 $(UNIT_TIMEOUT) $(VALGRIND) $(B)/test/$$t || \
+			{ echo "FAILED (status $$?): valgrind $$t"; exit 1; }; done
+	IBRES_BUILD=$(abspath $(B)) $(PYTHON) -m pytest -ra -p no:cacheprovider -m valgrind \
+		test/integration/test_nss.py test/integration/test_libibres.py
 
 check: all
 	@tools/layercheck $(B)

@@ -135,6 +135,9 @@ class SimDaemon(Daemon):
         # a SANITIZE=1 daemon needs ASan's runtime ahead of the preloaded umad2sim
         env = dict(os.environ, IBSIM_SOCKNAME=st["sockname"], SIM_HOST=self.host,
                    LD_PRELOAD=" ".join(filter(None, [ASAN_PRELOAD, st["umad2sim"]])))
+        if ASAN_PRELOAD:
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":suppressions=" + \
+                os.path.join(ROOT, "test", "integration", "umad2sim.asan-supp")
         cmd = [IBRESD, "--foreground"] + (["--debug"] if self.debug else []) + \
             ["--config", self.config, "--socket", self.socket]
         if st.get("netns"):

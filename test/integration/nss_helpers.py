@@ -19,6 +19,8 @@ HELPERS = {
     "nss_glibc": ["-lpthread"],
     "nss_libibres": ["-I" + INCLUDE[0], "-L" + BUILD, "-libres", "-lrdmacm",
                      "-Wl,-rpath," + BUILD],
+    "nss_load": ["-I" + INCLUDE[0], "-L" + BUILD, "-libres", "-lpthread",
+                 "-Wl,-rpath," + BUILD],
 }
 
 

@@ -2,7 +2,9 @@
 /*
  * Test helper: a multi-threaded lookup load through glibc (hosts: ib, libnss_ib.so.2 found
  * through LD_LIBRARY_PATH) or through libibres, for the fault tests (test_faults.py). Every
- * call is timed and classified; nothing is retried here.
+ * call is timed and classified; nothing is retried here. After a failed call a thread pauses
+ * 1 ms, as a program would, rather than spin: 32 threads failing at once in a tight loop
+ * would starve a small machine and measure the scheduler.
  *
  *   nss_load API THREADS SECONDS NAME IPV4
  *     API  gethostbyname  gethostbyname2_r(NAME, AF_INET)
@@ -218,6 +220,8 @@ static void *work(void *arg)
 		if (o == OK) {
 			w->ok++;
 			w->last_ok = t1;
+		} else {
+			nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 		}
 	}
 	return NULL;

@@ -363,13 +363,17 @@ def test_getaddrinfo_remote(c4, helpers):
 
 # --- names that are not there ----------------------------------------------------------
 
-def test_unknown_cluster_name_notfound_at_once(c4, helpers):
+@pytest.mark.parametrize("directory", ["on", "off"])
+def test_unknown_cluster_name_notfound_at_once(c4, helpers, directory):
     """After the settle time a cluster name (or address, or GID) nobody
-    announced is NOTFOUND (h_errno HOST_NOT_FOUND) at once, from the
-    directory, with no fabric query."""
+    announced is NOTFOUND (h_errno HOST_NOT_FOUND) at once, with no fabric
+    query: from the shared directory without asking the daemon, or (with
+    IBRES_DIRECTORY=off) from the daemon's store."""
     for s in (2, 3):
         before = stats(c4.sock(s))
         quick = dict(IBRES_TIMEOUT_MS=AT_ONCE_MS)
+        if directory == "off":
+            quick["IBRES_DIRECTORY"] = "off"
         for entry, key, af in (("byname2", "node99", AF_INET), ("byname2", "node99", AF_IB),
                                ("byname4", "node99", 0), ("byaddr", "198.18.0.99", AF_INET),
                                ("byaddr", "2001:db8::99", AF_INET6),
@@ -384,7 +388,11 @@ def test_unknown_cluster_name_notfound_at_once(c4, helpers):
             assert r.returncode == 2 and r.stdout == "", (s, args, r.stdout, r.stderr)
         after = stats(c4.sock(s))
         assert no_lookup_traffic(before, after) == NO_TRAFFIC, (s, before, after)
-        assert after["host_notfound"] > before["host_notfound"]
+        if directory == "off":
+            assert after["host_notfound"] > before["host_notfound"]
+        else:
+            # the daemon was not even asked
+            assert after["host_lookups"] == before["host_lookups"], (before, after)
 
 
 def test_foreign_name_no_fabric_traffic(c4, helpers):

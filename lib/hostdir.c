@@ -365,14 +365,14 @@ int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, 
 		uint32_t seq = load32_acquire(&hd->table_seq);
 		int ret;
 
-		if (seq & 1)
-			continue;
+		/* a hit is checked against the record itself: whatever the slots
+		 * are doing, the record says which keys it holds */
 		ret = probe(base, size, hd, (unsigned)tab, key, len, now_ms, rec);
 		if (ret <= 0)
 			return ret;
 		/* not there: believe it only if no slot changed meanwhile */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&hd->table_seq, __ATOMIC_RELAXED) != seq)
+		if ((seq & 1) || __atomic_load_n(&hd->table_seq, __ATOMIC_RELAXED) != seq)
 			continue;
 		return miss_verdict(hd, (unsigned)tab, key, len, now_ms);
 	}

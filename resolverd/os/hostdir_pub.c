@@ -109,9 +109,13 @@ static const uint8_t store_key_type[IBDIR_TABLES] = {
 /* Does the store give this key to @h? Only then does its slot point at @h. */
 static bool holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k)
 {
-	struct host_key hk = { .type = store_key_type[k->tab], .len = k->len };
+	struct host_key hk;
 
-	memcpy(hk.data, k->data, k->len);
+	/* the store's own key rules (a name is folded to lower case) */
+	if (k->tab == IBDIR_TAB_NAME)
+		host_key_name(&hk, k->data); /* a record's names are NUL-terminated */
+	else
+		host_key_addr(&hk, store_key_type[k->tab], k->data);
 	return store_holder(p->store, &hk) == h;
 }
 
@@ -617,6 +621,7 @@ int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store
 		return -ENOMEM;
 	p->loop = loop;
 	p->store = store;
+	p->auth_from = IBDIR_NEVER; /* until the resolver says otherwise */
 	strcpy(p->path, path);
 	snprintf(p->tmp, sizeof(p->tmp), "%s.new", path);
 	p->beat.cb = on_beat;

@@ -8,6 +8,9 @@
  *   nss_glibc SERVICES byaddr ADDR AF       gethostbyaddr_r (AF 27: ADDR is a GID)
  *   nss_glibc SERVICES threads T N NAME ADDR  T threads x N gethostbyname2_r(AF_INET),
  *                                           each answer checked against ADDR
+ *   nss_glibc SERVICES repeat N NAME AF     one gethostbyname2_r, then N more between
+ *                                           the markers "repeat-begin"/"repeat-end"
+ *                                           written to stderr (for strace)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void print_hostent(const struct hostent *he)
 {
@@ -144,6 +148,24 @@ static int threads(int t, long n, const char *name, const char *addr)
 	return 0;
 }
 
+static int repeat(long n, const char *name, int af)
+{
+	struct hostent he, *res = NULL;
+	char buf[4096];
+	long differ = 0;
+	int ret, herr = 0, first;
+
+	first = gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr);
+	write(2, "repeat-begin\n", 13);
+	for (long i = 0; i < n; i++)
+		if (gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr) != first)
+			differ++;
+	write(2, "repeat-end\n", 11);
+	ret = gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr);
+	printf("repeat_differ=%ld\n", differ);
+	return report(ret, res, herr, &he);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -158,6 +180,8 @@ int main(int argc, char **argv)
 		return by_name(argv[3], atoi(argv[4]));
 	if (!strcmp(argv[2], "byaddr") && argc == 5)
 		return by_addr(argv[3], atoi(argv[4]));
+	if (!strcmp(argv[2], "repeat") && argc == 6)
+		return repeat(atol(argv[3]), argv[4], atoi(argv[5]));
 	if (!strcmp(argv[2], "threads") && argc == 7)
 		return threads(atoi(argv[3]), atol(argv[4]), argv[5], argv[6]);
 	fprintf(stderr, "bad arguments\n");

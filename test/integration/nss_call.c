@@ -14,7 +14,8 @@
  * its own (as nscd does). --repeat N makes N more calls after the first,
  * between two marker writes ("repeat-begin", "repeat-end" on stderr) that an
  * strace of the process can find, and counts the answers that differ from
- * the first ("repeat_differ").
+ * the first ("repeat_differ"); a KEY with "%ld" in it is a format, given the
+ * call's number, so that each of the N calls asks another key.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -226,11 +227,20 @@ int main(int argc, char **argv)
 		int e2, h2;
 		int32_t t2;
 
+		char key[300];
+		const char *fmt = c.key;
+
 		write(2, "repeat-begin\n", 13);
-		for (long n = 0; n < repeat; n++)
+		for (long n = 0; n < repeat; n++) {
+			/* a KEY with %ld asks a different one each time */
+			if (strstr(fmt, "%ld")) {
+				snprintf(key, sizeof(key), fmt, n);
+				c.key = key;
+			}
 			if (one(&c, len, &e2, &h2, &t2, again, sizeof(again)) != s ||
 			    strcmp(again, desc))
 				differ++;
+		}
 		write(2, "repeat-end\n", 11);
 		printf("repeat_differ=%ld\n", differ);
 	}

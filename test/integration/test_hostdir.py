@@ -285,18 +285,28 @@ def test_a_file_others_may_write_is_not_used(helpers, daemon_factory):
 
 # ---- /run full ---------------------------------------------------------------------------------
 
+def many_hosts(path, n):
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write("fe80::3:%x:0:%x %d bulk%d 198.19.%d.%d\n"
+                    % (i // 250, i % 250 + 1, 100 + i, i, i // 250, i % 250 + 1))
+
+
 @needs_root
-def test_full_run_the_daemon_logs_once_and_serves(helpers, tmp_path):
-    """The socket's folder is a 16 KiB tmpfs in a mount namespace of its own:
-    the file cannot be reserved at start (nor on the retries), the daemon
-    says so once, and clients are answered over the socket."""
+@pytest.mark.parametrize("size,when", [("16k", "start"), ("160k", "growth")])
+def test_full_run_the_daemon_logs_once_and_serves(helpers, tmp_path, size, when):
+    """The socket's folder is a small tmpfs in a mount namespace of its own.
+    start: the file cannot be reserved at start (nor on the retries).
+    growth: the first file fits, a reload brings 3,000 static hosts, and the
+    bigger file does not. Either way the daemon says so once and clients are
+    answered correctly, over the socket where the file cannot answer."""
     top = tmp_path / "run"
     top.mkdir()
     conf = tmp_path / "ibresd.conf"
     conf.write_text(static_hosts_config())
     sock = top / "ibresd.sock"
     log = open(tmp_path / "log", "wb")
-    script = ('mount -t tmpfs -o size=16k tmpfs "$1" && shift && exec "$@"')
+    script = 'mount -t tmpfs -o size=%s tmpfs "$1" && shift && exec "$@"' % size
     p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
                           str(top), IBRESD, "--foreground", "--config", str(conf), "--socket",
                           str(sock)], stdout=log, stderr=subprocess.STDOUT)
@@ -308,11 +318,25 @@ def test_full_run_the_daemon_logs_once_and_serves(helpers, tmp_path):
             if run(enter + ["test", "-S", str(sock)], timeout=10).returncode == 0:
                 break
             time.sleep(0.05)
+        keys = ["node2", "login1"]
+        if when == "growth":
+            assert run(enter + ["test", "-f", str(top / "hosts.db")], timeout=10).returncode == 0
+            bulk = tmp_path / "bulk.hosts"
+            many_hosts(bulk, 3000)
+            # the example hosts give way to 3,000 others
+            conf.write_text(static_hosts_config().replace("hosts_file = ",
+                                                          "hosts_file = %s\n#" % bulk))
+            p.send_signal(signal.SIGHUP)
+            keys = ["bulk0", "bulk2999", "node1"]
         time.sleep(6)  # a retry or more
-        for key in ("node2", "login1"):
+        for key in keys + ["no-such-host"]:
             r = run(enter + [helpers["nss_call"], NSS_MODULE, "byname2", key, "2"], env=env,
                     timeout=30)
-            assert parse_kv(r.stdout)["status"] == "SUCCESS", r.stdout + r.stderr
+            off = run(enter + [helpers["nss_call"], NSS_MODULE, "byname2", key, "2"],
+                      env=dict(env, IBRES_DIRECTORY="off"), timeout=30)
+            assert r.stdout == off.stdout, (key, r.stdout, off.stdout)
+            assert parse_kv(r.stdout)["status"] == ("NOTFOUND" if key == "no-such-host"
+                                                     else "SUCCESS"), r.stdout
         r = run(enter + [IBRESCTL, "--socket", str(sock), "stats"], timeout=30)
         assert re.search(r"directory_failures\s+[1-9]", r.stdout), r.stdout
     finally:

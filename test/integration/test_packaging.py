@@ -13,7 +13,8 @@ import tarfile
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-UNITS = ["ibresd.service", "ibresd.socket", "ibresd-acm.socket"]
+UNITS = ["ibresd.service", "ibresd.socket", "ibresd-acm.socket", "ibresd-metrics.service",
+         "ibresd-metrics.timer"]
 LIBDIRS = ["usr/lib/x86_64-linux-gnu", "usr/lib64"]
 
 
@@ -74,6 +75,7 @@ def test_install_fhs_layout(installed):
         assert os.path.isfile(os.path.join(dest, "usr/include", h))
     for u in UNITS:
         assert os.path.isfile(os.path.join(dest, "usr/lib/systemd/system", u)), u
+    assert os.path.isfile(os.path.join(dest, "usr/share/bash-completion/completions/ibresctl"))
     with open(os.path.join(dest, "etc/ibres/ibresd.conf"), "rb") as f, \
             open(os.path.join(ROOT, "conf/ibresd.conf"), "rb") as g:
         assert f.read() == g.read()
@@ -82,7 +84,8 @@ def test_install_fhs_layout(installed):
     # nothing lands outside the FHS places we expect
     for rel in tree(dest):
         assert rel.startswith(("usr/sbin/", "usr/bin/", "usr/include/", "usr/share/man/",
-                               "usr/lib/systemd/system/", lib + "/", "etc/ibres/")), rel
+                               "usr/lib/systemd/system/", "usr/share/bash-completion/completions/",
+                               lib + "/", "etc/ibres/")), rel
 
 
 def test_installed_units_and_pkgconfig_name_the_install_paths(installed):

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "confgen.h"
+#include "ibacm_import.h"
 #include "conn.h"
 #include "hostrec.h"
 #include "ibenum.h"
@@ -43,6 +44,7 @@ struct ctl {
 	int timeout_ms;
 	bool json;
 	bool prometheus; /* --format prometheus (stats only) */
+	const char *hosts_out; /* --hosts-out (config import-ibacm) */
 	bool cache_only;
 	bool nodelay;
 	struct json j;
@@ -75,6 +77,9 @@ static void usage(FILE *f)
 		"  config generate [SYSFS_DIR]\n"
 		"                       print a config for this node from its IPoIB interfaces\n"
 		"                       (sysfs under SYSFS_DIR, default /sys)\n"
+		"  config import-ibacm [DIR [SYSFS_DIR]]\n"
+		"                       print a config from ibacm's files in DIR (default\n"
+		"                       /etc/rdma); --hosts-out FILE writes its hosts file\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH    daemon socket (default $" IBRES_SOCKET_ENV
@@ -84,6 +89,7 @@ static void usage(FILE *f)
 		"  -j, --json           JSON output (the same as --format json)\n"
 		"  -f, --format FORMAT  text (default), json, or prometheus (stats only:\n"
 		"                       the Prometheus text format, for node_exporter)\n"
+		"      --hosts-out FILE config import-ibacm: write ibacm's preloaded hosts here\n"
 		"      --cache-only     host: answer from the daemon's cache, never the fabric\n"
 		"      --nodelay        resolve: do not wait for the fabric (answer if cached)\n"
 		"  -h, --help           this help\n"
@@ -748,6 +754,30 @@ static int config_generate(struct ctl *c, int argc, char **argv)
 	return 0;
 }
 
+/* config import-ibacm [DIR [SYSFS]]: ibacm's configuration as ibresd.conf. */
+static int config_import_ibacm(struct ctl *c, int argc, char **argv)
+{
+	char host[256] = "localhost";
+	struct ibacm_import_args a = {
+		.dir = argc >= 2 ? argv[1] : "/etc/rdma",
+		.sysfs = argc >= 3 ? argv[2] : "/sys",
+		.hostname = host,
+		.hosts_out = c->hosts_out,
+	};
+	int ret;
+
+	if (argc > 3)
+		return usage_error("%s", "usage: config import-ibacm [DIR [SYSFS_DIR]]");
+	if (access(a.dir, X_OK)) {
+		fprintf(stderr, "ibresctl: config import-ibacm: %s: %s\n", a.dir, strerror(errno));
+		return EXIT_NEGATIVE;
+	}
+	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+		strcpy(host, "localhost");
+	ret = ibacm_import(stdout, stderr, &a);
+	return ret ? EXIT_NEGATIVE : 0;
+}
+
 static int cmd_config(struct ctl *c, int argc, char **argv)
 {
 	char prog[PATH_MAX], out[16384];
@@ -759,8 +789,13 @@ static int cmd_config(struct ctl *c, int argc, char **argv)
 
 	if (argc >= 1 && !strcmp(argv[0], "generate"))
 		return config_generate(c, argc, argv);
+	if (argc >= 1 && !strcmp(argv[0], "import-ibacm"))
+		return config_import_ibacm(c, argc, argv);
 	if (argc != 2 || strcmp(argv[0], "check"))
-		return usage_error("%s", "usage: config check FILE | config generate [SYSFS_DIR]");
+		return usage_error("%s", "usage: config check FILE | config generate [SYSFS_DIR] | "
+					 "config import-ibacm [DIR [SYSFS_DIR]]");
+	if (c->hosts_out)
+		return usage_error("%s", "--hosts-out is for 'config import-ibacm' only");
 	find_ibresd(prog, sizeof(prog));
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return failed(c, "config check", -errno, -1);
@@ -851,7 +886,7 @@ int main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},	  {"cache-only", no_argument, NULL, 'C'},
 		{"nodelay", no_argument, NULL, 'N'},	  {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},	  {"format", required_argument, NULL, 'f'},
-		{NULL, 0, NULL, 0},
+		{"hosts-out", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
 	};
 	static struct ctl c; /* holds a 64 KiB answer buffer */
 	const char *socket_path = NULL, *env;
@@ -882,6 +917,9 @@ int main(int argc, char **argv)
 			if (!c.json && !c.prometheus && strcmp(optarg, "text"))
 				return usage_error("bad --format '%s' (text, json or prometheus)",
 						   optarg);
+			break;
+		case 'H':
+			c.hosts_out = optarg;
 			break;
 		case 'C':
 			c.cache_only = true;

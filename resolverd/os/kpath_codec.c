@@ -90,6 +90,16 @@ static int decode_attrs(const uint8_t *p, size_t len, struct kpath_query *q)
 	return 0;
 }
 
+size_t kpath_msg_len(const void *buf, size_t len)
+{
+	struct nlmsghdr h;
+
+	if (len < sizeof(h))
+		return 0;
+	memcpy(&h, buf, sizeof(h));
+	return h.nlmsg_len >= sizeof(h) && h.nlmsg_len <= len ? h.nlmsg_len : 0;
+}
+
 int kpath_decode(const void *buf, size_t len, struct kpath_query *q)
 {
 	const uint8_t *p = buf;
@@ -121,6 +131,7 @@ int kpath_decode(const void *buf, size_t len, struct kpath_query *q)
 	}
 	q->op = (uint8_t)RDMA_NL_GET_OP(h.nlmsg_type);
 	q->seq = h.nlmsg_seq;
+	q->refusable = true;
 	p += NLMSG_HDRLEN;
 	len -= NLMSG_HDRLEN > len ? len : NLMSG_HDRLEN;
 	if (len < hdr)

@@ -51,6 +51,7 @@ enum {
 /* One decoded query from the kernel. */
 struct kpath_query {
 	uint8_t op; /* enum kpath_op: RESOLVE or IP_RESOLVE */
+	bool refusable; /* op and seq are sound: a refusal can name the query */
 	uint32_t seq;
 	/* RESOLVE */
 	char device[KPATH_DEVICE_MAX + 1];
@@ -73,9 +74,14 @@ enum kpath_decoded {
 
 /* Decode the netlink message at @buf (one, of @len bytes including its
  * header, as NLMSG_OK found it). Returns enum kpath_decoded, or -EBADMSG
- * for a malformed query (q->seq and q->op are set when the header was
- * sound, so that it can still be refused). */
+ * for a malformed query (q->refusable when its op and seq are known, so
+ * that it can still be refused). */
 int kpath_decode(const void *buf, size_t len, struct kpath_query *q);
+
+/* The length of the netlink message at @buf among @len bytes (a datagram
+ * holds one or more, each NLMSG_ALIGNed), or 0 when no whole message is
+ * there: walk with off += NLMSG_ALIGN(n) while n = kpath_msg_len(...). */
+size_t kpath_msg_len(const void *buf, size_t len);
 
 /* A path record with the IB_PATH_* flags the kernel reads. */
 struct kpath_record {

@@ -16,23 +16,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t buf[65536] __attribute__((aligned(4)));
-	const struct nlmsghdr *h = (const void *)buf;
-	size_t len = size < sizeof(buf) ? size : sizeof(buf);
+	size_t len = size < sizeof(buf) ? size : sizeof(buf), off = 0, mlen;
 	uint8_t out[KPATH_MSG_MAX];
-	int left = (int)len;
 
-	/* NLMSG_OK/NLMSG_NEXT need an aligned buffer, as recv() gives */
+	/* aligned, as recv() gives it */
 	memcpy(buf, data, len);
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	for (; off < len && (mlen = kpath_msg_len(buf + off, len - off));
+	     off += NLMSG_ALIGN(mlen)) {
+		const struct nlmsghdr *h = (const void *)(buf + off);
+
 		struct ibres_path_record fwd;
 		struct kpath_record recs[KPATH_RECORDS_MAX];
 		struct kpath_query q;
 		uint32_t flags[KPATH_RECORDS_MAX];
 		unsigned n;
-		int ret = kpath_decode(h, h->nlmsg_len, &q);
+		int ret = kpath_decode(h, mlen, &q);
 
 		if (ret != KPATH_QUERY) {
-			if (ret < 0 && !kpath_encode_refusal(out, sizeof(out), q.op, q.seq, 1))
+			if (ret < 0 && q.refusable && !kpath_encode_refusal(out, sizeof(out), q.op, q.seq, 1))
 				__builtin_trap();
 			continue;
 		}

@@ -157,6 +157,7 @@ static void test_bad_resolve_headers(void **state)
 		msg_attr(&m, LS_NLA_TYPE_DGID, DGID, 16);
 		assert_int_equal(kpath_decode(m.buf, msg_end(&m), &q), -EBADMSG);
 		/* still refusable: the sequence number is known */
+		assert_true(q.refusable);
 		assert_int_equal(q.seq, 42);
 		assert_int_equal(q.op, KPATH_OP_RESOLVE);
 	}
@@ -260,6 +261,7 @@ static void test_every_truncation(void **state)
 
 		/* a header that claims more than arrived */
 		assert_int_equal(kpath_decode(t.buf, cut, &q), -EBADMSG);
+		assert_false(q.refusable);
 		/* a header that claims the cut: whole attributes up to a DGID make a query */
 		memcpy(&h, t.buf, sizeof(h));
 		h.nlmsg_len = (uint32_t)cut;

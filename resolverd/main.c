@@ -293,8 +293,9 @@ int main(int argc, char **argv)
 	/* the endpoints have their ports' GIDs now: the kernel's queries can be answered */
 	kernel_paths_start(&d);
 	/* everything that needs root is open */
-	if (privs_drop(&d.run_as, d.config_path, d.cfg.hosts_file))
+	if (privs_drop(&d.run_as, d.config_path, d.cfg.hosts_file, d.kpath != NULL))
 		goto out_fabric;
+	privs_net_admin(d.kpath != NULL);
 	if (!d.foreground && daemon(0, 0) < 0) {
 		log_err("daemon: %s", strerror(errno));
 		goto out_fabric;

@@ -16,8 +16,8 @@ import tarfile
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-UNITS = ["ibresd.service", "ibresd.socket", "ibresd-acm.socket", "ibresd-metrics.service",
-         "ibresd-metrics.timer"]
+UNITS = ["ibresd.service", "ibresd.socket", "ibresd-acm.socket", "ibresd-kernel.socket",
+         "ibresd-metrics.service", "ibresd-metrics.timer"]
 LIBDIRS = ["usr/lib/x86_64-linux-gnu", "usr/lib64"]
 
 
@@ -156,7 +156,7 @@ def test_unit_contents():
         svc = f.read()
     for line in ("Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "ProtectSystem=strict",
                  "ProtectHome=yes", "PrivateTmp=yes", "NoNewPrivileges=yes",
-                 "CapabilityBoundingSet=", "RuntimeDirectory=ibres",
+                 "CapabilityBoundingSet=CAP_NET_ADMIN", "RuntimeDirectory=ibres",
                  "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK AF_IB"):
         assert re.search("^%s$" % re.escape(line), svc, re.M), line
     with open(os.path.join(d, "ibresd.socket")) as f:
@@ -167,6 +167,13 @@ def test_unit_contents():
     for line in ("ListenStream=/run/ibacm-unix.sock", "Symlinks=/run/ibacm.sock",
                  "Conflicts=ibacm.socket ibacm.service", "Service=ibresd.service"):
         assert line + "\n" in acm, line
+    with open(os.path.join(d, "ibresd-kernel.socket")) as f:
+        kern = f.read()
+    # systemd takes a group bit mask: 4 is RDMA_NL_GROUP_LS (3), as in ibacm.socket
+    for line in ("ListenNetlink=rdma 4", "Service=ibresd.service",
+                 "ConditionPathIsDirectory=/sys/class/infiniband"):
+        assert line + "\n" in kern, line
+    assert re.search(r"^Also=.*ibresd-kernel\.socket", svc, re.M)
 
 
 def git_files():
@@ -232,6 +239,7 @@ def test_make_rpm_builds_packages_with_the_expected_files():
               libdir + "/libnss_ib.so.2", libdir + "/libibres.so.1", "/etc/ibres/ibresd.conf",
               "/usr/lib/systemd/system/ibresd.service", "/usr/lib/systemd/system/ibresd.socket",
               "/usr/lib/systemd/system/ibresd-acm.socket",
+              "/usr/lib/systemd/system/ibresd-kernel.socket",
               "/usr/lib/systemd/system/ibresd-metrics.timer",
               "/usr/share/bash-completion/completions/ibresctl"):
         assert f in main, f
@@ -308,7 +316,8 @@ def test_deb_contents(debs):
     want = {
         "ibresd": ["/usr/sbin/ibresd", "/etc/ibres/ibresd.conf",
                    "/lib/systemd/system/ibresd.service", "/lib/systemd/system/ibresd.socket",
-                   "/lib/systemd/system/ibresd-acm.socket", "/usr/share/man/man8/ibresd.8.gz",
+                   "/lib/systemd/system/ibresd-acm.socket",
+                   "/lib/systemd/system/ibresd-kernel.socket", "/usr/share/man/man8/ibresd.8.gz",
                    "/usr/share/man/man5/ibresd.conf.5.gz",
                    "/usr/share/doc/ibresd/README.Debian", "/usr/share/doc/ibresd/copyright"],
         "libnss-ib": [lib + "/libnss_ib.so.2", "/usr/sbin/ibres-nsswitch",
@@ -440,6 +449,7 @@ def test_dpkg_installs_and_purges_in_a_throwaway_root(debs, tmp_path):
     assert os.readlink(wants / "multi-user.target.wants/ibresd.service") == \
         "/lib/systemd/system/ibresd.service"
     assert os.path.islink(wants / "sockets.target.wants/ibresd.socket")
+    assert os.path.islink(wants / "sockets.target.wants/ibresd-kernel.socket")  # Also=
     assert not os.path.lexists(wants / "sockets.target.wants/ibresd-acm.socket")
     assert not os.path.lexists(wants / "timers.target.wants/ibresd-metrics.timer")
     assert (root / "usr/sbin/ibresd").is_file()

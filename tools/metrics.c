@@ -46,6 +46,13 @@ static const struct metric_desc metrics[] = {
 	{ "cache_inserts", C, "cache_inserts", "host records inserted into the cache" },
 	{ "cache_evictions", C, "cache_evictions", "cache entries evicted for room" },
 	{ "cache_expirations", C, "cache_expirations", "cache entries dropped at the end of their TTL" },
+	/* the shared host directory (host_directory) */
+	{ "directory_bytes", G, "directory_size_bytes",
+	  "size of the shared host directory published now (0: none)" },
+	{ "directory_hosts", G, "directory_hosts", "hosts in the shared host directory" },
+	{ "directory_rebuilds", C, "directory_rebuilds", "shared host directory files written" },
+	{ "directory_failures", C, "directory_failures",
+	  "shared host directory files that could not be written" },
 	/* the fabric protocol */
 	{ "fabric_tx_mcast", C, "fabric_tx_multicast_messages", "fabric messages sent multicast" },
 	{ "fabric_tx_ucast", C, "fabric_tx_unicast_messages", "fabric messages sent unicast" },

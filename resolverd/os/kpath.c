@@ -89,6 +89,7 @@ static void refuse_query(struct kpath *kp, const struct kpath_query *q)
 
 void kpath_refuse(struct kpath_pending *p)
 {
+	log_debug("kernel path query %u: refused, the kernel asks the SA", p->q.seq);
 	refuse_query(p->kp, &p->q);
 	pending_free(p);
 }
@@ -113,6 +114,8 @@ void kpath_answer_paths(struct kpath_pending *p, const struct ibres_path_record 
 		return;
 	}
 	send_msg(kp, buf, kpath_encode_paths(buf, sizeof(buf), p->q.seq, kp->pid, recs, n));
+	log_debug("kernel path query %u (%s port %u, path use %u): %u record%s", p->q.seq,
+		  p->q.device, p->q.port, p->q.path_use, n, n == 1 ? "" : "s");
 	kp->c.answered++;
 	pending_free(p);
 }

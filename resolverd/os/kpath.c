@@ -5,19 +5,16 @@
 
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "core/log.h"
+#include "os/kpath_sock.h"
 
-#define RECV_BUF 65536
 #define RECV_BATCH 64 /* datagrams per wake-up: the loop serves others too */
 /* The kernel waits this much longer than our bound, so that our refusal at
  * the bound reaches it before it gives up on its own. */
@@ -34,22 +31,12 @@ struct kpath {
 	unsigned n_pending;
 	bool warned_eperm;
 	struct kpath_counters c;
-	uint8_t rx[RECV_BUF] __attribute__((aligned(NLMSG_ALIGNTO)));
+	uint8_t rx[KPATH_SOCK_RECV_MAX] __attribute__((aligned(NLMSG_ALIGNTO)));
 };
 
 static void send_msg(struct kpath *kp, const uint8_t *buf, size_t len)
 {
-	struct sockaddr_nl to = { .nl_family = AF_NETLINK }; /* pid 0: the kernel */
-	ssize_t n;
-
-	if (!len) {
-		kp->c.tx_errors++;
-		return;
-	}
-	do
-		n = sendto(kp->lf.fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to));
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)len)
+	if (!len || kpath_sock_send(kp->lf.fd, buf, len))
 		kp->c.tx_errors++;
 }
 
@@ -216,97 +203,33 @@ static void on_readable(struct loop_fd *lf, uint32_t events)
 
 	(void)events;
 	for (unsigned i = 0; i < RECV_BATCH; i++) {
-		struct sockaddr_nl from;
-		socklen_t flen = sizeof(from);
-		ssize_t n = recvfrom(lf->fd, kp->rx, sizeof(kp->rx), MSG_DONTWAIT,
-				     (struct sockaddr *)&from, &flen);
+		ssize_t n = kpath_sock_recv(lf->fd, kp->rx, sizeof(kp->rx));
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == ENOBUFS) {
-				/* a burst overran the buffer: those queries wait out the
-				 * kernel's timeout, then go to the SA */
-				log_warn("kernel path queries: receive buffer overrun; some "
-					 "queries were lost");
-				continue;
-			}
-			return; /* EAGAIN, or nothing more to read */
-		}
-		/* queries come from the kernel only (port 0) */
-		if (flen < sizeof(from) || from.nl_family != AF_NETLINK || from.nl_pid != 0) {
-			kp->c.malformed++;
+		if (n == -ENOBUFS) {
+			/* a burst overran the buffer: those queries wait out the
+			 * kernel's timeout, then go to the SA */
+			log_warn("kernel path queries: receive buffer overrun; some queries "
+				 "were lost");
 			continue;
 		}
+		if (n == -EBADMSG) {
+			kp->c.malformed++; /* not from the kernel */
+			continue;
+		}
+		if (n < 0)
+			return; /* EAGAIN, or nothing more to read */
 		on_datagram(kp, (size_t)n);
 	}
-}
-
-/* A NETLINK_RDMA socket of ours, bound to the local-service group. */
-static int open_socket(void)
-{
-	struct sockaddr_nl sa = {
-		.nl_family = AF_NETLINK,
-		.nl_groups = 1u << (RDMA_NL_GROUP_LS - 1),
-	};
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_RDMA);
-
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	return fd;
-}
-
-/* systemd's ListenNetlink= takes a group bit mask ("rdma 4" is group 3);
- * a socket bound to other groups joins ours here, with a word about it. */
-static void join_ls_group(int fd)
-{
-	struct sockaddr_nl sa;
-	socklen_t len = sizeof(sa);
-	int group = RDMA_NL_GROUP_LS;
-
-	if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 &&
-	    (sa.nl_groups & (1u << (RDMA_NL_GROUP_LS - 1))))
-		return;
-	log_warn("kernel path queries: the socket from systemd is not in the local-service "
-		 "group (ListenNetlink=rdma 4 is group %d); joining it", RDMA_NL_GROUP_LS);
-	if (setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0)
-		log_err("kernel path queries: cannot join group %d: %s", RDMA_NL_GROUP_LS,
-			strerror(errno));
-}
-
-int kpath_activation_fd(void)
-{
-	int n = sd_listen_fds(0);
-
-	for (int i = 0; i < n; i++) {
-		int fd = SD_LISTEN_FDS_START + i, proto = 0;
-		socklen_t plen = sizeof(proto);
-
-		if (sd_is_socket(fd, AF_NETLINK, SOCK_RAW, -1) <= 0 ||
-		    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &plen) < 0 ||
-		    proto != NETLINK_RDMA)
-			continue;
-		return fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	}
-	return -1;
 }
 
 struct kpath *kpath_start(struct loop *loop, int activation_fd, unsigned bound_ms,
 			  const struct kpath_ops *ops)
 {
-	struct sockaddr_nl self;
-	socklen_t slen = sizeof(self);
-	int rcvbuf = KPATH_RCVBUF, fd = activation_fd, flags;
 	struct kpath *kp;
+	int fd = activation_fd, ret;
 
 	if (fd < 0) {
-		fd = open_socket();
+		fd = kpath_sock_open();
 		if (fd < 0) {
 			/* no ib_core, or a kernel without RDMA netlink */
 			log_info("kernel path queries: no NETLINK_RDMA local service here (%s); "
@@ -314,13 +237,10 @@ struct kpath *kpath_start(struct loop *loop, int activation_fd, unsigned bound_m
 				 strerror(-fd));
 			return NULL;
 		}
-	} else if ((flags = fcntl(fd, F_GETFL)) < 0 ||
-		   fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-		log_err("kernel path queries: socket from systemd: %s", strerror(errno));
+	} else if ((ret = kpath_sock_adopt(fd)) < 0) {
+		log_err("kernel path queries: socket from systemd: %s", strerror(-ret));
 		close(fd);
 		return NULL;
-	} else {
-		join_ls_group(fd);
 	}
 	kp = calloc(1, sizeof(*kp));
 	if (!kp) {
@@ -332,14 +252,10 @@ struct kpath *kpath_start(struct loop *loop, int activation_fd, unsigned bound_m
 	kp->ops = *ops;
 	kp->bound_ms = bound_ms;
 	kp->next_seq = 1;
+	kp->pid = kpath_sock_pid(fd);
 	list_init(&kp->pending);
 	kp->lf.fd = fd;
 	kp->lf.cb = on_readable;
-	/* FORCE needs CAP_NET_ADMIN, which answering needs anyway */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	if (getsockname(fd, (struct sockaddr *)&self, &slen) == 0)
-		kp->pid = self.nl_pid;
 	if (loop_add_fd(loop, &kp->lf, EPOLLIN)) {
 		log_err("kernel path queries: cannot watch the socket");
 		close(fd);

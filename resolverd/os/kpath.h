@@ -17,10 +17,10 @@
 #include "core/list.h"
 #include "core/loop.h"
 #include "os/kpath_codec.h"
+#include "os/kpath_sock.h"
 #include "tlv.h"
 
 #define KPATH_PENDING_MAX 4096 /* queries in flight; more are refused at once */
-#define KPATH_RCVBUF (2u << 20) /* bursts of queries at job start */
 
 struct kpath;
 
@@ -60,10 +60,7 @@ void kpath_stop(struct kpath *kp);
 /* A new bound for queries from now on (and SET_TIMEOUT again). */
 void kpath_set_bound(struct kpath *kp, unsigned bound_ms);
 
-/* The NETLINK_RDMA socket among those systemd passed (LISTEN_FDS), as a
- * copy of its own (the passed descriptor stays for the others to close),
- * or -1. */
-int kpath_activation_fd(void);
+/* kpath_activation_fd(): os/kpath_sock.h */
 
 /* Answers; each ends @p (it is freed). */
 void kpath_answer_paths(struct kpath_pending *p, const struct ibres_path_record *fwd);

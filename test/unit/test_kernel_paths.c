@@ -2,10 +2,11 @@
 /*
  * The kernel's path queries end to end inside the daemon, without a kernel:
  * resolverd/os/kpath.c and resolverd/frontend/kernel_paths.c over the real
- * resolver and host store, built as main.c builds them. Two seams: this file
- * defines now_ms() (a fake clock; core/clock.o is not linked) and the
+ * resolver and host store, built as main.c builds them. Three seams: this
+ * file defines now_ms() (a fake clock; core/clock.o is not linked), the
  * kpath_sock_*() calls (a fake kernel on a socketpair; os/kpath_sock.o is
- * not linked). Queries are built as the kernel builds them from its uapi
+ * not linked) and transport_for() (a fabric transport that only counts what
+ * it sends, as in test_protocol.c). Queries are built as the kernel builds them from its uapi
  * headers; answers are read back as the kernel reads them.
  */
 #include <stdarg.h>
@@ -29,8 +30,11 @@
 
 #include "daemon.h"
 #include "core/clock.h"
+#include "core/hoststore.h"
 #include "core/log.h"
 #include "engine/resolver.h"
+#include "fabric/fabric.h"
+#include "fabric/transport.h"
 #include "frontend/kernel_paths.h"
 #include "os/kpath.h"
 
@@ -106,6 +110,63 @@ ssize_t kpath_sock_recv(int fd, void *buf, size_t cap)
 	return n < 0 ? -errno : n;
 }
 
+/* --- the fake fabric transport ---------------------------------------------------- */
+
+static unsigned fabric_sent;
+
+static int fake_open(struct transport *t, struct loop *loop, const struct cfg_endpoint *ep)
+{
+	(void)loop;
+	t->ep = ep;
+	t->priv = &fabric_sent;
+	return 0;
+}
+
+static void fake_close(struct transport *t, struct loop *loop)
+{
+	(void)loop;
+	t->priv = NULL;
+}
+
+static int fake_group(struct transport *t, unsigned g)
+{
+	(void)t;
+	(void)g;
+	return 0;
+}
+
+static int fake_send_mcast(struct transport *t, unsigned g, const void *buf, size_t len)
+{
+	(void)t;
+	(void)g;
+	(void)buf;
+	(void)len;
+	fabric_sent++;
+	return 0;
+}
+
+static int fake_send_ucast(struct transport *t, const struct transport_addr *to, const void *buf,
+			   size_t len)
+{
+	(void)to;
+	return fake_send_mcast(t, 0, buf, len);
+}
+
+static const struct transport_ops fake_ops = {
+	.name = "fake",
+	.open = fake_open,
+	.close = fake_close,
+	.join = fake_group,
+	.leave = fake_group,
+	.send_mcast = fake_send_mcast,
+	.send_ucast = fake_send_ucast,
+};
+
+const struct transport_ops *transport_for(const struct cfg_endpoint *ep)
+{
+	return ep->transport == TRANSPORT_IP ? &fake_ops : NULL;
+}
+
 /* --- the daemon ------------------------------------------------------------------ */
 
 static struct ibresd ctx;
@@ -116,20 +177,30 @@ static struct ibresd ctx;
 	"[endpoint ib0]\nname = node1\naddress = 198.18.0.1\n"                                     \
 	"gid = fe80::2:c903:0:1\nlid = 1\npkey = 0xffff\nqpn = 1\nmtu = 2048\nrate = 10\n"       \
 	"device = mlx5_0\nport_num = 1\ntransport = none\n"
+/* The same node on the fabric protocol, asking the fabric on every miss. */
+#define CONFIG_FABRIC                                                                              \
+	"[daemon]\nlog_level = error\n"                                                            \
+	"[resolve]\nroute_prot = mcast\nkernel_path_timeout = 300ms\ntimeout = 100ms\n"          \
+	"retries = 5\nannounce_interval = 0\n"                                                     \
+	"[endpoint ib0]\nname = node1\naddress = 198.18.0.1\n"                                     \
+	"gid = fe80::2:c903:0:1\nlid = 1\npkey = 0xffff\nqpn = 1\nmtu = 2048\nrate = 10\n"       \
+	"device = mlx5_0\nport_num = 1\ntransport = ip\ninterface = ib0\n"                        \
+	"group = 239.255.73.1 mtu=2048 rate=10\n"
 #define HOSTS "fe80::2:c903:0:2 2 node2 198.18.0.2 2001:db8::2\n"
 
 static const uint8_t GID1[16] = { 0xfe, 0x80, [8] = 0, 2, 0xc9, 3, 0, 0, 0, 1 };
 static const uint8_t GID2[16] = { 0xfe, 0x80, [8] = 0, 2, 0xc9, 3, 0, 0, 0, 2 };
 static const uint8_t GID9[16] = { 0xfe, 0x80, [8] = 0, 2, 0xc9, 3, 0, 0, 0, 9 };
 
-static void start(void)
+static void start_with(const char *conf)
 {
 	char err[CFG_ERR_MAX];
 
 	memset(&ctx, 0, sizeof(ctx));
 	fake_now = START_MS;
 	kern.n_sent = 0;
-	if (config_parse("t.conf", CONFIG, strlen(CONFIG), &ctx.cfg, err, sizeof(err)) ||
+	fabric_sent = 0;
+	if (config_parse("t.conf", conf, strlen(conf), &ctx.cfg, err, sizeof(err)) ||
 	    config_validate(&ctx.cfg, err, sizeof(err)))
 		fail_msg("config: %s", err);
 	if (hosts_parse("t.hosts", HOSTS, strlen(HOSTS), &ctx.static_hosts, err, sizeof(err)))
@@ -142,14 +213,28 @@ static void start(void)
 								.eps = &ctx.eps },
 				       &ctx.static_hosts),
 			 0);
+	assert_int_equal(fabric_start(&ctx.fabric,
+				      &(struct fabric_deps){ .cfg = &ctx.cfg, .loop = &ctx.loop,
+							     .eps = &ctx.eps, .store = &ctx.store,
+							     .ev = resolver_fabric_events(&ctx.res) }),
+			 0);
+	resolver_attach(&ctx.res, NULL, ctx.fabric);
 	ctx.kpath_fd = -1;
 	kernel_paths_start(&ctx);
+}
+
+static void start(void)
+{
+	start_with(CONFIG);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	kernel_paths_stop(&ctx);
+	resolver_attach(&ctx.res, NULL, NULL);
+	fabric_stop(ctx.fabric);
+	ctx.fabric = NULL;
 	resolver_fini(&ctx.res);
 	loop_fini(&ctx.loop);
 	hosts_free(&ctx.static_hosts);
@@ -508,6 +593,84 @@ static void test_bound_and_stop(void **state)
 	assert_int_equal(n_ended, 2);
 }
 
+/* A destination the cache lacks: the query waits on the fabric; its answer
+ * completes it, from a loop turn of its own. */
+static void test_waits_for_the_fabric(void **state)
+{
+	struct fabric_events ev;
+	struct ibres_hostrec node9;
+	unsigned asked;
+
+	(void)state;
+	start_with(CONFIG_FABRIC);
+	assert_non_null(ctx.fabric);
+	kern.n_sent = 0;
+	kernel_resolve(21, "mlx5_0", 1, LS_RESOLVE_PATH_USE_ALL, GID9, NULL, -1);
+	pump();
+	advance_to(START_MS + 50);
+	asked = fabric_sent;
+	assert_true(asked >= 1); /* a REQUEST went out */
+	assert_int_equal(kern.n_sent, 0);
+	assert_int_equal(stat_of("kpath_outstanding"), 1);
+	/* node9 answers (what fabric.c reports when a REPLY arrives) */
+	memset(&node9, 0, sizeof(node9));
+	strcpy(node9.names[0], "node9");
+	node9.n_names = 1;
+	memcpy(node9.gids[0], GID9, 16);
+	node9.n_gids = 1;
+	node9.lid = 9;
+	node9.qpn = 1;
+	node9.pkey = 0xffff;
+	node9.ttl = 60;
+	assert_int_equal(store_insert(&ctx.store, &node9, IBRES_ORIGIN_FABRIC, 60, 4, 3, fake_now,
+				      NULL),
+			 0);
+	ev = resolver_fabric_events(&ctx.res);
+	ev.learned(ev.arg, &node9);
+	advance_to(START_MS + 60);
+	assert_int_equal(kern.n_sent, 1);
+	struct answer a = answer(0);
+
+	assert_int_equal(a.seq, 21);
+	assert_int_equal(a.flags, 0);
+	assert_int_equal(a.n, 3);
+	assert_int_equal(be16toh(((const struct ibres_path_record *)a.recs[0].path_rec)->dlid), 9);
+	assert_int_equal(stat_of("kpath_outstanding"), 0);
+	/* the next one comes from the cache, with no fabric traffic */
+	asked = fabric_sent;
+	kernel_resolve(22, "mlx5_0", 1, LS_RESOLVE_PATH_USE_GMP, GID9, NULL, -1);
+	pump();
+	assert_int_equal(kern.n_sent, 2);
+	assert_int_equal(answer(1).n, 1);
+	assert_int_equal(fabric_sent, asked);
+}
+
+/* Nobody answers: refused at the bound, well before the fabric query's own
+ * end, and the query's waiter is gone when that end comes. */
+static void test_fabric_silence_refused_at_the_bound(void **state)
+{
+	(void)state;
+	start_with(CONFIG_FABRIC);
+	kern.n_sent = 0;
+	kernel_resolve(31, "mlx5_0", 1, 0, GID9, NULL, -1);
+	pump(); /* received at START_MS */
+	advance_to(START_MS + BOUND_MS - 1);
+	assert_int_equal(kern.n_sent, 0);
+	advance_to(START_MS + BOUND_MS + 1);
+	assert_int_equal(kern.n_sent, 1);
+	assert_refused(0, 31);
+	assert_int_equal(stat_of("kpath_outstanding"), 0);
+	/* the fabric query runs on (6 attempts of 100 ms) and ends: nothing more */
+	advance_to(START_MS + 5000);
+	assert_int_equal(kern.n_sent, 1);
+	/* a query for it later still gets an answer of its own */
+	kernel_resolve(32, "mlx5_0", 1, 0, GID9, NULL, -1);
+	pump();
+	advance_to(START_MS + 5000 + 2 * BOUND_MS);
+	assert_int_equal(kern.n_sent, 2);
+	assert_refused(1, 32);
+}
+
 static void test_no_rdma_netlink(void **state)
 {
 	(void)state;
@@ -525,6 +688,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_every_path_use_from_the_cache, teardown),
 		cmocka_unit_test_teardown(test_refused_at_once, teardown),
 		cmocka_unit_test_teardown(test_bound_and_stop, teardown),
+		cmocka_unit_test_teardown(test_waits_for_the_fabric, teardown),
+		cmocka_unit_test_teardown(test_fabric_silence_refused_at_the_bound, teardown),
 		cmocka_unit_test_teardown(test_no_rdma_netlink, teardown),
 	};
 

@@ -33,6 +33,7 @@ else
 SYSCONFDIR ?= $(PREFIX)/etc
 endif
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 OPTFLAGS ?= -O2 -g
 # SANITIZE=1: everything (daemon, libraries, tools, tests) with ASan and UBSan, any report
@@ -207,7 +208,9 @@ install: all
 	install -d $(DESTDIR)$(UNITDIR)
 	for u in $(wildcard conf/systemd/*); do \
 		sed -e 's|/usr/sbin/ibresd|$(SBINDIR)/ibresd|g; s|/etc/ibres/|$(SYSCONFDIR)/ibres/|g' \
-			$$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/}; done
+			-e 's|/usr/bin/ibresctl|$(BINDIR)/ibresctl|g' $$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && \
+			chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/}; done
+	install -D -m 0644 conf/bash-completion/ibresctl $(DESTDIR)$(BASHCOMPDIR)/ibresctl
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ibresd $(DESTDIR)$(SBINDIR)/ibres-nsswitch $(DESTDIR)$(BINDIR)/ibresctl \
@@ -217,6 +220,7 @@ uninstall:
 	for m in $(notdir $(wildcard man/*.[1-8])); do s=$${m##*.}; \
 		rm -f $(DESTDIR)$(MANDIR)/man$$s/$$m; done
 	for u in $(notdir $(wildcard conf/systemd/*)); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/ibresctl
 
 clean:
 	rm -rf $(B)

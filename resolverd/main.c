@@ -22,6 +22,7 @@
 #include "os/privs.h"
 #include "engine/resolver.h"
 #include "ib/sa.h"
+#include "frontend/kernel_paths.h"
 #include "frontend/server.h"
 
 #ifndef IBRES_SYSCONFDIR
@@ -114,6 +115,9 @@ static void reload(struct ibresd *d)
 	if (strcmp(cfg.host_directory, d->cfg.host_directory))
 		log_warn("host_directory changed: it takes effect at the next restart");
 	snprintf(cfg.host_directory, sizeof(cfg.host_directory), "%s", d->cfg.host_directory);
+	if (cfg.kernel_paths != d->cfg.kernel_paths)
+		log_warn("kernel_paths changed: it takes effect at the next restart");
+	cfg.kernel_paths = d->cfg.kernel_paths;
 	ret = resolver_reload(&d->res, &cfg, &hosts);
 	hosts_free(&hosts);
 	if (ret) {
@@ -121,6 +125,7 @@ static void reload(struct ibresd *d)
 		goto out;
 	}
 	log_set_level(d->cfg.log_level);
+	kernel_paths_reload(d);
 	log_info("configuration reloaded: %u endpoints, %u static hosts", d->eps.n,
 		 d->res.n_static_hosts);
 out:
@@ -196,7 +201,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct ibresd d; /* large; one per process */
+	static struct ibresd d = { .kpath_fd = -1 }; /* large; one per process */
 	struct sigctx sc = { .d = &d };
 	bool check_only = false, debug = false;
 	sigset_t mask;
@@ -294,6 +299,8 @@ int main(int argc, char **argv)
 	ret = start_directory(&d);
 	if (ret)
 		goto out_resolver;
+	/* before the server, which closes the passed descriptors it does not serve */
+	kernel_paths_adopt(&d);
 	ret = server_open(&d);
 	if (ret)
 		goto out_dir;
@@ -314,9 +321,12 @@ int main(int argc, char **argv)
 		goto out_sa;
 	}
 	resolver_attach(&d.res, d.sa, d.fabric);
+	/* the endpoints have their ports' GIDs now: the kernel's queries can be answered */
+	kernel_paths_start(&d);
 	/* everything that needs root is open */
-	if (privs_drop(&d.run_as, d.config_path, d.cfg.hosts_file))
+	if (privs_drop(&d.run_as, d.config_path, d.cfg.hosts_file, d.kpath != NULL))
 		goto out_fabric;
+	privs_net_admin(d.kpath != NULL);
 	if (!d.foreground && daemon(0, 0) < 0) {
 		log_err("daemon: %s", strerror(errno));
 		goto out_fabric;
@@ -337,6 +347,7 @@ int main(int argc, char **argv)
 	d.dir = NULL;
 
 out_fabric:
+	kernel_paths_stop(&d); /* the kernel asks the SA for what is in flight */
 	resolver_attach(&d.res, d.sa, NULL);
 	fabric_stop(d.fabric);
 	d.fabric = NULL;

@@ -79,6 +79,8 @@ struct ibres_config {
 	char cluster_key_file[PATH_MAX]; /* "" = no HMAC */
 	unsigned sa_window;      /* SA queries outstanding per port */
 	unsigned port_poll_ms;   /* PortInfo poll of IB ports; 0 = off */
+	bool kernel_paths;       /* answer the kernel's path queries (NETLINK_RDMA) */
+	unsigned kernel_path_timeout_ms; /* bound on each; then the kernel asks the SA */
 	/* endpoints */
 	struct cfg_endpoint eps[CFG_MAX_ENDPOINTS];
 	unsigned n_eps;

@@ -442,6 +442,9 @@ static const struct key_def resolve_keys[] = {
 	{ .name = "sa_window", .type = KT_INT, D(sa_window), .min = 1, .max = 64 },
 	{ .name = "port_poll_interval", .type = KT_DURATION, .flags = KF_ZERO_OK, D(port_poll_ms),
 	  .min = 100, .max = MS_PER_H, .unit_ms = MS_PER_S, .store_ms = 1 },
+	{ .name = "kernel_paths", .type = KT_BOOL, D(kernel_paths) },
+	{ .name = "kernel_path_timeout", .type = KT_DURATION, D(kernel_path_timeout_ms), .min = 100,
+	  .max = 60 * MS_PER_S, .unit_ms = 1, .store_ms = 1 },
 };
 
 static const struct key_def endpoint_keys[] = {
@@ -534,6 +537,8 @@ void config_defaults(struct ibres_config *cfg)
 	cfg->announce_interval_s = 60;
 	cfg->sa_window = 4;
 	cfg->port_poll_ms = 2 * MS_PER_S;
+	cfg->kernel_paths = true;
+	cfg->kernel_path_timeout_ms = MS_PER_S;
 }
 
 int config_parse(const char *name, const char *text, size_t len, struct ibres_config *cfg,

@@ -14,6 +14,7 @@
 #include "frontend/reply.h"
 #include "ib/sa.h"
 #include "os/hostdir_pub.h"
+#include "os/kpath.h"
 #include "tlv.h"
 
 
@@ -343,6 +344,7 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		tlv_put_u64(&r.w, IBRES_T_COUNTER, queries[i].value);
 	}
 	sa_stats(d->sa, &r.w); /* sa_queries and the rest of the SA client's */
+	kpath_stats(d->kpath, &r.w); /* the kernel's path queries */
 	if (r.w.overflow)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	return ext_end(&r, reply, len);

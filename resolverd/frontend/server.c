@@ -653,6 +653,11 @@ static int adopt_others(struct server *srv, struct activation *a)
 		if (a->used[i])
 			continue;
 		a->used[i] = true;
+		/* the kernel's path queries took a copy (frontend/kernel_paths.c) */
+		if (sd_is_socket(fd, AF_NETLINK, SOCK_RAW, -1) > 0) {
+			close(fd);
+			continue;
+		}
 		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
 			log_warn("descriptor %d ('%s') from systemd is not a listening Unix stream "
 				 "socket; closing it", fd, passed_name(a, i));

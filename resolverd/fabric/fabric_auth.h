@@ -48,7 +48,9 @@ int fabric_keys_load(struct fabric_keys *k, const char *path);
  * for 49,000 nodes of one or two ports. A full bucket forgets its least
  * recently heard sender but keeps its newest stamp as the bucket's floor,
  * which every sender of that bucket it does not know must exceed. */
+#ifndef FRESH_BUCKETS /* fuzzing builds use a small table, to reach its overflow */
 #define FRESH_BUCKETS 16384
+#endif
 #define FRESH_WAYS 8
 
 struct fresh_sender {

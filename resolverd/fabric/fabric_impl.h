@@ -36,7 +36,9 @@ struct fabric_counters {
 /* Newcomers answered lately, by GID hash: a whole cluster can boot at once
  * (1,024 slots answered a 48k storm's peers 2.7 times each; a collision
  * only costs one more answer). 16,384 slots of 32 bytes. */
+#ifndef NEWCOMER_SLOTS /* fuzzing builds use a few, to reach their collisions */
 #define NEWCOMER_SLOTS 16384
+#endif
 
 
 struct newcomer_slot {

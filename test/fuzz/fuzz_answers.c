@@ -128,6 +128,11 @@ static void daemon_loop(void)
 	}
 }
 
+static void remove_socket(void)
+{
+	unlink(srv.path);
+}
+
 /* The daemon is a child process: the library refuses to talk to a socket
  * its own process listens on (an ibresd resolving through itself). */
 static void start(void)
@@ -156,6 +161,7 @@ static void start(void)
 		daemon_loop();
 	}
 	close(srv.listen_fd);
+	atexit(remove_socket);
 	for (int i = 0; !__atomic_load_n(&srv.ans->ready, __ATOMIC_ACQUIRE); i++) {
 		check(i < 5000); /* 5 s */
 		usleep(1000);

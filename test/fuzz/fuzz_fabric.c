@@ -300,17 +300,24 @@ static void check_sent(void)
 	}
 }
 
+static char key_file[64];
+
+static void remove_key_file(void)
+{
+	unlink(key_file);
+}
+
 static const char *key_path(void)
 {
-	static char path[64];
 	FILE *f;
 
-	if (path[0])
-		return path;
-	snprintf(path, sizeof(path), "/tmp/fuzz_fabric.%d.key", (int)getpid());
-	f = fopen(path, "w");
+	if (key_file[0])
+		return key_file;
+	snprintf(key_file, sizeof(key_file), "/tmp/fuzz_fabric.%d.key", (int)getpid());
+	f = fopen(key_file, "w");
 	check(f && fputs(KEY "\n", f) >= 0 && fclose(f) == 0);
-	return path;
+	atexit(remove_key_file);
+	return key_file;
 }
 
 static void start(uint8_t mode)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import have, needs_root
+from conftest import IBRESCTL, have, needs_root, run_tool
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, FW_HDR, ST_SUCCESS, Capture, Cluster, cache_flush, cache_list, host,
                          send_datagrams, stats, wait_until)
 
@@ -121,6 +121,10 @@ def test_replayed_datagrams_change_nothing(cluster_factory, tmp_path):
     assert after[1]["fabric_rx_replayed"] - before[1]["fabric_rx_replayed"] >= 3
     assert after[3]["fabric_rx_replayed"] - before[3]["fabric_rx_replayed"] >= 3
     assert "clocks agree" not in c.log(1)
+    # what an administrator sees
+    out = run_tool(IBRESCTL, "--socket", c.sock(1), "stats").stdout
+    shown = dict(line.split() for line in out.splitlines())
+    assert int(shown["fabric_rx_replayed"]) == after[1]["fabric_rx_replayed"], out
 
 
 def test_key_change(cluster_factory, tmp_path):

@@ -2,6 +2,7 @@
 #include "hostrec.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <sys/socket.h>
 #include <string.h>
 #include <strings.h>
@@ -182,4 +183,21 @@ int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *dat
 		return len == 2 && h->lid && d[0] == (uint8_t)(h->lid >> 8) && d[1] == (uint8_t)h->lid;
 	}
 	return 0;
+}
+
+int hostrec_name_in_patterns(const char *name, const char *patterns, size_t stride, unsigned n)
+{
+	if (!n)
+		return 1;
+	for (unsigned i = 0; i < n; i++)
+		if (fnmatch(patterns + i * stride, name, FNM_CASEFOLD) == 0)
+			return 1;
+	return 0;
+}
+
+uint32_t hostrec_ttl_left(uint64_t expires_ms, uint64_t now_ms)
+{
+	if (expires_ms == UINT64_MAX)
+		return HOSTREC_TTL_NEVER;
+	return expires_ms > now_ms ? (uint32_t)((expires_ms - now_ms + 999) / 1000) : 0;
 }

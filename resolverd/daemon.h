@@ -21,6 +21,7 @@ struct server;
 struct fabric;
 struct sa_client;
 struct netlink;
+struct hostdir_pub;
 
 /* Named counters beyond ibacm's seven (STATS opcode, ibresctl stats). */
 struct daemon_stats {
@@ -49,6 +50,7 @@ struct ibresd {
 	struct fabric *fabric; /* NULL: no endpoint carries the fabric protocol */
 	struct sa_client *sa;  /* NULL: no endpoint names an IB device (sa.h) */
 	struct netlink *netlink; /* NULL: no kernel addresses, config addresses only */
+	struct hostdir_pub *dir; /* NULL: no shared host directory (os/hostdir_pub.h) */
 	struct run_user run_as;   /* [daemon] user, looked up at start (cfg.user set) */
 	struct endpoints eps; /* the local endpoints, owner of their identity */
 	uint64_t counters[IBRES_CNTR_MAX]; /* ibacm's global counters */

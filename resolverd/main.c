@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "hostdir.h"
+#include "os/hostdir_pub.h"
 #include "fabric/fabric.h"
 #include "core/hosts_file.h"
 #include "core/log.h"
@@ -109,6 +111,9 @@ static void reload(struct ibresd *d)
 	if (strcmp(cfg.user, d->cfg.user))
 		log_warn("user changed: it takes effect at the next restart");
 	snprintf(cfg.user, sizeof(cfg.user), "%s", d->cfg.user);
+	if (strcmp(cfg.host_directory, d->cfg.host_directory))
+		log_warn("host_directory changed: it takes effect at the next restart");
+	snprintf(cfg.host_directory, sizeof(cfg.host_directory), "%s", d->cfg.host_directory);
 	ret = resolver_reload(&d->res, &cfg, &hosts);
 	hosts_free(&hosts);
 	if (ret) {
@@ -120,6 +125,29 @@ static void reload(struct ibresd *d)
 		 d->res.n_static_hosts);
 out:
 	sd_notify(0, "READY=1");
+}
+
+/* The shared host directory, where [daemon] host_directory says. Only an
+ * invalid path or no memory stops the daemon; a file that cannot be written
+ * (logged) leaves clients on the socket. */
+static int start_directory(struct ibresd *d)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (!d->cfg.host_directory[0])
+		return 0;
+	if (strcmp(d->cfg.host_directory, "auto"))
+		snprintf(path, sizeof(path), "%s", d->cfg.host_directory);
+	else if (ibdir_path_beside(d->cfg.socket_path, path, sizeof(path)))
+		return 0;
+	ret = hostdir_start(&d->dir, &d->loop, &d->store, path);
+	if (ret) {
+		log_err("host directory %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	resolver_publish(&d->res, d->dir);
+	return 0;
 }
 
 static void on_signal(struct loop_fd *lf, uint32_t events)
@@ -263,9 +291,12 @@ int main(int argc, char **argv)
 		log_err("cannot start the resolver: %s", strerror(-ret));
 		goto out_sig;
 	}
-	ret = server_open(&d);
+	ret = start_directory(&d);
 	if (ret)
 		goto out_resolver;
+	ret = server_open(&d);
+	if (ret)
+		goto out_dir;
 	/* IB ports first: they give endpoints their GID and LID */
 	ret = sa_start(&d.sa, &(struct sa_deps){ .cfg = &d.cfg, .loop = &d.loop, .eps = &d.eps,
 						 .store = &d.store, .nl = d.netlink });
@@ -300,6 +331,10 @@ int main(int argc, char **argv)
 	else
 		status = 0;
 	sd_notify(0, "STOPPING=1");
+	/* readers go to the socket first: the store is about to change a lot */
+	resolver_publish(&d.res, NULL);
+	hostdir_stop(d.dir);
+	d.dir = NULL;
 
 out_fabric:
 	resolver_attach(&d.res, d.sa, NULL);
@@ -311,6 +346,10 @@ out_sa:
 	d.sa = NULL;
 out_server:
 	server_close(&d);
+out_dir:
+	resolver_publish(&d.res, NULL);
+	hostdir_stop(d.dir);
+	d.dir = NULL;
 out_resolver:
 	resolver_fini(&d.res);
 out_sig:

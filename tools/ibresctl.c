@@ -882,6 +882,8 @@ int main(int argc, char **argv)
 		return usage_error("socket path too long: '%s'", socket_path);
 	if (ret)
 		return failed(&c, "ibresctl", ret, -1);
+	/* an admin asks the daemon itself, never its published directory */
+	ibc_dir_disable(c.h);
 	c.timeout_ms = ibc_timeout_ms(c.h);
 	json_init(&c.j, stdout);
 

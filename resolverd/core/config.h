@@ -62,6 +62,7 @@ struct ibres_config {
 	unsigned max_clients;
 	unsigned client_timeout_ms; /* idle/incomplete request bound per client */
 	char user[64];              /* "" = keep the identity started with */
+	char host_directory[PATH_MAX]; /* shared directory: "auto" (beside the socket), "" none */
 	/* [resolve] */
 	unsigned timeout_ms;     /* one fabric attempt */
 	unsigned retries;        /* attempts after the first */

@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,14 +477,10 @@ static bool name_is_cluster_name(const struct ibres_config *cfg, const struct ho
 {
 	char name[HOST_KEY_MAX + 1];
 
-	if (!cfg->n_patterns)
-		return true;
 	memcpy(name, k->data, k->len);
 	name[k->len] = '\0';
-	for (unsigned i = 0; i < cfg->n_patterns; i++)
-		if (fnmatch(cfg->patterns[i], name, FNM_CASEFOLD) == 0)
-			return true;
-	return false;
+	return hostrec_name_in_patterns(name, cfg->patterns[0], sizeof(cfg->patterns[0]),
+					cfg->n_patterns);
 }
 
 bool fabric_may_query(struct fabric *f, const struct host_key *k)
@@ -495,11 +490,22 @@ bool fabric_may_query(struct fabric *f, const struct host_key *k)
 		return false;
 	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
 		return false;
+	return !fabric_authoritative(f);
+}
+
+uint64_t fabric_authoritative_from(struct fabric *f)
+{
 	/* With announcements on, the cache holds the whole directory once the
-	 * settle time has passed: what is not there does not exist. */
-	if (directory_mode(f) && now_ms() >= f->settled_ms)
-		return false;
-	return true;
+	 * settle time has passed: what is not there does not exist. Without a
+	 * fabric, the store is all there is. */
+	if (!f)
+		return 0;
+	return directory_mode(f) ? f->settled_ms : UINT64_MAX;
+}
+
+bool fabric_authoritative(struct fabric *f)
+{
+	return now_ms() >= fabric_authoritative_from(f);
 }
 
 /* --- life cycle ---------------------------------------------------------------- */

@@ -66,6 +66,7 @@ TOOLS_SRC := $(filter-out tools/ibresctl.c,$(wildcard tools/*.c))
 UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard test/unit/*.c))
 FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
+FUZZ_SUPPORT := $(filter-out $(FUZZ_SRC) test/fuzz/replay_main.c,$(wildcard test/fuzz/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
@@ -131,9 +132,15 @@ $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJ) $(B)/libibresd.a $(B)/libibr
 $(B)/test/test_pack: $(B)/nss/pack.o
 
 # Fuzz targets also build as plain programs that replay a corpus directory,
-# so `make check` runs every saved input through them with any compiler.
-$(B)/test/%-replay: $(B)/test/fuzz/%.o $(B)/test/fuzz/replay_main.o $(B)/libibresd.a \
-		$(B)/libibres-internal.a
+# so `make check` runs every saved input through them with any compiler. The
+# support archive (test/fuzz's other files, the NSS module's objects) comes
+# first: a target that uses daemon_fake.c gets its fake clock and transport.
+$(B)/libfuzzsupport.a: $(FUZZ_SUPPORT:%.c=$(B)/%.o) $(NSS_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/test/%-replay: $(B)/test/fuzz/%.o $(B)/test/fuzz/replay_main.o $(B)/libfuzzsupport.a \
+		$(B)/libibresd.a $(B)/libibres-internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 

@@ -29,7 +29,7 @@ def test_no_ipoib_gives_a_template(tmp_path):
     (tmp_path / "class" / "net").mkdir(parents=True)
     r = run([IBRESCTL, "config", "generate", str(tmp_path)])
     assert r.returncode == 0
-    assert "no IPoIB interface found" in r.stderr
+    assert "no IPoIB interface or RoCE port found" in r.stderr
     assert "#[endpoint ib0]" in r.stdout and "[daemon]" in r.stdout
 
 

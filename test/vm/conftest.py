@@ -27,14 +27,15 @@ def vm_run(*command, nodes=3, daemons=False, systemd=False, timeout=240, env=Non
     return proc
 
 
-def run_guest_suite(path, **kw):
-    """Run the guest pytest file @path (relative to the checkout) in one boot;
-    its report goes to our output, and the test fails unless it passed."""
+def run_guest_suite(*paths, **kw):
+    """Run the guest pytest files @paths (relative to the checkout) in one
+    boot; their report goes to our output, and the test fails unless they
+    passed."""
     proc = vm_run("env", "PYTHONDONTWRITEBYTECODE=1", "/usr/bin/python3", "-m", "pytest", "-ra",
-                  "-p", "no:cacheprovider", "-o", "python_files=vmtest_*.py",
-                  "--rootdir", "test/vm/guest", path, **kw)
+                  "--color=no", "-p", "no:cacheprovider", "-o", "python_files=vmtest_*.py",
+                  "--rootdir", "test/vm/guest", *paths, **kw)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
-    assert proc.returncode == 0, "the guest's suite %s failed (status %d)" % (path,
+    assert proc.returncode == 0, "the guest suite %s failed (status %d)" % (" ".join(paths),
                                                                            proc.returncode)
     return proc

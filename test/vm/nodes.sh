@@ -86,6 +86,56 @@ vm_socket_of() {
 	return 0
 }
 
-start_daemons() { echo "vm: --daemons: not built yet" >&2; return 1; }
-stop_daemons() { :; }
+# --daemons: one ibresd per node, its config from `ibresctl config generate
+# --device rxeK --name nodeK` with its own socket /run/ibres/nodeK.sock (which
+# speaks ibacm's protocol too); node1's also serves ibacm's socket
+# /run/ibacm.sock for librdmacm, and is the daemon the NSS module asks
+# (/run/ibres/ibresd.sock), with `ib` on the hosts line of nsswitch.conf.
+# Configs and logs: /run/nss-ib-vm/nodeK.conf, nodeK.log.
+start_daemons() {
+	local n=$1 k conf build=$VM_CHECKOUT/build tries
+	for f in ibresd ibresctl libnss_ib.so.2; do
+		[ -e "$build/$f" ] || { echo "vm: --daemons: no $build/$f (run make)" >&2; return 1; }
+	done
+	mkdir -p /run/ibres
+	for ((k = 1; k <= n; k++)); do
+		conf=$VMDIR/node$k.conf
+		"$build/ibresctl" config generate --device "rxe$k" --name "node$k" >"$conf.gen" ||
+			return 1
+		sed -e "s|^socket = .*|socket = /run/ibres/node$k.sock|" "$conf.gen" >"$conf"
+		[ "$k" = 1 ] && sed -i -e '/^socket = /a acm_socket = /run/ibacm.sock' "$conf"
+		rm -f "$conf.gen"
+		"$build/ibresd" --foreground --config "$conf" >"$VMDIR/node$k.log" 2>&1 &
+		echo $! >"$VMDIR/node$k.pid"
+	done
+	for ((k = 1; k <= n; k++)); do
+		for ((tries = 0; tries < 200; tries++)); do
+			[ -S "/run/ibres/node$k.sock" ] && break
+			sleep 0.05
+		done
+		[ -S "/run/ibres/node$k.sock" ] || {
+			echo "vm: node$k's ibresd did not start:" >&2
+			cat "$VMDIR/node$k.log" >&2
+			return 1
+		}
+	done
+	ln -sf node1.sock /run/ibres/ibresd.sock
+	cp "$build/libnss_ib.so.2" "/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/"
+	python3 "$VM_CHECKOUT/tools/ibres-nsswitch" enable --quiet
+}
+
+stop_daemons() {
+	local f pid
+	for f in "$VMDIR"/node*.pid; do
+		[ -e "$f" ] || continue
+		pid=$(cat "$f")
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for f in "$VMDIR"/node*.pid; do
+		[ -e "$f" ] || continue
+		pid=$(cat "$f")
+		timeout 5 tail --pid="$pid" -f /dev/null 2>/dev/null
+		rm -f "$f"
+	done
+}
 setup_systemd() { echo "vm: --systemd: not built yet" >&2; return 1; }

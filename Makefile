@@ -1,9 +1,10 @@
 # nss-ib — top-level GNU Makefile. Sources are found by directory, so a new
 # file in a layer of resolverd/, lib/, nss/, tools/ or test/unit/ needs no edit here.
 #   make            build everything into build/
-#   make check      unit tests (cmocka) then integration tests (pytest)
+#   make check      unit tests (cmocka), integration tests (pytest), the VM suite
 #   make check SANITIZE=1   the same with ASan+UBSan, built into build-san/
 #   make valgrind   memcheck over libibres and the NSS module (unit and helper tests)
+#   make vmcheck    the VM suite alone (test/vm/: qemu, soft-RoCE; root)
 #   make demo       a 4-node emulated cluster resolving names (root)
 #   make install DESTDIR=... PREFIX=...   /   make uninstall   /   make clean
 
@@ -81,7 +82,7 @@ DEPS_STAMP := $(B)/.deps-ok
 PROGRAMS := $(B)/ibresd $(B)/ibresctl $(B)/libnss_ib.so.2 $(B)/libibres.so.1 $(B)/libibres.so \
 	$(B)/libibres.pc
 
-.PHONY: all check unit integration valgrind demo install uninstall clean fuzz bench format deps
+.PHONY: all check unit integration valgrind vmcheck demo install uninstall clean fuzz bench format deps
 all: $(PROGRAMS)
 
 deps: $(DEPS_STAMP)
@@ -173,10 +174,18 @@ valgrind: all $(VALGRIND_UNITS:%=$(B)/test/%)
 	IBRES_BUILD=$(abspath $(B)) $(PYTHON) -m pytest -ra -p no:cacheprovider -m valgrind \
 		test/integration/test_nss.py test/integration/test_libibres.py
 
+# The VM suite (test/vm/): a real kernel RDMA stack under qemu. Where this
+# machine cannot boot a guest, say why and go on.
+vmcheck: all
+	@if reason=$$(test/vm/run --check 2>&1); then \
+		$(PYTHON) -m pytest -ra -p no:cacheprovider test/vm; \
+	else echo "vmcheck: SKIPPED, no test VM here: $${reason#test/vm/run: }"; fi
+
 check: all
 	@tools/layercheck $(B)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory vmcheck
 
 demo: all
 	test/fabric/demo

@@ -577,12 +577,20 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 		if (ret)
 			goto err;
 		p->open = true;
-		if (p->t.qpn && p->t.qpn != p->ep->cfg.id.qpn) {
-			/* peers reach this endpoint at its UD QP */
+		if (p->t.qpn) {
+			/* peers reach this endpoint at its UD QP (and, on RoCE, at
+			 * the GID it found in the port's GID table) */
+			static const uint8_t zero[16];
 			struct ibres_hostrec id = p->ep->cfg.id;
 
 			id.qpn = p->t.qpn;
-			endpoint_update(eps, p->ep, &id);
+			if (memcmp(p->t.gid, zero, 16)) {
+				memcpy(id.gids[0], p->t.gid, 16);
+				if (!id.n_gids)
+					id.n_gids = 1;
+			}
+			if (memcmp(&id, &p->ep->cfg.id, sizeof(id)))
+				endpoint_update(eps, p->ep, &id);
 		}
 		for (unsigned g = 0; g < p->opened.n_groups; g++) {
 			ret = p->t.ops->join(&p->t, g);

@@ -212,6 +212,7 @@ def test_make_dist_packs_the_source_tree():
 
 
 @pytest.mark.skipif(not shutil.which("rpmbuild"), reason="rpmbuild missing")
+@pytest.mark.timeout(900)
 def test_make_rpm_builds_packages_with_the_expected_files():
     make("rpm", timeout=600)
     v = version()
@@ -310,6 +311,7 @@ def deb_control(path, member):
 
 
 @needs_deb
+@pytest.mark.timeout(1200)  # the first one builds the packages
 def test_deb_contents(debs):
     files = {n: deb_files(p) for n, p in debs.items()}
     lib = "/" + MULTIARCH if "/%s/libibres.so.1" % MULTIARCH in files["libibres1"] else None
@@ -352,6 +354,7 @@ def test_deb_contents(debs):
 
 
 @needs_deb
+@pytest.mark.timeout(1200)  # the first one builds the packages
 def test_deb_control_fields_and_triggers(debs):
     info = {n: out(["dpkg-deb", "--info", p]) for n, p in debs.items()}
     for n in ("libnss-ib", "libibres1", "libibres-dev"):
@@ -370,6 +373,7 @@ def test_deb_control_fields_and_triggers(debs):
 
 
 @needs_deb
+@pytest.mark.timeout(1200)  # the first one builds the packages
 def test_deb_maintainer_scripts(debs):
     post = deb_control(debs["ibresd"], "postinst")
     # enabled through deb-systemd-helper; only the socket is started
@@ -392,6 +396,7 @@ def test_deb_maintainer_scripts(debs):
 
 
 @needs_deb
+@pytest.mark.timeout(1200)  # the first one builds the packages
 def test_libnss_ib_postinst_prints_how_to_enable(debs, tmp_path):
     script = tmp_path / "postinst"
     script.write_text(deb_control(debs["libnss-ib"], "postinst"))
@@ -410,6 +415,7 @@ def test_libnss_ib_postinst_prints_how_to_enable(debs, tmp_path):
 
 
 @needs_deb
+@pytest.mark.timeout(1200)  # the first one builds the packages
 def test_lintian_reports_no_errors(debs):
     if not shutil.which("lintian"):
         pytest.skip("lintian missing")
@@ -428,6 +434,7 @@ def test_lintian_reports_no_errors(debs):
 
 
 @needs_deb
+@pytest.mark.timeout(1200)  # the first one builds the packages
 def test_dpkg_installs_and_purges_in_a_throwaway_root(debs, tmp_path):
     root = tmp_path / "root"
     admin = root / "var/lib/dpkg"

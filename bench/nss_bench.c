@@ -8,8 +8,12 @@
  *                                              program (__nss_configure_lookup turns nscd off)
  *   nss_bench [OPTIONS] gai SERVICE N NAME     getaddrinfo(NAME, AF_UNSPEC, SOCK_STREAM), same
  *                                              SERVICE choice
- *   nss_bench [OPTIONS] module PATH N NAME     the module's _nss_ib_gethostbyname2_r alone
- *                                              (dlopen'ed), no glibc NSS machinery
+ *   nss_bench [OPTIONS] module PATH N NAME     the module's gethostbyname2_r alone (dlopen'ed;
+ *                                              PATH .../libnss_X.so.2 names _nss_X_...), no
+ *                                              glibc NSS machinery
+ *   nss_bench [OPTIONS] stat FILE N NAME       stat(FILE) alone: the system call glibc makes
+ *                                              in every gethostbyname*_r (its resolv.conf
+ *                                              check); NAME is not used
  *   nss_bench [OPTIONS] persistent SOCKET N NAME  one HOST round trip per call on the cached
  *                                              connection of a libibres handle
  *   nss_bench [OPTIONS] oneoff SOCKET N NAME   the same, but connecting for every call
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,6 +119,13 @@ static int via_module(void)
 	return st == NSS_STATUS_SUCCESS ? check(&he) : -1;
 }
 
+static int via_stat(void)
+{
+	struct stat st;
+
+	return stat(g_sock, &st);
+}
+
 static int rec_ok(int ret, const struct ibres_hostrec *rec)
 {
 	if (g_notfound)
@@ -177,7 +189,7 @@ static void *run(void *arg)
 static int usage(void)
 {
 	fprintf(stderr, "usage: nss_bench [-t THREADS] [-x notfound] "
-			"glibc|gai|module|persistent|oneoff ARG N NAME\n");
+			"glibc|gai|module|stat|persistent|oneoff ARG N NAME\n");
 	return 2;
 }
 
@@ -210,13 +222,23 @@ int main(int argc, char **argv)
 			return 2;
 		g_one = mode[1] == 'l' ? via_glibc : via_gai;
 	} else if (!strcmp(mode, "module")) {
+		const char *base = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
+		char sym[128];
+
+		if (strncmp(base, "libnss_", 7) || !strchr(base, '.'))
+			return usage();
+		snprintf(sym, sizeof(sym), "_nss_%.*s_gethostbyname2_r",
+			 (int)(strchr(base, '.') - base - 7), base + 7);
 		dl = dlopen(arg, RTLD_NOW);
-		g_fn = dl ? (nss_gethostbyname2_r *)dlsym(dl, "_nss_ib_gethostbyname2_r") : NULL;
+		g_fn = dl ? (nss_gethostbyname2_r *)dlsym(dl, sym) : NULL;
 		if (!g_fn) {
 			fprintf(stderr, "cannot load %s\n", arg);
 			return 2;
 		}
 		g_one = via_module;
+	} else if (!strcmp(mode, "stat")) {
+		g_sock = arg;
+		g_one = via_stat;
 	} else if (!strcmp(mode, "persistent") || !strcmp(mode, "oneoff")) {
 		g_sock = arg;
 		if (ibres_open(&g_h, g_sock, 0))

@@ -55,13 +55,6 @@ int ibdir_table_of(uint16_t type)
 	return -1;
 }
 
-static const uint8_t key_type_of_table[IBDIR_TABLES] = {
-	[IBDIR_TAB_NAME] = IBRES_KEY_NAME,
-	[IBDIR_TAB_IPV4] = IBRES_KEY_IPV4,
-	[IBDIR_TAB_IPV6] = IBRES_KEY_IPV6,
-	[IBDIR_TAB_GID] = IBRES_KEY_GID,
-};
-
 uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
 {
 	const uint8_t *p = key;
@@ -156,6 +149,55 @@ int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 	out->lid = hdr.lid;
 	out->qpn = hdr.qpn;
 	out->pkey = hdr.pkey;
+	return 0;
+}
+
+int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
+		      size_t klen)
+{
+	struct ibdir_rec hdr;
+	const uint8_t *p, *end;
+	size_t fixed;
+
+	if (len < sizeof(hdr))
+		return 0;
+	memcpy(&hdr, rec, sizeof(hdr));
+	p = rec + sizeof(hdr);
+	end = p + (hdr.data_len < len - sizeof(hdr) ? hdr.data_len : len - sizeof(hdr));
+	fixed = 16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4;
+	if (fixed > (size_t)(end - p))
+		return 0;
+	switch (tab) {
+	case IBDIR_TAB_GID:
+		for (unsigned i = 0; klen == 16 && i < hdr.n_gids; i++)
+			if (!memcmp(p + 16 * i, key, 16))
+				return 1;
+		return 0;
+	case IBDIR_TAB_IPV6:
+		p += 16u * hdr.n_gids;
+		for (unsigned i = 0; klen == 16 && i < hdr.n_v6; i++)
+			if (!memcmp(p + 16 * i, key, 16))
+				return 1;
+		return 0;
+	case IBDIR_TAB_IPV4:
+		p += 16u * hdr.n_gids + 16u * hdr.n_v6;
+		for (unsigned i = 0; klen == 4 && i < hdr.n_v4; i++)
+			if (!memcmp(p + 4 * i, key, 4))
+				return 1;
+		return 0;
+	case IBDIR_TAB_NAME:
+		p += fixed;
+		for (unsigned i = 0; i < hdr.n_names && p < end; i++) {
+			size_t l = *p++;
+
+			if (l > (size_t)(end - p))
+				return 0;
+			if (l == klen && hostrec_name_eq(p, key, l))
+				return 1;
+			p += l;
+		}
+		return 0;
+	}
 	return 0;
 }
 
@@ -333,10 +375,10 @@ static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd
 		memcpy(&hdr, buf, sizeof(hdr));
 		if (!hdr.expires_ms)
 			continue; /* a freed block: its slots are going */
+		if (!ibdir_rec_has_key((const uint8_t *)buf, rlen, tab, key, len))
+			continue; /* a collision, or the key moved to another host */
 		if (ibdir_rec_decode((const uint8_t *)buf, rlen, rec))
 			return -EBADMSG;
-		if (!hostrec_has_key(rec, key_type_of_table[tab], key, len))
-			continue; /* a collision, or the key moved to another host */
 		if (hdr.expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */
 		rec->ttl = hostrec_ttl_left(hdr.expires_ms, now_ms);

@@ -134,6 +134,13 @@ uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len);
  * seq and cap, and its data. Returns the bytes used (header included). */
 size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint8_t *out);
 
+/* Does the record copy @rec (@len bytes, header included) list the key
+ * @key/@klen of table @tab (a name without regard to ASCII case)? Read from
+ * the record's bytes as they are, without expanding it. 1 or 0 (0 too for a
+ * record whose counts do not fit @len). */
+int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
+		      size_t klen);
+
 /* Expand a record copy @rec (@len bytes, header included) into @out, ttl
  * unset. 0, or -EBADMSG when its counts and lengths do not add up. */
 int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out);

@@ -134,23 +134,26 @@ int hostrec_same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec
 	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
 }
 
-static int name_eq_key(const char *name, const uint8_t *data, size_t len)
+int hostrec_name_eq(const void *a, const void *b, size_t n)
 {
-	size_t i;
+	const uint8_t *x = a, *y = b;
 
-	for (i = 0; i < len; i++) {
-		unsigned char a = (unsigned char)name[i], b = data[i];
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = x[i], d = y[i];
 
-		if (!a)
-			return 0;
-		if (a >= 'A' && a <= 'Z')
-			a = (unsigned char)(a - 'A' + 'a');
-		if (b >= 'A' && b <= 'Z')
-			b = (unsigned char)(b - 'A' + 'a');
-		if (a != b)
+		if (c >= 'A' && c <= 'Z')
+			c = (uint8_t)(c - 'A' + 'a');
+		if (d >= 'A' && d <= 'Z')
+			d = (uint8_t)(d - 'A' + 'a');
+		if (c != d)
 			return 0;
 	}
-	return name[len] == '\0';
+	return 1;
+}
+
+static int name_eq_key(const char *name, const uint8_t *data, size_t len)
+{
+	return strnlen(name, len + 1) == len && hostrec_name_eq(name, data, len);
 }
 
 int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *data, size_t len)

@@ -37,8 +37,8 @@
 #include "core/log.h"
 #include "hostdir.h"
 
-#define REC_AREA_MIN  (64u * 1024)
-#define SLOTS_MIN     64u
+#define REC_AREA_MIN  (128u * 1024)
+#define SLOTS_MIN     2048u /* a 1,000-node cluster without growing */
 #define RETRY_TICKS   5u /* heartbeats between two tries after a failure */
 #define REC_KEYS_MAX  (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX)
 
@@ -70,8 +70,8 @@ struct hostdir_pub {
 	struct hostdir_stats stats;
 	uint8_t enc[IBDIR_REC_MAX];
 	/* records expanded: the one written, the one it replaces, the one being
-	 * dropped, and the one a probe compares against */
-	struct ibres_hostrec cur, prev, gone, probe;
+	 * dropped */
+	struct ibres_hostrec cur, prev, gone;
 };
 
 static struct ibdir_header *hd_of(const struct hostdir_pub *p)
@@ -231,8 +231,9 @@ static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash
 				*free_at = i;
 			continue;
 		}
-		if ((uint32_t)(slots[i] >> 32) == hash && !rec_read(p, at, &p->probe) &&
-		    hostrec_has_key(&p->probe, store_key_type[k->tab], k->data, k->len))
+		if ((uint32_t)(slots[i] >> 32) == hash && at >= hd_of(p)->rec_off &&
+		    at < p->rec_next && !(at & 7) &&
+		    ibdir_rec_has_key(p->map + at, p->rec_next - at, k->tab, k->data, k->len))
 			return i;
 	}
 	return -1;

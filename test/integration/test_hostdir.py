@@ -293,11 +293,11 @@ def many_hosts(path, n):
 
 
 @needs_root
-@pytest.mark.parametrize("size,when", [("16k", "start"), ("160k", "growth")])
+@pytest.mark.parametrize("size,when", [("16k", "start"), ("300k", "growth")])
 def test_full_run_the_daemon_logs_once_and_serves(helpers, tmp_path, size, when):
     """The socket's folder is a small tmpfs in a mount namespace of its own.
     start: the file cannot be reserved at start (nor on the retries).
-    growth: the first file fits, a reload brings 3,000 static hosts, and the
+    growth: the first file (~200 KiB) fits, a reload brings 3,000 static hosts, and the
     bigger file does not. Either way the daemon says so once and clients are
     answered correctly, over the socket where the file cannot answer."""
     top = tmp_path / "run"

@@ -7,7 +7,6 @@ through the socket, IBRES_DIRECTORY=off: a directory hit would not reach the dae
 
 The load helper (nss_load.c) timestamps every call on CLOCK_MONOTONIC, python's
 time.monotonic(); calls are checked by the window in which they ended."""
-import os
 import resource
 import selectors
 import signal

@@ -31,7 +31,13 @@ SAN_CFLAGS = os.environ.get("IBRES_SAN_CFLAGS", "").split()
 SANITIZED = bool(SAN_CFLAGS)
 ASAN_PRELOAD = os.environ.get("IBRES_ASAN_PRELOAD", "")
 SAN_RUNTIMES = ("libasan.so", "libubsan.so")
-not_sanitized = pytest.mark.skipif(SANITIZED, reason="valgrind cannot run ASan binaries")
+
+
+def not_sanitized(why):
+    """Skip a test a SANITIZE=1 build cannot run, saying @why."""
+    return pytest.mark.skipif(SANITIZED, reason="SANITIZE=1: " + why)
+
+
 SAN_LOG_DIR = None
 if SANITIZED:
     # Every sanitized process (daemons, tools, helpers, getent with the module) writes its

@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-from conftest import BUILD, Client, IBRESD, have, needs_root, run
+from conftest import BUILD, Client, Daemon, IBRESD, have, needs_root, run, wait_for_socket
 from fabric_util import (ST_SUCCESS, Cluster, host, resolve, stats, wait_until)
+from nss_helpers import (NSS_MODULE, client_env, helpers, parse_kv,  # noqa: F401 (fixture)
+                         static_hosts_config)
 
 UPTIME_S = 20
 
@@ -138,3 +140,42 @@ def test_daemons_at_fresh_boot(tmp_path, wrapper):
         wait_until(found, 15, interval=0.5, what="restarted node2 resolves from node1")
     finally:
         c.down()
+
+
+class FreshBootDaemon(Daemon):
+    """A Daemon started at UPTIME_S seconds of uptime."""
+
+    def start(self, wait=True):
+        cmd = fresh_boot([IBRESD, "--foreground", "--debug", "--config", self.config,
+                          "--socket", self.socket])
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        if wait:
+            wait_for_socket(self.socket, proc=self.proc)
+        return self
+
+
+@pytest.mark.timeout(60)
+def test_shared_directory_at_fresh_boot(helpers, tmp_path):
+    """The NSS module in the daemon's namespace answers from the shared host directory (its
+    heartbeat is fresh at 20 s of uptime); outside it, the same file's heartbeat is thousands
+    of seconds away on that clock, so the module does not trust it and asks the socket."""
+    d = FreshBootDaemon(tmp_path / "d", config_text=static_hosts_config()).start()
+    try:
+        assert daemon_uptime(d.proc.pid) < UPTIME_S + 60
+        env = client_env(d)
+
+        def lookup(wrap):
+            r = run(wrap([helpers["nss_call"], NSS_MODULE, "byname2", "node2", "2"]), env=env,
+                    timeout=30)
+            assert r.returncode == 0, r.stdout + r.stderr
+            kv = parse_kv(r.stdout)
+            assert kv["status"] == "SUCCESS" and kv["addrs"] == "198.18.0.2", r.stdout
+        asked = stats(d.socket)["host_lookups"]
+        lookup(fresh_boot)
+        assert stats(d.socket)["host_lookups"] == asked  # a hit in the file
+        if boot_offsets()[0] > 10:
+            lookup(lambda cmd: cmd)
+            assert stats(d.socket)["host_lookups"] == asked + 1  # through the socket
+    finally:
+        d.stop()

@@ -277,7 +277,7 @@ VALGRIND = ["valgrind", "-q", "--error-exitcode=9", "--leak-check=full",
     ["--sweep", "byaddr2", "fe80::2:c903:0:2", str(AF_IB)],
     ["byname2", "no-such-host", str(AF_INET)],
 ])
-@not_sanitized
+@not_sanitized("valgrind cannot run ASan code")
 @pytest.mark.valgrind
 def test_valgrind_clean(helpers, static, args):
     cmd = VALGRIND + [helpers["nss_call"]] + args[:-3] + [NSS_MODULE] + args[-3:]
@@ -286,7 +286,7 @@ def test_valgrind_clean(helpers, static, args):
     assert "error=" not in r.stdout
 
 
-@not_sanitized
+@not_sanitized("valgrind cannot run ASan code")
 @pytest.mark.valgrind
 def test_valgrind_clean_through_glibc_threads(helpers, single):
     cmd = VALGRIND + [helpers["nss_glibc"], "ib", "threads", "8", "50", "node1", "198.18.0.1"]

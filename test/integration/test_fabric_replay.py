@@ -153,5 +153,5 @@ def test_key_change(cluster_factory, tmp_path):
     assert not knows(c, 4, "node1") and not knows(c, 4, "node3")
     assert s[4]["fabric_rx_auth_failed"] > 0, s[4]
     # those holding both keys take node 4
-    for k in mixed:
-        assert knows(c, k, "node4"), k
+    wait_until(lambda: all(knows(c, k, "node4") for k in mixed), 6.0,
+               what="nodes 1-3 know node4")

@@ -545,7 +545,7 @@ static int write_hosts(struct imp *m, const char *data_path)
 	char line[LINE_MAX_LEN], *w[3], gidtxt[INET6_ADDRSTRLEN];
 	struct hostent_acm *h = NULL;
 	unsigned lineno = 0;
-	size_t n = 0, i, j, hosts = 0;
+	size_t n = 0, cap = 0, i, j, hosts = 0;
 	FILE *f, *out = NULL;
 	int ret, k;
 
@@ -556,16 +556,13 @@ static int write_hosts(struct imp *m, const char *data_path)
 			strerror(errno));
 		return ret;
 	}
-	h = calloc(HOSTS_MAX, sizeof(*h));
-	if (!h) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	while ((ret = read_line(f, line, &lineno, m->err, data_path)) > 0) {
+		uint8_t gid[16];
+
 		k = words(line, w, 3);
 		if (k == 0)
 			continue;
-		if (k != 2 || inet_pton(AF_INET6, w[1], h[n].gid) != 1) {
+		if (k != 2 || inet_pton(AF_INET6, w[1], gid) != 1) {
 			fprintf(m->err, "ibresctl: %s:%u: not 'address GID', skipped\n", data_path,
 				lineno);
 			continue;
@@ -576,6 +573,18 @@ static int write_hosts(struct imp *m, const char *data_path)
 			ret = -EFBIG;
 			goto out;
 		}
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 64;
+			struct hostent_acm *nh = realloc(h, ncap * sizeof(*h));
+
+			if (!nh) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			h = nh;
+			cap = ncap;
+		}
+		memcpy(h[n].gid, gid, 16);
 		h[n].addr = strdup(w[0]);
 		if (!h[n].addr) {
 			ret = -ENOMEM;
@@ -585,7 +594,8 @@ static int write_hosts(struct imp *m, const char *data_path)
 	}
 	if (ret < 0)
 		goto out;
-	qsort(h, n, sizeof(*h), cmp_host);
+	if (n)
+		qsort(h, n, sizeof(*h), cmp_host);
 	out = fopen(m->a->hosts_out, "we");
 	if (!out) {
 		ret = -errno;

@@ -8,11 +8,17 @@
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ARPHRD_INFINIBAND_TYPE 32
 #define MAX_IFACES 16
+#define MAX_ROCE_PORTS 16
+#define MAX_GID_ENTRIES 256 /* GID table entries looked at per port */
+/* RoCE v2 headers inside the netdev's MTU (IP, UDP, BTH, DETH, ICRC), as
+ * the kernel's iboe_get_mtu() counts them, roughly */
+#define ROCE_HEADERS 80
 #define IPOIB_HWADDR_LEN 20 /* 4 bytes QPN/flags, then the 16-byte port GID */
 
 struct ipoib_if {
@@ -124,6 +130,112 @@ static int find_ipoib(const char *sysfs, struct ipoib_if *ifs, unsigned max)
 	return (int)n;
 }
 
+/* A RoCE port: its device, port, RoCE v2 GID and the netdev behind it. */
+struct roce_port {
+	char device[64];
+	unsigned port;
+	char gid[INET6_ADDRSTRLEN];
+	char ndev[IF_NAMESIZE];
+	unsigned mtu;  /* bytes, an IB MTU the netdev carries */
+	unsigned gbps; /* 0: unknown */
+};
+
+/* The port's RoCE v2 GID to send from: the first IPv4-mapped one, else the
+ * first global one (gids/N with gid_attrs/types/N "RoCE v2"). */
+static int roce_gid(const char *sysfs, struct roce_port *rp)
+{
+	char path[PATH_MAX], buf[128], ndev[IF_NAMESIZE] = "";
+	int best_rank = 0;
+
+	for (unsigned i = 0; i < MAX_GID_ENTRIES; i++) {
+		struct in6_addr a;
+		int rank;
+
+		snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/gid_attrs/types/%u",
+			 sysfs, rp->device, rp->port, i);
+		if (read_line(path, buf, sizeof(buf)))
+			continue; /* an empty slot reads as an error */
+		if (strcmp(buf, "RoCE v2"))
+			continue;
+		snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/gids/%u", sysfs,
+			 rp->device, rp->port, i);
+		if (read_line(path, buf, sizeof(buf)) || inet_pton(AF_INET6, buf, &a) != 1)
+			continue;
+		rank = IN6_IS_ADDR_V4MAPPED(&a) ? 2 : (!IN6_IS_ADDR_LINKLOCAL(&a) &&
+						       !IN6_IS_ADDR_UNSPECIFIED(&a));
+		if (rank <= best_rank)
+			continue;
+		snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/gid_attrs/ndevs/%u",
+			 sysfs, rp->device, rp->port, i);
+		if (read_line(path, ndev, sizeof(ndev)))
+			continue;
+		best_rank = rank;
+		inet_ntop(AF_INET6, &a, rp->gid, sizeof(rp->gid));
+		strcpy(rp->ndev, ndev);
+	}
+	return best_rank ? 0 : -ENOENT;
+}
+
+/* The largest IB MTU that fits the netdev's MTU; its rate in Gb/s. */
+static void roce_limits(const char *sysfs, struct roce_port *rp)
+{
+	char path[PATH_MAX], buf[128];
+	unsigned mtu = 1500;
+
+	snprintf(path, sizeof(path), "%s/class/net/%s/mtu", sysfs, rp->ndev);
+	if (read_line(path, buf, sizeof(buf)) == 0)
+		mtu = (unsigned)strtoul(buf, NULL, 10);
+	for (rp->mtu = 4096; rp->mtu > 256 && rp->mtu + ROCE_HEADERS > mtu; rp->mtu /= 2)
+		;
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/rate", sysfs, rp->device,
+		 rp->port);
+	rp->gbps = read_line(path, buf, sizeof(buf)) == 0 ? (unsigned)strtoul(buf, NULL, 10) : 0;
+}
+
+/* Every port whose link layer is Ethernet and that has a RoCE v2 GID. */
+static int find_roce(const char *sysfs, const char *device, struct roce_port *rps, unsigned max)
+{
+	char path[PATH_MAX], buf[64];
+	struct dirent *de, *pe;
+	unsigned n = 0;
+	DIR *dir, *pdir;
+
+	snprintf(path, sizeof(path), "%s/class/infiniband", sysfs);
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(dir)) && n < max) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(rps->device))
+			continue;
+		if (device && strcmp(device, de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", sysfs, de->d_name);
+		pdir = opendir(path);
+		if (!pdir)
+			continue;
+		while ((pe = readdir(pdir)) && n < max) {
+			struct roce_port *rp = &rps[n];
+
+			if (pe->d_name[0] == '.')
+				continue;
+			memset(rp, 0, sizeof(*rp));
+			strcpy(rp->device, de->d_name);
+			rp->port = (unsigned)strtoul(pe->d_name, NULL, 10);
+			snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/link_layer",
+				 sysfs, rp->device, rp->port);
+			if (!rp->port || read_line(path, buf, sizeof(buf)) || strcmp(buf, "Ethernet"))
+				continue;
+			if (roce_gid(sysfs, rp))
+				continue;
+			roce_limits(sysfs, rp);
+			n++;
+		}
+		closedir(pdir);
+	}
+	closedir(dir);
+	return (int)n;
+}
+
 /* The interface's addresses, as the config's `address` lines. */
 static void write_addresses(FILE *out, const char *ifname)
 {
@@ -175,25 +287,51 @@ static void write_header(FILE *out, const char *hostname)
 		hostname);
 }
 
-int confgen_write(FILE *out, const char *sysfs, const char *hostname)
+/* A RoCE port's endpoint, named @hostname (@suffixed: host name and device). */
+static void write_roce(FILE *out, const struct roce_port *rp, const char *hostname, bool suffixed)
+{
+	fprintf(out, "\n[endpoint %s]\n", rp->device);
+	fprintf(out, "name = %s%s%s\n", hostname, suffixed ? "-" : "", suffixed ? rp->device : "");
+	fprintf(out, "# RoCE v2 on %s: GRH-routed, no LID, no Subnet Administrator\n", rp->ndev);
+	fprintf(out, "device = %s\nport_num = %u\n", rp->device, rp->port);
+	fprintf(out, "gid = %s\n", rp->gid);
+	fprintf(out, "pkey = 0xffff\nmtu = %u\n", rp->mtu);
+	if (rp->gbps)
+		fprintf(out, "rate = %u\n", rp->gbps);
+	write_addresses(out, rp->ndev);
+	fprintf(out, "transport = ib\ninterface = %s\n", rp->ndev);
+	fprintf(out, "group = 239.255.73.1 mtu=%u rate=%u\n", rp->mtu, rp->gbps ? rp->gbps : 10);
+}
+
+int confgen_write(FILE *out, const char *sysfs, const char *hostname, const char *device)
 {
 	struct ipoib_if ifs[MAX_IFACES];
-	int n = find_ipoib(sysfs, ifs, MAX_IFACES);
+	struct roce_port rps[MAX_ROCE_PORTS];
+	int n = find_ipoib(sysfs, ifs, MAX_IFACES), m, kept = 0, written = 0;
 
+	/* only the chosen device's interfaces */
+	for (int i = 0; i < n; i++)
+		if (!device || !strcmp(ifs[i].device, device))
+			ifs[kept++] = ifs[i];
+	if (n >= 0)
+		n = kept;
+	m = find_roce(sysfs, device, rps, MAX_ROCE_PORTS);
 	write_header(out, hostname);
-	if (n <= 0) {
+	if (n <= 0 && m <= 0) {
 		fprintf(out,
-			"\n# No IPoIB interface was found under %s/class/net. Fill in an\n"
+			"\n# No IPoIB interface or RoCE port was found under %s/class. Fill in an\n"
 			"# endpoint by hand, for example:\n"
 			"#[endpoint ib0]\n#name = %s\n#gid = fe80::2:c903:0:1\n#lid = 1\n"
 			"#transport = ip\n#interface = ib0\n#group = 239.255.73.1 mtu=2048 rate=10\n",
 			sysfs, hostname);
 		return n < 0 && n != -ENOENT ? n : 0;
 	}
+	if (n < 0)
+		n = 0;
 	for (int i = 0; i < n; i++) {
 		fprintf(out, "\n[endpoint %s]\n", ifs[i].name);
 		/* the host name names the first endpoint; others by interface */
-		if (i == 0)
+		if (written++ == 0)
 			fprintf(out, "name = %s\n", hostname);
 		else
 			fprintf(out, "name = %s-%s\n", hostname, ifs[i].name);
@@ -209,5 +347,7 @@ int confgen_write(FILE *out, const char *sysfs, const char *hostname)
 		fprintf(out, "transport = ip\ninterface = %s\n"
 			     "group = 239.255.73.1 mtu=2048 rate=10\n", ifs[i].name);
 	}
-	return n;
+	for (int i = 0; i < m; i++)
+		write_roce(out, &rps[i], hostname, written++ > 0);
+	return written;
 }

@@ -47,6 +47,8 @@ struct ctl {
 	const char *hosts_out; /* --hosts-out (config import-ibacm) */
 	bool cache_only;
 	bool nodelay;
+	const char *gen_device; /* config generate --device */
+	const char *gen_name;   /* config generate --name */
 	struct json j;
 	uint8_t ans[ANSWER_MAX];
 };
@@ -74,9 +76,11 @@ static void usage(FILE *f)
 		"  cache flush [KEY]    drop one host (KEY) or every learned entry (root)\n"
 		"  stats                the daemon's counters and gauges\n"
 		"  config check FILE    check an ibresd.conf(5) file with ibresd --check-config\n"
-		"  config generate [SYSFS_DIR]\n"
+		"  config generate [--device DEV] [--name NAME] [SYSFS_DIR]\n"
 		"                       print a config for this node from its IPoIB interfaces\n"
-		"                       (sysfs under SYSFS_DIR, default /sys)\n"
+		"                       and RoCE ports (sysfs under SYSFS_DIR, default /sys):\n"
+		"                       only device DEV's; the first endpoint named NAME\n"
+		"                       (default: the host name)\n"
 		"  config import-ibacm [DIR [SYSFS_DIR]]\n"
 		"                       print a config from ibacm's files in DIR (default\n"
 		"                       /etc/rdma); --hosts-out FILE writes its hosts file\n"
@@ -742,15 +746,23 @@ static int config_generate(struct ctl *c, int argc, char **argv)
 	if (argc == 2)
 		sysfs = argv[1];
 	else if (argc != 1)
-		return usage_error("%s", "usage: config generate [SYSFS_DIR]");
-	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+		return usage_error("%s", "usage: config generate [--device DEV] [--name NAME] "
+					 "[SYSFS_DIR]");
+	if (c->gen_name)
+		snprintf(host, sizeof(host), "%s", c->gen_name);
+	else if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
 		strcpy(host, "localhost");
-	n = confgen_write(stdout, sysfs, host);
+	n = confgen_write(stdout, sysfs, host, c->gen_device);
 	if (n < 0)
 		return failed(c, "config generate", n, -1);
+	if (n == 0 && c->gen_device) {
+		fprintf(stderr, "ibresctl: config generate: no IPoIB interface or RoCE port of "
+				"device '%s' found\n", c->gen_device);
+		return EXIT_NEGATIVE;
+	}
 	if (n == 0)
-		fprintf(stderr, "ibresctl: config generate: no IPoIB interface found; "
-				"the endpoint is left to fill in\n");
+		fprintf(stderr, "ibresctl: config generate: no IPoIB interface or RoCE port "
+				"found; the endpoint is left to fill in\n");
 	return 0;
 }
 
@@ -886,7 +898,8 @@ int main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},	  {"cache-only", no_argument, NULL, 'C'},
 		{"nodelay", no_argument, NULL, 'N'},	  {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},	  {"format", required_argument, NULL, 'f'},
-		{"hosts-out", required_argument, NULL, 'H'}, {NULL, 0, NULL, 0},
+		{"hosts-out", required_argument, NULL, 'H'}, {"device", required_argument, NULL, 'D'},
+		{"name", required_argument, NULL, 'n'},	  {NULL, 0, NULL, 0},
 	};
 	static struct ctl c; /* holds a 64 KiB answer buffer */
 	const char *socket_path = NULL, *env;
@@ -927,6 +940,12 @@ int main(int argc, char **argv)
 		case 'N':
 			c.nodelay = true;
 			break;
+		case 'D':
+			c.gen_device = optarg;
+			break;
+		case 'n':
+			c.gen_name = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -943,6 +962,10 @@ int main(int argc, char **argv)
 	if (c.prometheus && strcmp(argv[optind], "stats"))
 		return usage_error("--format prometheus is for 'stats' only, not '%s'",
 				   argv[optind]);
+	if ((c.gen_device || c.gen_name) &&
+	    (strcmp(argv[optind], "config") || optind + 1 >= argc ||
+	     strcmp(argv[optind + 1], "generate")))
+		return usage_error("%s", "--device and --name go with 'config generate' only");
 	env = getenv(IBRES_SOCKET_ENV);
 	c.socket = socket_path ? socket_path : env && *env ? env : IBRES_DEFAULT_SOCKET;
 	ret = ibres_open(&c.h, socket_path, c.timeout_ms);

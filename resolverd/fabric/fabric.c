@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/endpoints.h"
 #include "core/jitter.h"
 #include "core/hoststore.h"
@@ -87,9 +88,17 @@ static int port_send(struct fabric_port *p, const struct fw_msg *m,
 		     const struct transport_addr *to)
 {
 	struct fabric *f = p->f;
-	int len = fw_encode(m, f->key_len ? f->key : NULL, f->key_len, f->buf, sizeof(f->buf));
-	int ret;
+	struct fw_msg stamped;
+	int len, ret;
 
+	if (f->keys.n) {
+		stamped = *m;
+		stamped.has_stamp = true;
+		stamped.stamp = fresh_stamp(&f->fresh, wall_us());
+		m = &stamped;
+	}
+	len = fw_encode(m, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], f->buf,
+			sizeof(f->buf));
 	if (len < 0) {
 		f->c.tx_errors++;
 		return len;
@@ -336,6 +345,39 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 	store_remove_gid(f->store, m->sender.gids[0]);
 }
 
+/* An authenticated datagram: is it new, or a copy of an old one? Only
+ * fresh ones are taken (every message type: a replayed GOODBYE would drop a
+ * live node, a replayed ANNOUNCE bring back an old identity). */
+static bool fresh(struct fabric *f, const struct fw_msg *m)
+{
+	uint64_t wall = wall_us(), now = now_ms();
+
+	switch (fresh_check(&f->fresh, m->sender.gids[0], m->has_stamp ? m->stamp : 0, wall,
+			    now)) {
+	case FRESH_OK:
+		return true;
+	case FRESH_STALE:
+		f->c.rx_stale++;
+		/* most likely clocks that disagree: say so, once a minute */
+		if (!f->stale_logged_ms || now - f->stale_logged_ms >= 60000) {
+			f->stale_logged_ms = now ? now : 1;
+			log_warn("fabric: a datagram from %s is %s our clock by more than %llu s "
+				 "(or has no stamp): dropped; do the nodes' clocks agree?",
+				 m->sender.names[0],
+				 m->has_stamp && m->stamp > wall ? "ahead of" : "behind",
+				 FRESH_WINDOW_US / 1000000);
+		}
+		return false;
+	case FRESH_DUPLICATE:
+		f->c.rx_duplicate++;
+		return false;
+	case FRESH_REPLAYED:
+		f->c.rx_replayed++;
+		return false;
+	}
+	return false;
+}
+
 static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 			const struct transport_addr *from)
 {
@@ -345,7 +387,13 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	enum fw_error err;
 
 	f->c.rx++;
-	err = fw_decode(buf, len, f->key_len ? f->key : NULL, f->key_len, &m);
+	err = fw_decode(buf, len, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], &m);
+	if (err == FW_ERR_AUTH && f->keys.n > 1) {
+		/* a key change in progress: the other key of the file */
+		err = fw_decode(buf, len, f->keys.key[1], f->keys.len[1], &m);
+		if (err == FW_OK)
+			f->c.rx_auth_second_key++;
+	}
 	if (err == FW_ERR_VERSION) {
 		f->c.rx_bad_version++;
 		return;
@@ -362,6 +410,8 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		f->c.rx_self++;
 		return;
 	}
+	if (f->keys.n && !fresh(f, &m))
+		return;
 	switch (m.type) {
 	case FW_REQUEST:
 		on_request(p, &m, from);
@@ -460,27 +510,6 @@ bool fabric_authoritative(struct fabric *f)
 
 /* --- life cycle ---------------------------------------------------------------- */
 
-static int load_key(struct fabric *f, const char *path)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		log_err("cluster_key_file %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	n = read(fd, f->key, sizeof(f->key));
-	close(fd);
-	while (n > 0 && (f->key[n - 1] == '\n' || f->key[n - 1] == '\r'))
-		n--;
-	if (n < 16) {
-		log_err("cluster_key_file %s: a key needs at least 16 bytes", path);
-		return -EINVAL;
-	}
-	f->key_len = (size_t)n;
-	return 0;
-}
-
 /* The ib transport's window on the SA client. */
 static int port_group_address(struct transport *t, unsigned g, uint8_t mgid[16], uint16_t *mlid,
 			      uint32_t *qkey, uint8_t *sl)
@@ -517,7 +546,9 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->reannounce_timer.cb = on_reannounce;
 	jitter_seed(&f->rng);
 	if (f->cfg->cluster_key_file[0]) {
-		ret = load_key(f, f->cfg->cluster_key_file);
+		ret = fabric_keys_load(&f->keys, f->cfg->cluster_key_file);
+		if (!ret)
+			ret = fresh_init(&f->fresh);
 		if (ret)
 			goto err;
 	}
@@ -546,12 +577,20 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 		if (ret)
 			goto err;
 		p->open = true;
-		if (p->t.qpn && p->t.qpn != p->ep->cfg.id.qpn) {
-			/* peers reach this endpoint at its UD QP */
+		if (p->t.qpn) {
+			/* peers reach this endpoint at its UD QP (and, on RoCE, at
+			 * the GID it found in the port's GID table) */
+			static const uint8_t zero[16];
 			struct ibres_hostrec id = p->ep->cfg.id;
 
 			id.qpn = p->t.qpn;
-			endpoint_update(eps, p->ep, &id);
+			if (memcmp(p->t.gid, zero, 16)) {
+				memcpy(id.gids[0], p->t.gid, 16);
+				if (!id.n_gids)
+					id.n_gids = 1;
+			}
+			if (memcmp(&id, &p->ep->cfg.id, sizeof(id)))
+				endpoint_update(eps, p->ep, &id);
 		}
 		for (unsigned g = 0; g < p->opened.n_groups; g++) {
 			ret = p->t.ops->join(&p->t, g);
@@ -668,6 +707,8 @@ void fabric_stop(struct fabric *f)
 			p->t.ops->close(&p->t, f->loop);
 		}
 	}
+	fresh_fini(&f->fresh);
+	explicit_bzero(&f->keys, sizeof(f->keys));
 	free(f);
 }
 
@@ -687,6 +728,10 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_rx_malformed", c->rx_malformed },
 		{ "fabric_rx_bad_version", c->rx_bad_version },
 		{ "fabric_rx_auth_failed", c->rx_auth_failed },
+		{ "fabric_rx_auth_second_key", c->rx_auth_second_key },
+		{ "fabric_rx_stale", c->rx_stale },
+		{ "fabric_rx_replayed", c->rx_replayed },
+		{ "fabric_rx_duplicate", c->rx_duplicate },
 		{ "fabric_rx_unsolicited", c->rx_unsolicited },
 		{ "fabric_rx_mismatch", c->rx_mismatch },
 		{ "fabric_rx_conflict", c->rx_conflict },

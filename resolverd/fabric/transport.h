@@ -53,6 +53,7 @@ struct transport {
 			     uint32_t *qkey, uint8_t *sl);
 	void (*port_event)(struct transport *t, const char *what);
 	uint32_t qpn; /* ib: set by open, the UD QP the endpoint is reached at */
+	uint8_t gid[16]; /* ib on RoCE: set by open, the GID the endpoint sends from */
 };
 
 extern const struct transport_ops transport_ip_ops;

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
  * The ib transport: fabric datagrams on a UD QP of the endpoint's HCA port
- * (libibverbs). One QP per endpoint, Q_Key IBRES_QKEY; multicast goes to
- * the IB groups the SA client joined for the endpoint (mcast.c), which the QP
- * attaches to as soon as their MGID and MLID are known; unicast answers go
- * to the sender's LID and QPN from the work completion (GID from the GRH).
+ * (libibverbs). One QP per endpoint, Q_Key IBRES_QKEY (a controlled one: only
+ * a privileged process can give a QP that Q_Key, so only such a process can
+ * send to ours). Both link layers:
+ * - InfiniBand: multicast goes to the IB groups the SA client joined for the
+ *   endpoint (mcast.c), which the QP attaches to as soon as their MGID and
+ *   MLID are known; unicast answers go to the sender's LID and QPN from the
+ *   work completion (GID from the GRH).
+ * - RoCE v2 (transport_roce.h): no LIDs, no SA. Every address handle is
+ *   GRH-routed from the endpoint's GID index; a group is the multicast GID of
+ *   its configured IP address, joined as an IP group on the port's netdev
+ *   too; the sender's GID comes from the IP header before the payload.
  * Completions and verbs async events (port events) come through the event
- * loop: both descriptors are non-blocking. doc/hardware-testing.md says how
- * to verify it on a cluster; here it is only built and its pure parts
- * (transport_ib.h) unit-tested.
+ * loop: both descriptors are non-blocking. test/vm/ runs it on soft-RoCE in a
+ * guest; doc/hardware-testing.md says what only an IB cluster can verify.
  */
 #include "fabric/transport_ib.h"
 
@@ -18,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "fabric/fabric_wire.h"
+#include "fabric/transport_roce.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "ib/sa_mad.h"
@@ -74,6 +82,9 @@ struct ib_priv {
 	uint8_t sl;
 	uint8_t gid[16];
 	unsigned cq_events; /* to acknowledge in batches */
+	bool roce;          /* Ethernet link layer: GRH routing, IP groups */
+	struct roce_gid rgid;
+	int mfd[2];         /* roce: UDP sockets (IPv4, IPv6) holding IP group memberships */
 };
 
 /* --- pure helpers (transport_ib.h) ------------------------------------------------ */
@@ -204,8 +215,11 @@ static void on_recv(struct ib_priv *p, const struct ibv_wc *wc)
 	if (wc->status == IBV_WC_SUCCESS &&
 	    ib_parse_recv(recv_slot(p, (unsigned)wc->wr_id), wc->byte_len,
 			  wc->wc_flags & IBV_WC_GRH, wc->slid, wc->src_qp, &from, &payload,
-			  &len) == 0)
+			  &len) == 0) {
+		if (p->roce) /* no LIDs; the "GRH" may be an IPv4 header */
+			roce_grh_sgid(recv_slot(p, (unsigned)wc->wr_id), from.gid);
 		p->t->recv(p->t, payload, len, &from);
+	}
 	if (post_recv(p, (unsigned)wc->wr_id))
 		log_warn("endpoint %s: cannot post a receive buffer", p->t->ep->label);
 }
@@ -260,6 +274,34 @@ static const char *port_event_name(enum ibv_event_type t)
 	}
 }
 
+static void ah_cache_flush(struct ib_priv *p)
+{
+	for (unsigned i = 0; i < AH_CACHE; i++) {
+		if (p->ahs[i].ah)
+			ibv_destroy_ah(p->ahs[i].ah);
+		memset(&p->ahs[i], 0, sizeof(p->ahs[i]));
+	}
+}
+
+static void group_release(struct ib_priv *p, unsigned g);
+static int roce_group_membership(struct ib_priv *p, unsigned g, bool join);
+
+/* RoCE: an address may have moved in the GID table (GID_CHANGE): release the
+ * groups and handles built from the old index and look the GID up again. */
+static void roce_port_changed(struct ib_priv *p)
+{
+	struct roce_gid rg;
+
+	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
+		group_release(p, g);
+	ah_cache_flush(p);
+	if (roce_find_gid(p->ctx, p->port_num, p->rgid.gid, &rg) == 0)
+		p->rgid = rg;
+	else
+		log_warn("endpoint %s: its GID left %s's GID table", p->t->ep->label,
+			 p->t->ep->device);
+}
+
 static void on_async(struct loop_fd *lf, uint32_t events)
 {
 	struct ib_priv *p = container_of(lf, struct ib_priv, async_lf);
@@ -270,6 +312,8 @@ static void on_async(struct loop_fd *lf, uint32_t events)
 		const char *what = port_event_name(ev.event_type);
 
 		if (what && ev.element.port_num == p->port_num) {
+			if (p->roce)
+				roce_port_changed(p);
 			/* groups may have new MLIDs: attach again when known */
 			for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
 				p->groups[g].attached = false;
@@ -295,6 +339,8 @@ static void group_release(struct ib_priv *p, unsigned g)
 		memcpy(gid.raw, grp->mgid, 16);
 		ibv_detach_mcast(p->qp, &gid, grp->mlid);
 		grp->attached = false;
+		if (p->roce)
+			roce_group_membership(p, g, false);
 	}
 	if (grp->ah) {
 		ibv_destroy_ah(grp->ah);
@@ -302,7 +348,44 @@ static void group_release(struct ib_priv *p, unsigned g)
 	}
 }
 
-/* Attach to group @g once the SA client joined it; 0 or -EAGAIN. */
+/* RoCE: the port's netdev joins (leaves) group @g's IP address, without
+ * which a soft-RoCE device drops what is sent to the group. */
+static int roce_group_membership(struct ib_priv *p, unsigned g, bool join)
+{
+	const struct sockaddr_storage *a = &p->t->ep->groups[g].addr;
+	int i = a->ss_family == AF_INET6, ret;
+
+	if (p->mfd[i] < 0) {
+		p->mfd[i] = socket(i ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (p->mfd[i] < 0)
+			return -errno;
+	}
+	ret = roce_ip_membership(p->mfd[i], p->rgid.ifindex, a, join);
+	if (ret && join)
+		log_warn("endpoint %s: cannot join the IP group of group %u: %s", p->t->ep->label,
+			 g, strerror(-ret));
+	return ret;
+}
+
+/* RoCE: a group is the multicast GID of its IP address, no SA, no MLID. */
+static int roce_group_address(struct ib_priv *p, unsigned g, uint8_t mgid[16], uint16_t *mlid,
+			      uint32_t *qkey, uint8_t *sl)
+{
+	int ret = roce_mgid(&p->t->ep->groups[g].addr, mgid);
+
+	if (ret) {
+		log_warn("endpoint %s: group %u has no IP address to map to a GID", p->t->ep->label,
+			 g);
+		return ret;
+	}
+	*mlid = 0;
+	*qkey = IBRES_QKEY;
+	*sl = p->sl;
+	return roce_group_membership(p, g, true);
+}
+
+/* Attach to group @g once the SA client joined it (IB) or at once (RoCE);
+ * 0 or -EAGAIN. */
 static int group_attach(struct ib_priv *p, unsigned g)
 {
 	struct ib_group *grp = &p->groups[g];
@@ -313,9 +396,14 @@ static int group_attach(struct ib_priv *p, unsigned g)
 	uint32_t qkey;
 	int ret;
 
-	if (!p->t->group_address)
-		return -EAGAIN;
-	ret = p->t->group_address(p->t, g, mgid, &mlid, &qkey, &sl);
+	if (p->roce && grp->attached)
+		return 0; /* a RoCE group never moves; a port event releases it */
+	if (p->roce)
+		ret = roce_group_address(p, g, mgid, &mlid, &qkey, &sl);
+	else if (!p->t->group_address)
+		ret = -EAGAIN;
+	else
+		ret = p->t->group_address(p->t, g, mgid, &mlid, &qkey, &sl);
 	if (ret)
 		return ret;
 	if (grp->attached && !memcmp(grp->mgid, mgid, 16) && grp->mlid == mlid)
@@ -333,7 +421,10 @@ static int group_attach(struct ib_priv *p, unsigned g)
 	grp->qkey = qkey;
 	grp->sl = sl;
 	grp->attached = true;
-	ib_ah_attr_mcast(mgid, mlid, sl, p->port_num, &attr);
+	if (p->roce)
+		roce_ah_attr(mgid, p->rgid.index, 1, sl, p->port_num, &attr);
+	else
+		ib_ah_attr_mcast(mgid, mlid, sl, p->port_num, &attr);
 	grp->ah = ibv_create_ah(p->pd, &attr);
 	if (!grp->ah)
 		log_warn("endpoint %s: no address handle for IB group %u", p->t->ep->label, g);
@@ -444,7 +535,10 @@ static struct ibv_ah *ucast_ah(struct ib_priv *p, const struct transport_addr *t
 	}
 	if (victim->ah)
 		ibv_destroy_ah(victim->ah);
-	ib_ah_attr_from_addr(to, p->gid, p->sl, p->port_num, &attr);
+	if (p->roce)
+		roce_ah_attr(to->gid, p->rgid.index, ROCE_HOP_LIMIT, p->sl, p->port_num, &attr);
+	else
+		ib_ah_attr_from_addr(to, p->gid, p->sl, p->port_num, &attr);
 	victim->ah = ibv_create_ah(p->pd, &attr);
 	victim->lid = to->lid;
 	memcpy(victim->gid, to->gid, 16);
@@ -458,7 +552,9 @@ static int ib_send_ucast(struct transport *t, const struct transport_addr *to, c
 	struct ib_priv *p = t->priv;
 	struct ibv_ah *ah;
 
-	if (!to->lid || !to->qpn)
+	static const uint8_t zero[16];
+
+	if (!to->qpn || (p->roce ? !memcmp(to->gid, zero, 16) : !to->lid))
 		return -EDESTADDRREQ;
 	ah = ucast_ah(p, to);
 	if (!ah)
@@ -481,9 +577,10 @@ static void ib_close(struct transport *t, struct loop *loop)
 		loop_del_fd(loop, &p->async_lf);
 	for (unsigned g = 0; g < CFG_MAX_GROUPS && p->qp; g++)
 		group_release(p, g);
-	for (unsigned i = 0; i < AH_CACHE; i++)
-		if (p->ahs[i].ah)
-			ibv_destroy_ah(p->ahs[i].ah);
+	ah_cache_flush(p);
+	for (int i = 0; i < 2; i++)
+		if (p->mfd[i] >= 0)
+			close(p->mfd[i]);
 	if (p->qp)
 		ibv_destroy_qp(p->qp);
 	if (p->mr)
@@ -552,6 +649,7 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 	p->pkey_index = ep->pkey_index;
 	p->sl = ep->sl;
 	p->attach_timer.cb = on_attach_timer;
+	p->mfd[0] = p->mfd[1] = -1;
 	ret = open_device(p, ep->device);
 	if (ret) {
 		log_err("endpoint %s: no RDMA device '%s' (%s)", ep->label, ep->device,
@@ -564,15 +662,29 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 			strerror(-ret));
 		goto err;
 	}
-	if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND) {
-		/* RoCE, iWARP: not ours (ibacm used to crash on these) */
-		log_warn("endpoint %s: %s port %u is not InfiniBand: no ib transport there",
-			 ep->label, ep->device, p->port_num);
+	if (pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
+		/* RoCE (ibacm used to crash on these): GRH routing from our GID */
+		p->roce = true;
+		ret = roce_find_gid(p->ctx, p->port_num, ep->id.n_gids ? ep->id.gids[0] : NULL,
+				    &p->rgid);
+		if (ret) {
+			log_err("endpoint %s: %s port %u has no RoCE v2 GID%s", ep->label,
+				ep->device, p->port_num,
+				ep->id.n_gids ? " equal to the endpoint's gid" : "");
+			goto err;
+		}
+		memcpy(p->gid, p->rgid.gid, 16);
+		memcpy(t->gid, p->rgid.gid, 16);
+	} else if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND) {
+		if (ibv_query_gid(p->ctx, p->port_num, 0, &gid) == 0)
+			memcpy(p->gid, gid.raw, 16);
+	} else {
+		/* iWARP has no UD QPs */
+		log_warn("endpoint %s: %s port %u is neither InfiniBand nor RoCE: no ib "
+			 "transport there", ep->label, ep->device, p->port_num);
 		ret = -EPROTONOSUPPORT;
 		goto err;
 	}
-	if (ibv_query_gid(p->ctx, p->port_num, 0, &gid) == 0)
-		memcpy(p->gid, gid.raw, 16);
 	p->buf = calloc(1, (size_t)RECV_DEPTH * RECV_SLOT + (size_t)SEND_DEPTH * SLOT_LEN);
 	p->pd = ibv_alloc_pd(p->ctx);
 	p->ch = ibv_create_comp_channel(p->ctx);
@@ -637,8 +749,12 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 		goto err;
 	}
 	t->qpn = p->qp->qp_num;
-	log_info("endpoint %s: UD QP 0x%06x on %s port %u", ep->label, t->qpn, ep->device,
-		 p->port_num);
+	if (p->roce)
+		log_info("endpoint %s: UD QP 0x%06x on %s port %u (RoCE v2, GID index %u)",
+			 ep->label, t->qpn, ep->device, p->port_num, p->rgid.index);
+	else
+		log_info("endpoint %s: UD QP 0x%06x on %s port %u", ep->label, t->qpn,
+			 ep->device, p->port_num);
 	return 0;
 err:
 	ib_close(t, loop);

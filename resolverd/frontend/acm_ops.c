@@ -37,6 +37,17 @@ static void count(struct ibresd *d, struct endpoint *ep, unsigned counter)
 		ep->counters[counter]++;
 }
 
+/* A RoCE path (GRH-routed, no LID at either end) answering an address:
+ * what librdmacm's rdma_getaddrinfo() asks. A path in the answer makes it put
+ * an AF_IB address first, which the kernel's rdma_cm refuses on a RoCE port
+ * (ENODEV: it resolves AF_IB on InfiniBand ports only), and rdma_cm builds
+ * RoCE routes itself from IP routes and neighbours. So such an answer carries
+ * the source address only; a name (ib_acme -f n) still gets the path. */
+static bool path_left_to_rdma_cm(const struct request *req, const struct ibres_path_record *path)
+{
+	return !path->slid && !path->dlid && req->key.type != IBRES_KEY_NAME;
+}
+
 /* The answer to a successful RESOLVE: the path first, then the source we
  * chose when the client named none (librdmacm fills ai_src_addr from it). */
 static size_t build_resolve_reply(const struct request *req, uint8_t *reply,
@@ -45,14 +56,18 @@ static size_t build_resolve_reply(const struct request *req, uint8_t *reply,
 {
 	struct ibres_hdr h = *request_hdr(req);
 	struct ibres_ep_entry *out = (void *)(reply + IBRES_HDR_LEN);
-	size_t len = IBRES_HDR_LEN + IBRES_EP_LEN;
+	size_t len = IBRES_HDR_LEN;
 
 	memset(out, 0, 2 * IBRES_EP_LEN);
-	out[0].flags = IBRES_PATH_FLAGS_ACM;
-	out[0].type = IBRES_EP_TYPE_PATH;
-	memcpy(&out[0].info.path, path, sizeof(*path));
+	if (!path_left_to_rdma_cm(req, path)) {
+		out->flags = IBRES_PATH_FLAGS_ACM;
+		out->type = IBRES_EP_TYPE_PATH;
+		memcpy(&out->info.path, path, sizeof(*path));
+		out++;
+		len += IBRES_EP_LEN;
+	}
 	if (src_entry) {
-		memcpy(&out[1], src_entry, IBRES_EP_LEN);
+		memcpy(out, src_entry, IBRES_EP_LEN);
 		len += IBRES_EP_LEN;
 	}
 	h.status = IBRES_STATUS_SUCCESS;

@@ -313,8 +313,10 @@ static void on_client(struct loop_fd *lf, uint32_t events)
 		client_process(cl);
 }
 
-/* Make room for a new client by closing the one idle the longest between
- * requests; 0 if one was closed. */
+/* Make room for a new client by closing the one idle the longest: nothing in progress,
+ * whether it was served before or never said anything (else connections that stay silent
+ * could hold every slot, and every lookup on the node would fail, for client_timeout).
+ * 0 if one was closed. */
 static int evict_idle_client(struct server *srv)
 {
 	struct list_node *pos, *tmp;
@@ -323,8 +325,9 @@ static int evict_idle_client(struct server *srv)
 	{
 		struct client *cl = list_entry(pos, struct client, node);
 
-		if (cl->served && !cl->busy && cl->in_len == 0 && cl->out_len == 0) {
-			log_debug("max_clients reached: closing idle client fd %d", cl->lf.fd);
+		if (!cl->busy && cl->in_len == 0 && cl->out_len == 0) {
+			log_debug("max_clients reached: closing %s client fd %d",
+				  cl->served ? "idle" : "silent", cl->lf.fd);
 			client_close(cl);
 			return 0;
 		}

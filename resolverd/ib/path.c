@@ -5,6 +5,7 @@
 #include <string.h>
 
 /* Selector 2 ("exactly") in bits 7:6 of MTU, rate and packet life. */
+#define PATH_ROCE_HOP_LIMIT 64
 #define SEL_EXACTLY (2u << 6)
 
 void path_params_of(const struct cfg_endpoint *ep, struct path_params *pp)
@@ -22,8 +23,12 @@ void path_build(struct ibres_path_record *p, const struct cfg_endpoint *src,
 	const uint8_t *sgid = src->id.gids[0];
 	const uint8_t *dgid = dst->gids[0];
 	/* Same subnet prefix: the packet stays in the subnet, hop limit 0.
-	 * Otherwise it has to cross a router: the largest hop limit. */
-	uint32_t hop_limit = memcmp(sgid, dgid, 8) ? 0xff : 0;
+	 * Otherwise it has to cross a router: the largest hop limit. RoCE (no
+	 * LIDs at either end): the GRH is an IP header whose TTL is the hop
+	 * limit, 64 as in the routes the kernel's rdma_cm builds for RoCE. */
+	uint32_t hop_limit = !src->id.lid && !dst->lid ? PATH_ROCE_HOP_LIMIT
+			     : memcmp(sgid, dgid, 8)   ? 0xff
+							 : 0;
 
 	memset(p, 0, sizeof(*p));
 	memcpy(p->dgid, dgid, 16);

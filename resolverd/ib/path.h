@@ -22,7 +22,8 @@ struct path_params {
 /* The endpoint's own parameters (its loopback path, or a peer on its group). */
 void path_params_of(const struct cfg_endpoint *ep, struct path_params *pp);
 
-/* Build the record from @src's GID/LID to @dst's gids[0]/lid. */
+/* Build the record from @src's GID/LID to @dst's gids[0]/lid. Without a LID
+ * at either end (RoCE) the path is GRH-routed with hop limit 64. */
 void path_build(struct ibres_path_record *p, const struct cfg_endpoint *src,
 		const struct ibres_hostrec *dst, const struct path_params *pp);
 

@@ -363,8 +363,8 @@ static bool port_open(struct sa_client *sa, struct sa_port *p, struct endpoint *
 	mcast_port_init(p);
 	ret = port_read_sysfs(p, &pi, &pkey);
 	if (ret == -EPROTONOSUPPORT) {
-		log_warn("%s: %s port %u is not InfiniBand (RoCE?): skipped; the endpoint keeps "
-			 "its configured values",
+		log_info("%s: %s port %u is not InfiniBand: no Subnet Administrator there (on "
+			 "RoCE the ib transport routes by GID)",
 			 p->label, p->dev, p->port_num);
 		return false;
 	}

@@ -100,7 +100,10 @@ enum {
 #define MCAST_SCOPE_SITE     0x5 /* site-local, as ibacm's groups */
 #define MCAST_JOIN_FULL	     0x1 /* JoinState FullMember */
 #define IBRES_MGID_SIGNATURE 0x4962
-#define IBRES_QKEY	     0x49425253u /* "IBRS"; not a controlled (privileged) Q_Key */
+/* "IBRS" with the high bit set: a controlled Q_Key. Only a privileged
+ * process (CAP_NET_RAW) may give a QP such a Q_Key, so a datagram an ordinary
+ * user sends to the daemons' QPs never carries it and is dropped by the HCA. */
+#define IBRES_QKEY	     0xc9425253u
 
 /* The parts of the common header the daemon looks at. */
 struct mad_hdr {

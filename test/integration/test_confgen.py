@@ -29,7 +29,7 @@ def test_no_ipoib_gives_a_template(tmp_path):
     (tmp_path / "class" / "net").mkdir(parents=True)
     r = run([IBRESCTL, "config", "generate", str(tmp_path)])
     assert r.returncode == 0
-    assert "no IPoIB interface found" in r.stderr
+    assert "no IPoIB interface or RoCE port found" in r.stderr
     assert "#[endpoint ib0]" in r.stdout and "[daemon]" in r.stdout
 
 
@@ -73,3 +73,55 @@ def test_generated_config_takes_interface_addresses(tmp_path):
         assert "198.18.5.1" in r.stdout
     finally:
         subprocess.run(["ip", "netns", "del", ns], timeout=10)
+
+
+def fake_roce(root, device="rxe0", ndev="eth1"):
+    port = root / "class" / "infiniband" / device / "ports" / "1"
+    (port / "gid_attrs" / "types").mkdir(parents=True)
+    (port / "gid_attrs" / "ndevs").mkdir(parents=True)
+    (port / "gids").mkdir(parents=True)
+    (port / "link_layer").write_text("Ethernet\n")
+    (port / "rate").write_text("10 Gb/sec (1X QDR)\n")
+    entries = [("RoCE v2", "fe80:0000:0000:0000:0200:c6ff:fe12:0001"),
+               ("IB/RoCE v1", "0000:0000:0000:0000:0000:ffff:c612:0001"),
+               ("RoCE v2", "0000:0000:0000:0000:0000:ffff:c612:0001")]
+    for i, (typ, gid) in enumerate(entries):
+        (port / "gid_attrs" / "types" / str(i)).write_text(typ + "\n")
+        (port / "gid_attrs" / "ndevs" / str(i)).write_text(ndev + "\n")
+        (port / "gids" / str(i)).write_text(gid + "\n")
+    net = root / "class" / "net" / ndev
+    net.mkdir(parents=True, exist_ok=True)
+    (net / "mtu").write_text("1500\n")
+    (net / "type").write_text("1\n")
+    return root
+
+
+def test_generated_roce_endpoint(tmp_path):
+    """A RoCE port: the ib transport on the device, its RoCE v2 IPv4-mapped
+    GID, the netdev, an MTU the netdev carries; --device and --name."""
+    sysfs = tmp_path / "sys"
+    fake_sysfs(sysfs)
+    fake_roce(sysfs)
+    r = run([IBRESCTL, "config", "generate", "--device", "rxe0", "--name", "node7", str(sysfs)])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "[endpoint ib0]" not in out  # another device's
+    assert "[endpoint rxe0]" in out and "name = node7" in out
+    assert "device = rxe0" in out and "port_num = 1" in out
+    assert "gid = ::ffff:198.18.0.1" in out and "transport = ib" in out
+    assert "interface = eth1" in out and "mtu = 1024" in out and "lid" not in out.split(
+        "[endpoint rxe0]")[1].replace("# ", "")
+    assert "group = 239.255.73.1 mtu=1024 rate=10" in out
+    conf = tmp_path / "gen.conf"
+    conf.write_text(out)
+    r = run([IBRESCTL, "config", "check", str(conf)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    # both kinds without --device; the second endpoint named after its device
+    r = run([IBRESCTL, "config", "generate", "--name", "node7", str(sysfs)])
+    assert "[endpoint ib0]" in r.stdout and "name = node7-rxe0" in r.stdout
+    # an unknown device: nothing, status 1
+    r = run([IBRESCTL, "config", "generate", "--device", "mlx9", str(sysfs)])
+    assert r.returncode == 1 and "mlx9" in r.stderr
+    # the options belong to config generate only
+    r = run([IBRESCTL, "--device", "rxe0", "stats"])
+    assert r.returncode == 2

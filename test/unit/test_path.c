@@ -72,10 +72,33 @@ static void test_other_subnet_needs_hops(void **state)
 	assert_int_equal(be32toh(p.flowlabel_hoplimit) & 0xff, 0xff);
 }
 
+/* RoCE: IPv4-mapped GIDs, no LIDs; a GRH (an IP header) with TTL 64. */
+static void test_roce_path_is_grh_routed(void **state)
+{
+	struct cfg_endpoint ep;
+	struct ibres_hostrec dst;
+	struct ibres_path_record p;
+	struct path_params pp;
+
+	(void)state;
+	fill(&ep, &dst, "::ffff:198.18.0.2");
+	inet_pton(AF_INET6, "::ffff:198.18.0.1", ep.id.gids[0]);
+	ep.id.lid = 0;
+	dst.lid = 0;
+	path_params_of(&ep, &pp);
+	path_build(&p, &ep, &dst, &pp);
+	assert_int_equal(be32toh(p.flowlabel_hoplimit), 64);
+	assert_int_equal(p.dlid, 0);
+	assert_int_equal(p.slid, 0);
+	assert_memory_equal(p.dgid, dst.gids[0], 16);
+	assert_memory_equal(p.sgid, ep.id.gids[0], 16);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_roce_path_is_grh_routed),
 		cmocka_unit_test(test_other_subnet_needs_hops),
 	};
 

@@ -17,6 +17,7 @@
 #include "core/loop.h"
 #include "ib/path.h"
 #include "fabric/transport_ib.h"
+#include "fabric/transport_roce.h"
 
 static void gid(uint8_t g[16], const char *s)
 {
@@ -176,6 +177,77 @@ static void test_open_without_device(void **state)
 	loop_fini(&l);
 }
 
+/* RoCE: groups are the IPv4-mapped (or IPv6) GIDs of their addresses. */
+static void test_roce_mgid(void **state)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	uint8_t mgid[16], want[16];
+
+	(void)state;
+	memset(&ss, 0, sizeof(ss));
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, "239.255.73.1", &sin->sin_addr);
+	assert_int_equal(roce_mgid(&ss, mgid), 0);
+	gid(want, "::ffff:239.255.73.1");
+	assert_memory_equal(mgid, want, 16);
+	memset(&ss, 0, sizeof(ss));
+	sin6->sin6_family = AF_INET6;
+	inet_pton(AF_INET6, "ff15::1:2", &sin6->sin6_addr);
+	assert_int_equal(roce_mgid(&ss, mgid), 0);
+	gid(want, "ff15::1:2");
+	assert_memory_equal(mgid, want, 16);
+	ss.ss_family = AF_UNIX;
+	assert_int_equal(roce_mgid(&ss, mgid), -EAFNOSUPPORT);
+}
+
+/* RoCE: always a GRH from our GID index, never a LID. */
+static void test_roce_ah(void **state)
+{
+	struct ibv_ah_attr a;
+	uint8_t d[16];
+
+	(void)state;
+	gid(d, "::ffff:198.18.0.2");
+	roce_ah_attr(d, 3, 64, 2, 1, &a);
+	assert_int_equal(a.is_global, 1);
+	assert_int_equal(a.dlid, 0);
+	assert_int_equal(a.grh.sgid_index, 3);
+	assert_int_equal(a.grh.hop_limit, 64);
+	assert_int_equal(a.sl, 2);
+	assert_int_equal(a.port_num, 1);
+	assert_memory_equal(a.grh.dgid.raw, d, 16);
+}
+
+/* RoCE v2 receive: an IPv4 header in bytes 20..39 gives ::ffff:SRC; an IPv6
+ * one (or a bad checksum) the GRH's source field. */
+static void test_roce_grh_sgid(void **state)
+{
+	static const uint8_t ip4[20] = {0x45, 0, 0, 0x3c, 0x12, 0x34, 0x40, 0, 0x40, 0x11, 0, 0,
+					198,  18, 0, 3,	   198,	 18,   0,    1};
+	uint8_t grh[40], sgid[16], want[16];
+	uint32_t sum = 0;
+	uint16_t csum;
+
+	(void)state;
+	memset(grh, 0xaa, sizeof(grh));
+	memcpy(grh + 20, ip4, 20);
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)grh[20 + i] << 8 | grh[20 + i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	csum = (uint16_t)~sum;
+	grh[30] = (uint8_t)(csum >> 8);
+	grh[31] = (uint8_t)csum;
+	roce_grh_sgid(grh, sgid);
+	gid(want, "::ffff:198.18.0.3");
+	assert_memory_equal(sgid, want, 16);
+	grh[31] ^= 1; /* not an IPv4 header after all: the IPv6 source field */
+	roce_grh_sgid(grh, sgid);
+	assert_memory_equal(sgid, grh + 8, 16);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +256,9 @@ int main(void)
 		cmocka_unit_test(test_ah_back_to_sender),
 		cmocka_unit_test(test_ah_mcast),
 		cmocka_unit_test(test_parse_recv),
+		cmocka_unit_test(test_roce_mgid),
+		cmocka_unit_test(test_roce_ah),
+		cmocka_unit_test(test_roce_grh_sgid),
 		cmocka_unit_test(test_open_without_device),
 	};
 

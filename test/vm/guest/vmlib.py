@@ -1,0 +1,115 @@
+"""Helpers for the tests that run inside the test VM (test/vm/run --daemons):
+the nodes of $VM_NODES, their daemons, the rxe devices' counters."""
+import csv
+import os
+import re
+import signal
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BUILD = os.path.join(ROOT, "build")
+IBRESD = os.path.join(BUILD, "ibresd")
+IBRESCTL = os.path.join(BUILD, "ibresctl")
+VMDIR = "/run/nss-ib-vm"
+QKEY = 0xC9425253  # IBRES_QKEY, resolverd/ib/sa_mad.h
+
+
+def nodes():
+    """name -> row of $VM_NODES (name, ipv4, ipv6, device, gid, socket)."""
+    with open(os.environ["VM_NODES"], newline="") as f:
+        return {r["name"]: r for r in csv.DictReader(f, delimiter="\t")}
+
+
+def run(cmd, timeout=30, check=False, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if check:
+        assert r.returncode == 0, "%s: %d\n%s%s" % (cmd, r.returncode, r.stdout, r.stderr)
+    return r
+
+
+def ctl(node, *args, timeout=30):
+    """ibresctl against @node's daemon."""
+    return run([IBRESCTL, "-s", nodes()[node]["socket"]] + list(args), timeout=timeout)
+
+
+def stats(node):
+    r = ctl(node, "stats")
+    assert r.returncode == 0, r.stderr
+    out = {}
+    for line in r.stdout.splitlines():
+        name, _, value = line.partition(" ")
+        out[name] = int(value.strip())
+    return out
+
+
+def known(node, key):
+    """Does @node's daemon hold @key in its cache (no fabric query)?"""
+    return ctl(node, "--cache-only", "host", key).returncode == 0
+
+
+def hw_counters(device):
+    d = "/sys/class/infiniband/%s/ports/1/hw_counters" % device
+    return {f: int(open(os.path.join(d, f)).read()) for f in os.listdir(d)}
+
+
+def wait_until(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise AssertionError("after %.0fs: %s" % (timeout, what))
+
+
+def acme(node, fmt, src, dst):
+    """ib_acme against @node's daemon: (status, {field: value})."""
+    r = run(["ib_acme", "-S", nodes()[node]["socket"], "-f", fmt, "-s", src, "-d", dst])
+    fields = {}
+    for line in r.stdout.splitlines():
+        k, sep, v = line.strip().partition(": ")
+        if sep:
+            fields[k] = v
+    return r.returncode, fields, r.stdout + r.stderr
+
+
+def daemon_pid(node):
+    with open("%s/%s.pid" % (VMDIR, node)) as f:
+        return int(f.read())
+
+
+def stop_daemon(node, sig=signal.SIGTERM):
+    pid = daemon_pid(node)
+    os.kill(pid, sig)
+    # not our child (test/vm/guest-init started it): wait for /proc to drop it
+    wait_until(lambda: not os.path.exists("/proc/%d" % pid) or
+               open("/proc/%d/stat" % pid).read().split()[2] == "Z", 10, "%s exited" % node)
+
+
+def start_daemon(node, extra_resolve=()):
+    """Start @node's daemon again from its config (plus [resolve] lines)."""
+    conf = "%s/%s.conf" % (VMDIR, node)
+    if extra_resolve:
+        text = open(conf).read()
+        for line in extra_resolve:
+            key = line.split("=")[0].strip()
+            text, n = re.subn(r"(?m)^%s = .*$" % re.escape(key), line, text)
+            if not n:
+                text = text.replace("[resolve]\n", "[resolve]\n" + line + "\n", 1)
+        conf = "%s/%s-extra.conf" % (VMDIR, node)
+        with open(conf, "w") as f:
+            f.write(text)
+    sock = nodes()[node]["socket"]
+    if os.path.exists(sock):
+        os.unlink(sock)
+    log = open("%s/%s.log" % (VMDIR, node), "a")
+    proc = subprocess.Popen([IBRESD, "--foreground", "--config", conf], stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    with open("%s/%s.pid" % (VMDIR, node), "w") as f:
+        f.write(str(proc.pid))
+    try:
+        wait_until(lambda: ctl(node, "stats").returncode == 0, 10, "%s's daemon answers" % node)
+    except AssertionError:
+        raise AssertionError("%s's daemon did not start:\n%s" % (
+            node, open("%s/%s.log" % (VMDIR, node)).read()[-2000:]))
+    return proc

@@ -1,0 +1,141 @@
+# Sourced by test/vm/guest-init (bash): the soft-RoCE nodes, their daemons and
+# the systemd boot of the test VM.
+#
+# rdma_rxe receives only in the initial network namespace, so the N nodes
+# share one: node K is the netdev nK (198.18.0.K/24, 2001:db8::K/64) whose
+# veth peer pK sits on the bridge vmbr. Policy routing makes traffic between
+# two local addresses really cross the bridge: what comes in on nK is looked up
+# in `local`; what leaves from K's address (or is bound to nK) takes table
+# 100+K, which routes the subnets and multicast out of nK; the `local` rule
+# moves behind them.
+
+vm_mac() { printf '02:00:c6:12:00:%02x' "$1"; }
+
+setup_nodes() {
+	local n=$1 k j t
+	sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+		net.ipv4.conf.all.accept_local=1 net.ipv4.conf.default.accept_local=1 \
+		net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0 >/dev/null
+	ip link add vmbr type bridge mcast_snooping 0 || return 1
+	ip link set vmbr up
+	for ((k = 1; k <= n; k++)); do
+		t=$((100 + k))
+		ip link add "n$k" address "$(vm_mac "$k")" type veth peer name "p$k" || return 1
+		ip link set "p$k" master vmbr up
+		sysctl -qw "net.ipv6.conf.p$k.disable_ipv6=1" >/dev/null
+		sysctl -qw "net.ipv4.conf.n$k.rp_filter=0" "net.ipv4.conf.n$k.accept_local=1" >/dev/null
+		ip link set "n$k" up
+		ip addr add "198.18.0.$k/24" dev "n$k"
+		ip -6 addr add "2001:db8::$k/64" dev "n$k" nodad
+		for fam in -4 -6; do
+			ip "$fam" rule add pref $((10 + k)) iif "n$k" lookup local
+			ip "$fam" rule add pref $((100 + k)) oif "n$k" lookup "$t"
+		done
+		ip -4 rule add pref $((200 + k)) from "198.18.0.$k" lookup "$t"
+		ip -6 rule add pref $((200 + k)) from "2001:db8::$k" lookup "$t"
+		ip -4 route add 198.18.0.0/24 dev "n$k" src "198.18.0.$k" table "$t"
+		ip -4 route add 224.0.0.0/4 dev "n$k" src "198.18.0.$k" table "$t"
+		ip -6 route add 2001:db8::/64 dev "n$k" src "2001:db8::$k" table "$t"
+		ip -6 route add ff00::/8 dev "n$k" table "$t"
+		ip -6 route add fe80::/64 dev "n$k" table "$t"
+	done
+	ip -4 rule add pref 1000 lookup local && ip -4 rule del pref 0 lookup local
+	ip -6 rule add pref 1000 lookup local && ip -6 rule del pref 0 lookup local
+	# static neighbours: no ARP or ND between nodes of one host
+	for ((k = 1; k <= n; k++)); do
+		for ((j = 1; j <= n; j++)); do
+			[ "$j" = "$k" ] && continue
+			ip -4 neigh replace "198.18.0.$j" lladdr "$(vm_mac "$j")" dev "n$k" nud permanent
+			ip -6 neigh replace "2001:db8::$j" lladdr "$(vm_mac "$j")" dev "n$k" nud permanent
+		done
+	done
+	modprobe rdma_rxe || return 1
+	for ((k = 1; k <= n; k++)); do
+		rdma link add "rxe$k" type rxe netdev "n$k" || return 1
+	done
+	# the GID table fills from the addresses asynchronously
+	local gid tries
+	mkdir -p "$VMDIR"
+	printf 'name\tipv4\tipv6\tdevice\tgid\tsocket\n' >"$VMDIR/nodes.tsv"
+	for ((k = 1; k <= n; k++)); do
+		gid=
+		for ((tries = 0; tries < 100; tries++)); do
+			gid=$(vm_gid_of "rxe$k" "198.18.0.$k") && break
+			sleep 0.1
+		done
+		[ -n "$gid" ] || { echo "vm: rxe$k has no GID for 198.18.0.$k" >&2; return 1; }
+		printf 'node%d\t198.18.0.%d\t2001:db8::%d\trxe%d\t%s\t%s\n' "$k" "$k" "$k" "$k" \
+			"$gid" "$(vm_socket_of "$k")" >>"$VMDIR/nodes.tsv"
+	done
+}
+
+# Whether @1's port 1 GID table holds ::ffff:@2 (an IPv4-mapped GID); print it.
+vm_gid_of() {
+	local want f g a b c d
+	IFS=. read -r a b c d <<<"$2"
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "$a" "$b" "$c" "$d")
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		g=$(cat "$f" 2>/dev/null) || continue
+		[ "$g" = "$want" ] && { echo "::ffff:$2"; return 0; }
+	done
+	return 1
+}
+
+vm_socket_of() {
+	[ "$VM_DAEMONS" = 1 ] && printf '/run/ibres/node%d.sock' "$1"
+	return 0
+}
+
+# --daemons: one ibresd per node, its config from `ibresctl config generate
+# --device rxeK --name nodeK` with its own socket /run/ibres/nodeK.sock (which
+# speaks ibacm's protocol too); node1's also serves ibacm's socket
+# /run/ibacm.sock for librdmacm, and is the daemon the NSS module asks
+# (/run/ibres/ibresd.sock), with `ib` on the hosts line of nsswitch.conf.
+# Configs and logs: /run/nss-ib-vm/nodeK.conf, nodeK.log.
+start_daemons() {
+	local n=$1 k conf build=$VM_CHECKOUT/build tries
+	for f in ibresd ibresctl libnss_ib.so.2; do
+		[ -e "$build/$f" ] || { echo "vm: --daemons: no $build/$f (run make)" >&2; return 1; }
+	done
+	mkdir -p /run/ibres
+	for ((k = 1; k <= n; k++)); do
+		conf=$VMDIR/node$k.conf
+		"$build/ibresctl" config generate --device "rxe$k" --name "node$k" >"$conf.gen" ||
+			return 1
+		sed -e "s|^socket = .*|socket = /run/ibres/node$k.sock|" "$conf.gen" >"$conf"
+		[ "$k" = 1 ] && sed -i -e '/^socket = /a acm_socket = /run/ibacm.sock' "$conf"
+		rm -f "$conf.gen"
+		"$build/ibresd" --foreground --config "$conf" >"$VMDIR/node$k.log" 2>&1 &
+		echo $! >"$VMDIR/node$k.pid"
+	done
+	for ((k = 1; k <= n; k++)); do
+		for ((tries = 0; tries < 200; tries++)); do
+			[ -S "/run/ibres/node$k.sock" ] && break
+			sleep 0.05
+		done
+		[ -S "/run/ibres/node$k.sock" ] || {
+			echo "vm: node$k's ibresd did not start:" >&2
+			cat "$VMDIR/node$k.log" >&2
+			return 1
+		}
+	done
+	ln -sf node1.sock /run/ibres/ibresd.sock
+	cp "$build/libnss_ib.so.2" "/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/"
+	python3 "$VM_CHECKOUT/tools/ibres-nsswitch" enable --quiet
+}
+
+stop_daemons() {
+	local f pid
+	for f in "$VMDIR"/node*.pid; do
+		[ -e "$f" ] || continue
+		pid=$(cat "$f")
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for f in "$VMDIR"/node*.pid; do
+		[ -e "$f" ] || continue
+		pid=$(cat "$f")
+		timeout 5 tail --pid="$pid" -f /dev/null 2>/dev/null
+		rm -f "$f"
+	done
+}
+setup_systemd() { echo "vm: --systemd: not built yet" >&2; return 1; }

@@ -1,0 +1,8 @@
+"""The verbs transport on soft-RoCE, rdma_cm by host name: one boot with three
+nodes and their daemons (test/vm/run --daemons), running test/vm/guest/."""
+from conftest import run_guest_suite
+
+
+def test_guest_fabric_suite():
+    run_guest_suite("test/vm/guest/vmtest_fabric.py", "test/vm/guest/vmtest_rdmacm.py", nodes=3,
+                    daemons=True, timeout=300)

@@ -63,13 +63,16 @@ struct imp {
 	char rate[16];    /* Gb/s text */
 	bool ips_in_addr; /* support_ips_in_addr_cfg */
 	bool preload;     /* addr_preload acm_hosts */
+	bool cur_default; /* the option being noted is not in the file */
 	struct endpoint ep[EP_MAX];
 	unsigned n_ep;
 };
 
-static void note(FILE *f, const char *name, const char *v, const char *text)
+/* "# ibacm NAME VALUE: what it became", saying when the value is ibacm's
+ * default rather than the file's. */
+static void note(const struct imp *m, FILE *f, const char *name, const char *v, const char *text)
 {
-	fprintf(f, "# ibacm %s %s: %s\n", name, v, text);
+	fprintf(f, "# ibacm %s %s%s: %s\n", name, v, m->cur_default ? " (default)" : "", text);
 }
 
 static bool parse_long(const char *v, long min, long max, long *out)
@@ -88,10 +91,10 @@ static void map_log_level(struct imp *m, FILE *f, const char *v)
 
 	(void)m;
 	if (!parse_long(v, 0, 2, &n)) {
-		note(f, "log_level", v, "not 0, 1 or 2; ibresd's default kept");
+		note(m, f, "log_level", v, "not 0, 1 or 2; ibresd's default kept");
 		return;
 	}
-	note(f, "log_level", v, "becomes log_level (0 errors, 1 verbose, 2 operations)");
+	note(m, f, "log_level", v, "becomes log_level (0 errors, 1 verbose, 2 operations)");
 	fprintf(f, "log_level = %s\n", levels[n]);
 }
 
@@ -99,13 +102,13 @@ static void map_server_mode(struct imp *m, FILE *f, const char *v)
 {
 	(void)m;
 	if (!strcmp(v, "unix")) {
-		note(f, "server_mode", v,
+		note(m, f, "server_mode", v,
 		     "ibresd serves ibacm's clients (librdmacm, ib_acme) on ibacm's socket; "
 		     "use ibresd-acm.socket instead of ibacm.socket");
 		fprintf(f, "acm_socket = /run/ibacm-unix.sock\nacm_link = yes\n");
 		return;
 	}
-	note(f, "server_mode", v,
+	note(m, f, "server_mode", v,
 	     "no equivalent: ibresd serves clients on Unix sockets only (no TCP server_port); "
 	     "librdmacm reaches it on ibacm's Unix socket");
 	fprintf(f, "acm_socket = /run/ibacm-unix.sock\nacm_link = yes\n");
@@ -117,10 +120,10 @@ static void map_timeout(struct imp *m, FILE *f, const char *v)
 
 	(void)m;
 	if (!parse_long(v, 0, 1000000, &n)) {
-		note(f, "timeout", v, "not a number of milliseconds; ibresd's default kept");
+		note(m, f, "timeout", v, "not a number of milliseconds; ibresd's default kept");
 		return;
 	}
-	note(f, "timeout", v,
+	note(m, f, "timeout", v,
 	     "becomes timeout, the wait per attempt (ibacm adds the subnet timeout)");
 	fprintf(f, "timeout = %ldms\n", n < 10 ? 10 : n > 60000 ? 60000 : n);
 }
@@ -131,55 +134,54 @@ static void map_retries(struct imp *m, FILE *f, const char *v)
 
 	(void)m;
 	if (!parse_long(v, 0, 1000, &n)) {
-		note(f, "retries", v, "not a number; ibresd's default kept");
+		note(m, f, "retries", v, "not a number; ibresd's default kept");
 		return;
 	}
-	note(f, "retries", v, n > 10 ? "becomes retries, at most 10" : "becomes retries");
+	note(m, f, "retries", v, n > 10 ? "becomes retries, at most 10" : "becomes retries");
 	fprintf(f, "retries = %ld\n", n > 10 ? 10 : n);
 }
 
 /* ibacm's minutes, -1 for never; ibresd's TTLs are bounded by 30 days. */
-static void map_ttl(FILE *f, const char *name, const char *key, const char *v)
+static void map_ttl(const struct imp *m, FILE *f, const char *name, const char *key,
+		    const char *v)
 {
 	long n;
 
 	if (!parse_long(v, -1, 100000000, &n) || n == 0) {
-		note(f, name, v, "not -1 or a number of minutes; ibresd's default kept");
+		note(m, f, name, v, "not -1 or a number of minutes; ibresd's default kept");
 		return;
 	}
 	if (n < 0 || n > 30 * 24 * 60) {
-		note(f, name, v, "never expires in ibacm; ibresd keeps entries at most 30 days "
+		note(m, f, name, v, "never expires in ibacm; ibresd keeps entries at most 30 days "
 				 "(announcements refresh them)");
 		fprintf(f, "%s = 30d\n", key);
 		return;
 	}
-	note(f, name, v, "becomes the time to live, in minutes");
+	note(m, f, name, v, "becomes the time to live, in minutes");
 	fprintf(f, "%s = %ldm\n", key, n);
 }
 
 static void map_addr_timeout(struct imp *m, FILE *f, const char *v)
 {
-	(void)m;
-	map_ttl(f, "addr_timeout", "addr_ttl", v);
+	map_ttl(m, f, "addr_timeout", "addr_ttl", v);
 }
 
 static void map_route_timeout(struct imp *m, FILE *f, const char *v)
 {
-	(void)m;
-	map_ttl(f, "route_timeout", "route_ttl", v);
+	map_ttl(m, f, "route_timeout", "route_ttl", v);
 }
 
 static void map_route_prot(struct imp *m, FILE *f, const char *v)
 {
 	(void)m;
 	if (!strcmp(v, "sa")) {
-		note(f, "route_prot", v, "the same: path records from the SA, cached");
+		note(m, f, "route_prot", v, "the same: path records from the SA, cached");
 		fprintf(f, "route_prot = sa\n");
 	} else if (!strcmp(v, "acm")) {
-		note(f, "route_prot", v, "becomes mcast: paths built from the multicast group");
+		note(m, f, "route_prot", v, "becomes mcast: paths built from the multicast group");
 		fprintf(f, "route_prot = mcast\n");
 	} else {
-		note(f, "route_prot", v, "unknown to ibacm; ibresd's default kept");
+		note(m, f, "route_prot", v, "unknown to ibacm; ibresd's default kept");
 	}
 }
 
@@ -189,17 +191,17 @@ static void map_sa_depth(struct imp *m, FILE *f, const char *v)
 
 	(void)m;
 	if (!parse_long(v, 1, 100000, &n)) {
-		note(f, "sa_depth", v, "not a number; ibresd's default kept");
+		note(m, f, "sa_depth", v, "not a number; ibresd's default kept");
 		return;
 	}
-	note(f, "sa_depth", v, "becomes sa_window, SA queries in flight per port (1..64)");
+	note(m, f, "sa_depth", v, "becomes sa_window, SA queries in flight per port (1..64)");
 	fprintf(f, "sa_window = %ld\n", n > 64 ? 64 : n);
 }
 
 static void map_addr_prot(struct imp *m, FILE *f, const char *v)
 {
 	(void)m;
-	note(f, "addr_prot", v,
+	note(m, f, "addr_prot", v,
 	     strcmp(v, "acm") ? "unknown to ibacm; ibresd uses its fabric protocol"
 			      : "ibresd resolves addresses with its own multicast protocol "
 				"(transport ib below), ibacm's acm protocol generalised");
@@ -210,21 +212,21 @@ static void map_min_mtu(struct imp *m, FILE *f, const char *v)
 	long n;
 
 	if (!parse_long(v, 0, 4096, &n) || ib_mtu_from_bytes((unsigned)n) < 0) {
-		note(f, "min_mtu", v, "not 256..4096 bytes; the group keeps mtu=2048");
+		note(m, f, "min_mtu", v, "not 256..4096 bytes; the group keeps mtu=2048");
 		return;
 	}
 	m->mtu = (unsigned)n;
-	note(f, "min_mtu", v, "becomes the mtu of each endpoint's multicast group");
+	note(m, f, "min_mtu", v, "becomes the mtu of each endpoint's multicast group");
 }
 
 static void map_min_rate(struct imp *m, FILE *f, const char *v)
 {
 	if (ib_rate_from_gbps(v) < 0) {
-		note(f, "min_rate", v, "not a rate in Gb/s; the group keeps rate=10");
+		note(m, f, "min_rate", v, "not a rate in Gb/s; the group keeps rate=10");
 		return;
 	}
 	snprintf(m->rate, sizeof(m->rate), "%s", v);
-	note(f, "min_rate", v, "becomes the rate of each endpoint's multicast group");
+	note(m, f, "min_rate", v, "becomes the rate of each endpoint's multicast group");
 }
 
 static void map_ips_in_addr(struct imp *m, FILE *f, const char *v)
@@ -232,7 +234,7 @@ static void map_ips_in_addr(struct imp *m, FILE *f, const char *v)
 	long n;
 
 	m->ips_in_addr = parse_long(v, 0, 1, &n) && n;
-	note(f, "support_ips_in_addr_cfg", v,
+	note(m, f, "support_ips_in_addr_cfg", v,
 	     m->ips_in_addr ? "IP addresses in ibacm_addr.cfg become endpoint addresses"
 			    : "IP addresses in ibacm_addr.cfg are ignored, as by ibacm");
 }
@@ -241,9 +243,9 @@ static void map_addr_preload(struct imp *m, FILE *f, const char *v)
 {
 	m->preload = !strcmp(v, "acm_hosts");
 	if (!m->preload && strcmp(v, "none"))
-		note(f, "addr_preload", v, "unknown to ibacm; nothing preloaded");
+		note(m, f, "addr_preload", v, "unknown to ibacm; nothing preloaded");
 	else
-		note(f, "addr_preload", v,
+		note(m, f, "addr_preload", v,
 		     m->preload ? "the hosts data file becomes ibresd's hosts_file (see below)"
 				: "nothing preloaded");
 }
@@ -251,17 +253,17 @@ static void map_addr_preload(struct imp *m, FILE *f, const char *v)
 static void map_addr_data_file(struct imp *m, FILE *f, const char *v)
 {
 	if (!m->preload) {
-		note(f, "addr_data_file", v, "not read: addr_preload is not acm_hosts");
+		note(m, f, "addr_data_file", v, "not read: addr_preload is not acm_hosts");
 		return;
 	}
 	if (!m->a->hosts_out) {
-		note(f, "addr_data_file", v,
+		note(m, f, "addr_data_file", v,
 		     "not converted: run again with --hosts-out FILE to write ibresd's hosts "
 		     "file and name it here");
 		fprintf(f, "hosts_file = none\n");
 		return;
 	}
-	note(f, "addr_data_file", v, "converted into hosts_file");
+	note(m, f, "addr_data_file", v, "converted into hosts_file");
 	fprintf(f, "hosts_file = %s\n", m->a->hosts_out);
 }
 
@@ -545,7 +547,7 @@ static int write_hosts(struct imp *m, const char *data_path)
 	char line[LINE_MAX_LEN], *w[3], gidtxt[INET6_ADDRSTRLEN];
 	struct hostent_acm *h = NULL;
 	unsigned lineno = 0;
-	size_t n = 0, i, j, hosts = 0;
+	size_t n = 0, cap = 0, i, j, hosts = 0;
 	FILE *f, *out = NULL;
 	int ret, k;
 
@@ -556,16 +558,13 @@ static int write_hosts(struct imp *m, const char *data_path)
 			strerror(errno));
 		return ret;
 	}
-	h = calloc(HOSTS_MAX, sizeof(*h));
-	if (!h) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	while ((ret = read_line(f, line, &lineno, m->err, data_path)) > 0) {
+		uint8_t gid[16];
+
 		k = words(line, w, 3);
 		if (k == 0)
 			continue;
-		if (k != 2 || inet_pton(AF_INET6, w[1], h[n].gid) != 1) {
+		if (k != 2 || inet_pton(AF_INET6, w[1], gid) != 1) {
 			fprintf(m->err, "ibresctl: %s:%u: not 'address GID', skipped\n", data_path,
 				lineno);
 			continue;
@@ -576,6 +575,18 @@ static int write_hosts(struct imp *m, const char *data_path)
 			ret = -EFBIG;
 			goto out;
 		}
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 64;
+			struct hostent_acm *nh = realloc(h, ncap * sizeof(*h));
+
+			if (!nh) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			h = nh;
+			cap = ncap;
+		}
+		memcpy(h[n].gid, gid, 16);
 		h[n].addr = strdup(w[0]);
 		if (!h[n].addr) {
 			ret = -ENOMEM;
@@ -585,7 +596,8 @@ static int write_hosts(struct imp *m, const char *data_path)
 	}
 	if (ret < 0)
 		goto out;
-	qsort(h, n, sizeof(*h), cmp_host);
+	if (n)
+		qsort(h, n, sizeof(*h), cmp_host);
 	out = fopen(m->a->hosts_out, "we");
 	if (!out) {
 		ret = -errno;
@@ -664,10 +676,11 @@ int ibacm_import(FILE *out, FILE *err, const struct ibacm_import_args *a)
 	for (i = 0; i < N_OPTS; i++) {
 		const char *v = m.seen[i] ? m.values[i] : opts[i].def;
 
+		m.cur_default = !m.seen[i];
 		if (opts[i].map)
 			opts[i].map(&m, m.s[opts[i].sect], v);
 		else
-			note(m.s[opts[i].sect], opts[i].name, v, opts[i].why);
+			note(&m, m.s[opts[i].sect], opts[i].name, v, opts[i].why);
 	}
 	ret = read_addrs(&m, m.s[S_ENDPOINT]);
 	if (ret < 0) {

@@ -164,6 +164,14 @@ static void on_ended(void *ctx, struct kpath_pending *p)
 	query_free(p->priv);
 }
 
+static bool any_device(const struct ibresd *d)
+{
+	for (unsigned i = 0; i < d->eps.n; i++)
+		if (d->eps.ep[i].cfg.device[0])
+			return true;
+	return false;
+}
+
 void kernel_paths_adopt(struct ibresd *d)
 {
 	d->kpath_fd = kpath_activation_fd();
@@ -181,6 +189,16 @@ void kernel_paths_start(struct ibresd *d)
 				 "NETLINK_RDMA socket; not serving it");
 		else
 			log_info("kernel path queries: off (kernel_paths = no)");
+		if (d->kpath_fd >= 0)
+			close(d->kpath_fd);
+		d->kpath_fd = -1;
+		return;
+	}
+	if (!any_device(d)) {
+		/* the kernel asks for its InfiniBand ports only: listening would
+		 * only delay its SA queries by our refusals */
+		log_info("kernel path queries: no endpoint names an InfiniBand device; not "
+			 "listening");
 		if (d->kpath_fd >= 0)
 			close(d->kpath_fd);
 		d->kpath_fd = -1;

@@ -42,6 +42,18 @@ def stats(daemon):
     return json.loads(r.stdout)["counters"]
 
 
+def with_device(extra=""):
+    """The single-node example on an InfiniBand device (absent here: the
+    daemon skips the port and keeps the configured values)."""
+    return config_with({"resolve": [extra]} if extra else {}).replace(
+        "transport = none", "transport = none\ndevice = mlx5_0\nport_num = 1")
+
+
+@pytest.fixture
+def single(daemon_factory):
+    return daemon_factory(with_device()).start()
+
+
 def test_without_rdma_netlink_logs_once_and_serves(single):
     if kernel_has_rdma_netlink():
         pytest.skip("this kernel has RDMA netlink (the VM test covers it)")
@@ -72,7 +84,7 @@ def test_cap_net_admin_dropped_when_nothing_to_answer(daemon_factory):
         pytest.skip("this kernel has RDMA netlink: the daemon keeps CAP_NET_ADMIN")
     assert cap_eff(os.getpid()) & (1 << CAP_NET_ADMIN), "the test runs with CAP_NET_ADMIN"
     for setting in ("kernel_paths = yes", "kernel_paths = no"):
-        d = daemon_factory(config_with({"resolve": [setting]}), name=setting[-3:].strip()).start()
+        d = daemon_factory(with_device(setting), name=setting[-3:].strip()).start()
         run([IBRESCTL, "stats"], env=client_env(d))  # ready and serving
         eff = cap_eff(d.proc.pid)
         assert not eff & (1 << CAP_NET_ADMIN), (setting, hex(eff))
@@ -80,6 +92,16 @@ def test_cap_net_admin_dropped_when_nothing_to_answer(daemon_factory):
         assert eff & (1 << 0), hex(eff)  # CAP_CHOWN, say
         if setting.endswith("no"):
             assert "kernel path queries: off (kernel_paths = no)" in d.logtext()
+
+
+def test_not_listening_without_an_infiniband_endpoint(daemon_factory):
+    # the kernel asks only for its IB ports: an ip-only node has nothing to say
+    d = daemon_factory().start()
+    run([IBRESCTL, "stats"], env=client_env(d))
+    assert "kernel path queries: no endpoint names an InfiniBand device; not listening" \
+        in d.logtext()
+    if os.geteuid() == 0:
+        assert not cap_eff(d.proc.pid) & (1 << CAP_NET_ADMIN)
 
 
 def test_config_keys(tmp_path):

@@ -4,5 +4,6 @@ from conftest import run_guest_suite
 
 
 def test_guest_fabric_suite():
-    run_guest_suite("test/vm/guest/vmtest_fabric.py", "test/vm/guest/vmtest_rdmacm.py", nodes=3,
+    run_guest_suite("test/vm/guest/vmtest_fabric.py", "test/vm/guest/vmtest_rdmacm.py",
+                    "test/vm/guest/vmtest_kernel_paths.py", nodes=3,
                     daemons=True, timeout=300)

@@ -2,6 +2,8 @@
 # file in a layer of resolverd/, lib/, nss/, tools/ or test/unit/ needs no edit here.
 #   make            build everything into build/
 #   make check      unit tests (cmocka), integration tests (pytest), the VM suite
+#   make check SANITIZE=1   the same with ASan+UBSan, built into build-san/
+#   make valgrind   memcheck over libibres and the NSS module (unit and helper tests)
 #   make vmcheck    the VM suite alone (test/vm/: qemu, soft-RoCE; root)
 #   make demo       a 4-node emulated cluster resolving names (root)
 #   make install DESTDIR=... PREFIX=...   /   make uninstall   /   make clean
@@ -32,13 +34,25 @@ else
 SYSCONFDIR ?= $(PREFIX)/etc
 endif
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 OPTFLAGS ?= -O2 -g
+# SANITIZE=1: everything (daemon, libraries, tools, tests) with ASan and UBSan, any report
+# fatal, in its own build directory. Programs we do not build (getent, python) load the
+# sanitized NSS module and libibres with libasan preloaded: test/integration/conftest.py.
+ifeq ($(SANITIZE),1)
+B := build-san
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+export IBRES_SAN_CFLAGS := $(SAN_FLAGS)
+export IBRES_ASAN_PRELOAD := $(shell $(CC) -print-file-name=libasan.so)
+export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0:exitcode=86
+export UBSAN_OPTIONS := print_stacktrace=1:exitcode=86
+endif
 WARNFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wno-format-nonliteral -Wpointer-arith -Wvla -Wundef
 BASECFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing \
 	-Iinclude -Ilib -DIBRES_VERSION='"$(VERSION)"' -MMD -MP
-ALL_CFLAGS = $(BASECFLAGS) $(WARNFLAGS) $(OPTFLAGS) $(CFLAGS)
+ALL_CFLAGS = $(BASECFLAGS) $(WARNFLAGS) $(OPTFLAGS) $(SAN_FLAGS) $(CFLAGS)
 DAEMON_PKGS := libsystemd libnl-3.0 libnl-route-3.0 libibumad libibverbs
 DAEMON_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(DAEMON_PKGS))
 DAEMON_LIBS = -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(DAEMON_PKGS)) -lcrypto -lm
@@ -53,6 +67,7 @@ TOOLS_SRC := $(filter-out tools/ibresctl.c,$(wildcard tools/*.c))
 UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNIT_SUPPORT := $(filter-out $(UNIT_SRC),$(wildcard test/unit/*.c))
 FUZZ_SRC := $(wildcard test/fuzz/fuzz_*.c)
+FUZZ_SUPPORT := $(filter-out $(FUZZ_SRC) test/fuzz/replay_main.c,$(wildcard test/fuzz/*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
@@ -67,7 +82,7 @@ DEPS_STAMP := $(B)/.deps-ok
 PROGRAMS := $(B)/ibresd $(B)/ibresctl $(B)/libnss_ib.so.2 $(B)/libibres.so.1 $(B)/libibres.so \
 	$(B)/libibres.pc
 
-.PHONY: all check unit integration vmcheck demo install uninstall clean fuzz bench format deps
+.PHONY: all check unit integration valgrind vmcheck demo install uninstall clean fuzz bench format deps
 all: $(PROGRAMS)
 
 deps: $(DEPS_STAMP)
@@ -118,9 +133,15 @@ $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJ) $(B)/libibresd.a $(B)/libibr
 $(B)/test/test_pack: $(B)/nss/pack.o
 
 # Fuzz targets also build as plain programs that replay a corpus directory,
-# so `make check` runs every saved input through them with any compiler.
-$(B)/test/%-replay: $(B)/test/fuzz/%.o $(B)/test/fuzz/replay_main.o $(B)/libibresd.a \
-		$(B)/libibres-internal.a
+# so `make check` runs every saved input through them with any compiler. The
+# support archive (test/fuzz's other files, the NSS module's objects) comes
+# first: a target that uses daemon_fake.c gets its fake clock and transport.
+$(B)/libfuzzsupport.a: $(FUZZ_SUPPORT:%.c=$(B)/%.o) $(NSS_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/test/%-replay: $(B)/test/fuzz/%.o $(B)/test/fuzz/replay_main.o $(B)/libfuzzsupport.a \
+		$(B)/libibresd.a $(B)/libibres-internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
@@ -139,7 +160,19 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 			{ echo "FAILED (status $$?): $$f"; exit 1; }; done
 
 integration: all
-	$(PYTHON) -m pytest -ra -p no:cacheprovider test/integration
+	IBRES_BUILD=$(abspath $(B)) IBRESD=$(abspath $(B))/ibresd \
+		$(PYTHON) -m pytest -ra -p no:cacheprovider test/integration
+
+# memcheck over what runs inside other processes: libibres's and the NSS module's unit tests,
+# then the integration tests that run the NSS module (through glibc) and libibres under it.
+VALGRIND_UNITS := test_client test_msg test_pack test_ibenum
+VALGRIND := valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect
+valgrind: all $(VALGRIND_UNITS:%=$(B)/test/%)
+	@set -e; for t in $(VALGRIND_UNITS); do echo "== valgrind $(B)/test/$$t"; \
+		timeout -k 5 $(UNIT_TIMEOUT) $(VALGRIND) $(B)/test/$$t || \
+			{ echo "FAILED (status $$?): valgrind $$t"; exit 1; }; done
+	IBRES_BUILD=$(abspath $(B)) $(PYTHON) -m pytest -ra -p no:cacheprovider -m valgrind \
+		test/integration/test_nss.py test/integration/test_libibres.py
 
 # The VM suite (test/vm/): a real kernel RDMA stack under qemu. Where this
 # machine cannot boot a guest, say why and go on.
@@ -191,7 +224,9 @@ install: all
 	install -d $(DESTDIR)$(UNITDIR)
 	for u in $(wildcard conf/systemd/*); do \
 		sed -e 's|/usr/sbin/ibresd|$(SBINDIR)/ibresd|g; s|/etc/ibres/|$(SYSCONFDIR)/ibres/|g' \
-			$$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/}; done
+			-e 's|/usr/bin/ibresctl|$(BINDIR)/ibresctl|g' $$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && \
+			chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/}; done
+	install -D -m 0644 conf/bash-completion/ibresctl $(DESTDIR)$(BASHCOMPDIR)/ibresctl
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ibresd $(DESTDIR)$(SBINDIR)/ibres-nsswitch $(DESTDIR)$(BINDIR)/ibresctl \
@@ -201,6 +236,7 @@ uninstall:
 	for m in $(notdir $(wildcard man/*.[1-8])); do s=$${m##*.}; \
 		rm -f $(DESTDIR)$(MANDIR)/man$$s/$$m; done
 	for u in $(notdir $(wildcard conf/systemd/*)); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/ibresctl
 
 clean:
 	rm -rf $(B)

@@ -11,7 +11,11 @@
  *    $IBRES_SOCKET (else IBRES_DEFAULT_SOCKET), timeout from
  *    $IBRES_TIMEOUT_MS (else IBRES_TIMEOUT_DEFAULT_MS);
  *  - handles are thread-safe and fork-safe; each keeps a few persistent
- *    connections to the daemon and re-makes them after fork().
+ *    connections to the daemon and re-makes them after fork();
+ *  - host look-ups answer from the daemon's shared host directory (the file
+ *    hosts.db beside the socket, mapped read-only) with no system call when
+ *    it holds the answer, and ask the daemon otherwise; $IBRES_DIRECTORY=off
+ *    turns that off, $IBRES_DIRECTORY=PATH names the file.
  *
  * struct ibv_path_data comes from <infiniband/sa.h>; struct rdma_addrinfo
  * from <rdma/rdma_cma.h> (librdmacm-dev). libibres does not link librdmacm.
@@ -41,6 +45,9 @@ struct rdma_addrinfo;
 #ifndef IBRES_DEFAULT_SOCKET
 #define IBRES_DEFAULT_SOCKET "/run/ibres/ibresd.sock"
 #endif
+/* The shared host directory: "off" (or "none", "0") not to use it, or the
+ * file's path (for the default socket); unset: hosts.db beside the socket. */
+#define IBRES_DIRECTORY_ENV "IBRES_DIRECTORY"
 
 /* A connection handle to ibresd. Opaque. */
 struct ibres;

@@ -78,7 +78,7 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 	}
 }
 
-static const char *socket_path(const struct ibres *h)
+const char *ibc_socket_path(const struct ibres *h)
 {
 	const char *p;
 
@@ -92,7 +92,7 @@ static const char *socket_path(const struct ibres *h)
 static int conn_open(const struct ibres *h, pid_t self, uint64_t deadline)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	const char *path = socket_path(h);
+	const char *path = ibc_socket_path(h);
 	size_t plen = strlen(path);
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);

@@ -38,10 +38,27 @@ struct ibc_slot {
 	uint64_t tid;
 };
 
+/* The shared host directory as one handle maps it (lib/dirmap.c). */
+#define IBC_DIR_RETIRED 16
+struct ibc_dirmap {
+	const uint8_t *base;
+	size_t size;
+	uint64_t retired_ms;
+};
+struct ibc_dir {
+	pthread_mutex_t lock;	  /* taken with trylock only: mapping anew */
+	struct ibc_dirmap *cur;	  /* atomic; NULL: none mapped */
+	struct ibc_dirmap *retired[IBC_DIR_RETIRED]; /* replaced, unmapped later */
+	uint64_t next_try_ms;	  /* atomic: no mapping attempt before */
+	int mode;		  /* atomic: 0 not decided, 1 on, -1 off */
+	char path[IBC_PATH_MAX + 16];
+};
+
 struct ibres {
 	struct ibc_slot slot[IBC_SLOTS];
 	char path[IBC_PATH_MAX]; /* "" = $IBRES_SOCKET, else the default */
 	int timeout_ms;		 /* <= 0: $IBRES_TIMEOUT_MS, else the default */
+	struct ibc_dir dir;
 };
 
 #define IBC_SLOT_INIT                                                                              \
@@ -51,7 +68,7 @@ struct ibres {
 #define IBC_INIT                                                                                   \
 	{                                                                                          \
 		.slot = {IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT}, .path = "",  \
-		.timeout_ms = 0,                                                                   \
+		.timeout_ms = 0, .dir = {.lock = PTHREAD_MUTEX_INITIALIZER },                      \
 	}
 
 /* The process-wide handle used when a public call gets h == NULL. */
@@ -90,6 +107,23 @@ int ibc_ext(struct ibres *h, uint8_t op, const void *body, size_t len, void *ans
 void ibc_disconnect(struct ibres *h);
 
 struct ibres_hostrec;
+
+/* The socket path @h uses: its own, $IBRES_SOCKET, or the default. */
+const char *ibc_socket_path(const struct ibres *h);
+
+/*
+ * Answer a host key from the shared host directory, with no system call
+ * once it is mapped. 0: found (@rec filled, rec->ttl the seconds left);
+ * -ENODATA: the directory says no such host. Anything else: ask the
+ * daemon (no directory, $IBRES_DIRECTORY=off, a miss it cannot judge, an
+ * expired record, a damaged or stale file).
+ */
+int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
+		  struct ibres_hostrec *rec);
+/* Never use the shared directory through @h (ibresctl asks the daemon). */
+void ibc_dir_disable(struct ibres *h);
+/* Unmap what @h mapped (the caller owns @h exclusively). */
+void ibc_dir_release(struct ibres *h);
 
 /*
  * A HOST query: @key_type is IBRES_T_NAME, IBRES_T_IPV4, IBRES_T_IPV6 or

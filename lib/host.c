@@ -43,6 +43,7 @@ IBRES_EXPORT void ibres_close(struct ibres *h)
 	if (!h || h == &ibc_default)
 		return;
 	ibc_disconnect(h);
+	ibc_dir_release(h);
 	for (i = 0; i < IBC_SLOTS; i++)
 		pthread_mutex_destroy(&h->slot[i].lock);
 	free(h);
@@ -60,6 +61,13 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 
 	if (statusp)
 		*statusp = -1;
+	/* the shared directory first: a hit, or a "no such host" it can tell */
+	ret = ibc_dir_query(h, key_type, key, key_len, rec);
+	if (ret == 0 || ret == -ENODATA) {
+		if (statusp)
+			*statusp = ibres_errno_to_status(ret);
+		return ret;
+	}
 	tlv_writer_init(&w, body, sizeof(body));
 	tlv_put(&w, key_type, key, key_len);
 	if (flags)

@@ -2,6 +2,7 @@
 #include "hostrec.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <sys/socket.h>
 #include <string.h>
 #include <strings.h>
@@ -133,23 +134,26 @@ int hostrec_same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec
 	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
 }
 
-static int name_eq_key(const char *name, const uint8_t *data, size_t len)
+int hostrec_name_eq(const void *a, const void *b, size_t n)
 {
-	size_t i;
+	const uint8_t *x = a, *y = b;
 
-	for (i = 0; i < len; i++) {
-		unsigned char a = (unsigned char)name[i], b = data[i];
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = x[i], d = y[i];
 
-		if (!a)
-			return 0;
-		if (a >= 'A' && a <= 'Z')
-			a = (unsigned char)(a - 'A' + 'a');
-		if (b >= 'A' && b <= 'Z')
-			b = (unsigned char)(b - 'A' + 'a');
-		if (a != b)
+		if (c >= 'A' && c <= 'Z')
+			c = (uint8_t)(c - 'A' + 'a');
+		if (d >= 'A' && d <= 'Z')
+			d = (uint8_t)(d - 'A' + 'a');
+		if (c != d)
 			return 0;
 	}
-	return name[len] == '\0';
+	return 1;
+}
+
+static int name_eq_key(const char *name, const uint8_t *data, size_t len)
+{
+	return strnlen(name, len + 1) == len && hostrec_name_eq(name, data, len);
 }
 
 int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *data, size_t len)
@@ -182,4 +186,21 @@ int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *dat
 		return len == 2 && h->lid && d[0] == (uint8_t)(h->lid >> 8) && d[1] == (uint8_t)h->lid;
 	}
 	return 0;
+}
+
+int hostrec_name_in_patterns(const char *name, const char *patterns, size_t stride, unsigned n)
+{
+	if (!n)
+		return 1;
+	for (unsigned i = 0; i < n; i++)
+		if (fnmatch(patterns + i * stride, name, FNM_CASEFOLD) == 0)
+			return 1;
+	return 0;
+}
+
+uint32_t hostrec_ttl_left(uint64_t expires_ms, uint64_t now_ms)
+{
+	if (expires_ms == UINT64_MAX)
+		return HOSTREC_TTL_NEVER;
+	return expires_ms > now_ms ? (uint32_t)((expires_ms - now_ms + 999) / 1000) : 0;
 }

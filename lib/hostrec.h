@@ -53,4 +53,18 @@ int hostrec_same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec
  * endpoints. 1 or 0; 0 for an unknown type or a length that does not fit. */
 int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *data, size_t len);
 
+/* Are the @n bytes at @a and @b the same name, without regard to ASCII
+ * case (the one rule for comparing host names)? 1 or 0. */
+int hostrec_name_eq(const void *a, const void *b, size_t n);
+
+/* Is @name one of the cluster's: does it match one of the @n fnmatch(3)
+ * patterns at @patterns (each NUL-terminated, @stride bytes apart), without
+ * regard to case? Every name is when @n is 0. 1 or 0. */
+int hostrec_name_in_patterns(const char *name, const char *patterns, size_t stride, unsigned n);
+
+/* A host answer's TTL: the seconds from @now_ms until @expires_ms, rounded
+ * up; HOSTREC_TTL_NEVER when it never expires (@expires_ms UINT64_MAX). */
+#define HOSTREC_TTL_NEVER UINT32_MAX
+uint32_t hostrec_ttl_left(uint64_t expires_ms, uint64_t now_ms);
+
 #endif

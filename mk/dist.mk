@@ -3,6 +3,8 @@
 #               untracked files git does not ignore, under nss-ib-$(VERSION)/
 #   make rpm    binary and source RPMs from that tarball (rpmbuild -ta), in a
 #               private _topdir: build/rpm/RPMS/<arch>/, build/rpm/SRPMS/
+#   make deb    Debian binary packages (debian/) from that tarball, unpacked in
+#               build/deb/ with it as the .orig.tar.gz: build/deb/*.deb
 
 DIST_NAME := nss-ib-$(VERSION)
 DIST_TARBALL := dist/$(DIST_NAME).tar.gz
@@ -13,7 +15,7 @@ RPMBUILD ?= rpmbuild
 # dependencies are Debian packages, installed by scripts/install-deps).
 RPMBUILD_FLAGS ?= $(if $(wildcard /etc/debian_version),--nodeps)
 
-.PHONY: dist rpm
+.PHONY: dist rpm deb
 dist: SHELL := /bin/bash
 
 # Files modified in the work tree go in as they are now; files deleted but
@@ -41,3 +43,17 @@ rpm: dist
 		$(RPM_TOPDIR)/SOURCES $(RPM_TOPDIR)/SPECS $(RPM_TOPDIR)/SRPMS
 	$(RPMBUILD) -ta $(RPMBUILD_FLAGS) --define '_topdir $(RPM_TOPDIR)' $(DIST_TARBALL)
 	@find $(RPM_TOPDIR)/RPMS $(RPM_TOPDIR)/SRPMS -name '*.rpm' | sort
+
+DEB_DIR := $(CURDIR)/$(B)/deb
+DEB_BUILD_FLAGS ?= -us -uc -b
+
+deb: dist
+	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version); [ "$${v%-*}" = "$(VERSION)" ] || \
+		{ echo "make deb: debian/changelog has $$v, the Makefile $(VERSION)" >&2; exit 1; }
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)
+	cp $(DIST_TARBALL) $(DEB_DIR)/nss-ib_$(VERSION).orig.tar.gz
+	tar -xzf $(DIST_TARBALL) -C $(DEB_DIR)
+	cd $(DEB_DIR)/$(DIST_NAME) && env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS \
+		dpkg-buildpackage $(DEB_BUILD_FLAGS)
+	@ls $(DEB_DIR)/*.deb

@@ -21,6 +21,8 @@ struct server;
 struct fabric;
 struct sa_client;
 struct netlink;
+struct hostdir_pub;
+struct kpath;
 
 /* Named counters beyond ibacm's seven (STATS opcode, ibresctl stats). */
 struct daemon_stats {
@@ -49,6 +51,9 @@ struct ibresd {
 	struct fabric *fabric; /* NULL: no endpoint carries the fabric protocol */
 	struct sa_client *sa;  /* NULL: no endpoint names an IB device (sa.h) */
 	struct netlink *netlink; /* NULL: no kernel addresses, config addresses only */
+	struct hostdir_pub *dir; /* NULL: no shared host directory (os/hostdir_pub.h) */
+	struct kpath *kpath;     /* NULL: not answering the kernel's path queries */
+	int kpath_fd;            /* the NETLINK_RDMA socket systemd passed until started; -1 */
 	struct run_user run_as;   /* [daemon] user, looked up at start (cfg.user set) */
 	struct endpoints eps; /* the local endpoints, owner of their identity */
 	uint64_t counters[IBRES_CNTR_MAX]; /* ibacm's global counters */

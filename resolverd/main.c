@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "hostdir.h"
+#include "os/hostdir_pub.h"
 #include "fabric/fabric.h"
 #include "core/hosts_file.h"
 #include "core/log.h"
@@ -20,6 +22,7 @@
 #include "os/privs.h"
 #include "engine/resolver.h"
 #include "ib/sa.h"
+#include "frontend/kernel_paths.h"
 #include "frontend/server.h"
 
 #ifndef IBRES_SYSCONFDIR
@@ -109,6 +112,12 @@ static void reload(struct ibresd *d)
 	if (strcmp(cfg.user, d->cfg.user))
 		log_warn("user changed: it takes effect at the next restart");
 	snprintf(cfg.user, sizeof(cfg.user), "%s", d->cfg.user);
+	if (strcmp(cfg.host_directory, d->cfg.host_directory))
+		log_warn("host_directory changed: it takes effect at the next restart");
+	snprintf(cfg.host_directory, sizeof(cfg.host_directory), "%s", d->cfg.host_directory);
+	if (cfg.kernel_paths != d->cfg.kernel_paths)
+		log_warn("kernel_paths changed: it takes effect at the next restart");
+	cfg.kernel_paths = d->cfg.kernel_paths;
 	ret = resolver_reload(&d->res, &cfg, &hosts);
 	hosts_free(&hosts);
 	if (ret) {
@@ -116,10 +125,34 @@ static void reload(struct ibresd *d)
 		goto out;
 	}
 	log_set_level(d->cfg.log_level);
+	kernel_paths_reload(d);
 	log_info("configuration reloaded: %u endpoints, %u static hosts", d->eps.n,
 		 d->res.n_static_hosts);
 out:
 	sd_notify(0, "READY=1");
+}
+
+/* The shared host directory, where [daemon] host_directory says. Only an
+ * invalid path or no memory stops the daemon; a file that cannot be written
+ * (logged) leaves clients on the socket. */
+static int start_directory(struct ibresd *d)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (!d->cfg.host_directory[0])
+		return 0;
+	if (strcmp(d->cfg.host_directory, "auto"))
+		snprintf(path, sizeof(path), "%s", d->cfg.host_directory);
+	else if (ibdir_path_beside(d->cfg.socket_path, path, sizeof(path)))
+		return 0;
+	ret = hostdir_start(&d->dir, &d->loop, &d->store, path);
+	if (ret) {
+		log_err("host directory %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	resolver_publish(&d->res, d->dir);
+	return 0;
 }
 
 static void on_signal(struct loop_fd *lf, uint32_t events)
@@ -168,7 +201,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct ibresd d; /* large; one per process */
+	static struct ibresd d = { .kpath_fd = -1 }; /* large; one per process */
 	struct sigctx sc = { .d = &d };
 	bool check_only = false, debug = false;
 	sigset_t mask;
@@ -263,9 +296,14 @@ int main(int argc, char **argv)
 		log_err("cannot start the resolver: %s", strerror(-ret));
 		goto out_sig;
 	}
-	ret = server_open(&d);
+	ret = start_directory(&d);
 	if (ret)
 		goto out_resolver;
+	/* before the server, which closes the passed descriptors it does not serve */
+	kernel_paths_adopt(&d);
+	ret = server_open(&d);
+	if (ret)
+		goto out_dir;
 	/* IB ports first: they give endpoints their GID and LID */
 	ret = sa_start(&d.sa, &(struct sa_deps){ .cfg = &d.cfg, .loop = &d.loop, .eps = &d.eps,
 						 .store = &d.store, .nl = d.netlink });
@@ -283,9 +321,12 @@ int main(int argc, char **argv)
 		goto out_sa;
 	}
 	resolver_attach(&d.res, d.sa, d.fabric);
+	/* the endpoints have their ports' GIDs now: the kernel's queries can be answered */
+	kernel_paths_start(&d);
 	/* everything that needs root is open */
-	if (privs_drop(&d.run_as, d.config_path, d.cfg.hosts_file))
+	if (privs_drop(&d.run_as, d.config_path, d.cfg.hosts_file, d.kpath != NULL))
 		goto out_fabric;
+	privs_net_admin(d.kpath != NULL);
 	if (!d.foreground && daemon(0, 0) < 0) {
 		log_err("daemon: %s", strerror(errno));
 		goto out_fabric;
@@ -300,8 +341,13 @@ int main(int argc, char **argv)
 	else
 		status = 0;
 	sd_notify(0, "STOPPING=1");
+	/* readers go to the socket first: the store is about to change a lot */
+	resolver_publish(&d.res, NULL);
+	hostdir_stop(d.dir);
+	d.dir = NULL;
 
 out_fabric:
+	kernel_paths_stop(&d); /* the kernel asks the SA for what is in flight */
 	resolver_attach(&d.res, d.sa, NULL);
 	fabric_stop(d.fabric);
 	d.fabric = NULL;
@@ -311,6 +357,10 @@ out_sa:
 	d.sa = NULL;
 out_server:
 	server_close(&d);
+out_dir:
+	resolver_publish(&d.res, NULL);
+	hostdir_stop(d.dir);
+	d.dir = NULL;
 out_resolver:
 	resolver_fini(&d.res);
 out_sig:

@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include "confgen.h"
+#include "ibacm_import.h"
 #include "conn.h"
 #include "hostrec.h"
 #include "ibenum.h"
 #include "ibres.h"
 #include "json.h"
+#include "metrics.h"
 #include "show.h"
 #include "tlv.h"
 
@@ -41,6 +43,8 @@ struct ctl {
 	const char *socket; /* for messages */
 	int timeout_ms;
 	bool json;
+	bool prometheus; /* --format prometheus (stats only) */
+	const char *hosts_out; /* --hosts-out (config import-ibacm) */
 	bool cache_only;
 	bool nodelay;
 	const char *gen_device; /* config generate --device */
@@ -70,20 +74,26 @@ static void usage(FILE *f)
 		"  endpoints            this node's endpoints\n"
 		"  cache list           every cache entry\n"
 		"  cache flush [KEY]    drop one host (KEY) or every learned entry (root)\n"
-		"  stats                the daemon's counters\n"
+		"  stats                the daemon's counters and gauges\n"
 		"  config check FILE    check an ibresd.conf(5) file with ibresd --check-config\n"
 		"  config generate [--device DEV] [--name NAME] [SYSFS_DIR]\n"
 		"                       print a config for this node from its IPoIB interfaces\n"
 		"                       and RoCE ports (sysfs under SYSFS_DIR, default /sys):\n"
 		"                       only device DEV's; the first endpoint named NAME\n"
 		"                       (default: the host name)\n"
+		"  config import-ibacm [DIR [SYSFS_DIR]]\n"
+		"                       print a config from ibacm's files in DIR (default\n"
+		"                       /etc/rdma); --hosts-out FILE writes its hosts file\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH    daemon socket (default $" IBRES_SOCKET_ENV
 		" or " IBRES_DEFAULT_SOCKET ")\n"
 		"  -t, --timeout MS     bound on each request (default $" IBRES_TIMEOUT_ENV
 		" or 5000)\n"
-		"  -j, --json           JSON output\n"
+		"  -j, --json           JSON output (the same as --format json)\n"
+		"  -f, --format FORMAT  text (default), json, or prometheus (stats only:\n"
+		"                       the Prometheus text format, for node_exporter)\n"
+		"      --hosts-out FILE config import-ibacm: write ibacm's preloaded hosts here\n"
 		"      --cache-only     host: answer from the daemon's cache, never the fabric\n"
 		"      --nodelay        resolve: do not wait for the fabric (answer if cached)\n"
 		"  -h, --help           this help\n"
@@ -447,6 +457,19 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 		json_obj_begin(&c->j, NULL);
 		json_obj_begin(&c->j, "counters");
 	}
+	/* a malformed answer prints nothing in Prometheus form: a textfile
+	 * collector must not publish half a scrape */
+	tlv_reader_init(&r, body, len);
+	while (c->prometheus && (ret = tlv_next(&r, &it)) > 0) {
+		if (it.type == IBRES_T_NAME)
+			ret = tlv_get_str(&it, name, sizeof(name));
+		else if (it.type == IBRES_T_COUNTER && (tlv_get_u64(&it, &v) || !name[0]))
+			ret = -EBADMSG;
+		if (ret < 0)
+			return failed(c, "stats", -EBADMSG, -1);
+		if (it.type == IBRES_T_COUNTER)
+			name[0] = '\0';
+	}
 	tlv_reader_init(&r, body, len);
 	while ((ret = tlv_next(&r, &it)) > 0) {
 		if (it.type == IBRES_T_NAME) {
@@ -455,7 +478,9 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 			ret = tlv_get_u64(&it, &v);
 			if (!ret && !name[0])
 				ret = -EBADMSG; /* a counter needs its name first */
-			if (!ret && c->json)
+			if (!ret && c->prometheus)
+				metric_write_prom(stdout, name, v);
+			else if (!ret && c->json)
 				json_u64(&c->j, name, v);
 			else if (!ret)
 				printf("%-28s %llu\n", name, (unsigned long long)v);
@@ -741,6 +766,30 @@ static int config_generate(struct ctl *c, int argc, char **argv)
 	return 0;
 }
 
+/* config import-ibacm [DIR [SYSFS]]: ibacm's configuration as ibresd.conf. */
+static int config_import_ibacm(struct ctl *c, int argc, char **argv)
+{
+	char host[256] = "localhost";
+	struct ibacm_import_args a = {
+		.dir = argc >= 2 ? argv[1] : "/etc/rdma",
+		.sysfs = argc >= 3 ? argv[2] : "/sys",
+		.hostname = host,
+		.hosts_out = c->hosts_out,
+	};
+	int ret;
+
+	if (argc > 3)
+		return usage_error("%s", "usage: config import-ibacm [DIR [SYSFS_DIR]]");
+	if (access(a.dir, X_OK)) {
+		fprintf(stderr, "ibresctl: config import-ibacm: %s: %s\n", a.dir, strerror(errno));
+		return EXIT_NEGATIVE;
+	}
+	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+		strcpy(host, "localhost");
+	ret = ibacm_import(stdout, stderr, &a);
+	return ret ? EXIT_NEGATIVE : 0;
+}
+
 static int cmd_config(struct ctl *c, int argc, char **argv)
 {
 	char prog[PATH_MAX], out[16384];
@@ -752,8 +801,13 @@ static int cmd_config(struct ctl *c, int argc, char **argv)
 
 	if (argc >= 1 && !strcmp(argv[0], "generate"))
 		return config_generate(c, argc, argv);
+	if (argc >= 1 && !strcmp(argv[0], "import-ibacm"))
+		return config_import_ibacm(c, argc, argv);
 	if (argc != 2 || strcmp(argv[0], "check"))
-		return usage_error("%s", "usage: config check FILE | config generate [SYSFS_DIR]");
+		return usage_error("%s", "usage: config check FILE | config generate [SYSFS_DIR] | "
+					 "config import-ibacm [DIR [SYSFS_DIR]]");
+	if (c->hosts_out)
+		return usage_error("%s", "--hosts-out is for 'config import-ibacm' only");
 	find_ibresd(prog, sizeof(prog));
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return failed(c, "config check", -errno, -1);
@@ -843,7 +897,8 @@ int main(int argc, char **argv)
 		{"socket", required_argument, NULL, 's'}, {"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},	  {"cache-only", no_argument, NULL, 'C'},
 		{"nodelay", no_argument, NULL, 'N'},	  {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},	  {"device", required_argument, NULL, 'D'},
+		{"version", no_argument, NULL, 'V'},	  {"format", required_argument, NULL, 'f'},
+		{"hosts-out", required_argument, NULL, 'H'}, {"device", required_argument, NULL, 'D'},
 		{"name", required_argument, NULL, 'n'},	  {NULL, 0, NULL, 0},
 	};
 	static struct ctl c; /* holds a 64 KiB answer buffer */
@@ -853,7 +908,7 @@ int main(int argc, char **argv)
 	size_t i;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "s:t:jhV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:t:jf:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			socket_path = optarg;
@@ -868,6 +923,16 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			c.json = true;
+			break;
+		case 'f':
+			c.json = !strcmp(optarg, "json");
+			c.prometheus = !strcmp(optarg, "prometheus");
+			if (!c.json && !c.prometheus && strcmp(optarg, "text"))
+				return usage_error("bad --format '%s' (text, json or prometheus)",
+						   optarg);
+			break;
+		case 'H':
+			c.hosts_out = optarg;
 			break;
 		case 'C':
 			c.cache_only = true;
@@ -894,6 +959,9 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_error("%s", "no command given");
+	if (c.prometheus && strcmp(argv[optind], "stats"))
+		return usage_error("--format prometheus is for 'stats' only, not '%s'",
+				   argv[optind]);
 	if ((c.gen_device || c.gen_name) &&
 	    (strcmp(argv[optind], "config") || optind + 1 >= argc ||
 	     strcmp(argv[optind + 1], "generate")))
@@ -905,6 +973,8 @@ int main(int argc, char **argv)
 		return usage_error("socket path too long: '%s'", socket_path);
 	if (ret)
 		return failed(&c, "ibresctl", ret, -1);
+	/* an admin asks the daemon itself, never its published directory */
+	ibc_dir_disable(c.h);
 	c.timeout_ms = ibc_timeout_ms(c.h);
 	json_init(&c.j, stdout);
 

@@ -10,4 +10,8 @@
  * have booted seconds ago. */
 uint64_t now_ms(void);
 
+/* Microseconds of CLOCK_REALTIME: wall time, comparable between nodes
+ * whose clocks agree; it may step either way. Only for freshness stamps. */
+uint64_t wall_us(void);
+
 #endif

@@ -62,6 +62,7 @@ struct ibres_config {
 	unsigned max_clients;
 	unsigned client_timeout_ms; /* idle/incomplete request bound per client */
 	char user[64];              /* "" = keep the identity started with */
+	char host_directory[PATH_MAX]; /* shared directory: "auto" (beside the socket), "" none */
 	/* [resolve] */
 	unsigned timeout_ms;     /* one fabric attempt */
 	unsigned retries;        /* attempts after the first */
@@ -78,6 +79,8 @@ struct ibres_config {
 	char cluster_key_file[PATH_MAX]; /* "" = no HMAC */
 	unsigned sa_window;      /* SA queries outstanding per port */
 	unsigned port_poll_ms;   /* PortInfo poll of IB ports; 0 = off */
+	bool kernel_paths;       /* answer the kernel's path queries (NETLINK_RDMA) */
+	unsigned kernel_path_timeout_ms; /* bound on each; then the kernel asks the SA */
 	/* endpoints */
 	struct cfg_endpoint eps[CFG_MAX_ENDPOINTS];
 	unsigned n_eps;

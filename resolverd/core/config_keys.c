@@ -343,6 +343,37 @@ static void print_patterns(FILE *out, const struct key_def *k, const void *obj)
 		fprintf(out, "%s = %s\n", k->name, cfg->patterns[i]);
 }
 
+/* auto (beside the socket), none, or an absolute path */
+static int set_host_directory(struct parser *p, const struct key_def *k, void *obj, char *val)
+{
+	struct ibres_config *cfg = obj;
+	size_t n = strlen(val);
+	char qb[QUOTE_MAX + 1];
+
+	(void)k;
+	if (!strcasecmp(val, "none")) {
+		cfg->host_directory[0] = '\0';
+		return 0;
+	}
+	if (!strcasecmp(val, "auto"))
+		val = "auto";
+	else if (val[0] != '/' || val[n - 1] == '/')
+		return cfg_perr(p, "host_directory '%s': 'auto', 'none' or the absolute path of a file",
+				cfg_quote(val, qb));
+	if (n >= sizeof(cfg->host_directory))
+		return cfg_perr(p, "host_directory too long: at most %zu characters",
+				sizeof(cfg->host_directory) - 1);
+	snprintf(cfg->host_directory, sizeof(cfg->host_directory), "%s", val);
+	return 0;
+}
+
+static void print_host_directory(FILE *out, const struct key_def *k, const void *obj)
+{
+	const struct ibres_config *cfg = obj;
+
+	fprintf(out, "%s = %s\n", k->name, cfg->host_directory[0] ? cfg->host_directory : "none");
+}
+
 static void print_lid(FILE *out, const struct key_def *k, const void *obj)
 {
 	const struct cfg_endpoint *ep = obj;
@@ -381,6 +412,9 @@ static const struct key_def daemon_keys[] = {
 	{ .name = "client_timeout", .type = KT_DURATION, D(client_timeout_ms), .min = 100,
 	  .max = MS_PER_H, .unit_ms = MS_PER_S, .store_ms = 1 },
 	{ .name = "user", .type = KT_STRING, .flags = KF_NONE, D(user) },
+	{ .name = "host_directory", .type = KT_CUSTOM,
+	  .expect = "'auto' (hosts.db beside the socket), 'none', or an absolute path",
+	  .set = set_host_directory, .print = print_host_directory },
 };
 
 static const struct key_def resolve_keys[] = {
@@ -408,6 +442,9 @@ static const struct key_def resolve_keys[] = {
 	{ .name = "sa_window", .type = KT_INT, D(sa_window), .min = 1, .max = 64 },
 	{ .name = "port_poll_interval", .type = KT_DURATION, .flags = KF_ZERO_OK, D(port_poll_ms),
 	  .min = 100, .max = MS_PER_H, .unit_ms = MS_PER_S, .store_ms = 1 },
+	{ .name = "kernel_paths", .type = KT_BOOL, D(kernel_paths) },
+	{ .name = "kernel_path_timeout", .type = KT_DURATION, D(kernel_path_timeout_ms), .min = 100,
+	  .max = 60 * MS_PER_S, .unit_ms = 1, .store_ms = 1 },
 };
 
 static const struct key_def endpoint_keys[] = {
@@ -484,6 +521,7 @@ void config_defaults(struct ibres_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	memcpy(cfg->socket_path, IBRES_DEFAULT_SOCKET, sizeof(IBRES_DEFAULT_SOCKET));
+	strcpy(cfg->host_directory, "auto");
 	cfg->acm_link = false;
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->max_clients = 1024;
@@ -499,6 +537,8 @@ void config_defaults(struct ibres_config *cfg)
 	cfg->announce_interval_s = 60;
 	cfg->sa_window = 4;
 	cfg->port_poll_ms = 2 * MS_PER_S;
+	cfg->kernel_paths = true;
+	cfg->kernel_path_timeout_ms = MS_PER_S;
 }
 
 int config_parse(const char *name, const char *text, size_t len, struct ibres_config *cfg,

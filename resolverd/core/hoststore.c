@@ -183,6 +183,8 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 			n++;
 		}
 	}
+	if (s->ob.gone)
+		s->ob.gone(s->ob.arg, h);
 	ident_unlink(s, h);
 	if (!origin_pinned(h->origin)) {
 		lru_unlink(s, h);
@@ -264,6 +266,40 @@ void store_set_max_hosts(struct host_store *s, unsigned max_hosts)
 	evict_over_bound(s, NULL);
 }
 
+/* ---- the observer ---------------------------------------------------------- */
+
+void store_observe(struct host_store *s, const struct store_observer *o)
+{
+	s->ob = o ? *o : (struct store_observer){ 0 };
+}
+
+uint32_t host_cookie(const struct host *h)
+{
+	return h->cookie;
+}
+
+void host_set_cookie(struct host *h, uint32_t cookie)
+{
+	h->cookie = cookie;
+}
+
+const struct host *store_holder(const struct host_store *s, const struct host_key *k)
+{
+	long at;
+
+	if (!host_key_valid(k))
+		return NULL;
+	at = hs_slot_find(s, k, hs_hash(s, k));
+	return at < 0 ? NULL : s->slots[at].h;
+}
+
+void store_foreach_host(struct host_store *s, void (*cb)(void *arg, struct host *h), void *arg)
+{
+	for (unsigned i = 0; i <= s->ident_mask; i++)
+		for (struct host *h = s->idents[i]; h; h = h->id_next)
+			cb(arg, h);
+}
+
 /* ---- look-ups ------------------------------------------------------------ */
 
 struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64_t now_ms,
@@ -343,6 +379,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 			nh->paths = old->paths; /* paths carry the LID: still right */
 			old->paths = NULL;
 		}
+		nh->cookie = old->cookie; /* the observer's record follows the host */
+		old->cookie = 0;
 		if (!origin_pinned(origin) && !origin_pinned(old->origin)) {
 			/* a refresh is not a use: the host keeps its place in the LRU order */
 			nh->lru_prev = old;
@@ -393,6 +431,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 		/* every key is held above: nothing of it is visible */
 		if (placed)
 			lru_unlink(s, nh);
+		if (nh->cookie && s->ob.gone)
+			s->ob.gone(s->ob.arg, nh);
 		hs_paths_free(nh->paths);
 		free(nh);
 		if (changed)
@@ -409,6 +449,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	}
 	s->stats.inserts++;
 	s->stats.keys = s->n_keys;
+	if (s->ob.put)
+		s->ob.put(s->ob.arg, nh);
 	if (out)
 		*out = nh;
 	return 0;

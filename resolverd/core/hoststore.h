@@ -50,6 +50,17 @@ struct store_stats {
 	uint64_t hosts, learned, keys, negatives, hits, misses, inserts, evictions, expirations;
 };
 
+/* One follower of the store's hosts (the shared host directory). @put: @h
+ * is new, or holds a refreshed record: a refresh makes a new struct host,
+ * which takes over the old one's cookie (the old one is then gone with
+ * cookie 0). @gone: @h is about to be freed. Neither may change the store;
+ * both may read it. */
+struct store_observer {
+	void (*put)(void *arg, struct host *h);
+	void (*gone)(void *arg, struct host *h);
+	void *arg;
+};
+
 struct host_store {
 	struct store_slot *slots; /* key index: open addressing, linear probing */
 	unsigned slot_mask;
@@ -63,6 +74,7 @@ struct host_store {
 	struct store_neg *neg_oldest, *neg_newest;
 	struct store_stats stats;
 	struct key_hasher kh;
+	struct store_observer ob;
 };
 
 /* 0, -EINVAL (max_hosts 0 or above STORE_HOSTS_LIMIT) or -ENOMEM. */
@@ -71,6 +83,17 @@ int store_init(struct host_store *s, unsigned max_hosts);
 void store_fini(struct host_store *s);
 /* A new bound for learned hosts; the least recently used go if over it. */
 void store_set_max_hosts(struct host_store *s, unsigned max_hosts);
+
+/* Follow the hosts from now on (@o NULL: stop). */
+void store_observe(struct host_store *s, const struct store_observer *o);
+/* The observer's word of @h, 0 until it sets one. */
+uint32_t host_cookie(const struct host *h);
+void host_set_cookie(struct host *h, uint32_t cookie);
+/* The host the index gives @k to, expired or not, without counting: for
+ * the observer, which must not change the store. NULL when none. */
+const struct host *store_holder(const struct host_store *s, const struct host_key *k);
+/* Call @cb for every host once (it must not change the store). */
+void store_foreach_host(struct host_store *s, void (*cb)(void *arg, struct host *h), void *arg);
 
 /* The host holding @k, or NULL. An expired host is absent (and removed). With
  * @count, a client asked: hits and misses are counted and the host becomes

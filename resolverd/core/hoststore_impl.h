@@ -35,6 +35,7 @@ struct host {
 	struct host_path *paths;
 	uint64_t expires_ms;
 	uint32_t qpn;
+	uint32_t cookie; /* the observer's word (store_observe) */
 	uint16_t lid, pkey;
 	uint8_t origin, grp_mtu, grp_rate;
 	uint8_t n_names, n_v4, n_v6, n_gids;

@@ -176,6 +176,13 @@ static void load_endpoints(struct resolver *r)
 	}
 }
 
+/* Tell readers of the shared directory what a key's absence means now. */
+static void publish_scope(struct resolver *r)
+{
+	hostdir_set_scope(r->dir, fabric_authoritative_from(r->fabric), r->cfg->patterns[0],
+			  sizeof(r->cfg->patterns[0]), r->cfg->n_patterns);
+}
+
 struct fabric_events resolver_fabric_events(struct resolver *r)
 {
 	return (struct fabric_events){ .learned = on_learned, .query_key = on_query_key, .arg = r };
@@ -185,6 +192,13 @@ void resolver_attach(struct resolver *r, struct sa_client *sa, struct fabric *f)
 {
 	r->sa = sa;
 	r->fabric = f;
+	publish_scope(r);
+}
+
+void resolver_publish(struct resolver *r, struct hostdir_pub *dir)
+{
+	r->dir = dir;
+	publish_scope(r);
 }
 
 int resolver_init(struct resolver *r, const struct resolver_deps *deps, struct cfg_hosts *hosts)
@@ -257,6 +271,7 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	 * the fabric for a settle time, as at start-up */
 	if (!announced && r->cfg->announce_interval_s)
 		fabric_resync(r->fabric);
+	publish_scope(r);
 	return ret;
 }
 
@@ -326,14 +341,20 @@ unsigned resolver_flush(struct resolver *r, const struct host_key *k)
 	struct pending_query *q;
 	unsigned n;
 
-	if (!k)
-		return store_flush(r->store, NULL) + pending_end_all(&r->pending, -ECANCELED);
-	n = store_flush(r->store, k);
-	q = pending_find(&r->pending, k);
-	if (q) {
-		pending_end(q, -ECANCELED);
-		n++;
+	if (!k) {
+		n = store_flush(r->store, NULL) + pending_end_all(&r->pending, -ECANCELED);
+	} else {
+		n = store_flush(r->store, k);
+		q = pending_find(&r->pending, k);
+		if (q) {
+			pending_end(q, -ECANCELED);
+			n++;
+		}
 	}
+	/* what was flushed is asked on the fabric again: the directory is
+	 * incomplete until the nodes answered the resync */
+	fabric_resync(r->fabric);
+	publish_scope(r);
 	return n;
 }
 

@@ -20,6 +20,7 @@
 #include "core/waiter.h"
 #include "engine/pending.h"
 #include "fabric/fabric.h"
+#include "os/hostdir_pub.h"
 
 struct netlink;
 struct sa_client;
@@ -50,6 +51,7 @@ struct resolver {
 	struct netlink *nl;
 	struct sa_client *sa; /* resolver_attach(), once started */
 	struct fabric *fabric;
+	struct hostdir_pub *dir; /* the shared host directory, NULL: none */
 	struct pending_table pending; /* what is being asked */
 	struct resolver_stats stats;
 	struct loop_timer sweep_timer;
@@ -66,6 +68,9 @@ void resolver_fini(struct resolver *r);
 struct fabric_events resolver_fabric_events(struct resolver *r);
 /* The SA client and the fabric, once started (NULL when there is none). */
 void resolver_attach(struct resolver *r, struct sa_client *sa, struct fabric *f);
+/* Keep the shared host directory's scope (is a missing key known not to
+ * exist? the name patterns) up to date (@dir NULL: none). */
+void resolver_publish(struct resolver *r, struct hostdir_pub *dir);
 /* Swap in a new configuration and static @hosts (consumed), keeping learned
  * hosts: each module sees (old, new) first, then the new one replaces the
  * daemon's. On error nothing changed. */
@@ -106,7 +111,8 @@ enum lookup_result resolver_route_wait(struct resolver *r, struct lookup_waiter 
 
 /* An admin flush: learned hosts and negative answers (@k NULL) or the host
  * or negative answer of @k, and the queries in flight for them (their
- * waiters hear -ECANCELED). Returns what went. */
+ * waiters hear -ECANCELED); then the fabric resyncs (fabric_resync).
+ * Returns what went. */
 unsigned resolver_flush(struct resolver *r, const struct host_key *k);
 
 #endif

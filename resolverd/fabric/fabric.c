@@ -11,12 +11,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/endpoints.h"
 #include "core/jitter.h"
 #include "core/hoststore.h"
@@ -88,9 +88,17 @@ static int port_send(struct fabric_port *p, const struct fw_msg *m,
 		     const struct transport_addr *to)
 {
 	struct fabric *f = p->f;
-	int len = fw_encode(m, f->key_len ? f->key : NULL, f->key_len, f->buf, sizeof(f->buf));
-	int ret;
+	struct fw_msg stamped;
+	int len, ret;
 
+	if (f->keys.n) {
+		stamped = *m;
+		stamped.has_stamp = true;
+		stamped.stamp = fresh_stamp(&f->fresh, wall_us());
+		m = &stamped;
+	}
+	len = fw_encode(m, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], f->buf,
+			sizeof(f->buf));
 	if (len < 0) {
 		f->c.tx_errors++;
 		return len;
@@ -337,6 +345,39 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 	store_remove_gid(f->store, m->sender.gids[0]);
 }
 
+/* An authenticated datagram: is it new, or a copy of an old one? Only
+ * fresh ones are taken (every message type: a replayed GOODBYE would drop a
+ * live node, a replayed ANNOUNCE bring back an old identity). */
+static bool fresh(struct fabric *f, const struct fw_msg *m)
+{
+	uint64_t wall = wall_us(), now = now_ms();
+
+	switch (fresh_check(&f->fresh, m->sender.gids[0], m->has_stamp ? m->stamp : 0, wall,
+			    now)) {
+	case FRESH_OK:
+		return true;
+	case FRESH_STALE:
+		f->c.rx_stale++;
+		/* most likely clocks that disagree: say so, once a minute */
+		if (!f->stale_logged_ms || now - f->stale_logged_ms >= 60000) {
+			f->stale_logged_ms = now ? now : 1;
+			log_warn("fabric: a datagram from %s is %s our clock by more than %llu s "
+				 "(or has no stamp): dropped; do the nodes' clocks agree?",
+				 m->sender.names[0],
+				 m->has_stamp && m->stamp > wall ? "ahead of" : "behind",
+				 FRESH_WINDOW_US / 1000000);
+		}
+		return false;
+	case FRESH_DUPLICATE:
+		f->c.rx_duplicate++;
+		return false;
+	case FRESH_REPLAYED:
+		f->c.rx_replayed++;
+		return false;
+	}
+	return false;
+}
+
 static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 			const struct transport_addr *from)
 {
@@ -346,7 +387,13 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	enum fw_error err;
 
 	f->c.rx++;
-	err = fw_decode(buf, len, f->key_len ? f->key : NULL, f->key_len, &m);
+	err = fw_decode(buf, len, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], &m);
+	if (err == FW_ERR_AUTH && f->keys.n > 1) {
+		/* a key change in progress: the other key of the file */
+		err = fw_decode(buf, len, f->keys.key[1], f->keys.len[1], &m);
+		if (err == FW_OK)
+			f->c.rx_auth_second_key++;
+	}
 	if (err == FW_ERR_VERSION) {
 		f->c.rx_bad_version++;
 		return;
@@ -363,6 +410,8 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		f->c.rx_self++;
 		return;
 	}
+	if (f->keys.n && !fresh(f, &m))
+		return;
 	switch (m.type) {
 	case FW_REQUEST:
 		on_request(p, &m, from);
@@ -428,14 +477,10 @@ static bool name_is_cluster_name(const struct ibres_config *cfg, const struct ho
 {
 	char name[HOST_KEY_MAX + 1];
 
-	if (!cfg->n_patterns)
-		return true;
 	memcpy(name, k->data, k->len);
 	name[k->len] = '\0';
-	for (unsigned i = 0; i < cfg->n_patterns; i++)
-		if (fnmatch(cfg->patterns[i], name, FNM_CASEFOLD) == 0)
-			return true;
-	return false;
+	return hostrec_name_in_patterns(name, cfg->patterns[0], sizeof(cfg->patterns[0]),
+					cfg->n_patterns);
 }
 
 bool fabric_may_query(struct fabric *f, const struct host_key *k)
@@ -445,35 +490,25 @@ bool fabric_may_query(struct fabric *f, const struct host_key *k)
 		return false;
 	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
 		return false;
+	return !fabric_authoritative(f);
+}
+
+uint64_t fabric_authoritative_from(struct fabric *f)
+{
 	/* With announcements on, the cache holds the whole directory once the
-	 * settle time has passed: what is not there does not exist. */
-	if (directory_mode(f) && now_ms() >= f->settled_ms)
-		return false;
-	return true;
+	 * settle time has passed: what is not there does not exist. Without a
+	 * fabric, the store is all there is. */
+	if (!f)
+		return 0;
+	return directory_mode(f) ? f->settled_ms : UINT64_MAX;
+}
+
+bool fabric_authoritative(struct fabric *f)
+{
+	return now_ms() >= fabric_authoritative_from(f);
 }
 
 /* --- life cycle ---------------------------------------------------------------- */
-
-static int load_key(struct fabric *f, const char *path)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		log_err("cluster_key_file %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	n = read(fd, f->key, sizeof(f->key));
-	close(fd);
-	while (n > 0 && (f->key[n - 1] == '\n' || f->key[n - 1] == '\r'))
-		n--;
-	if (n < 16) {
-		log_err("cluster_key_file %s: a key needs at least 16 bytes", path);
-		return -EINVAL;
-	}
-	f->key_len = (size_t)n;
-	return 0;
-}
 
 /* The ib transport's window on the SA client. */
 static int port_group_address(struct transport *t, unsigned g, uint8_t mgid[16], uint16_t *mlid,
@@ -511,7 +546,9 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->reannounce_timer.cb = on_reannounce;
 	jitter_seed(&f->rng);
 	if (f->cfg->cluster_key_file[0]) {
-		ret = load_key(f, f->cfg->cluster_key_file);
+		ret = fabric_keys_load(&f->keys, f->cfg->cluster_key_file);
+		if (!ret)
+			ret = fresh_init(&f->fresh);
 		if (ret)
 			goto err;
 	}
@@ -670,6 +707,8 @@ void fabric_stop(struct fabric *f)
 			p->t.ops->close(&p->t, f->loop);
 		}
 	}
+	fresh_fini(&f->fresh);
+	explicit_bzero(&f->keys, sizeof(f->keys));
 	free(f);
 }
 
@@ -689,6 +728,10 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_rx_malformed", c->rx_malformed },
 		{ "fabric_rx_bad_version", c->rx_bad_version },
 		{ "fabric_rx_auth_failed", c->rx_auth_failed },
+		{ "fabric_rx_auth_second_key", c->rx_auth_second_key },
+		{ "fabric_rx_stale", c->rx_stale },
+		{ "fabric_rx_replayed", c->rx_replayed },
+		{ "fabric_rx_duplicate", c->rx_duplicate },
 		{ "fabric_rx_unsolicited", c->rx_unsolicited },
 		{ "fabric_rx_mismatch", c->rx_mismatch },
 		{ "fabric_rx_conflict", c->rx_conflict },

@@ -12,10 +12,9 @@
 #include "core/jitter.h"
 #include "core/loop.h"
 #include "fabric/fabric.h"
+#include "fabric/fabric_auth.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
-
-#define KEY_MAX_BYTES 64
 
 struct fabric_port {
 	struct fabric *f;
@@ -30,14 +29,16 @@ struct fabric_port {
 
 struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
-		rx_auth_failed, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
+		rx_auth_failed, rx_auth_second_key, rx_stale, rx_replayed, rx_duplicate, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
 		requests_sent, replies_sent, announces_sent, goodbyes_rx;
 };
 
 /* Newcomers answered lately, by GID hash: a whole cluster can boot at once
  * (1,024 slots answered a 48k storm's peers 2.7 times each; a collision
  * only costs one more answer). 16,384 slots of 32 bytes. */
+#ifndef NEWCOMER_SLOTS /* fuzzing builds use a few, to reach their collisions */
 #define NEWCOMER_SLOTS 16384
+#endif
 
 
 struct newcomer_slot {
@@ -61,8 +62,9 @@ struct fabric {
 	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
 	struct jitter_rng rng;
-	uint8_t key[KEY_MAX_BYTES];
-	size_t key_len;
+	struct fabric_keys keys; /* n = 0: no cluster key */
+	struct freshness fresh;  /* with a key */
+	uint64_t stale_logged_ms;
 	struct fabric_counters c;
 	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];

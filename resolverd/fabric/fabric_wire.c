@@ -99,6 +99,8 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 	}
 	if (m->has_chosen)
 		tlv_put(&w, FW_T_CHOSEN, &m->chosen, 2);
+	if (m->has_stamp)
+		tlv_put_u64(&w, FW_T_STAMP, m->stamp);
 	if (w.overflow)
 		return -ENOSPC;
 
@@ -177,6 +179,11 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 				return FW_ERR_MALFORMED;
 			memcpy(&m->chosen, it.value, 2);
 			m->has_chosen = true;
+			break;
+		case FW_T_STAMP:
+			if (m->has_stamp || tlv_get_u64(&it, &m->stamp) < 0)
+				return FW_ERR_MALFORMED;
+			m->has_stamp = true;
 			break;
 		default:
 			break; /* identity items, and items of newer versions */

@@ -35,6 +35,7 @@ enum {
 	FW_T_TARGET = 0x101, /* nested: one key item (NAME, IPV4, IPV6 or GID) */
 	FW_T_GROUP = 0x102,  /* 2 bytes: MTU enum, rate enum; repeated, lowest priority first */
 	FW_T_CHOSEN = 0x103, /* 2 bytes: the group a REPLY chose (MTU, rate) */
+	FW_T_STAMP = 0x104,  /* 8 bytes: the sender's freshness stamp (with a key) */
 };
 
 struct fw_group {
@@ -53,6 +54,8 @@ struct fw_msg {
 	struct host_key target;
 	bool has_chosen;
 	struct fw_group chosen;
+	bool has_stamp;
+	uint64_t stamp; /* wall-clock microseconds, strictly rising per sender */
 };
 
 /* Why a datagram was dropped. */

@@ -13,9 +13,10 @@
 #include "frontend/handlers.h"
 #include "frontend/reply.h"
 #include "ib/sa.h"
+#include "os/hostdir_pub.h"
+#include "os/kpath.h"
 #include "tlv.h"
 
-#define TTL_NEVER UINT32_MAX
 
 struct ext_reply {
 	struct ibres_hdr hdr;
@@ -37,13 +38,6 @@ static int ext_end(struct ext_reply *r, uint8_t *reply, size_t *len)
 	r->hdr.length = htobe16((uint16_t)*len);
 	memcpy(reply, &r->hdr, sizeof(r->hdr));
 	return 0;
-}
-
-static uint32_t ttl_left(uint64_t expires_ms, uint64_t now)
-{
-	if (expires_ms == UINT64_MAX)
-		return TTL_NEVER;
-	return expires_ms > now ? (uint32_t)((expires_ms - now + 999) / 1000) : 0;
 }
 
 /* A key item (NAME, IPV4, IPV6 or GID) as a cache key. */
@@ -147,7 +141,7 @@ static int host_answer(struct ibresd *d, struct request *req, bool cache_only, u
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	}
 	host_record(h, &rec, now_ms());
-	rec.ttl = ttl_left(host_expires_ms(h), now_ms());
+	rec.ttl = hostrec_ttl_left(host_expires_ms(h), now_ms());
 	ext_begin(&r, req, reply);
 	if (hostrec_encode(&r.w, &rec) < 0)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
@@ -201,12 +195,12 @@ static int list_item(struct list_ctx *lc, const struct host_key *k, uint8_t stat
 	tlv_put_str(lc->w, IBRES_T_KEY, text);
 	tlv_put_u8(lc->w, IBRES_T_STATE, state);
 	tlv_put_u8(lc->w, IBRES_T_ORIGIN, origin);
-	tlv_put_u32(lc->w, IBRES_T_TTL, ttl_left(expires_ms, lc->now));
+	tlv_put_u32(lc->w, IBRES_T_TTL, hostrec_ttl_left(expires_ms, lc->now));
 	if (h) {
 		struct ibres_hostrec rec;
 
 		host_record(h, &rec, lc->now);
-		rec.ttl = ttl_left(host_expires_ms(h), lc->now);
+		rec.ttl = hostrec_ttl_left(host_expires_ms(h), lc->now);
 		hostrec_encode(lc->w, &rec);
 	}
 	if (path)
@@ -275,7 +269,6 @@ int cache_flush(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		return reply_status(req, reply, len, IBRES_STATUS_EPERM);
 	}
 	n = resolver_flush(&d->res, a.has_key ? &a.key : NULL);
-	fabric_resync(d->fabric);
 	ext_begin(&r, req, reply);
 	tlv_put_u64(&r.w, IBRES_T_COUNT, n);
 	return ext_end(&r, reply, len);
@@ -287,6 +280,9 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		"error", "resolve", "nodata", "addr_query", "addr_cache", "route_query",
 		"route_cache",
 	};
+	struct hostdir_stats dir;
+
+	hostdir_stats(d->dir, &dir);
 	const struct {
 		const char *name;
 		uint64_t value;
@@ -313,6 +309,10 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		{ "cache_inserts", d->store.stats.inserts },
 		{ "cache_evictions", d->store.stats.evictions },
 		{ "cache_expirations", d->store.stats.expirations },
+		{ "directory_bytes", dir.bytes },
+		{ "directory_hosts", dir.records },
+		{ "directory_rebuilds", dir.rebuilds },
+		{ "directory_failures", dir.failures },
 	};
 	/* the resolver's queries on the fabric, under their historic names */
 	const struct {
@@ -344,6 +344,7 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		tlv_put_u64(&r.w, IBRES_T_COUNTER, queries[i].value);
 	}
 	sa_stats(d->sa, &r.w); /* sa_queries and the rest of the SA client's */
+	kpath_stats(d->kpath, &r.w); /* the kernel's path queries */
 	if (r.w.overflow)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	return ext_end(&r, reply, len);

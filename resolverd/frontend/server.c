@@ -313,8 +313,10 @@ static void on_client(struct loop_fd *lf, uint32_t events)
 		client_process(cl);
 }
 
-/* Make room for a new client by closing the one idle the longest between
- * requests; 0 if one was closed. */
+/* Make room for a new client by closing the one idle the longest: nothing in progress,
+ * whether it was served before or never said anything (else connections that stay silent
+ * could hold every slot, and every lookup on the node would fail, for client_timeout).
+ * 0 if one was closed. */
 static int evict_idle_client(struct server *srv)
 {
 	struct list_node *pos, *tmp;
@@ -323,8 +325,9 @@ static int evict_idle_client(struct server *srv)
 	{
 		struct client *cl = list_entry(pos, struct client, node);
 
-		if (cl->served && !cl->busy && cl->in_len == 0 && cl->out_len == 0) {
-			log_debug("max_clients reached: closing idle client fd %d", cl->lf.fd);
+		if (!cl->busy && cl->in_len == 0 && cl->out_len == 0) {
+			log_debug("max_clients reached: closing %s client fd %d",
+				  cl->served ? "idle" : "silent", cl->lf.fd);
 			client_close(cl);
 			return 0;
 		}
@@ -650,6 +653,11 @@ static int adopt_others(struct server *srv, struct activation *a)
 		if (a->used[i])
 			continue;
 		a->used[i] = true;
+		/* the kernel's path queries took a copy (frontend/kernel_paths.c) */
+		if (sd_is_socket(fd, AF_NETLINK, SOCK_RAW, -1) > 0) {
+			close(fd);
+			continue;
+		}
 		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
 			log_warn("descriptor %d ('%s') from systemd is not a listening Unix stream "
 				 "socket; closing it", fd, passed_name(a, i));

@@ -557,12 +557,42 @@ void netlink_refresh(struct netlink *nl)
 	}
 }
 
-static void on_resync_timer(struct loop_timer *t)
+void netlink_resync(struct netlink *nl)
 {
-	struct netlink *nl = container_of(t, struct netlink, resync_timer);
-
+	if (!nl)
+		return;
 	resync_now(nl);
 	netlink_refresh(nl);
+}
+
+static void on_resync_timer(struct loop_timer *t)
+{
+	netlink_resync(container_of(t, struct netlink, resync_timer));
+}
+
+/* One datagram of notifications from the kernel: what it did (NL_*). */
+static int apply(struct netlink *nl, int len)
+{
+	struct nlmsghdr *h;
+	int what = 0;
+
+	for (h = &nl->evbuf.h; nlmsg_ok(h, len); h = nlmsg_next(h, &len))
+		what |= on_message(nl->t, h);
+	return what;
+}
+
+void netlink_feed(struct netlink *nl, const void *buf, size_t len)
+{
+	int what;
+
+	if (!nl || len > sizeof(nl->evbuf.b))
+		return;
+	memcpy(nl->evbuf.b, buf, len);
+	what = apply(nl, (int)len);
+	if (what & NL_RESYNC)
+		resync_later(nl, NL_RESYNC_DELAY_MS);
+	if (what & NL_CHANGED)
+		netlink_refresh(nl);
 }
 
 static void on_event(struct loop_fd *lf, uint32_t events)
@@ -575,9 +605,7 @@ static void on_event(struct loop_fd *lf, uint32_t events)
 	for (unsigned i = 0; i < NL_EVENT_BATCH; i++) {
 		struct sockaddr_nl from;
 		socklen_t flen = sizeof(from);
-		struct nlmsghdr *h;
 		ssize_t n;
-		int rem;
 
 		n = recvfrom(lf->fd, nl->evbuf.b, sizeof(nl->evbuf.b), MSG_DONTWAIT | MSG_TRUNC,
 			     (struct sockaddr *)&from, &flen);
@@ -604,9 +632,7 @@ static void on_event(struct loop_fd *lf, uint32_t events)
 		}
 		if (from.nl_pid != 0)
 			continue;
-		rem = (int)n;
-		for (h = &nl->evbuf.h; nlmsg_ok(h, rem); h = nlmsg_next(h, &rem))
-			what |= on_message(nl->t, h);
+		what |= apply(nl, (int)n);
 	}
 	/* After an overrun the kernel reports no further drop until the queue
 	 * was empty once: the dump is taken then, so it covers every drop

@@ -41,6 +41,13 @@ unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibr
  * change and hand the new identity to its owner (endpoint_update: the store
  * is refreshed and the fabric announces it). */
 void netlink_refresh(struct netlink *nl);
+/* Read every link and address again, and follow them (what lost
+ * notifications lead to; tests use it to start over). */
+void netlink_resync(struct netlink *nl);
+/* Take @len bytes of rtnetlink notifications (links, addresses) as if the
+ * kernel had sent them on the event socket: the tables and, when they
+ * changed, the endpoints follow. For tests and fuzzing (test/fuzz). */
+void netlink_feed(struct netlink *nl, const void *buf, size_t len);
 
 /* The endpoint the kernel would send from towards IPv4 or IPv6 @dst: the
  * owner of the route's preferred source address, else the endpoint of its

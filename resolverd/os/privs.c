@@ -3,8 +3,11 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <pwd.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -37,7 +40,54 @@ static void check_readable(const char *what, const char *path)
 			 path, strerror(errno));
 }
 
-int privs_drop(const struct run_user *u, const char *config_path, const char *hosts_file)
+/* The capability sets, through the raw system calls (no libcap). */
+static int caps_get(struct __user_cap_data_struct data[2])
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	return syscall(SYS_capget, &h, data) ? -errno : 0;
+}
+
+static int caps_set(struct __user_cap_data_struct data[2])
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	return syscall(SYS_capset, &h, data) ? -errno : 0;
+}
+
+#define CAP_WORD(c) ((c) / 32)
+#define CAP_BIT(c) (1u << ((c) % 32))
+
+void privs_net_admin(bool needed)
+{
+	struct __user_cap_data_struct data[2];
+	const unsigned w = CAP_WORD(CAP_NET_ADMIN);
+	int ret;
+
+	if (needed || caps_get(data) || !(data[w].permitted & CAP_BIT(CAP_NET_ADMIN)))
+		return;
+	data[w].effective &= ~CAP_BIT(CAP_NET_ADMIN);
+	data[w].permitted &= ~CAP_BIT(CAP_NET_ADMIN);
+	data[w].inheritable &= ~CAP_BIT(CAP_NET_ADMIN);
+	ret = caps_set(data);
+	if (ret)
+		log_warn("cannot drop CAP_NET_ADMIN, which nothing needs: %s", strerror(-ret));
+	else
+		log_debug("dropped CAP_NET_ADMIN: nothing here needs it");
+}
+
+/* After the switch to a user with keep-caps set: CAP_NET_ADMIN alone. */
+static int keep_only_net_admin(void)
+{
+	struct __user_cap_data_struct data[2] = { { 0 } };
+	const unsigned w = CAP_WORD(CAP_NET_ADMIN);
+
+	data[w].effective = data[w].permitted = CAP_BIT(CAP_NET_ADMIN);
+	return caps_set(data);
+}
+
+int privs_drop(const struct run_user *u, const char *config_path, const char *hosts_file,
+	       bool keep_net_admin)
 {
 	const char *user = u->name;
 
@@ -52,14 +102,25 @@ int privs_drop(const struct run_user *u, const char *config_path, const char *ho
 	}
 	/* the user's supplementary groups (e.g. one owning /dev/infiniband),
 	 * then the gid while still root, the uid last */
-	if (initgroups(user, u->gid) < 0 || setgid(u->gid) < 0 || setuid(u->uid) < 0) {
+	if ((keep_net_admin && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) ||
+	    initgroups(user, u->gid) < 0 || setgid(u->gid) < 0 || setuid(u->uid) < 0) {
 		int err = errno;
 
 		log_err("cannot become user %s: %s", user, strerror(err));
 		return -err;
 	}
-	/* setuid() from root to another uid drops every capability, and with
-	 * it the way back; make sure of it */
+	if (keep_net_admin) {
+		int ret = keep_only_net_admin();
+
+		prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+		if (ret) {
+			log_err("user %s: cannot keep CAP_NET_ADMIN for the kernel's path "
+				"queries: %s", user, strerror(-ret));
+			return ret;
+		}
+	}
+	/* setuid() from root to another uid drops every capability (but the
+	 * one kept above), and with it the way back; make sure of it */
 	if (setuid(0) == 0 || seteuid(0) == 0 || getuid() != u->uid ||
 	    geteuid() != u->uid || getgid() != u->gid || getegid() != u->gid) {
 		log_err("switched to user %s, but root can be regained: stopping", user);

@@ -5,6 +5,7 @@
 #ifndef IBRESD_PRIVS_H
 #define IBRESD_PRIVS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* The user to run as: its name ("" = keep the identity started with) and,
@@ -21,9 +22,17 @@ int privs_lookup(struct run_user *u);
 
 /* Become @u: its groups, its gid, its uid, then check that root cannot be
  * regained, and warn when @config_path or @hosts_file (reloads re-read
- * them) are not readable any more. 0 (also when no user is set or when
- * already running as it), or a negative errno (logged): the daemon must
- * not go on. */
-int privs_drop(const struct run_user *u, const char *config_path, const char *hosts_file);
+ * them) are not readable any more. With @keep_net_admin, CAP_NET_ADMIN
+ * (answers to the kernel's path queries) survives the switch, alone. 0
+ * (also when no user is set or when already running as it), or a negative
+ * errno (logged): the daemon must not go on. */
+int privs_drop(const struct run_user *u, const char *config_path, const char *hosts_file,
+	       bool keep_net_admin);
+
+/* CAP_NET_ADMIN is needed only to answer the kernel's path queries: without
+ * @needed, drop it from every capability set for good (logged when that
+ * fails: a seccomp filter without capset, say). Other capabilities stay as
+ * they are. */
+void privs_net_admin(bool needed);
 
 #endif

@@ -11,10 +11,71 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.path.join(ROOT, "build")
+# `make integration` names its build directory (build-san for SANITIZE=1).
+BUILD = os.path.abspath(os.environ.get("IBRES_BUILD") or os.path.join(ROOT, "build"))
 IBRESD = os.path.join(BUILD, "ibresd")
 IBRESCTL = os.path.join(BUILD, "ibresctl")
 SINGLE_NODE = os.path.join(ROOT, "conf", "examples", "single-node.conf")
+
+# --- bounds and sanitizers ----------------------------------------------------
+
+def pytest_configure(config):
+    if not config.pluginmanager.hasplugin("timeout"):
+        raise pytest.UsageError("pytest-timeout is missing (Debian: python3-pytest-timeout; "
+                                "scripts/install-deps installs it): without it a hang would "
+                                "hang the suite")
+
+
+# Set by `make SANITIZE=1` (Makefile): the flags the build used and libasan's path.
+SAN_CFLAGS = os.environ.get("IBRES_SAN_CFLAGS", "").split()
+SANITIZED = bool(SAN_CFLAGS)
+ASAN_PRELOAD = os.environ.get("IBRES_ASAN_PRELOAD", "")
+SAN_RUNTIMES = ("libasan.so", "libubsan.so")
+not_sanitized = pytest.mark.skipif(SANITIZED, reason="valgrind cannot run ASan binaries")
+SAN_LOG_DIR = None
+if SANITIZED:
+    # Every sanitized process (daemons, tools, helpers, getent with the module) writes its
+    # reports here; the autouse fixture below fails the test during which one appeared.
+    import tempfile
+    SAN_LOG_DIR = tempfile.mkdtemp(prefix="ibres-san-")
+    os.chmod(SAN_LOG_DIR, 0o1777)  # the daemon may drop root
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        kind = var.split("_")[0].lower()
+        os.environ[var] = ":".join(filter(None, [os.environ.get(var),
+                                                 "log_path=%s/%s" % (SAN_LOG_DIR, kind)]))
+
+
+def without_sanitizer_libs(needed):
+    """@needed (DT_NEEDED names) less the sanitizer runtimes a SANITIZE=1 build adds."""
+    return [n for n in needed if not (SANITIZED and n.startswith(SAN_RUNTIMES))]
+
+
+def preload_sanitizer(env):
+    """@env for a program we did not build (getent, python) that loads our sanitized NSS
+    module or libibres: ASan's runtime must come first in the initial library list, so it
+    is preloaded. Such programs' own leaks at exit are not ours: leak checking is off."""
+    if ASAN_PRELOAD:
+        env["LD_PRELOAD"] = " ".join(filter(None, [ASAN_PRELOAD, env.get("LD_PRELOAD")]))
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return env
+
+
+@pytest.fixture(autouse=True)
+def sanitizer_reports():
+    """Fail the test during which any sanitized process reported an error."""
+    if not SANITIZED:
+        yield
+        return
+    before = set(os.listdir(SAN_LOG_DIR))
+    yield
+    new = sorted(set(os.listdir(SAN_LOG_DIR)) - before)
+    if new:
+        text = ""
+        for name in new:
+            with open(os.path.join(SAN_LOG_DIR, name), errors="replace") as f:
+                text += "==== %s\n%s" % (name, f.read())
+        pytest.fail("sanitizer reports:\n" + text, pytrace=False)
+
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root (network namespaces, uid 0 admin checks)")

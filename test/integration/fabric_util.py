@@ -9,6 +9,7 @@ import ipaddress
 import json
 import os
 import re
+import select
 import struct
 import subprocess
 import time
@@ -331,7 +332,7 @@ def wait_until(pred, timeout, interval=0.05, what="condition"):
 FW_MAGIC, FW_VERSION, FW_HDR = 0x49425253, 1, struct.Struct(">IBBHQH6x")
 FW_REQUEST, FW_REPLY, FW_ANNOUNCE, FW_GOODBYE = 1, 2, 3, 4
 FW_FLAG_HMAC, FW_FLAG_NEWCOMER = 1, 2
-FW_T_TARGET, FW_T_GROUP, FW_T_CHOSEN = 0x101, 0x102, 0x103
+FW_T_TARGET, FW_T_GROUP, FW_T_CHOSEN, FW_T_STAMP = 0x101, 0x102, 0x103, 0x104
 FW_MAX_LEN = 1400
 FABRIC_PORT = 4790
 
@@ -355,6 +356,12 @@ def node_identity(node, **over):
               lid=node["lid"])
     kw.update(over)
     return identity_items(**kw)
+
+
+def stamp_item(us=None):
+    """The freshness stamp a node with a cluster key sends: its wall clock in
+    microseconds (now, unless @us)."""
+    return tlv(FW_T_STAMP, struct.pack(">Q", int(time.time() * 1e6) if us is None else us))
 
 
 def group_items(groups=((4, 3), (5, 16))):
@@ -382,3 +389,79 @@ def fabric_msg(mtype, items, tid=0, flags=0, version=FW_VERSION, magic=FW_MAGIC,
     if key is not None:
         trailer = hmac.new(key, hdr + items, hashlib.sha256).digest()
     return hdr + items + trailer
+
+
+# --- capturing real datagrams off the emulated fabric ---------------------------
+
+_CAPTURE = r"""
+import base64, json, select, socket, struct, sys, time
+port, limit = int(sys.argv[1]), float(sys.argv[2])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))  # ETH_P_ALL
+ifs = {i: n for i, n in socket.if_nameindex()}
+print("ready", flush=True)
+seen, out = set(), []
+deadline = time.monotonic() + limit
+while time.monotonic() < deadline:
+    r, _, _ = select.select([s, sys.stdin], [], [], 0.1)
+    if sys.stdin in r and not sys.stdin.readline():
+        break
+    if s not in r:
+        continue
+    frame, addr = s.recvfrom(65535)
+    # every frame once: as it enters the bridge from a node's port
+    if addr[2] == socket.PACKET_OUTGOING or ifs.get(addr[1]) == "br0":
+        continue
+    if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        continue
+    ihl = (frame[14] & 15) * 4
+    udp = frame[14 + ihl:]
+    sport, dport, ulen = struct.unpack(">HHH", udp[:6])
+    if dport != port:
+        continue
+    payload = udp[8:ulen]
+    if payload in seen:
+        continue
+    seen.add(payload)
+    out.append(dict(src=socket.inet_ntoa(frame[26:30]), dst=socket.inet_ntoa(frame[30:34]),
+                    payload=base64.b64encode(payload).decode()))
+print(json.dumps(out), flush=True)
+"""
+
+
+class Capture:
+    """Every fabric datagram that crosses the emulated switch while the
+    context lasts (a packet socket in the switch namespace), each once:
+    .datagrams is a list of dicts src, dst (IPv4 addresses) and payload
+    (bytes), in the order they were seen."""
+
+    def __init__(self, cluster, port=FABRIC_PORT, limit=120.0):
+        with open(os.path.join(cluster.dir, "state.json")) as f:
+            self.netns = json.load(f)["switch_ns"]
+        self.port, self.limit = port, limit
+        self.datagrams = []
+
+    def __enter__(self):
+        self.p = subprocess.Popen(["ip", "netns", "exec", self.netns, PYTHON, "-c", _CAPTURE,
+                                   str(self.port), str(self.limit)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        ready = ""
+        if select.select([self.p.stdout], [], [], 20)[0]:
+            ready = self.p.stdout.readline()
+        if ready.strip() != "ready":
+            self.p.kill()
+            raise AssertionError("capture did not start: %s" % self.p.stderr.read())
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            out, err = self.p.communicate(input="", timeout=self.limit + 10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.communicate(timeout=10)
+            raise AssertionError("capture did not end")
+        if exc[0] is None:
+            assert self.p.returncode == 0, err
+            self.datagrams = [dict(d, payload=base64.b64decode(d["payload"]))
+                              for d in json.loads(out)]
+        return False

@@ -7,7 +7,8 @@ import re
 import subprocess
 import time
 
-from conftest import IBRESCTL, IBRESD, ROOT, Daemon, run_tool, wait_for_socket
+from conftest import (ASAN_PRELOAD, IBRESCTL, IBRESD, ROOT, Daemon, run_tool,
+                      wait_for_socket)
 
 IBSIM = os.path.join(ROOT, "test", "fabric", "ibsim")
 PYTHON = "/usr/bin/python3"
@@ -131,8 +132,12 @@ class SimDaemon(Daemon):
 
     def start(self, wait=True):
         st = self.fabric.state
+        # a SANITIZE=1 daemon needs ASan's runtime ahead of the preloaded umad2sim
         env = dict(os.environ, IBSIM_SOCKNAME=st["sockname"], SIM_HOST=self.host,
-                   LD_PRELOAD=st["umad2sim"])
+                   LD_PRELOAD=" ".join(filter(None, [ASAN_PRELOAD, st["umad2sim"]])))
+        if ASAN_PRELOAD:
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":suppressions=" + \
+                os.path.join(ROOT, "test", "integration", "umad2sim.asan-supp")
         cmd = [IBRESD, "--foreground"] + (["--debug"] if self.debug else []) + \
             ["--config", self.config, "--socket", self.socket]
         if st.get("netns"):

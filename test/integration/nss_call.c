@@ -3,7 +3,7 @@
  * Test helper: call one libnss_ib entry point directly (dlopen, as glibc
  * does) and print what it returned, one "key=value" per line.
  *
- *   nss_call [--sweep] [--prealloc] MODULE ENTRY KEY [AF]
+ *   nss_call [--sweep] [--prealloc] [--repeat N] MODULE ENTRY KEY [AF]
  *
  * ENTRY: byname byname2 byname3 byname4 byaddr byaddr2. KEY is a name, or for
  * byaddr* an address (AF 2: IPv4, 10: IPv6, 27: GID in IPv6 notation).
@@ -11,7 +11,11 @@
  * time, so valgrind sees any overrun) until the call stops answering ERANGE;
  * "minbuf" is the first size that worked, and every size from there to
  * minbuf+64 must give the same answer. --prealloc gives byname4 a tuple of
- * its own (as nscd does).
+ * its own (as nscd does). --repeat N makes N more calls after the first,
+ * between two marker writes ("repeat-begin", "repeat-end" on stderr) that an
+ * strace of the process can find, and counts the answers that differ from
+ * the first ("repeat_differ"); a KEY with "%ld" in it is a format, given the
+ * call's number, so that each of the N calls asks another key.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAXBUF 65536
 
@@ -146,6 +151,7 @@ int main(int argc, char **argv)
 	char sym[64], desc[8192], first[8192];
 	struct call c = {.af = AF_INET};
 	int sweep = 0, err, herr, i = 1;
+	long repeat = 0;
 	size_t len, minbuf = 0;
 	enum nss_status s;
 	int32_t ttl;
@@ -156,6 +162,8 @@ int main(int argc, char **argv)
 			sweep = 1;
 		else if (!strcmp(argv[i], "--prealloc"))
 			c.prealloc = 1;
+		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+			repeat = atol(argv[++i]);
 	}
 	if (argc - i < 3) {
 		fprintf(stderr, "usage: nss_call [--sweep] [--prealloc] MODULE ENTRY KEY [AF]\n");
@@ -212,6 +220,29 @@ int main(int argc, char **argv)
 			}
 		}
 		strcpy(desc, first);
+	}
+	if (repeat > 0) {
+		char again[8192];
+		long differ = 0;
+		int e2, h2;
+		int32_t t2;
+
+		char key[300];
+		const char *fmt = c.key;
+
+		write(2, "repeat-begin\n", 13);
+		for (long n = 0; n < repeat; n++) {
+			/* a KEY with %ld asks a different one each time */
+			if (strstr(fmt, "%ld")) {
+				snprintf(key, sizeof(key), fmt, n);
+				c.key = key;
+			}
+			if (one(&c, len, &e2, &h2, &t2, again, sizeof(again)) != s ||
+			    strcmp(again, desc))
+				differ++;
+		}
+		write(2, "repeat-end\n", 11);
+		printf("repeat_differ=%ld\n", differ);
 	}
 	printf("status=%s\nerrno=%d\nh_errno=%d\nttl=%d\nminbuf=%zu\n%s", status_name(s),
 	       s == NSS_STATUS_SUCCESS ? 0 : err, herr, ttl, minbuf, desc);

@@ -8,6 +8,15 @@
  *   nss_glibc SERVICES byaddr ADDR AF       gethostbyaddr_r (AF 27: ADDR is a GID)
  *   nss_glibc SERVICES threads T N NAME ADDR  T threads x N gethostbyname2_r(AF_INET),
  *                                           each answer checked against ADDR
+ *   nss_glibc SERVICES repeat N NAME AF     one gethostbyname2_r, then N more between
+ *                                           the markers "repeat-begin"/"repeat-end"
+ *                                           written to stderr (for strace)
+ *   nss_glibc SERVICES fork NAME AF         one lookup, fork(), the child's lookup
+ *                                           between the markers; prints the child's
+ *   nss_glibc SERVICES watch MS T NAME ADDR T threads look NAME up for MS ms; prints
+ *                                           per 250 ms slice the answers that were
+ *                                           right, wrong and failed, and the longest
+ *                                           call
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void print_hostent(const struct hostent *he)
 {
@@ -144,6 +155,138 @@ static int threads(int t, long n, const char *name, const char *addr)
 	return 0;
 }
 
+static int repeat(long n, const char *name, int af)
+{
+	struct hostent he, *res = NULL;
+	char buf[4096];
+	long differ = 0;
+	int ret, herr = 0, first;
+
+	first = gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr);
+	write(2, "repeat-begin\n", 13);
+	for (long i = 0; i < n; i++)
+		if (gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr) != first)
+			differ++;
+	write(2, "repeat-end\n", 11);
+	ret = gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr);
+	printf("repeat_differ=%ld\n", differ);
+	return report(ret, res, herr, &he);
+}
+
+static int fork_check(const char *name, int af)
+{
+	struct hostent he, *res = NULL;
+	char buf[4096];
+	int herr = 0, status;
+	pid_t pid;
+
+	gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return 2;
+	if (pid == 0) {
+		int ret;
+
+		write(2, "repeat-begin\n", 13);
+		ret = gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &herr);
+		write(2, "repeat-end\n", 11);
+		report(ret, res, herr, &he);
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+}
+
+#define SLICE_MS 250
+#define SLICES_MAX 400
+
+struct watch {
+	const char *name;
+	struct in_addr want;
+	uint64_t start_ns, end_ns;
+	long right[SLICES_MAX], wrong[SLICES_MAX], failed[SLICES_MAX];
+	uint64_t longest_ns;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *watcher(void *arg)
+{
+	struct watch *w = arg;
+	struct hostent he, *res;
+	char buf[1024];
+	int herr;
+
+	for (;;) {
+		uint64_t t0 = mono_ns(), t1;
+		unsigned slice;
+		int ret;
+
+		if (t0 >= w->end_ns)
+			return NULL;
+		res = NULL;
+		ret = gethostbyname2_r(w->name, AF_INET, &he, buf, sizeof(buf), &res, &herr);
+		t1 = mono_ns();
+		if (t1 - t0 > w->longest_ns)
+			w->longest_ns = t1 - t0;
+		slice = (unsigned)((t0 - w->start_ns) / (SLICE_MS * 1000000u));
+		if (slice >= SLICES_MAX)
+			slice = SLICES_MAX - 1;
+		if (ret || !res)
+			w->failed[slice]++;
+		else if (strcmp(he.h_name, w->name) || memcmp(he.h_addr_list[0], &w->want, 4))
+			w->wrong[slice]++;
+		else
+			w->right[slice]++;
+	}
+}
+
+static int watch(long ms, int t, const char *name, const char *addr)
+{
+	struct watch *w = calloc((size_t)t, sizeof(*w));
+	pthread_t *tid = calloc((size_t)t, sizeof(*tid));
+	uint64_t start = mono_ns(), longest = 0;
+	unsigned slices = (unsigned)((ms + SLICE_MS - 1) / SLICE_MS);
+
+	if (!w || !tid || slices > SLICES_MAX)
+		return 2;
+	for (int i = 0; i < t; i++) {
+		w[i].name = name;
+		inet_pton(AF_INET, addr, &w[i].want);
+		w[i].start_ns = start;
+		w[i].end_ns = start + (uint64_t)ms * 1000000u;
+		if (pthread_create(&tid[i], NULL, watcher, &w[i]))
+			return 2;
+	}
+	for (int i = 0; i < t; i++) {
+		pthread_join(tid[i], NULL);
+		if (w[i].longest_ns > longest)
+			longest = w[i].longest_ns;
+	}
+	for (unsigned s = 0; s < slices; s++) {
+		long r = 0, x = 0, f = 0;
+
+		for (int i = 0; i < t; i++) {
+			r += w[i].right[s];
+			x += w[i].wrong[s];
+			f += w[i].failed[s];
+		}
+		printf("slice=%u %ld %ld %ld\n", s, r, x, f);
+	}
+	printf("longest_ms=%.1f\n", (double)longest / 1e6);
+	free(w);
+	free(tid);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -158,6 +301,12 @@ int main(int argc, char **argv)
 		return by_name(argv[3], atoi(argv[4]));
 	if (!strcmp(argv[2], "byaddr") && argc == 5)
 		return by_addr(argv[3], atoi(argv[4]));
+	if (!strcmp(argv[2], "fork") && argc == 5)
+		return fork_check(argv[3], atoi(argv[4]));
+	if (!strcmp(argv[2], "watch") && argc == 7)
+		return watch(atol(argv[3]), atoi(argv[4]), argv[5], argv[6]);
+	if (!strcmp(argv[2], "repeat") && argc == 6)
+		return repeat(atol(argv[3]), argv[4], atoi(argv[5]));
 	if (!strcmp(argv[2], "threads") && argc == 7)
 		return threads(atoi(argv[3]), atol(argv[4]), argv[5], argv[6]);
 	fprintf(stderr, "bad arguments\n");

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT, SINGLE_NODE
+from conftest import BUILD, ROOT, SAN_CFLAGS, SINGLE_NODE, preload_sanitizer
 
 INCLUDE = [os.path.join(ROOT, "include")]
 NSS_MODULE = os.path.join(BUILD, "libnss_ib.so.2")
@@ -19,6 +19,8 @@ HELPERS = {
     "nss_glibc": ["-lpthread"],
     "nss_libibres": ["-I" + INCLUDE[0], "-L" + BUILD, "-libres", "-lrdmacm",
                      "-Wl,-rpath," + BUILD],
+    "nss_load": ["-I" + INCLUDE[0], "-L" + BUILD, "-libres", "-lpthread",
+                 "-Wl,-rpath," + BUILD],
 }
 
 
@@ -27,7 +29,7 @@ def compile_helper(name, outdir):
     out = os.path.join(str(outdir), name)
     cc = os.environ.get("CC", "cc")
     cmd = [cc, "-std=gnu11", "-D_GNU_SOURCE", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
-           "-o", out, src] + HELPERS[name]
+           "-o", out, src] + SAN_CFLAGS + HELPERS[name]
     subprocess.run(cmd, check=True, timeout=120)
     return out
 
@@ -46,7 +48,7 @@ def client_env(daemon=None, socket_path=None, **extra):
     env["LD_LIBRARY_PATH"] = BUILD
     env.pop("IBRES_TIMEOUT_MS", None)
     env.update({k: str(v) for k, v in extra.items()})
-    return env
+    return preload_sanitizer(env)  # getent, not built by us, loads the module
 
 
 def static_hosts_config():

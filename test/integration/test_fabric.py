@@ -22,7 +22,7 @@ from fabric_util import (
     FW_REPLY, FW_REQUEST, FW_T_CHOSEN, GROUP_PARAMS, MTU_ENUM, ORIGIN_FABRIC, RATE_ENUM,
     ST_ENODATA, ST_ETIMEDOUT, ST_SUCCESS, Cluster, acme, cache_flush, cache_list, emulate,
     fabric_msg, group_items, host, identity_items, node_identity, path_fields, resolve,
-    resolve_request, send_datagrams, stats, target_item, tlv, wait_until)
+    resolve_request, send_datagrams, stamp_item, stats, target_item, tlv, wait_until)
 
 pytestmark = [needs_root,
               pytest.mark.skipif(not have("ib_acme"), reason="ib_acme (package ibacm) missing")]
@@ -610,7 +610,8 @@ def test_hostile_flood_keeps_serving(cluster_factory):
 def test_cluster_key(cluster_factory, tmp_path):
     """With cluster_key_file, nodes sharing the key resolve each other; a
     datagram without the HMAC, or with a wrong one, is dropped and counted; one
-    with the right HMAC is accepted (so the test forges correctly)."""
+    with the right HMAC and a fresh stamp is accepted (so the test forges
+    correctly; test_fabric_replay.py replays real ones)."""
     key = b"0123456789abcdef-emulated-cluster-key"
     kf = tmp_path / "cluster.key"
     kf.write_bytes(key + b"\n")
@@ -624,7 +625,7 @@ def test_cluster_key(cluster_factory, tmp_path):
     before = {k: stats(c.sock(k)) for k in (1, 2)}
     attack(c, [GROUP4], [fabric_msg(FW_ANNOUNCE, ident("node81", 81)),
                          fabric_msg(FW_ANNOUNCE, ident("node82", 82), key=b"wrong key, 16+ bytes"),
-                         fabric_msg(FW_ANNOUNCE, ident("node83", 83), key=key)])
+                         fabric_msg(FW_ANNOUNCE, ident("node83", 83) + stamp_item(), key=key)])
     wait_until(lambda: all("node83" in known_names(c, k) for k in (1, 2)), 2.0,
                what="the authenticated announce accepted")
     d = rx_deltas(before, c, (1, 2))

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from conftest import IBRESCTL, IBRESD
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAN = os.path.join(ROOT, "man")
 PAGES = sorted(glob.glob(os.path.join(MAN, "*.[1-8]")))
@@ -66,7 +68,7 @@ def check_options(cmd, page):
 
 
 def test_ibresd_options_are_in_ibresd_8():
-    exe = os.path.join(ROOT, "build", "ibresd")
+    exe = IBRESD
     if not os.access(exe, os.X_OK):
         pytest.skip("build/ibresd not built")
     out, opts = help_options([exe])
@@ -78,7 +80,7 @@ def test_ibresd_options_are_in_ibresd_8():
 
 
 def test_ibresctl_options_are_in_ibresctl_1():
-    exe = os.path.join(ROOT, "build", "ibresctl")
+    exe = IBRESCTL
     page = os.path.join(MAN, "ibresctl.1")
     if not os.access(exe, os.X_OK) or not os.path.exists(page):
         pytest.skip("build/ibresctl or man/ibresctl.1 missing")

@@ -361,15 +361,50 @@ def test_getaddrinfo_remote(c4, helpers):
             assert kv["path"] == path_text(src, dst), (s, d, dest, out)
 
 
+def test_directory_and_socket_agree_on_learned_hosts(c4, helpers):
+    """Every entry point, family and buffer size, for every other node's
+    keys as each node learned them: the shared directory's answer equals
+    the daemon's (TTLs, counted down, may differ by the second they were
+    read apart), and the answers from the file cost the daemon nothing."""
+    for s in (1, 3):
+        asks = []
+        for d, dst in c4.nodes.items():
+            if d == s:
+                continue
+            asks += [("byname3", dst["name"], AF_INET), ("byname3", dst["name"].upper(), AF_INET6),
+                     ("byname3", dst["name"], AF_IB), ("byname4", dst["name"], 0),
+                     ("byaddr2", dst["ipv4"], AF_INET), ("byaddr2", dst["ipv6"], AF_INET6),
+                     ("byaddr2", dst["gid"], AF_IB)]
+        answers = {}
+        for directory in ("on", "off"):
+            before = stats(c4.sock(s))["host_lookups"]
+            env = env_of(c4, s, **({} if directory == "on" else {"IBRES_DIRECTORY": "off"}))
+            for entry, key, af in asks:
+                r = run([helpers["nss_call"], "--sweep", NSS_MODULE, entry, key, str(af)],
+                        env=env, timeout=60)
+                kv = parse_kv(r.stdout)
+                assert kv["status"] == "SUCCESS", (s, entry, key, r.stdout)
+                answers.setdefault((entry, key, af), []).append(kv)
+            asked = stats(c4.sock(s))["host_lookups"] - before
+            assert (asked == 0) == (directory == "on"), (directory, asked)
+        for ask, (on, off) in answers.items():
+            assert abs(int(on.pop("ttl")) - int(off.pop("ttl"))) <= 1, (ask, on, off)
+            assert on == off, (s, ask, on, off)
+
+
 # --- names that are not there ----------------------------------------------------------
 
-def test_unknown_cluster_name_notfound_at_once(c4, helpers):
+@pytest.mark.parametrize("directory", ["on", "off"])
+def test_unknown_cluster_name_notfound_at_once(c4, helpers, directory):
     """After the settle time a cluster name (or address, or GID) nobody
-    announced is NOTFOUND (h_errno HOST_NOT_FOUND) at once, from the
-    directory, with no fabric query."""
+    announced is NOTFOUND (h_errno HOST_NOT_FOUND) at once, with no fabric
+    query: from the shared directory without asking the daemon, or (with
+    IBRES_DIRECTORY=off) from the daemon's store."""
     for s in (2, 3):
         before = stats(c4.sock(s))
         quick = dict(IBRES_TIMEOUT_MS=AT_ONCE_MS)
+        if directory == "off":
+            quick["IBRES_DIRECTORY"] = "off"
         for entry, key, af in (("byname2", "node99", AF_INET), ("byname2", "node99", AF_IB),
                                ("byname4", "node99", 0), ("byaddr", "198.18.0.99", AF_INET),
                                ("byaddr", "2001:db8::99", AF_INET6),
@@ -384,7 +419,11 @@ def test_unknown_cluster_name_notfound_at_once(c4, helpers):
             assert r.returncode == 2 and r.stdout == "", (s, args, r.stdout, r.stderr)
         after = stats(c4.sock(s))
         assert no_lookup_traffic(before, after) == NO_TRAFFIC, (s, before, after)
-        assert after["host_notfound"] > before["host_notfound"]
+        if directory == "off":
+            assert after["host_notfound"] > before["host_notfound"]
+        else:
+            # the daemon was not even asked
+            assert after["host_lookups"] == before["host_lookups"], (before, after)
 
 
 def test_foreign_name_no_fabric_traffic(c4, helpers):

@@ -56,6 +56,9 @@ static void roundtrip(const uint8_t *key, size_t key_len)
 		int len;
 
 		sample(&m, types[i]);
+		/* what a node with a key sends: a freshness stamp */
+		m.has_stamp = key != NULL;
+		m.stamp = key ? 0x0006543210fedcbaULL + i : 0;
 		len = fw_encode(&m, key, key_len, buf, sizeof(buf));
 		assert_true(len > FW_HDR_LEN);
 		assert_int_equal(fw_decode(buf, (size_t)len, key, key_len, &out), FW_OK);
@@ -71,6 +74,8 @@ static void roundtrip(const uint8_t *key, size_t key_len)
 		if (m.has_target)
 			assert_memory_equal(&out.target, &m.target, 2 + m.target.len);
 		assert_int_equal(out.has_chosen, m.has_chosen);
+		assert_int_equal(out.has_stamp, m.has_stamp);
+		assert_true(out.stamp == m.stamp);
 	}
 }
 
@@ -215,7 +220,44 @@ static void test_encode_limits(void **state)
 	}
 	m.sender.n_v4 = m.sender.n_v6 = IBRES_HOST_ADDRS_MAX;
 	m.sender.n_gids = IBRES_HOST_GIDS_MAX;
+	m.has_stamp = true;
+	m.stamp = ~0ULL;
 	assert_true(fw_encode(&m, KEY, sizeof(KEY) - 1, buf, sizeof(buf)) > 0);
+}
+
+/* The stamp item: 8 bytes, at most once. */
+static void test_stamp_item(void **state)
+{
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	sample(&m, FW_GOODBYE);
+	m.has_stamp = true;
+	m.stamp = 0x0102030405060708ULL;
+	len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
+	assert_true(len > 12);
+	/* the stamp is the last item: type 0x104, length 8, the value big-endian */
+	assert_int_equal(buf[len - 12], 0x01);
+	assert_int_equal(buf[len - 11], 0x04);
+	assert_int_equal(buf[len - 9], 8);
+	assert_int_equal(buf[len - 8], 0x01);
+	assert_int_equal(buf[len - 1], 0x08);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_true(out.has_stamp && out.stamp == m.stamp);
+
+	/* twice: malformed */
+	memcpy(buf + len, buf + len - 12, 12);
+	buf[16] = (uint8_t)((len + 12) >> 8);
+	buf[17] = (uint8_t)(len + 12);
+	assert_int_equal(fw_decode(buf, (size_t)len + 12, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* 7 bytes long: malformed */
+	len = fw_encode(&m, NULL, 0, buf, sizeof(buf));
+	buf[len - 9] = 7;
+	buf[16] = (uint8_t)((len - 1) >> 8);
+	buf[17] = (uint8_t)(len - 1);
+	assert_int_equal(fw_decode(buf, (size_t)len - 1, NULL, 0, &out), FW_ERR_MALFORMED);
 }
 
 int main(void)
@@ -224,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),      cmocka_unit_test(test_target_kinds),
 		cmocka_unit_test(test_drops),          cmocka_unit_test(test_item_overrun),
 		cmocka_unit_test(test_hmac),           cmocka_unit_test(test_encode_limits),
+		cmocka_unit_test(test_stamp_item),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "core/clock.h"
@@ -34,6 +35,7 @@
 #include "core/log.h"
 #include "engine/resolver.h"
 #include "fabric/fabric.h"
+#include "fabric/fabric_auth.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 #include "tlv.h"
@@ -54,6 +56,14 @@ static uint64_t fake_now = START_MS;
 uint64_t now_ms(void)
 {
 	return fake_now;
+}
+
+/* The wall clock of freshness stamps: a date in 2026 plus the fake clock. */
+#define WALL_BASE_US 1790000000000000ULL
+
+uint64_t wall_us(void)
+{
+	return WALL_BASE_US + fake_now * 1000;
 }
 
 /* --- the fake transport ---------------------------------------------------- */
@@ -77,6 +87,9 @@ static struct {
 	uint32_t qpn; /* set into t->qpn by open, as the ib transport does */
 } fake;
 
+/* With a cluster key: the key the daemon signs with (the first of its file). */
+static const char *sent_key;
+
 static void record(struct transport *t, bool ucast, unsigned g, const struct transport_addr *to,
 		   const void *buf, size_t len)
 {
@@ -92,7 +105,9 @@ static void record(struct transport *t, bool ucast, unsigned g, const struct tra
 	s->group = g;
 	if (to)
 		s->to = *to;
-	assert_int_equal(fw_decode(buf, len, NULL, 0, &s->m), FW_OK);
+	assert_int_equal(fw_decode(buf, len, (const uint8_t *)sent_key, sent_key ? strlen(sent_key) : 0,
+				   &s->m),
+			 FW_OK);
 }
 
 static int fake_open(struct transport *t, struct loop *loop, const struct cfg_endpoint *ep)
@@ -281,6 +296,7 @@ static int teardown(void **state)
 	(void)state;
 	stop();
 	fake.qpn = 0;
+	sent_key = NULL;
 	return 0;
 }
 
@@ -1632,6 +1648,164 @@ static void test_stop_says_goodbye(void **state)
 	assert_int_equal(fake.n_sent, 1);
 }
 
+
+/* --- a cluster key: authentication and freshness ---------------------------- */
+
+#define KEY_NEW "0123456789abcdef-the-new-key"
+#define KEY_OLD "0123456789abcdef-the-old-key"
+
+/* Start with cluster_key_file holding @keys (and announcements off). */
+static void start_keyed(const char *keys)
+{
+	static char path[] = "/tmp/test_protocol.key.XXXXXX";
+	char resolve[256];
+	int fd;
+
+	strcpy(path + sizeof(path) - 7, "XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, keys, strlen(keys)), (ssize_t)strlen(keys));
+	close(fd);
+	snprintf(resolve, sizeof(resolve), ANNOUNCE_OFF "cluster_key_file = %s\n", path);
+	sent_key = KEY_NEW;
+	start(resolve, NULL);
+	unlink(path); /* read at start only */
+}
+
+/* @m from peer @n signed with @key, stamped @stamp (0: none); the datagram
+ * stays in @buf for a replay. */
+static size_t deliver_signed(struct fw_msg *m, unsigned n, const char *key, uint64_t stamp,
+			     uint8_t *buf)
+{
+	int len;
+
+	m->has_stamp = stamp != 0;
+	m->stamp = stamp;
+	len = fw_encode(m, (const uint8_t *)key, strlen(key), buf, FW_MAX_LEN);
+	assert_true(len > FW_HDR_LEN);
+	deliver_raw(buf, (size_t)len, n);
+	return (size_t)len;
+}
+
+/* Every datagram sent carries a stamp, strictly rising, under the first key. */
+static void test_keyed_send_stamps(void **state)
+{
+	struct host_key k = key_name("node2");
+
+	(void)state;
+	start_keyed(KEY_NEW "\n" KEY_OLD "\n");
+	assert_int_equal(fabric_send_request(ctx.fabric, &k, 7), 0);
+	assert_int_equal(fabric_send_request(ctx.fabric, &k, 8), 0);
+	assert_int_equal(fake.n_sent, 2); /* record() checked the HMAC with KEY_NEW */
+	assert_true(fake.sent[0].m.has_stamp);
+	assert_true(fake.sent[0].m.stamp == wall_us()); /* the fake clock did not move */
+	assert_true(fake.sent[1].m.stamp == fake.sent[0].m.stamp + 1);
+	advance(1000);
+	assert_int_equal(fabric_send_request(ctx.fabric, &k, 9), 0);
+	assert_true(fake.sent[2].m.stamp == wall_us());
+}
+
+/* The issue's attack: a GOODBYE captured while a node left, replayed after
+ * it came back, drops nothing; nor does any other replay change the store. */
+static void test_keyed_replay(void **state)
+{
+	uint8_t announce1[FW_MAX_LEN], bye[FW_MAX_LEN], announce2[FW_MAX_LEN], other[FW_MAX_LEN];
+	size_t announce1_len, bye_len, announce2_len;
+	struct fw_msg m;
+
+	(void)state;
+	start_keyed(KEY_NEW "\n");
+	peer_msg(&m, FW_ANNOUNCE, 2, 0);
+	announce1_len = deliver_signed(&m, 2, KEY_NEW, wall_us(), announce1);
+	assert_peer_stored(2);
+	advance(100);
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	bye_len = deliver_signed(&m, 2, KEY_NEW, wall_us(), bye);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 1);
+	assert_peer_absent(2);
+	advance(5000); /* the node restarts */
+	peer_msg(&m, FW_ANNOUNCE, 2, 0);
+	announce2_len = deliver_signed(&m, 2, KEY_NEW, wall_us(), announce2);
+	assert_peer_stored(2);
+
+	advance(10000);
+	deliver_raw(bye, bye_len, 2);
+	deliver_raw(announce1, announce1_len, 2);
+	assert_int_equal(counter("fabric_rx_replayed"), 2);
+	deliver_raw(announce2, announce2_len, 2);
+	assert_int_equal(counter("fabric_rx_duplicate"), 1);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 1);
+	assert_peer_stored(2);
+
+	/* beyond the window it is stale, even to a receiver that forgot the sender */
+	advance(FRESH_FORGET_MS + 1000);
+	deliver_raw(bye, bye_len, 2);
+	assert_int_equal(counter("fabric_rx_stale"), 1);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 1);
+
+	/* a stamp from a clock more than the window ahead, or none: stale */
+	peer_msg(&m, FW_ANNOUNCE, 3, 0);
+	deliver_signed(&m, 3, KEY_NEW, wall_us() + FRESH_WINDOW_US + 1000, other);
+	deliver_signed(&m, 3, KEY_NEW, 0, other);
+	assert_int_equal(counter("fabric_rx_stale"), 3);
+	assert_peer_absent(3);
+	/* within the window: taken */
+	deliver_signed(&m, 3, KEY_NEW, wall_us() + FRESH_WINDOW_US - 1000, other);
+	assert_peer_stored(3);
+	assert_int_equal(counter("fabric_rx_replayed"), 2);
+	assert_int_equal(fake.n_sent, 0);
+}
+
+/* A key change: both keys of the file are taken (the second counted), the
+ * first signs; a key outside the file is refused. */
+static void test_keyed_rollover(void **state)
+{
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg m;
+
+	(void)state;
+	start_keyed(KEY_NEW "\r\n" KEY_OLD "\r\n");
+	peer_msg(&m, FW_ANNOUNCE, 2, 0);
+	deliver_signed(&m, 2, KEY_OLD, wall_us(), buf);
+	peer_msg(&m, FW_ANNOUNCE, 3, 0);
+	deliver_signed(&m, 3, KEY_NEW, wall_us(), buf);
+	peer_msg(&m, FW_ANNOUNCE, 4, 0);
+	deliver_signed(&m, 4, "0123456789abcdef-another-key", wall_us(), buf);
+	assert_peer_stored(2);
+	assert_peer_stored(3);
+	assert_peer_absent(4);
+	assert_int_equal(counter("fabric_rx_auth_second_key"), 1);
+	assert_int_equal(counter("fabric_rx_auth_failed"), 1);
+	/* the second key also guards freshness: the same datagram again is refused */
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	deliver_signed(&m, 2, KEY_OLD, wall_us() - 1, buf);
+	assert_int_equal(counter("fabric_rx_replayed"), 1);
+	assert_peer_stored(2);
+}
+
+/* A bad key file stops the start, with the reason logged. */
+static void test_keyed_bad_file(void **state)
+{
+	struct ibres_config cfg;
+	struct cfg_hosts hosts;
+	struct fabric *f;
+	struct endpoints eps;
+	struct host_store store;
+	struct loop loop;
+
+	(void)state;
+	memset(&eps, 0, sizeof(eps));
+	memset(&store, 0, sizeof(store));
+	parse_config(&cfg, &hosts, ANNOUNCE_OFF "cluster_key_file = /nonexistent/cluster.key\n",
+		     NULL);
+	assert_int_equal(loop_init(&loop), 0);
+	assert_int_equal(fabric_start(&f, &(struct fabric_deps){ .cfg = &cfg, .loop = &loop,
+								  .eps = &eps, .store = &store }),
+			 -ENOENT);
+	assert_null(f);
+	loop_fini(&loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1659,6 +1833,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_reload_keeps_transport_qpn, teardown),
 		cmocka_unit_test_teardown(test_receive_drops, teardown),
 		cmocka_unit_test_teardown(test_stop_says_goodbye, teardown),
+		cmocka_unit_test_teardown(test_keyed_send_stamps, teardown),
+		cmocka_unit_test_teardown(test_keyed_replay, teardown),
+		cmocka_unit_test_teardown(test_keyed_rollover, teardown),
+		cmocka_unit_test_teardown(test_keyed_bad_file, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,8 +48,9 @@ def test_the_hardening_is_in_force_and_the_daemon_works_under_it():
     pid = main_pid()
     status = open("/proc/%d/status" % pid).read()
     fields = dict(l.split(":\t", 1) for l in status.splitlines() if ":\t" in l)
-    # CAP_NET_RAW (bit 13) only: the controlled Q_Key of its UD QP
-    assert int(fields["CapBnd"], 16) == 1 << 13
+    # CAP_NET_ADMIN (12: the kernel's path queries) and CAP_NET_RAW (13: the
+    # controlled Q_Key of its UD QP) only
+    assert int(fields["CapBnd"], 16) == 1 << 12 | 1 << 13
     assert fields["NoNewPrivs"].strip() == "1"
     assert fields["Seccomp"].strip() == "2"
     # ProtectSystem=strict: the file system is read-only in its namespace

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared host directory's format rules and its reader's look-up over a
+ * memory image (hostdir.h). Nothing here makes a system call: a look-up that
+ * hits, and one the directory can answer "no such host" for, cost a hash, a
+ * few probes and a copy. Every offset, length and count read from the image
+ * is checked before it is used; every loop is bounded by a constant.
+ */
+#include "hostdir.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* How often a reader starts over when the writer is in the way, before it
+ * asks the daemon instead. */
+#define READ_TRIES 8
+
+static uint64_t load64(const void *p)
+{
+	return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+}
+
+static uint32_t load32_acquire(const void *p)
+{
+	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
+}
+
+int ibdir_path_beside(const char *socket_path, char *out, size_t len)
+{
+	const char *slash = strrchr(socket_path, '/');
+	size_t dir;
+
+	if (!slash)
+		return -EINVAL;
+	dir = (size_t)(slash - socket_path) + 1;
+	if (dir + sizeof(IBDIR_FILE_NAME) > len)
+		return -ENAMETOOLONG;
+	memcpy(out, socket_path, dir);
+	memcpy(out + dir, IBDIR_FILE_NAME, sizeof(IBDIR_FILE_NAME));
+	return 0;
+}
+
+int ibdir_table_of(uint16_t type)
+{
+	switch (type) {
+	case IBRES_T_NAME:
+		return IBDIR_TAB_NAME;
+	case IBRES_T_IPV4:
+		return IBDIR_TAB_IPV4;
+	case IBRES_T_IPV6:
+		return IBDIR_TAB_IPV6;
+	case IBRES_T_GID:
+		return IBDIR_TAB_GID;
+	}
+	return -1;
+}
+
+uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
+{
+	const uint8_t *p = key;
+	uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * (tab + 1)) ^ len;
+
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = p[i];
+
+		if (tab == IBDIR_TAB_NAME && c >= 'A' && c <= 'Z')
+			c = (uint8_t)(c - 'A' + 'a');
+		h = (h ^ c) * 0x100000001b3ull;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint8_t *out)
+{
+	struct ibdir_rec hdr = {
+		.expires_ms = expires_ms,
+		.qpn = r->qpn,
+		.lid = r->lid,
+		.pkey = r->pkey,
+		.n_names = (uint8_t)r->n_names,
+		.n_v4 = (uint8_t)r->n_v4,
+		.n_v6 = (uint8_t)r->n_v6,
+		.n_gids = (uint8_t)r->n_gids,
+	};
+	uint8_t *p = out + sizeof(hdr);
+
+	memcpy(p, r->gids, 16u * r->n_gids);
+	p += 16u * r->n_gids;
+	memcpy(p, r->v6, 16u * r->n_v6);
+	p += 16u * r->n_v6;
+	memcpy(p, r->v4, 4u * r->n_v4);
+	p += 4u * r->n_v4;
+	for (unsigned i = 0; i < r->n_names; i++) {
+		size_t l = strnlen(r->names[i], IBRES_NAME_MAX);
+
+		*p++ = (uint8_t)l;
+		memcpy(p, r->names[i], l);
+		p += l;
+	}
+	hdr.data_len = (uint16_t)(p - out - sizeof(hdr));
+	memcpy(out, &hdr, sizeof(hdr));
+	return (size_t)(p - out);
+}
+
+int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
+{
+	struct ibdir_rec hdr;
+	const uint8_t *p, *end;
+
+	if (len < sizeof(hdr))
+		return -EBADMSG;
+	memcpy(&hdr, rec, sizeof(hdr));
+	if (hdr.n_names > IBRES_HOST_NAMES_MAX || hdr.n_v4 > IBRES_HOST_ADDRS_MAX ||
+	    hdr.n_v6 > IBRES_HOST_ADDRS_MAX || hdr.n_gids > IBRES_HOST_GIDS_MAX ||
+	    sizeof(hdr) + hdr.data_len > len)
+		return -EBADMSG;
+	p = rec + sizeof(hdr);
+	end = p + hdr.data_len;
+	if ((size_t)(end - p) < 16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4)
+		return -EBADMSG;
+	memset(&out->n_names, 0, sizeof(*out) - offsetof(struct ibres_hostrec, n_names));
+	out->n_gids = hdr.n_gids;
+	memcpy(out->gids, p, 16u * hdr.n_gids);
+	p += 16u * hdr.n_gids;
+	out->n_v6 = hdr.n_v6;
+	memcpy(out->v6, p, 16u * hdr.n_v6);
+	p += 16u * hdr.n_v6;
+	out->n_v4 = hdr.n_v4;
+	memcpy(out->v4, p, 4u * hdr.n_v4);
+	p += 4u * hdr.n_v4;
+	for (unsigned i = 0; i < hdr.n_names; i++) {
+		unsigned l;
+
+		if (p >= end)
+			return -EBADMSG;
+		l = *p++;
+		if (!l || l > (size_t)(end - p) || memchr(p, '\0', l))
+			return -EBADMSG;
+		memcpy(out->names[i], p, l);
+		out->names[i][l] = '\0';
+		p += l;
+	}
+	if (p != end || (!hdr.n_names && !hdr.n_v4 && !hdr.n_v6 && !hdr.n_gids))
+		return -EBADMSG;
+	out->n_names = hdr.n_names;
+	out->lid = hdr.lid;
+	out->qpn = hdr.qpn;
+	out->pkey = hdr.pkey;
+	return 0;
+}
+
+int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
+		      size_t klen)
+{
+	struct ibdir_rec hdr;
+	const uint8_t *p, *end;
+	size_t fixed;
+
+	if (len < sizeof(hdr))
+		return 0;
+	memcpy(&hdr, rec, sizeof(hdr));
+	p = rec + sizeof(hdr);
+	end = p + (hdr.data_len < len - sizeof(hdr) ? hdr.data_len : len - sizeof(hdr));
+	fixed = 16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4;
+	if (fixed > (size_t)(end - p))
+		return 0;
+	switch (tab) {
+	case IBDIR_TAB_GID:
+		for (unsigned i = 0; klen == 16 && i < hdr.n_gids; i++)
+			if (!memcmp(p + 16 * i, key, 16))
+				return 1;
+		return 0;
+	case IBDIR_TAB_IPV6:
+		p += 16u * hdr.n_gids;
+		for (unsigned i = 0; klen == 16 && i < hdr.n_v6; i++)
+			if (!memcmp(p + 16 * i, key, 16))
+				return 1;
+		return 0;
+	case IBDIR_TAB_IPV4:
+		p += 16u * hdr.n_gids + 16u * hdr.n_v6;
+		for (unsigned i = 0; klen == 4 && i < hdr.n_v4; i++)
+			if (!memcmp(p + 4 * i, key, 4))
+				return 1;
+		return 0;
+	case IBDIR_TAB_NAME:
+		p += fixed;
+		for (unsigned i = 0; i < hdr.n_names && p < end; i++) {
+			size_t l = *p++;
+
+			if (l > (size_t)(end - p))
+				return 0;
+			if (l == klen && hostrec_name_eq(p, key, l))
+				return 1;
+			p += l;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
+{
+	return off >= lo && off <= hi && len <= hi - off;
+}
+
+int ibdir_header_check(const void *base, size_t size)
+{
+	const struct ibdir_header *hd = base;
+	uint32_t rec_off, rec_size;
+
+	if (size < IBDIR_HEADER_SPACE || size > IBDIR_FILE_MAX)
+		return -EBADMSG;
+	if (memcmp(hd->magic, IBDIR_MAGIC, sizeof(hd->magic)) || hd->version != IBDIR_VERSION ||
+	    hd->header_size != sizeof(*hd) || load64(&hd->file_size) != size)
+		return -EBADMSG;
+	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
+		uint32_t off = hd->tables[t].off, n = hd->tables[t].n_slots;
+
+		if (!n || n > IBDIR_SLOTS_MAX || (n & (n - 1)) || (off & 7) ||
+		    !span_ok(off, (uint64_t)n * 8, IBDIR_HEADER_SPACE, size))
+			return -EBADMSG;
+	}
+	rec_off = hd->rec_off;
+	rec_size = hd->rec_size;
+	if ((rec_off & 7) || !span_ok(rec_off, rec_size, IBDIR_HEADER_SPACE, size))
+		return -EBADMSG;
+	return 0;
+}
+
+/* Copy the record at @off (inside [@lo, @hi)) into @buf. 0 and *@len, -EAGAIN
+ * when the writer kept changing it, -EBADMSG when it cannot be a record. */
+static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off, uint8_t *buf,
+		    size_t *len)
+{
+	const struct ibdir_rec *r = (const void *)(base + off);
+
+	if ((off & 7) || !span_ok(off, sizeof(*r), lo, hi))
+		return -EBADMSG;
+	for (unsigned t = 0; t < READ_TRIES; t++) {
+		uint32_t s1 = load32_acquire(&r->seq), s2;
+		struct ibdir_rec hdr;
+		size_t n;
+
+		if (s1 & 1)
+			continue;
+		for (size_t i = 0; i < sizeof(hdr); i += 8) {
+			uint64_t w = load64((const uint8_t *)r + i);
+
+			memcpy(buf + i, &w, 8);
+		}
+		memcpy(&hdr, buf, sizeof(hdr));
+		n = (sizeof(hdr) + hdr.data_len + 7) & ~(size_t)7;
+		if (hdr.data_len <= IBDIR_DATA_MAX && span_ok(off, n, lo, hi)) {
+			for (size_t i = sizeof(hdr); i < n; i += 8) {
+				uint64_t w = load64((const uint8_t *)r + i);
+
+				memcpy(buf + i, &w, 8);
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+		if (s1 != s2)
+			continue;
+		if (hdr.data_len > IBDIR_DATA_MAX || !span_ok(off, n, lo, hi))
+			return -EBADMSG;
+		*len = sizeof(hdr) + hdr.data_len;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+/* Is the name (@key, @len bytes) outside every pattern of @hd? Patterns are
+ * read under scope_seq. 1, 0, or -EAGAIN. */
+static int outside_patterns(const struct ibdir_header *hd, const void *key, size_t len,
+			    uint64_t *auth_from)
+{
+	char name[IBRES_NAME_MAX + 1], pats[IBDIR_PATTERNS_MAX][IBDIR_PATTERN_LEN];
+
+	memcpy(name, key, len);
+	name[len] = '\0';
+	for (unsigned t = 0; t < READ_TRIES; t++) {
+		uint32_t s1 = load32_acquire(&hd->scope_seq), n;
+
+		if (s1 & 1)
+			continue;
+		*auth_from = load64(&hd->authoritative_from_ms);
+		n = __atomic_load_n(&hd->n_patterns, __ATOMIC_RELAXED);
+		if (n > IBDIR_PATTERNS_MAX)
+			return -EBADMSG;
+		for (unsigned i = 0; i < n; i++) {
+			for (size_t j = 0; j < IBDIR_PATTERN_LEN; j += 8) {
+				uint64_t w = load64(&hd->patterns[i][j]);
+
+				memcpy(&pats[i][j], &w, 8);
+			}
+			pats[i][IBDIR_PATTERN_LEN - 1] = '\0';
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&hd->scope_seq, __ATOMIC_RELAXED) == s1)
+			return !hostrec_name_in_patterns(name, pats[0], IBDIR_PATTERN_LEN, n);
+	}
+	return -EAGAIN;
+}
+
+static int key_ok(unsigned tab, const void *key, size_t len)
+{
+	switch (tab) {
+	case IBDIR_TAB_NAME:
+		return len && len <= IBRES_NAME_MAX && !memchr(key, '\0', len);
+	case IBDIR_TAB_IPV4:
+		return len == 4;
+	default:
+		return len == 16;
+	}
+}
+
+/* Not in the tables: what the directory says of such a key. */
+static int miss_verdict(const struct ibdir_header *hd, unsigned tab, const void *key, size_t len,
+			uint64_t now_ms)
+{
+	uint64_t auth_from = IBDIR_NEVER;
+	int outside;
+
+	if (tab == IBDIR_TAB_NAME) {
+		outside = outside_patterns(hd, key, len, &auth_from);
+		if (outside < 0)
+			return outside;
+		if (outside)
+			return -ENODATA;
+	} else {
+		uint32_t s = load32_acquire(&hd->scope_seq);
+
+		auth_from = load64(&hd->authoritative_from_ms);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if ((s & 1) || __atomic_load_n(&hd->scope_seq, __ATOMIC_RELAXED) != s)
+			return -EAGAIN;
+	}
+	return auth_from != IBDIR_NEVER && now_ms >= auth_from ? -ENODATA : -EAGAIN;
+}
+
+/* Probe table @tab for the key. 0 (found, *rec), 1 (not there), or < 0. */
+static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd, unsigned tab,
+		 const void *key, size_t len, uint64_t now_ms, struct ibres_hostrec *rec)
+{
+	uint64_t buf[IBDIR_REC_MAX / 8];
+	uint32_t off = hd->tables[tab].off, n = hd->tables[tab].n_slots;
+	uint64_t lo = hd->rec_off, hi = lo + hd->rec_size;
+	uint32_t hash, mask, i;
+
+	/* the header may have changed since it was checked: check again */
+	if (!n || n > IBDIR_SLOTS_MAX || (n & (n - 1)) || (off & 7) ||
+	    !span_ok(off, (uint64_t)n * 8, IBDIR_HEADER_SPACE, size) || (lo & 7) ||
+	    !span_ok(lo, hi - lo, IBDIR_HEADER_SPACE, size))
+		return -EBADMSG;
+	mask = n - 1;
+	hash = ibdir_hash(hd->seed, tab, key, len);
+	i = hash & mask;
+	for (unsigned p = 0; p < n && p < IBDIR_PROBES_MAX; p++, i = (i + 1) & mask) {
+		uint64_t slot = __atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
+		uint32_t at = (uint32_t)slot;
+		struct ibdir_rec hdr;
+		size_t rlen;
+		int ret;
+
+		if (at == IBDIR_SLOT_EMPTY)
+			return 1;
+		if (at == IBDIR_SLOT_DELETED || (uint32_t)(slot >> 32) != hash)
+			continue;
+		ret = rec_copy(base, lo, hi, at, (uint8_t *)buf, &rlen);
+		if (ret)
+			return ret;
+		memcpy(&hdr, buf, sizeof(hdr));
+		if (!hdr.expires_ms)
+			continue; /* a freed block: its slots are going */
+		if (!ibdir_rec_has_key((const uint8_t *)buf, rlen, tab, key, len))
+			continue; /* a collision, or the key moved to another host */
+		if (ibdir_rec_decode((const uint8_t *)buf, rlen, rec))
+			return -EBADMSG;
+		if (hdr.expires_ms <= now_ms)
+			return -EAGAIN; /* the daemon refreshes or forgets it */
+		rec->ttl = hostrec_ttl_left(hdr.expires_ms, now_ms);
+		return 0;
+	}
+	return -EAGAIN; /* too long a run: not worth it */
+}
+
+int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,
+		 size_t len, struct ibres_hostrec *rec)
+{
+	const struct ibdir_header *hd = base;
+	uint64_t beat;
+	int tab = ibdir_table_of(type);
+
+	if (!base || size < IBDIR_HEADER_SPACE)
+		return -EBADMSG;
+	if (load32_acquire(&hd->state) != IBDIR_LIVE)
+		return -ESTALE;
+	if (tab < 0 || !key || !key_ok((unsigned)tab, key, len))
+		return -EAGAIN;
+	beat = load64(&hd->heartbeat_ms);
+	if (now_ms > beat + IBDIR_HEARTBEAT_STALE_MS || beat > now_ms + IBDIR_HEARTBEAT_STALE_MS)
+		return -EAGAIN;
+	for (unsigned t = 0; t < READ_TRIES; t++) {
+		uint32_t seq = load32_acquire(&hd->table_seq);
+		int ret;
+
+		/* a hit is checked against the record itself: whatever the slots
+		 * are doing, the record says which keys it holds */
+		ret = probe(base, size, hd, (unsigned)tab, key, len, now_ms, rec);
+		if (ret <= 0)
+			return ret;
+		/* not there: believe it only if no slot changed meanwhile */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if ((seq & 1) || __atomic_load_n(&hd->table_seq, __ATOMIC_RELAXED) != seq)
+			continue;
+		return miss_verdict(hd, (unsigned)tab, key, len, now_ms);
+	}
+	return -EAGAIN;
+}

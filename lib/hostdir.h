@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared host directory: the file ibresd publishes its host store in
+ * (default /run/ibres/hosts.db) and every client process maps read-only, so
+ * that a cached name, address or GID, and a name that is not the cluster's,
+ * is answered with no system call. This header is the file's format and the
+ * one copy of its rules (hashing, record layout, validity) for the writer in
+ * the daemon (resolverd/os/hostdir_pub.c) and the readers (lib/dirmap.c).
+ *
+ * Layout, all integers in host byte order, every offset from the file's start:
+ *
+ *   header (struct ibdir_header, in the first IBDIR_HEADER_SPACE bytes)
+ *   4 tables (name, IPv4, IPv6, GID): n_slots 64-bit slots each, a power of
+ *     two; a slot is (32-bit hash << 32 | record offset), offset 0 empty,
+ *     1 a deleted key (probing goes on); linear probing.
+ *   the record area: 8-byte aligned blocks, struct ibdir_rec then its data:
+ *     GIDs (16 bytes each), IPv6 (16), IPv4 (4), then names as (length byte,
+ *     bytes). Keys are read back from the record: a slot only points.
+ *
+ * Concurrency without locks: the writer changes a record only between two
+ * increments of its seq (odd while it writes); a reader copies the record
+ * and keeps the copy only if seq was even and unchanged. Slots are written
+ * whole, with table_seq odd around every change, so a reader that found
+ * nothing can tell whether the tables moved under it. A file never shrinks
+ * and is never truncated: growth or a reset is a new file renamed over the
+ * old one, whose state then says IBDIR_REPLACED.
+ *
+ * Time: CLOCK_MONOTONIC milliseconds (the daemon's clock; readers use the
+ * coarse variant, served from the vDSO). heartbeat_ms is rewritten every
+ * second: a reader trusts the file only while it is at most
+ * IBDIR_HEARTBEAT_STALE_MS old, so a dead or stopped daemon's file is not
+ * used past that.
+ */
+#ifndef IBRES_HOSTDIR_H
+#define IBRES_HOSTDIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostrec.h"
+
+#define IBDIR_MAGIC		 "IBRESDIR"
+#define IBDIR_VERSION		 1u
+#define IBDIR_FILE_NAME		 "hosts.db" /* beside the daemon's socket */
+#define IBDIR_HEADER_SPACE	 4096u
+#define IBDIR_FILE_MAX		 (1u << 30) /* readers map no more */
+#define IBDIR_SLOTS_MAX		 (1u << 24) /* per table */
+#define IBDIR_PATTERNS_MAX	 16u
+#define IBDIR_PATTERN_LEN	 128u /* bytes, NUL included */
+#define IBDIR_HEARTBEAT_MS	 1000u
+#define IBDIR_HEARTBEAT_STALE_MS 5000u
+#define IBDIR_PROBES_MAX	 256u /* a reader gives up (asks the daemon) after these */
+#define IBDIR_NEVER		 UINT64_MAX
+
+/* Slot offsets with a meaning of their own. */
+#define IBDIR_SLOT_EMPTY   0u
+#define IBDIR_SLOT_DELETED 1u
+
+enum ibdir_table_id {
+	IBDIR_TAB_NAME,
+	IBDIR_TAB_IPV4,
+	IBDIR_TAB_IPV6,
+	IBDIR_TAB_GID,
+	IBDIR_TABLES
+};
+
+enum ibdir_state {
+	IBDIR_BUILDING = 0, /* not published yet */
+	IBDIR_LIVE = 1,
+	IBDIR_REPLACED = 2, /* a newer file is at the path: map that one */
+	IBDIR_CLOSED = 3,   /* the daemon stopped */
+};
+
+/* No flags are defined yet: a reader ignores the ones it does not know. */
+
+struct ibdir_table {
+	uint32_t off;
+	uint32_t n_slots;
+};
+
+struct ibdir_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size; /* sizeof(struct ibdir_header) */
+	uint64_t file_size;
+	uint64_t seed; /* of the hash: random per file */
+	uint32_t state; /* enum ibdir_state */
+	uint32_t flags;
+	uint64_t heartbeat_ms;
+	/* from this time on (under scope_seq), a key absent from the file does
+	 * not exist: 0 always, IBDIR_NEVER not (yet): the daemon's fabric
+	 * settles at a known time, and readers need not wait to hear of it */
+	uint64_t authoritative_from_ms;
+	uint32_t table_seq; /* odd while slots change */
+	uint32_t scope_seq; /* odd while flags or patterns change */
+	struct ibdir_table tables[IBDIR_TABLES];
+	uint32_t rec_off, rec_size; /* the record area */
+	uint32_t n_patterns;	    /* 0: every name may be a cluster name */
+	uint32_t reserved;
+	char patterns[IBDIR_PATTERNS_MAX][IBDIR_PATTERN_LEN]; /* fnmatch(3), case-insensitive */
+};
+
+struct ibdir_rec {
+	uint32_t seq;	     /* odd while being written */
+	uint32_t cap;	     /* bytes of the block, header included, a multiple of 8 */
+	uint64_t expires_ms; /* IBDIR_NEVER: never; 0: a free block */
+	uint32_t qpn;
+	uint16_t lid, pkey;
+	uint8_t n_names, n_v4, n_v6, n_gids;
+	uint16_t data_len;
+	uint16_t reserved;
+};
+
+/* The largest record: every count at its maximum, every name 255 bytes. */
+#define IBDIR_DATA_MAX                                                                             \
+	(16u * IBRES_HOST_GIDS_MAX + 16u * IBRES_HOST_ADDRS_MAX + 4u * IBRES_HOST_ADDRS_MAX +     \
+	 (1u + IBRES_NAME_MAX) * IBRES_HOST_NAMES_MAX)
+#define IBDIR_REC_MAX (((sizeof(struct ibdir_rec) + IBDIR_DATA_MAX) + 7u) & ~7u)
+
+_Static_assert(sizeof(struct ibdir_header) <= IBDIR_HEADER_SPACE, "header fits its page");
+_Static_assert(sizeof(struct ibdir_rec) == 32, "record header is 32 bytes");
+
+/* The directory file beside the socket @socket_path: the same folder,
+ * IBDIR_FILE_NAME. 0, or -ENAMETOOLONG (@len too small), -EINVAL (no '/'). */
+int ibdir_path_beside(const char *socket_path, char *out, size_t len);
+
+/* The table of a key item type (IBRES_T_NAME, _IPV4, _IPV6, _GID), or -1. */
+int ibdir_table_of(uint16_t type);
+
+/* The hash of a key in table @tab (names without regard to ASCII case). */
+uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len);
+
+/* Serialise @r into @out (IBDIR_REC_MAX bytes): the record header without
+ * seq and cap, and its data. Returns the bytes used (header included). */
+size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint8_t *out);
+
+/* Does the record copy @rec (@len bytes, header included) list the key
+ * @key/@klen of table @tab (a name without regard to ASCII case)? Read from
+ * the record's bytes as they are, without expanding it. 1 or 0 (0 too for a
+ * record whose counts do not fit @len). */
+int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
+		      size_t klen);
+
+/* Expand a record copy @rec (@len bytes, header included) into @out, ttl
+ * unset. 0, or -EBADMSG when its counts and lengths do not add up. */
+int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out);
+
+/* Is the header of the image @base (@size bytes) one a reader can use:
+ * magic, version, sizes, every table and the record area inside the image?
+ * 0 or -EBADMSG. */
+int ibdir_header_check(const void *base, size_t size);
+
+/*
+ * Look a key (@type an IBRES_T_* key item, @key/@len as on the wire) up in
+ * the image @base of @size bytes, at CLOCK_MONOTONIC @now_ms. Trusts
+ * nothing in the image. Returns:
+ *   0         found: *@rec filled, rec->ttl the seconds left (UINT32_MAX:
+ *             never expires)
+ *   -ENODATA  the directory says no such host exists
+ *   -ESTALE   the file was replaced or closed: map the one at the path
+ *   -EAGAIN   ask the daemon (not there and not authoritative, expired,
+ *             being written, heartbeat too old)
+ *   -EBADMSG  the image is inconsistent
+ */
+int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,
+		 size_t len, struct ibres_hostrec *rec);
+
+#endif

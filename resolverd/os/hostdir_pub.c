@@ -1,0 +1,680 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared host directory's writer (hostdir_pub.h; the format is
+ * lib/hostdir.h). A host's record is one block of the record area; its
+ * struct host keeps the block's offset as the store's observer cookie.
+ *
+ * In place: a refreshed record that fits its block is rewritten between two
+ * increments of the block's seq; one that does not gets a new block, its
+ * slots move to it, and the old block is freed. Slots are changed with
+ * table_seq odd, from the first change of a loop turn until the next turn
+ * (a zero-delay timer), so a store operation made of several events (a key
+ * moving from one host to another) is one change to a reader that misses.
+ *
+ * A new file: at start-up, when the record area or a table is full (or half
+ * made of deleted slots), and to retry after a failure. It is written in
+ * full under a temporary name, space reserved with posix_fallocate (a full
+ * tmpfs fails here, never with SIGBUS in a reader), renamed over the path,
+ * and only then is the old one marked IBDIR_REPLACED. Blocks are never
+ * reused inside a file, so a reader's stale slot can only lead to a record
+ * that says which keys it holds.
+ */
+#include "os/hostdir_pub.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/jitter.h"
+#include "core/list.h"
+#include "core/log.h"
+#include "hostdir.h"
+
+#define REC_AREA_MIN  (128u * 1024)
+#define SLOTS_MIN     2048u /* a 1,000-node cluster without growing */
+#define RETRY_TICKS   5u /* heartbeats between two tries after a failure */
+#define REC_KEYS_MAX  (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX)
+
+struct dkey {
+	uint8_t tab, len;
+	const void *data;
+};
+
+struct hostdir_pub {
+	struct loop *loop;
+	struct host_store *store;
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	uint8_t *map; /* the file published now, read-write; NULL: none */
+	size_t size;
+	dev_t dev;
+	ino_t ino;
+	uint32_t rec_next, rec_end; /* free space of the record area */
+	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
+	bool in_section; /* table_seq is odd */
+	bool rebuild;	 /* a new file is needed */
+	bool incomplete; /* a host is missing from the file: not authoritative */
+	bool logged;	 /* a failure was logged; quiet until a success */
+	unsigned retry_in;
+	uint64_t auth_from; /* as the resolver said; IBDIR_NEVER while incomplete */
+	char patterns[IBDIR_PATTERNS_MAX][IBDIR_PATTERN_LEN];
+	unsigned n_patterns;
+	struct jitter_rng rng;
+	struct loop_timer beat, end_section;
+	struct hostdir_stats stats;
+	uint8_t enc[IBDIR_REC_MAX];
+	/* records expanded: the one written, the one it replaces, the one being
+	 * dropped */
+	struct ibres_hostrec cur, prev, gone;
+};
+
+static struct ibdir_header *hd_of(const struct hostdir_pub *p)
+{
+	return (struct ibdir_header *)p->map;
+}
+
+static uint64_t *slots_of(const struct hostdir_pub *p, unsigned tab)
+{
+	return (uint64_t *)(p->map + hd_of(p)->tables[tab].off);
+}
+
+static unsigned rec_keys(const struct ibres_hostrec *r, struct dkey *k)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < r->n_names; i++)
+		k[n++] = (struct dkey){ IBDIR_TAB_NAME, (uint8_t)strlen(r->names[i]), r->names[i] };
+	for (unsigned i = 0; i < r->n_v4; i++)
+		k[n++] = (struct dkey){ IBDIR_TAB_IPV4, 4, &r->v4[i] };
+	for (unsigned i = 0; i < r->n_v6; i++)
+		k[n++] = (struct dkey){ IBDIR_TAB_IPV6, 16, &r->v6[i] };
+	for (unsigned i = 0; i < r->n_gids; i++)
+		k[n++] = (struct dkey){ IBDIR_TAB_GID, 16, r->gids[i] };
+	return n;
+}
+
+static const uint8_t store_key_type[IBDIR_TABLES] = {
+	[IBDIR_TAB_NAME] = IBRES_KEY_NAME,
+	[IBDIR_TAB_IPV4] = IBRES_KEY_IPV4,
+	[IBDIR_TAB_IPV6] = IBRES_KEY_IPV6,
+	[IBDIR_TAB_GID] = IBRES_KEY_GID,
+};
+
+/* Does the store give this key to @h? Only then does its slot point at @h. */
+static bool holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k)
+{
+	struct host_key hk;
+
+	/* the store's own key rules (a name is folded to lower case) */
+	if (k->tab == IBDIR_TAB_NAME)
+		host_key_name(&hk, k->data); /* a record's names are NUL-terminated */
+	else
+		host_key_addr(&hk, store_key_type[k->tab], k->data);
+	return store_holder(p->store, &hk) == h;
+}
+
+/* ---- writing under the readers' feet ------------------------------------------ */
+
+static void section_begin(struct hostdir_pub *p)
+{
+	struct ibdir_header *hd = hd_of(p);
+
+	if (p->in_section)
+		return;
+	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	p->in_section = true;
+	loop_timer_arm(p->loop, &p->end_section, now_ms());
+}
+
+static void section_end(struct hostdir_pub *p)
+{
+	struct ibdir_header *hd = hd_of(p);
+
+	if (!p->in_section)
+		return;
+	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELEASE);
+	p->in_section = false;
+}
+
+static void store_words(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, src + i, 8);
+		__atomic_store_n((uint64_t *)(dst + i), w, __ATOMIC_RELAXED);
+	}
+}
+
+static struct ibdir_rec *block(const struct hostdir_pub *p, uint32_t off)
+{
+	return (struct ibdir_rec *)(p->map + off);
+}
+
+/* Write @len encoded bytes (p->enc) into the block at @off: a new block, or
+ * in place between two increments of its seq. */
+static void rec_write(struct hostdir_pub *p, uint32_t off, size_t len, bool fresh)
+{
+	struct ibdir_rec *b = block(p, off);
+	size_t n = (len + 7) & ~(size_t)7;
+	uint32_t seq = fresh ? 0 : b->seq, cap = fresh ? (uint32_t)n : b->cap;
+
+	memset(p->enc + len, 0, n - len);
+	memcpy(p->enc, &(uint32_t){ seq + 1 }, 4);
+	memcpy(p->enc + 4, &cap, 4);
+	if (!fresh) {
+		__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	}
+	/* the block's first word (seq, cap) too: seq stays odd until the end */
+	store_words((uint8_t *)b, p->enc, n);
+	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+static void rec_free(struct hostdir_pub *p, uint32_t off)
+{
+	struct ibdir_rec *b = block(p, off);
+	uint32_t seq = b->seq;
+
+	__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&b->expires_ms, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+	if (p->stats.records)
+		p->stats.records--;
+}
+
+static uint32_t rec_alloc(struct hostdir_pub *p, size_t len)
+{
+	uint32_t n = (uint32_t)((len + 7) & ~(size_t)7), off = p->rec_next;
+
+	if (n > p->rec_end - p->rec_next)
+		return 0;
+	p->rec_next += n;
+	return off;
+}
+
+/* Our own record at @off, expanded into @r. */
+static int rec_read(const struct hostdir_pub *p, uint32_t off, struct ibres_hostrec *r)
+{
+	const struct ibdir_header *hd = hd_of(p);
+
+	if (off < hd->rec_off || off >= p->rec_next || (off & 7))
+		return -EINVAL;
+	return ibdir_rec_decode(p->map + off, p->rec_next - off, r);
+}
+
+/* The slot holding @k (-1 if none); *@free_at the first slot @k could take. */
+static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, long *free_at)
+{
+	uint32_t n = hd_of(p)->tables[k->tab].n_slots, mask = n - 1, i = hash & mask;
+	uint64_t *slots = slots_of(p, k->tab);
+
+	*free_at = -1;
+	for (uint32_t probes = 0; probes < n; probes++, i = (i + 1) & mask) {
+		uint32_t at = (uint32_t)slots[i];
+
+		if (at == IBDIR_SLOT_EMPTY) {
+			if (*free_at < 0)
+				*free_at = i;
+			return -1;
+		}
+		if (at == IBDIR_SLOT_DELETED) {
+			if (*free_at < 0)
+				*free_at = i;
+			continue;
+		}
+		if ((uint32_t)(slots[i] >> 32) == hash && at >= hd_of(p)->rec_off &&
+		    at < p->rec_next && !(at & 7) &&
+		    ibdir_rec_has_key(p->map + at, p->rec_next - at, k->tab, k->data, k->len))
+			return i;
+	}
+	return -1;
+}
+
+/* Point the slot of @k at the block @off. 0, or -ENOSPC (table full). */
+static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
+{
+	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
+	uint64_t *slots = slots_of(p, k->tab);
+	long free_at, at = slot_find(p, k, hash, &free_at);
+
+	if (at < 0) {
+		if (free_at < 0)
+			return -ENOSPC;
+		at = free_at;
+		if ((uint32_t)slots[at] == IBDIR_SLOT_EMPTY)
+			p->used[k->tab]++;
+	}
+	__atomic_store_n(&slots[at], (uint64_t)hash << 32 | off, __ATOMIC_RELEASE);
+	/* half the table taken (deleted slots lengthen probes too): a new file */
+	if (p->used[k->tab] * 2 > hd_of(p)->tables[k->tab].n_slots)
+		p->rebuild = true;
+	return 0;
+}
+
+/* Delete the slot of @k if it points at the block @off. */
+static void slot_del(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
+{
+	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
+	uint64_t *slots = slots_of(p, k->tab);
+	long free_at, at = slot_find(p, k, hash, &free_at);
+
+	if (at >= 0 && (uint32_t)slots[at] == off)
+		__atomic_store_n(&slots[at], (uint64_t)IBDIR_SLOT_DELETED, __ATOMIC_RELEASE);
+}
+
+static void scope_write(struct hostdir_pub *p)
+{
+	struct ibdir_header *hd = hd_of(p);
+	uint32_t seq;
+	uint64_t from = p->incomplete ? IBDIR_NEVER : p->auth_from;
+
+	if (!p->map)
+		return;
+	seq = hd->scope_seq;
+	if (hd->authoritative_from_ms == from && hd->n_patterns == p->n_patterns &&
+	    !memcmp(hd->patterns, p->patterns, sizeof(p->patterns)))
+		return;
+	__atomic_store_n(&hd->scope_seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&hd->authoritative_from_ms, from, __ATOMIC_RELAXED);
+	__atomic_store_n(&hd->n_patterns, p->n_patterns, __ATOMIC_RELAXED);
+	store_words((uint8_t *)hd->patterns, (const uint8_t *)p->patterns, sizeof(p->patterns));
+	__atomic_store_n(&hd->scope_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* ---- following the store --------------------------------------------------------- */
+
+/* Remove the record at @off and the slots pointing at it. */
+static void drop_record(struct hostdir_pub *p, uint32_t off)
+{
+	struct dkey keys[REC_KEYS_MAX];
+	unsigned n;
+
+	if (!off || rec_read(p, off, &p->gone))
+		return;
+	n = rec_keys(&p->gone, keys);
+	for (unsigned i = 0; i < n; i++)
+		slot_del(p, &keys[i], off);
+	rec_free(p, off);
+}
+
+/* @h could not be written: its records go (its keys now miss, and a miss is
+ * no longer authoritative), and a new file is due. */
+static void lose_host(struct hostdir_pub *p, struct host *h, uint32_t off, uint32_t to)
+{
+	p->rebuild = true;
+	p->incomplete = true;
+	scope_write(p);
+	drop_record(p, to);
+	if (off != to)
+		drop_record(p, off);
+	host_set_cookie(h, 0);
+}
+
+static void on_put(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
+	uint32_t off = host_cookie(h), to;
+	unsigned n, n_old;
+	size_t len;
+
+	if (!p->map)
+		return;
+	section_begin(p);
+	if (off && rec_read(p, off, &p->prev))
+		off = 0;
+	host_record(h, &p->cur, 0);
+	len = ibdir_rec_encode(&p->cur, host_expires_ms(h), p->enc);
+	n = rec_keys(&p->cur, keys);
+	if (!n) {
+		/* nothing a reader could ask for (a LID alone) */
+		drop_record(p, off);
+		host_set_cookie(h, 0);
+		return;
+	}
+	if (off && len <= block(p, off)->cap) {
+		to = off;
+		rec_write(p, to, len, false);
+	} else {
+		to = rec_alloc(p, len);
+		if (!to) {
+			lose_host(p, h, off, off);
+			return;
+		}
+		rec_write(p, to, len, true);
+		p->stats.records++;
+	}
+	host_set_cookie(h, to);
+	for (unsigned i = 0; i < n; i++)
+		if (holds(p, h, &keys[i]) && slot_set(p, &keys[i], to)) {
+			lose_host(p, h, off, to);
+			return;
+		}
+	if (!off)
+		return;
+	n_old = rec_keys(&p->prev, old_keys);
+	for (unsigned i = 0; i < n_old; i++) {
+		const struct dkey *k = &old_keys[i];
+
+		if (to == off && hostrec_has_key(&p->cur, store_key_type[k->tab], k->data, k->len) &&
+		    holds(p, h, k))
+			continue;
+		slot_del(p, k, off);
+	}
+	if (to != off)
+		rec_free(p, off);
+}
+
+static void on_gone(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+
+	if (!p->map || !host_cookie(h))
+		return;
+	section_begin(p);
+	drop_record(p, host_cookie(h));
+	host_set_cookie(h, 0);
+}
+
+/* ---- files ------------------------------------------------------------------------ */
+
+struct sizing {
+	struct hostdir_pub *p;
+	uint64_t keys[IBDIR_TABLES];
+	uint64_t bytes;
+};
+
+static void size_host(void *arg, struct host *h)
+{
+	struct sizing *z = arg;
+	struct dkey keys[REC_KEYS_MAX];
+	unsigned n;
+
+	host_record(h, &z->p->cur, 0);
+	n = rec_keys(&z->p->cur, keys);
+	for (unsigned i = 0; i < n; i++)
+		z->keys[keys[i].tab]++;
+	if (n)
+		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
+}
+
+static uint32_t pow2_at_least(uint64_t n)
+{
+	uint32_t v = SLOTS_MIN;
+
+	while (v < n && v < IBDIR_SLOTS_MAX)
+		v <<= 1;
+	return v;
+}
+
+/* Lay out an empty file of room for what @z counted, twice over. */
+static uint64_t layout(struct ibdir_header *hd, const struct sizing *z)
+{
+	uint64_t off = IBDIR_HEADER_SPACE, area = z->bytes * 2;
+
+	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
+		/* a third full at most, so that growth to half full takes a while */
+		hd->tables[t].n_slots = pow2_at_least(z->keys[t] * 3);
+		hd->tables[t].off = (uint32_t)off;
+		off += (uint64_t)hd->tables[t].n_slots * 8;
+	}
+	if (area < REC_AREA_MIN)
+		area = REC_AREA_MIN;
+	hd->rec_off = (uint32_t)off;
+	hd->rec_size = (uint32_t)(area < IBDIR_FILE_MAX ? area : IBDIR_FILE_MAX);
+	return off + area;
+}
+
+static void write_host(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+
+	host_set_cookie(h, 0);
+	if (!p->rebuild)
+		on_put(p, h);
+}
+
+/* Mark a file found at the path (a previous daemon's) replaced, so that
+ * readers still mapping it look again. */
+static void retire_previous(const char *path)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	void *m;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_size < IBDIR_HEADER_SPACE || st.st_size > IBDIR_FILE_MAX)
+		goto out;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		goto out;
+	if (!ibdir_header_check(m, (size_t)st.st_size))
+		__atomic_store_n(&((struct ibdir_header *)m)->state, IBDIR_REPLACED,
+				 __ATOMIC_RELEASE);
+	munmap(m, (size_t)st.st_size);
+out:
+	close(fd);
+}
+
+static void fail(struct hostdir_pub *p, const char *what, int err)
+{
+	p->stats.failures++;
+	p->retry_in = RETRY_TICKS;
+	if (p->logged)
+		return;
+	p->logged = true;
+	log_err("host directory %s: %s: %s; clients ask over the socket until it can be written",
+		p->path, what, strerror(err));
+}
+
+/* Write the whole store into a new file and put it at the path. */
+static int build(struct hostdir_pub *p)
+{
+	struct sizing z = { .p = p };
+	struct ibdir_header tmpl = { 0 }, *hd;
+	uint8_t *old = p->map, *m;
+	size_t old_size = p->size;
+	struct stat st;
+	uint64_t size;
+	int fd, ret;
+
+	store_foreach_host(p->store, size_host, &z);
+	size = layout(&tmpl, &z);
+	if (size > IBDIR_FILE_MAX) {
+		fail(p, "too large", EFBIG);
+		return -EFBIG;
+	}
+	unlink(p->tmp);
+	fd = open(p->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		fail(p, "create", errno);
+		return ret;
+	}
+	/* readable by every local process, whatever the umask */
+	ret = fchmod(fd, 0644) ? errno : posix_fallocate(fd, 0, (off_t)size);
+	if (ret || fstat(fd, &st)) {
+		fail(p, "reserve space", ret ? ret : errno);
+		goto err_fd;
+	}
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		ret = errno;
+		fail(p, "map", ret);
+		goto err_fd;
+	}
+	close(fd);
+
+	hd = (struct ibdir_header *)m;
+	*hd = tmpl;
+	memcpy(hd->magic, IBDIR_MAGIC, sizeof(hd->magic));
+	hd->version = IBDIR_VERSION;
+	hd->header_size = sizeof(*hd);
+	hd->file_size = size;
+	hd->seed = (uint64_t)jitter_next(&p->rng) << 32 | jitter_next(&p->rng);
+	hd->state = IBDIR_BUILDING;
+	hd->authoritative_from_ms = IBDIR_NEVER;
+	p->map = m;
+	p->size = size;
+	p->rec_next = hd->rec_off;
+	p->rec_end = hd->rec_off + hd->rec_size;
+	memset(p->used, 0, sizeof(p->used));
+	p->stats.records = 0;
+	p->in_section = false;
+	p->rebuild = false;
+	p->incomplete = false;
+	store_foreach_host(p->store, write_host, p);
+	if (p->rebuild) {
+		/* it was sized for all of it: the store changed meanwhile? try again */
+		ret = ENOSPC;
+		fail(p, "fill", ret);
+		goto err_map;
+	}
+	section_end(p);
+	loop_timer_cancel(p->loop, &p->end_section);
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	scope_write(p);
+	hd->heartbeat_ms = now_ms();
+	__atomic_store_n(&hd->state, IBDIR_LIVE, __ATOMIC_RELEASE);
+	if (rename(p->tmp, p->path)) {
+		ret = errno;
+		fail(p, "rename", ret);
+		goto err_map;
+	}
+	if (old) {
+		__atomic_store_n(&((struct ibdir_header *)old)->state, IBDIR_REPLACED,
+				 __ATOMIC_RELEASE);
+		munmap(old, old_size);
+	}
+	if (p->logged)
+		log_info("host directory %s: published again", p->path);
+	p->logged = false;
+	p->stats.rebuilds++;
+	p->stats.bytes = size;
+	return 0;
+
+err_map:
+	munmap(m, size);
+	unlink(p->tmp);
+	/* every host's cookie pointed into the new file: the old one cannot be
+	 * followed any more, and readers must not use it */
+	if (old) {
+		__atomic_store_n(&((struct ibdir_header *)old)->state, IBDIR_REPLACED,
+				 __ATOMIC_RELEASE);
+		munmap(old, old_size);
+	}
+	p->map = NULL;
+	p->size = 0;
+	p->stats.bytes = 0;
+	p->stats.records = 0;
+	p->in_section = false;
+	return -ret;
+err_fd:
+	close(fd);
+	unlink(p->tmp);
+	return -ret;
+}
+
+static void on_end_section(struct loop_timer *t)
+{
+	struct hostdir_pub *p = container_of(t, struct hostdir_pub, end_section);
+
+	if (p->map)
+		section_end(p);
+	if (p->rebuild && p->map && !p->retry_in)
+		build(p);
+}
+
+static void on_beat(struct loop_timer *t)
+{
+	struct hostdir_pub *p = container_of(t, struct hostdir_pub, beat);
+
+	if (p->map)
+		__atomic_store_n(&hd_of(p)->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
+	if ((!p->map || p->rebuild) && !p->in_section && (!p->retry_in || !--p->retry_in))
+		build(p);
+	loop_timer_arm(p->loop, t, now_ms() + IBDIR_HEARTBEAT_MS);
+}
+
+int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store *store,
+		  const char *path)
+{
+	struct hostdir_pub *p;
+
+	*out = NULL;
+	if (strlen(path) >= sizeof(p->path) || !strchr(path, '/'))
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->loop = loop;
+	p->store = store;
+	p->auth_from = IBDIR_NEVER; /* until the resolver says otherwise */
+	strcpy(p->path, path);
+	snprintf(p->tmp, sizeof(p->tmp), "%s.new", path);
+	p->beat.cb = on_beat;
+	p->end_section.cb = on_end_section;
+	jitter_seed(&p->rng);
+	retire_previous(path);
+	store_observe(store, &(struct store_observer){ .put = on_put, .gone = on_gone, .arg = p });
+	if (!build(p))
+		log_info("host directory %s: %llu hosts, %llu bytes", p->path,
+			 (unsigned long long)p->stats.records, (unsigned long long)p->stats.bytes);
+	loop_timer_arm(loop, &p->beat, now_ms() + IBDIR_HEARTBEAT_MS);
+	*out = p;
+	return 0;
+}
+
+void hostdir_stop(struct hostdir_pub *p)
+{
+	struct stat st;
+
+	if (!p)
+		return;
+	store_observe(p->store, NULL);
+	loop_timer_cancel(p->loop, &p->beat);
+	loop_timer_cancel(p->loop, &p->end_section);
+	if (p->map) {
+		section_end(p);
+		__atomic_store_n(&hd_of(p)->state, IBDIR_CLOSED, __ATOMIC_RELEASE);
+		/* only our own file: a newer daemon may have put its own there */
+		if (!stat(p->path, &st) && st.st_dev == p->dev && st.st_ino == p->ino)
+			unlink(p->path);
+		munmap(p->map, p->size);
+	}
+	free(p);
+}
+
+void hostdir_set_scope(struct hostdir_pub *p, uint64_t authoritative_from_ms, const char *patterns,
+		       size_t stride, unsigned n)
+{
+	if (!p)
+		return;
+	p->auth_from = authoritative_from_ms;
+	memset(p->patterns, 0, sizeof(p->patterns));
+	p->n_patterns = n < IBDIR_PATTERNS_MAX ? n : IBDIR_PATTERNS_MAX;
+	for (unsigned i = 0; i < p->n_patterns; i++)
+		snprintf(p->patterns[i], sizeof(p->patterns[i]), "%s", patterns + i * stride);
+	scope_write(p);
+}
+
+void hostdir_stats(const struct hostdir_pub *p, struct hostdir_stats *out)
+{
+	if (p)
+		*out = p->stats;
+	else
+		memset(out, 0, sizeof(*out));
+}

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the shared host directory: the daemon's writer
+ * (resolverd/os/hostdir_pub.c, following a real host store) and the
+ * readers' side (lib/hostdir.c over the image, lib/dirmap.c mapping the
+ * file for a handle), in a temporary folder. The concurrency test runs the
+ * writer on this thread and 32 readers on theirs, through the library's own
+ * mapping code, while hosts are refreshed, added, removed and the file
+ * grows (is replaced): no reader may ever see a record mixed from two
+ * versions.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "conn.h"
+#include "core/clock.h"
+#include "core/hoststore.h"
+#include "core/loop.h"
+#include "hostdir.h"
+#include "ibres.h"
+#include "os/hostdir_pub.h"
+
+struct fx {
+	char dir[64], path[96], sock[96];
+	struct loop loop;
+	struct host_store store;
+	struct hostdir_pub *pub;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	strcpy(f->dir, "/tmp/test_hostdir.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/hosts.db", f->dir);
+	snprintf(f->sock, sizeof(f->sock), "%s/ibresd.sock", f->dir);
+	assert_int_equal(loop_init(&f->loop), 0);
+	assert_int_equal(store_init(&f->store, 1u << 16), 0);
+	assert_int_equal(hostdir_start(&f->pub, &f->loop, &f->store, f->path), 0);
+	assert_non_null(f->pub);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	hostdir_stop(f->pub);
+	store_fini(&f->store);
+	loop_fini(&f->loop);
+	unlink(f->path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static void mkrec(struct ibres_hostrec *r, unsigned i, unsigned gen)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->names[0], sizeof(r->names[0]), "h%u", i);
+	snprintf(r->names[1], sizeof(r->names[1]), "alias-%u.Example", i);
+	r->n_names = 2;
+	r->v4[0].s_addr = htonl(0x0a000000u | i);
+	r->n_v4 = 1;
+	/* the IPv6 address and the QPN both carry the generation: a record
+	 * mixed from two versions shows */
+	r->v6[0].s6_addr[0] = 0x20;
+	r->v6[0].s6_addr[1] = 0x01;
+	memcpy(&r->v6[0].s6_addr[8], &i, 4);
+	memcpy(&r->v6[0].s6_addr[12], &gen, 4);
+	r->n_v6 = 1;
+	r->gids[0][0] = 0xfe;
+	r->gids[0][1] = 0x80;
+	memcpy(&r->gids[0][12], &i, 4);
+	r->n_gids = 1;
+	r->lid = (uint16_t)(i + 1);
+	r->qpn = gen;
+	r->pkey = 0xffff;
+}
+
+static void put(struct fx *f, unsigned i, unsigned gen, uint8_t origin, uint32_t ttl)
+{
+	struct ibres_hostrec r;
+
+	mkrec(&r, i, gen);
+	assert_int_equal(store_insert(&f->store, &r, origin, ttl, 0, 0, now_ms(), NULL), 0);
+}
+
+/* Map the file at the path now (read-only, as a reader). */
+static void *map_now(const char *path, size_t *size)
+{
+	struct stat st;
+	void *m;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(m != MAP_FAILED);
+	*size = (size_t)st.st_size;
+	return m;
+}
+
+static int look(const void *m, size_t size, uint16_t type, const void *key, size_t len,
+		struct ibres_hostrec *out)
+{
+	return ibdir_lookup(m, size, now_ms(), type, key, len, out);
+}
+
+static void test_every_key_type(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec want, got;
+	size_t size;
+	void *m;
+
+	put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
+	mkrec(&want, 7, 1);
+	m = map_now(f->path, &size);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h7", 2, &got), 0);
+	assert_string_equal(got.names[1], "alias-7.Example");
+	assert_int_equal(got.qpn, 1);
+	assert_int_equal(got.lid, 8);
+	assert_int_equal(got.ttl, HOSTREC_TTL_NEVER);
+	assert_memory_equal(got.v6, want.v6, 16);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "ALIAS-7.example", 15, &got), 0);
+	assert_string_equal(got.names[0], "h7");
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &want.v4[0], 4, &got), 0);
+	assert_int_equal(look(m, size, IBRES_T_IPV6, &want.v6[0], 16, &got), 0);
+	assert_int_equal(look(m, size, IBRES_T_GID, want.gids[0], 16, &got), 0);
+	/* keys that cannot be: to the daemon */
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &want.v4[0], 3, &got), -EAGAIN);
+	assert_int_equal(look(m, size, IBRES_T_LID, "\0\1", 2, &got), -EAGAIN);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "a\0b", 3, &got), -EAGAIN);
+	munmap(m, size);
+}
+
+static void test_scope_of_a_miss(void **state)
+{
+	struct fx *f = *state;
+	char pats[2][128] = { "h*", "node[0-9]*" };
+	struct ibres_hostrec got;
+	size_t size;
+	void *m;
+
+	put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
+	loop_run_due(&f->loop); /* the loop turn that ends the write section */
+	m = map_now(f->path, &size);
+	hostdir_set_scope(f->pub, UINT64_MAX, pats[0], sizeof(pats[0]), 2);
+	/* a cluster name not there, while the fabric may know it: the daemon */
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), -EAGAIN);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "NODE12", 6, &got), -EAGAIN);
+	/* a name outside the patterns: not the cluster's, whatever the fabric */
+	assert_int_equal(look(m, size, IBRES_T_NAME, "www.example.com", 15, &got), -ENODATA);
+	/* settled at a known time: from then on, absent means absent */
+	hostdir_set_scope(f->pub, now_ms() + 60000, pats[0], sizeof(pats[0]), 2);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), -EAGAIN);
+	hostdir_set_scope(f->pub, now_ms(), pats[0], sizeof(pats[0]), 2);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), -ENODATA);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, "\x0a\0\0\x09", 4, &got), -ENODATA);
+	/* no patterns: every name is a cluster name */
+	hostdir_set_scope(f->pub, UINT64_MAX, NULL, 0, 0);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "www.example.com", 15, &got), -EAGAIN);
+	munmap(m, size);
+}
+
+static void test_refresh_move_remove_expire(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec a, got;
+	struct host *h;
+	uint32_t cookie;
+	size_t size;
+	void *m;
+
+	put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
+	m = map_now(f->path, &size);
+	mkrec(&a, 1, 1);
+	h = (struct host *)store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
+								      .len = 2, .data = "h1" },
+					now_ms(), false);
+	assert_non_null(h);
+	cookie = host_cookie(h);
+	assert_true(cookie >= IBDIR_HEADER_SPACE);
+	/* a refresh of the same size is written in place */
+	put(f, 1, 2, IBRES_ORIGIN_FABRIC, 120);
+	h = (struct host *)store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
+								      .len = 2, .data = "h1" },
+					now_ms(), false);
+	assert_int_equal(host_cookie(h), cookie);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(got.qpn, 2);
+	assert_in_range(got.ttl, 119, 120);
+	/* an address that moved to another host answers with that host */
+	mkrec(&a, 2, 1);
+	a.v4[0].s_addr = htonl(0x0a000001u);
+	assert_int_equal(store_insert(&f->store, &a, IBRES_ORIGIN_FABRIC, 60, 0, 0, now_ms(), NULL),
+			 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
+	assert_string_equal(got.names[0], "h2");
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	/* GOODBYE: gone from the file */
+	hostdir_set_scope(f->pub, 0, NULL, 0, 0);
+	mkrec(&a, 1, 1);
+	assert_true(store_remove_gid(&f->store, a.gids[0]) > 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -ENODATA);
+	assert_int_equal(look(m, size, IBRES_T_GID, a.gids[0], 16, &got), -ENODATA);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), 0);
+	/* an expired record is the daemon's to judge */
+	assert_int_equal(ibdir_lookup(m, size, now_ms() + 61000, IBRES_T_NAME, "h2", 2, &got),
+			 -EAGAIN);
+	munmap(m, size);
+}
+
+static void test_growth_replaces_the_file(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec got;
+	size_t size, size2;
+	void *m, *m2;
+	char name[16];
+
+	m = map_now(f->path, &size);
+	for (unsigned i = 0; i < 3000; i++) {
+		put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
+		loop_run_due(&f->loop);
+	}
+	/* the first file was replaced (more than once): readers must look again */
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -ESTALE);
+	m2 = map_now(f->path, &size2);
+	assert_true(size2 > size);
+	for (unsigned i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "h%u", i);
+		assert_int_equal(look(m2, size2, IBRES_T_NAME, name, strlen(name), &got), 0);
+		assert_string_equal(got.names[0], name);
+	}
+	munmap(m, size);
+	munmap(m2, size2);
+}
+
+static void test_stop_closes_and_removes(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec got;
+	size_t size;
+	void *m;
+
+	put(f, 3, 1, IBRES_ORIGIN_STATIC, 0);
+	m = map_now(f->path, &size);
+	hostdir_stop(f->pub);
+	f->pub = NULL;
+	assert_int_equal(access(f->path, F_OK), -1);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h3", 2, &got), -ESTALE);
+	munmap(m, size);
+}
+
+/* Damage a copy of a real file in every way the header and tables allow;
+ * the reader must refuse, never crash, never invent a host. */
+static void test_damaged_images(void **state)
+{
+	struct fx *f = *state;
+	struct ibdir_header *hd;
+	struct ibres_hostrec got;
+	size_t size;
+	uint8_t *m, *c;
+	unsigned seed = 1;
+
+	for (unsigned i = 0; i < 40; i++)
+		put(f, i, 1, IBRES_ORIGIN_STATIC, 0);
+	loop_run_due(&f->loop);
+	m = map_now(f->path, &size);
+	c = malloc(size);
+	assert_non_null(c);
+	hd = (struct ibdir_header *)c;
+#define RESET() memcpy(c, m, size)
+	RESET();
+	assert_int_equal(ibdir_header_check(c, size), 0);
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), 0);
+	/* truncated */
+	assert_int_equal(ibdir_header_check(c, size / 2), -EBADMSG);
+	assert_int_not_equal(ibdir_lookup(c, size / 2, now_ms(), IBRES_T_NAME, "h5", 2, &got), 0);
+	assert_int_equal(ibdir_lookup(c, 100, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EBADMSG);
+	/* wrong magic, version */
+	hd->version = 99;
+	assert_int_equal(ibdir_header_check(c, size), -EBADMSG);
+	RESET();
+	hd->magic[0] = 'X';
+	assert_int_equal(ibdir_header_check(c, size), -EBADMSG);
+	/* tables and record area outside the file, or not a power of two */
+	RESET();
+	hd->tables[IBDIR_TAB_NAME].off = (uint32_t)size - 8;
+	assert_int_equal(ibdir_header_check(c, size), -EBADMSG);
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EBADMSG);
+	RESET();
+	hd->tables[IBDIR_TAB_GID].n_slots = 3;
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_GID, c, 16, &got), -EBADMSG);
+	RESET();
+	hd->tables[IBDIR_TAB_NAME].n_slots = 0x80000000u;
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EBADMSG);
+	RESET();
+	hd->rec_size = 0xfffffff0u;
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EBADMSG);
+	/* every slot pointing at the same odd place, or past the end */
+	for (uint32_t bad = 0; bad < 3; bad++) {
+		uint64_t *slots;
+
+		RESET();
+		slots = (uint64_t *)(c + hd->tables[IBDIR_TAB_NAME].off);
+		for (uint32_t i = 0; i < hd->tables[IBDIR_TAB_NAME].n_slots; i++)
+			if ((uint32_t)slots[i] > 1)
+				slots[i] = (slots[i] & ~0xffffffffull) |
+					   (bad == 0 ? 7 : bad == 1 ? (uint32_t)size - 8 : 0xfffffff8u);
+		assert_int_not_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got),
+				     0);
+	}
+	/* not live, or a heartbeat too old or from another clock */
+	RESET();
+	hd->state = IBDIR_REPLACED;
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -ESTALE);
+	RESET();
+	hd->heartbeat_ms = now_ms() - 60000;
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EAGAIN);
+	hd->heartbeat_ms = now_ms() + 60000;
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EAGAIN);
+	/* random damage anywhere: whatever comes back is a well-formed record */
+	for (unsigned round = 0; round < 20000; round++) {
+		char name[16];
+		int ret;
+
+		RESET();
+		hd->heartbeat_ms = now_ms();
+		for (unsigned k = 0; k < 1 + round % 8; k++) {
+			seed = seed * 1103515245u + 12345u;
+			c[IBDIR_HEADER_SPACE / 2 + (seed >> 4) % (size - IBDIR_HEADER_SPACE / 2)] ^=
+				(uint8_t)(seed >> 24 | 1);
+		}
+		snprintf(name, sizeof(name), "h%u", round % 40);
+		ret = ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, name, strlen(name), &got);
+		if (ret == 0) {
+			assert_true(got.n_names >= 1 && got.n_names <= IBRES_HOST_NAMES_MAX);
+			assert_true(hostrec_has_key(&got, IBRES_KEY_NAME, name, strlen(name)));
+		}
+	}
+#undef RESET
+	free(c);
+	munmap(m, size);
+}
+
+/* ---- 32 readers and a busy writer ------------------------------------------------- */
+
+#define HOSTS	 200
+#define READERS	 32
+#define WRITES	 20000
+
+struct reader {
+	pthread_t t;
+	struct ibres *h;
+	volatile int *stop;
+	unsigned long hits, fallbacks, bad;
+	unsigned seed;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct ibres_hostrec got;
+
+	while (!*r->stop) {
+		unsigned i, gen, key_i;
+		char name[16];
+		int ret;
+
+		r->seed = r->seed * 1103515245u + 12345u;
+		i = (r->seed >> 8) % (HOSTS * 2); /* half of them come and go */
+		snprintf(name, sizeof(name), "h%u", i);
+		ret = ibc_dir_query(r->h, IBRES_T_NAME, name, strlen(name), &got);
+		if (ret) {
+			r->fallbacks++;
+			continue;
+		}
+		r->hits++;
+		memcpy(&key_i, &got.v6[0].s6_addr[8], 4);
+		memcpy(&gen, &got.v6[0].s6_addr[12], 4);
+		if (strcmp(got.names[0], name) || key_i != i || gen != got.qpn || got.n_v6 != 1 ||
+		    got.n_names != 2)
+			r->bad++;
+	}
+	return NULL;
+}
+
+static void test_32_readers_and_a_busy_writer(void **state)
+{
+	struct fx *f = *state;
+	struct reader rd[READERS];
+	volatile int stop = 0;
+	unsigned long hits = 0, bad = 0;
+	struct ibres *h;
+	unsigned seed = 7;
+
+	for (unsigned i = 0; i < HOSTS; i++)
+		put(f, i, 0, IBRES_ORIGIN_FABRIC, 600);
+	loop_run_due(&f->loop);
+	/* readers find the file beside the socket, as clients do */
+	assert_int_equal(ibres_open(&h, f->sock, 1000), 0);
+	for (unsigned i = 0; i < READERS; i++) {
+		rd[i] = (struct reader){ .h = h, .stop = &stop, .seed = i * 77 + 1 };
+		assert_int_equal(pthread_create(&rd[i].t, NULL, reader_main, &rd[i]), 0);
+	}
+	for (unsigned w = 1; w <= WRITES; w++) {
+		struct ibres_hostrec r;
+		unsigned i;
+
+		seed = seed * 1103515245u + 12345u;
+		i = (seed >> 8) % (HOSTS * 2);
+		if (i >= HOSTS && (seed & 1)) {
+			/* a host that leaves (GOODBYE) */
+			mkrec(&r, i, 0);
+			store_remove_gid(&f->store, r.gids[0]);
+		} else {
+			/* refreshed, or (with a longer alias: it no longer fits) moved */
+			mkrec(&r, i, w);
+			if (seed & 2)
+				snprintf(r.names[1], sizeof(r.names[1]), "a-much-longer-alias-%u-%u",
+					 i, w % 1000);
+			assert_int_equal(store_insert(&f->store, &r, IBRES_ORIGIN_FABRIC, 600, 0, 0,
+						      now_ms(), NULL),
+					 0);
+		}
+		/* a loop turn every few changes: sections end, files get replaced */
+		if (w % 16 == 0)
+			loop_run_due(&f->loop);
+		if (w % 1000 == 0)
+			/* heartbeats and late replacements, as the daemon's timer does */
+			loop_run_due(&f->loop);
+	}
+	stop = 1;
+	for (unsigned i = 0; i < READERS; i++) {
+		pthread_join(rd[i].t, NULL);
+		hits += rd[i].hits;
+		bad += rd[i].bad;
+	}
+	ibres_close(h);
+	struct hostdir_stats st;
+
+	hostdir_stats(f->pub, &st);
+	print_message("readers: %lu hits, %lu mixed; writer: %u changes, %llu files\n", hits, bad,
+		      WRITES, (unsigned long long)st.rebuilds);
+	assert_int_equal(bad, 0);
+	assert_true(hits > 0);
+	assert_true(st.rebuilds >= 2); /* the file was replaced while they read */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_every_key_type, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_growth_replaces_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_closes_and_removes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_images, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The daemon's STATS answer carries (name, u64) pairs; what each one is — a
+ * counter that only grows or a gauge that goes both ways, its unit and its
+ * meaning — is written here once, for the Prometheus output. An integration
+ * test (test_metrics.py) fails when the daemon reports a name this table does
+ * not describe.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "metrics.h"
+
+#define C METRIC_COUNTER
+#define G METRIC_GAUGE
+
+static const struct metric_desc metrics[] = {
+	/* ibacm's seven global counters, under the names ib_acme -P uses */
+	{ "error", C, "acm_errors", "ibacm-protocol requests answered with an error" },
+	{ "resolve", C, "acm_resolves", "ibacm RESOLVE requests" },
+	{ "nodata", C, "acm_nodata", "ibacm requests answered with no data (unknown destination)" },
+	{ "addr_query", C, "acm_addr_queries", "address resolutions sent to the fabric" },
+	{ "addr_cache", C, "acm_addr_cache_hits", "address resolutions answered from the cache" },
+	{ "route_query", C, "acm_route_queries", "route resolutions that needed a query" },
+	{ "route_cache", C, "acm_route_cache_hits", "route resolutions answered from the cache" },
+	/* the daemon and its clients */
+	{ "uptime_s", G, "uptime_seconds", "seconds since the daemon started" },
+	{ "clients_connected", G, "clients_connected", "client connections open now" },
+	{ "clients_accepted", C, "clients_accepted", "client connections accepted" },
+	{ "clients_rejected", C, "clients_rejected", "client connections refused over max_clients" },
+	{ "clients_timed_out", C, "clients_timed_out", "client connections closed for idling" },
+	{ "requests", C, "requests", "client requests received" },
+	{ "bad_requests", C, "bad_requests", "malformed client requests" },
+	{ "admin_denied", C, "admin_denied", "state-changing requests refused to a non-root user" },
+	{ "host_lookups", C, "host_lookups", "host lookups (NSS and ibresctl)" },
+	{ "host_notfound", C, "host_notfound", "host lookups answered not found" },
+	{ "pending_timeouts", C, "pending_timeouts", "lookups that ended on their time bound" },
+	/* the host store */
+	{ "cache_entries", G, "cache_entries", "cache entries: host keys, negative answers, queries" },
+	{ "cache_hosts", G, "cache_hosts", "hosts in the cache" },
+	{ "cache_learned_hosts", G, "cache_learned_hosts", "hosts in the cache learned from the fabric" },
+	{ "cache_negatives", G, "cache_negatives", "negative answers in the cache" },
+	{ "cache_bytes", G, "cache_size_bytes", "memory held by the host store" },
+	{ "cache_hits", C, "cache_hits", "lookups answered from the cache" },
+	{ "cache_misses", C, "cache_misses", "lookups the cache could not answer" },
+	{ "cache_inserts", C, "cache_inserts", "host records inserted into the cache" },
+	{ "cache_evictions", C, "cache_evictions", "cache entries evicted for room" },
+	{ "cache_expirations", C, "cache_expirations", "cache entries dropped at the end of their TTL" },
+	/* the shared host directory (host_directory) */
+	{ "directory_bytes", G, "directory_size_bytes",
+	  "size of the shared host directory published now (0: none)" },
+	{ "directory_hosts", G, "directory_hosts", "hosts in the shared host directory" },
+	{ "directory_rebuilds", C, "directory_rebuilds", "shared host directory files written" },
+	{ "directory_failures", C, "directory_failures",
+	  "shared host directory files that could not be written" },
+	/* the fabric protocol */
+	{ "fabric_tx_mcast", C, "fabric_tx_multicast_messages", "fabric messages sent multicast" },
+	{ "fabric_tx_ucast", C, "fabric_tx_unicast_messages", "fabric messages sent unicast" },
+	{ "fabric_tx_errors", C, "fabric_tx_errors", "fabric messages that failed to send" },
+	{ "fabric_rx", C, "fabric_rx_messages", "fabric messages received" },
+	{ "fabric_rx_self", C, "fabric_rx_self_messages", "own fabric messages received back" },
+	{ "fabric_rx_malformed", C, "fabric_rx_malformed_messages", "malformed fabric messages" },
+	{ "fabric_rx_bad_version", C, "fabric_rx_bad_version_messages",
+	  "fabric messages of an unknown protocol version" },
+	{ "fabric_rx_auth_failed", C, "fabric_rx_auth_failed_messages",
+	  "fabric messages that failed the cluster key check" },
+	{ "fabric_rx_auth_second_key", C, "fabric_rx_auth_second_key_messages",
+	  "fabric messages that passed with the second cluster key (a key change)" },
+	{ "fabric_rx_stale", C, "fabric_rx_stale_messages",
+	  "authenticated fabric messages stamped outside the freshness window" },
+	{ "fabric_rx_replayed", C, "fabric_rx_replayed_messages",
+	  "authenticated fabric messages older than the sender's latest (replays)" },
+	{ "fabric_rx_duplicate", C, "fabric_rx_duplicate_messages",
+	  "authenticated fabric messages received twice" },
+	{ "fabric_rx_unsolicited", C, "fabric_rx_unsolicited_messages",
+	  "fabric replies that matched no outstanding request" },
+	{ "fabric_rx_mismatch", C, "fabric_rx_mismatch_messages",
+	  "fabric replies that did not answer what was asked" },
+	{ "fabric_rx_conflict", C, "fabric_rx_conflict_messages",
+	  "fabric messages claiming a key another host owns" },
+	{ "fabric_overheard", C, "fabric_overheard_hosts", "hosts learned by overhearing" },
+	{ "fabric_requests_sent", C, "fabric_requests_sent", "fabric REQUEST messages sent" },
+	{ "fabric_replies_sent", C, "fabric_replies_sent", "fabric REPLY messages sent" },
+	{ "fabric_announces_sent", C, "fabric_announces_sent", "fabric ANNOUNCE messages sent" },
+	{ "fabric_goodbyes_rx", C, "fabric_goodbyes_received", "fabric GOODBYE messages received" },
+	{ "fabric_query_retries", C, "fabric_query_retries", "fabric queries sent again" },
+	{ "fabric_query_timeouts", C, "fabric_query_timeouts", "fabric queries that got no answer" },
+	{ "fabric_queries_joined", C, "fabric_queries_joined",
+	  "lookups that joined a fabric query already in flight" },
+	{ "fabric_queries_outstanding", G, "fabric_queries_outstanding", "fabric queries in flight" },
+	/* the SA client, umad, ports, multicast groups */
+	{ "sa_queries", C, "sa_queries", "queries sent to the Subnet Administrator" },
+	{ "sa_path_queries", C, "sa_path_queries", "PathRecord queries sent to the SA" },
+	{ "sa_queries_joined", C, "sa_queries_joined", "lookups that joined an SA query in flight" },
+	{ "sa_queries_outstanding", G, "sa_queries_outstanding", "SA queries in flight" },
+	{ "sa_queries_queued", G, "sa_queries_queued", "SA queries waiting for the query window" },
+	{ "sa_queries_rejected", C, "sa_queries_rejected", "SA queries refused with the queue full" },
+	{ "sa_retries", C, "sa_retries", "SA queries sent again" },
+	{ "sa_timeouts", C, "sa_timeouts", "SA queries that got no answer" },
+	{ "sa_errors", C, "sa_errors", "SA answers with an error status" },
+	{ "sa_rx", C, "sa_rx_mads", "MADs received from the SA" },
+	{ "sa_rx_malformed", C, "sa_rx_malformed_mads", "malformed MADs from the SA" },
+	{ "sa_rx_unsolicited", C, "sa_rx_unsolicited_mads", "SA answers matching no query" },
+	{ "sa_rx_mismatch", C, "sa_rx_mismatch_mads", "SA answers not matching their query" },
+	{ "sa_rx_kernel_timeouts", C, "sa_rx_kernel_timeouts",
+	  "SA queries the kernel's umad layer timed out" },
+	{ "sa_tx_errors", C, "sa_tx_errors", "MADs that failed to send" },
+	{ "sa_routes_dropped", C, "sa_routes_dropped", "cached SA routes dropped (port or SM change)" },
+	{ "sa_hosts_dropped", C, "sa_hosts_dropped", "hosts dropped after an SA answer" },
+	{ "umad_rx_dropped", C, "umad_rx_dropped_mads", "MADs dropped by the umad reader" },
+	{ "umad_rx_errors", C, "umad_rx_errors", "umad receive errors" },
+	{ "port_polls", C, "port_polls", "IB port state polls" },
+	{ "port_events", C, "port_events", "IB port state changes seen" },
+	{ "mcast_groups_joined", G, "mcast_groups_joined", "multicast groups joined now" },
+	{ "mcast_joins", C, "mcast_joins", "multicast group joins" },
+	{ "mcast_join_failures", C, "mcast_join_failures", "multicast group joins that failed" },
+	{ "mcast_leaves", C, "mcast_leaves", "multicast groups left" },
+	/* the kernel's path queries (NETLINK_RDMA local service, os/kpath) */
+	{ "kpath_requests", C, "kernel_path_requests", "path queries received from the kernel" },
+	{ "kpath_answered", C, "kernel_path_answered", "kernel path queries answered with records" },
+	{ "kpath_refused", C, "kernel_path_refused",
+	  "kernel path queries answered with RDMA_NL_LS_F_ERR (the kernel asks the SA)" },
+	{ "kpath_malformed", C, "kernel_path_malformed", "malformed netlink messages from the kernel" },
+	{ "kpath_ip_requests", C, "kernel_ip_requests", "IP_RESOLVE queries from the kernel" },
+	{ "kpath_tx_errors", C, "kernel_path_tx_errors", "netlink replies that failed to send" },
+	{ "kpath_outstanding", G, "kernel_path_outstanding", "kernel path queries in flight" },
+};
+
+#undef C
+#undef G
+
+const struct metric_desc *metric_find(const char *stat)
+{
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
+		if (!strcmp(metrics[i].stat, stat))
+			return &metrics[i];
+	return NULL;
+}
+
+/* [a-zA-Z0-9_] only: an unknown name from the daemon becomes a valid metric name. */
+static void sanitized(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(isalnum((unsigned char)*s) ? *s : '_', f);
+}
+
+void metric_write_prom(FILE *f, const char *stat, uint64_t value)
+{
+	const struct metric_desc *m = metric_find(stat);
+	const char *suffix = m && m->kind == METRIC_COUNTER ? "_total" : "";
+
+	if (!m) {
+		fputs("# HELP ibresd_", f);
+		sanitized(f, stat);
+		fputs(" ibresd statistic not described by this ibresctl\n# TYPE ibresd_", f);
+		sanitized(f, stat);
+		fputs(" untyped\nibresd_", f);
+		sanitized(f, stat);
+		fprintf(f, " %llu\n", (unsigned long long)value);
+		return;
+	}
+	fprintf(f, "# HELP ibresd_%s%s %s.\n", m->prom, suffix, m->help);
+	fprintf(f, "# TYPE ibresd_%s%s %s\n", m->prom, suffix,
+		m->kind == METRIC_COUNTER ? "counter" : "gauge");
+	fprintf(f, "ibresd_%s%s %llu\n", m->prom, suffix, (unsigned long long)value);
+}

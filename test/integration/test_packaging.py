@@ -157,7 +157,7 @@ def test_unit_contents():
         svc = f.read()
     for line in ("Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "ProtectSystem=strict",
                  "ProtectHome=yes", "PrivateTmp=yes", "NoNewPrivileges=yes",
-                 "CapabilityBoundingSet=CAP_NET_ADMIN", "RuntimeDirectory=ibres",
+                 "CapabilityBoundingSet=CAP_NET_ADMIN CAP_NET_RAW", "RuntimeDirectory=ibres",
                  "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK AF_IB"):
         assert re.search("^%s$" % re.escape(line), svc, re.M), line
     with open(os.path.join(d, "ibresd.socket")) as f:

@@ -82,7 +82,11 @@ vm_gid_of() {
 }
 
 vm_socket_of() {
-	[ "$VM_DAEMONS" = 1 ] && printf '/run/ibres/node%d.sock' "$1"
+	if [ "$VM_SYSTEMD" = 1 ] && [ "$1" = 1 ]; then
+		printf '/run/ibres/ibresd.sock'
+	elif [ "$VM_DAEMONS" = 1 ]; then
+		printf '/run/ibres/node%d.sock' "$1"
+	fi
 	return 0
 }
 
@@ -93,12 +97,12 @@ vm_socket_of() {
 # (/run/ibres/ibresd.sock), with `ib` on the hosts line of nsswitch.conf.
 # Configs and logs: /run/nss-ib-vm/nodeK.conf, nodeK.log.
 start_daemons() {
-	local n=$1 k conf build=$VM_CHECKOUT/build tries
+	local n=$1 first=$2 k conf build=$VM_CHECKOUT/build tries
 	for f in ibresd ibresctl libnss_ib.so.2; do
 		[ -e "$build/$f" ] || { echo "vm: --daemons: no $build/$f (run make)" >&2; return 1; }
 	done
 	mkdir -p /run/ibres
-	for ((k = 1; k <= n; k++)); do
+	for ((k = first; k <= n; k++)); do
 		conf=$VMDIR/node$k.conf
 		"$build/ibresctl" config generate --device "rxe$k" --name "node$k" >"$conf.gen" ||
 			return 1
@@ -108,7 +112,7 @@ start_daemons() {
 		"$build/ibresd" --foreground --config "$conf" >"$VMDIR/node$k.log" 2>&1 &
 		echo $! >"$VMDIR/node$k.pid"
 	done
-	for ((k = 1; k <= n; k++)); do
+	for ((k = first; k <= n; k++)); do
 		for ((tries = 0; tries < 200; tries++)); do
 			[ -S "/run/ibres/node$k.sock" ] && break
 			sleep 0.05
@@ -119,6 +123,7 @@ start_daemons() {
 			return 1
 		}
 	done
+	[ "$first" = 1 ] || return 0 # node1's is systemd's: setup_systemd installs
 	ln -sf node1.sock /run/ibres/ibresd.sock
 	cp "$build/libnss_ib.so.2" "/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/"
 	python3 "$VM_CHECKOUT/tools/ibres-nsswitch" enable --quiet
@@ -138,4 +143,49 @@ stop_daemons() {
 		rm -f "$f"
 	done
 }
-setup_systemd() { echo "vm: --systemd: not built yet" >&2; return 1; }
+# --systemd: nss-ib installed as a package would install it (make install
+# into the overlay), node1's ibresd the system's daemon: its config
+# /etc/ibres/ibresd.conf from `ibresctl config generate --device rxe1 --name
+# node1`, serving ibacm's socket too (ibresd-acm.socket); ibresd.socket and
+# ibresd-acm.socket enabled, rdma-core's ibacm masked; `ib` in nsswitch.conf.
+# systemd then boots nss-ib-vm.target: basic.target and one service running
+# COMMAND, which powers the guest off when COMMAND ends.
+setup_systemd() {
+	local build=$VM_CHECKOUT/build units=/etc/systemd/system
+	make -C "$VM_CHECKOUT" -o all --no-print-directory install DESTDIR=/ PREFIX=/usr \
+		>"$VMDIR/install.log" 2>&1 || { cat "$VMDIR/install.log" >&2; return 1; }
+	"$build/ibresctl" config generate --device rxe1 --name node1 |
+		sed -e '/^socket = /a acm_socket = /run/ibacm-unix.sock' >/etc/ibres/ibresd.conf ||
+		return 1
+	systemctl --quiet mask ibacm.socket ibacm.service || return 1
+	systemctl --quiet enable ibresd.socket ibresd-acm.socket || return 1
+	python3 "$VM_CHECKOUT/tools/ibres-nsswitch" enable --quiet || return 1
+	{
+		echo "#!/bin/bash"
+		declare -p VM_NODES VM_CWD VM_TIMEOUT VM_COMMAND VM_TERM
+		echo 'export VM_NODES TERM=$VM_TERM PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+		echo 'cd "$VM_CWD" || exit 125'
+		echo 'timeout -k 5 "$VM_TIMEOUT" "${VM_COMMAND[@]}" </dev/null >/dev/ttyS1 2>/dev/ttyS0'
+		echo 'echo $? >/run/nss-ib-vm/host/status'
+		echo 'sync'
+		echo 'systemctl poweroff --no-block'
+	} >"$VMDIR/command"
+	chmod 0755 "$VMDIR/command"
+	cat >"$units/nss-ib-vm.service" <<-EOF
+		[Unit]
+		Description=test/vm/run's command
+		Requires=basic.target
+		After=basic.target sockets.target
+		[Service]
+		Type=oneshot
+		ExecStart=$VMDIR/command
+		TimeoutStartSec=infinity
+	EOF
+	cat >"$units/nss-ib-vm.target" <<-EOF
+		[Unit]
+		Description=test/vm/run's boot target
+		Requires=basic.target nss-ib-vm.service
+		After=basic.target
+		AllowIsolate=yes
+	EOF
+}

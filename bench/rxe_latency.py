@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""Runs inside the test VM (bench/rxe-bench starts it with test/vm/run
+--nodes 2 --daemons): resolution latency over the ib transport's UD QPs
+between rxe1 and rxe2, next to ibv_ud_pingpong's round trip between the same
+two devices, in interleaved rounds. Prints one JSON object on stdout.
+
+node1's daemon runs without announcements (and a long settle time), so that
+after a flush of its learned entries a resolution of node2 is a multicast
+REQUEST from rxe1's UD QP and a unicast REPLY from rxe2's: the cold path.
+Times are taken at node1's socket by a Python client, from sending a
+prebuilt RESOLVE (by name, NODELAY off) to the whole answer."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "vm", "guest"))
+sys.path.insert(0, os.path.join(ROOT, "test", "integration"))
+
+import vmlib  # noqa: E402
+from fabric_util import Client, cache_flush, parse_hdr, resolve_request, stats  # noqa: E402
+
+ROUNDS = 5
+
+
+def pingpong(iters):
+    """ibv_ud_pingpong between rxe2 (server) and rxe1: µs per round trip."""
+    srv = subprocess.Popen(["ibv_ud_pingpong", "-d", "rxe2", "-g", "1", "-n", str(iters)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(0.5)
+    cli = subprocess.run(["ibv_ud_pingpong", "-d", "rxe1", "-g", "1", "-n", str(iters),
+                          vmlib.nodes()["node2"]["ipv4"]], capture_output=True, text=True,
+                         timeout=120)
+    srv.communicate(timeout=30)
+    m = re.search(r"([\d.]+) usec/iter", cli.stdout)
+    if cli.returncode or not m:
+        raise RuntimeError("ibv_ud_pingpong: %s%s" % (cli.stdout, cli.stderr))
+    return float(m.group(1))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--samples", type=int, default=300)
+    p.add_argument("--iters", type=int, default=2000, help="pingpong round trips per round")
+    p.add_argument("--gap-us", type=int, default=1000)
+    a = p.parse_args()
+    gap = a.gap_us / 1e6
+
+    vmlib.stop_daemon("node1")
+    vmlib.start_daemon("node1", extra_resolve=("announce_interval = 0", "settle_time = 10m"))
+    sock = vmlib.nodes()["node1"]["socket"]
+    cl = Client(sock, timeout=30)
+    req = resolve_request("node2", "node1")
+
+    def timed():
+        time.sleep(gap)
+        t0 = time.perf_counter()
+        ans = cl.request(req)
+        return time.perf_counter() - t0, ans
+
+    def ok(ans):
+        return ans is not None and len(ans) >= 16 and parse_hdr(ans)["status"] == 0
+
+    r = dict(cold=[], hot=[], fails=0, pingpong_us=[], gap_us=a.gap_us)
+    for rnd in range(ROUNDS + 1):
+        n = 10 if rnd == 0 else max(1, a.samples // ROUNDS)  # round 0: warm-up
+        cold, hot = [], []
+        for _ in range(n):
+            cache_flush(sock)
+            dt1, a1 = timed()
+            dt2, a2 = timed()
+            if not ok(a1) or not ok(a2):
+                r["fails"] += 1
+                continue
+            cold.append(dt1)
+            hot.append(dt2)
+        pp = pingpong(a.iters if rnd else 100)
+        if rnd == 0:
+            continue
+        r["cold"] += cold
+        r["hot"] += hot
+        r["pingpong_us"].append(pp)
+    cl.close()
+    st = stats(sock)
+    r["requests"] = st["fabric_requests_sent"]
+    r["retries"] = st.get("fabric_query_retries", 0)
+    r["hw"] = {d: vmlib.hw_counters(d) for d in ("rxe1", "rxe2")}
+    print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()

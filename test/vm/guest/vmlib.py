@@ -81,9 +81,17 @@ def daemon_pid(node):
 def stop_daemon(node, sig=signal.SIGTERM):
     pid = daemon_pid(node)
     os.kill(pid, sig)
-    # not our child (test/vm/guest-init started it): wait for /proc to drop it
-    wait_until(lambda: not os.path.exists("/proc/%d" % pid) or
-               open("/proc/%d/stat" % pid).read().split()[2] == "Z", 10, "%s exited" % node)
+
+    def gone():
+        # not always our child (test/vm/guest-init may have started it): gone
+        # from /proc, or a zombie
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().split()[2] == "Z"
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+
+    wait_until(gone, 10, "%s exited" % node)
 
 
 def start_daemon(node, extra_resolve=()):

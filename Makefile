@@ -185,7 +185,8 @@ check: all
 	@tools/layercheck $(B)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
-	@$(MAKE) --no-print-directory vmcheck
+	@$(if $(SAN_FLAGS),echo "vmcheck: not with SANITIZE=1 (the guests run build/: make check)",\
+		$(MAKE) --no-print-directory vmcheck)
 
 demo: all
 	test/fabric/demo

@@ -31,11 +31,20 @@ def pingpong(iters):
     """ibv_ud_pingpong between rxe2 (server) and rxe1: µs per round trip."""
     srv = subprocess.Popen(["ibv_ud_pingpong", "-d", "rxe2", "-g", "1", "-n", str(iters)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    time.sleep(0.5)
-    cli = subprocess.run(["ibv_ud_pingpong", "-d", "rxe1", "-g", "1", "-n", str(iters),
-                          vmlib.nodes()["node2"]["ipv4"]], capture_output=True, text=True,
-                         timeout=120)
-    srv.communicate(timeout=30)
+    try:
+        # the server listens (TCP, for the QP numbers) after a while on a
+        # loaded machine: the client tries again
+        for _ in range(20):
+            time.sleep(0.5)
+            cli = subprocess.run(["ibv_ud_pingpong", "-d", "rxe1", "-g", "1", "-n", str(iters),
+                                  vmlib.nodes()["node2"]["ipv4"]], capture_output=True,
+                                 text=True, timeout=120)
+            if "usec/iter" in cli.stdout or srv.poll() is not None:
+                break
+        srv.communicate(timeout=30)
+    finally:
+        srv.kill()
+        srv.wait()
     m = re.search(r"([\d.]+) usec/iter", cli.stdout)
     if cli.returncode or not m:
         raise RuntimeError("ibv_ud_pingpong: %s%s" % (cli.stdout, cli.stderr))

@@ -377,6 +377,7 @@ struct reader {
 	pthread_t t;
 	struct ibres *h;
 	volatile int *stop;
+	volatile unsigned long asked; /* the writer starts once every reader asked */
 	unsigned long hits, fallbacks, bad;
 	unsigned seed;
 };
@@ -395,6 +396,7 @@ static void *reader_main(void *arg)
 		i = (r->seed >> 8) % (HOSTS * 2); /* half of them come and go */
 		snprintf(name, sizeof(name), "h%u", i);
 		ret = ibc_dir_query(r->h, IBRES_T_NAME, name, strlen(name), &got);
+		r->asked++;
 		if (ret) {
 			r->fallbacks++;
 			continue;
@@ -427,6 +429,10 @@ static void test_32_readers_and_a_busy_writer(void **state)
 		rd[i] = (struct reader){ .h = h, .stop = &stop, .seed = i * 77 + 1 };
 		assert_int_equal(pthread_create(&rd[i].t, NULL, reader_main, &rd[i]), 0);
 	}
+	/* on a loaded machine the writer could be done before a reader ran */
+	for (unsigned i = 0, waited = 0; i < READERS && waited < 20000; i++)
+		while (!rd[i].asked && waited++ < 20000)
+			usleep(1000);
 	for (unsigned w = 1; w <= WRITES; w++) {
 		struct ibres_hostrec r;
 		unsigned i;

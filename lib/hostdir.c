@@ -55,6 +55,18 @@ int ibdir_table_of(uint16_t type)
 	return -1;
 }
 
+uint8_t ibdir_key_type(unsigned tab)
+{
+	static const uint8_t types[IBDIR_TABLES] = {
+		[IBDIR_TAB_NAME] = IBRES_KEY_NAME,
+		[IBDIR_TAB_IPV4] = IBRES_KEY_IPV4,
+		[IBDIR_TAB_IPV6] = IBRES_KEY_IPV6,
+		[IBDIR_TAB_GID] = IBRES_KEY_GID,
+	};
+
+	return tab < IBDIR_TABLES ? types[tab] : 0;
+}
+
 uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
 {
 	const uint8_t *p = key;

@@ -127,6 +127,9 @@ int ibdir_path_beside(const char *socket_path, char *out, size_t len);
 /* The table of a key item type (IBRES_T_NAME, _IPV4, _IPV6, _GID), or -1. */
 int ibdir_table_of(uint16_t type);
 
+/* The key type (IBRES_KEY_*) of the keys table @tab holds. */
+uint8_t ibdir_key_type(unsigned tab);
+
 /* The hash of a key in table @tab (names without regard to ASCII case). */
 uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len);
 

@@ -187,10 +187,8 @@ void host_record(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 	r->lid = h->lid;
 	r->qpn = h->qpn;
 	r->pkey = h->pkey;
-	if (h->expires_ms == UINT64_MAX)
-		r->ttl = 0;
-	else
-		r->ttl = h->expires_ms > now_ms ? (uint32_t)((h->expires_ms - now_ms + 999) / 1000) : 0;
+	/* the answers' rule, but 0 for never */
+	r->ttl = h->expires_ms == UINT64_MAX ? 0 : hostrec_ttl_left(h->expires_ms, now_ms);
 }
 
 uint8_t host_origin(const struct host *h)

@@ -240,7 +240,6 @@ int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid
 
 /* --- receiving ---------------------------------------------------------------- */
 
-
 static bool key_matches_host(const struct host_key *k, const struct ibres_hostrec *h)
 {
 	/* a LID is never asked on the fabric */
@@ -483,16 +482,6 @@ static bool name_is_cluster_name(const struct ibres_config *cfg, const struct ho
 					cfg->n_patterns);
 }
 
-bool fabric_may_query(struct fabric *f, const struct host_key *k)
-{
-
-	if (!f || k->type == IBRES_KEY_LID)
-		return false;
-	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
-		return false;
-	return !fabric_authoritative(f);
-}
-
 uint64_t fabric_authoritative_from(struct fabric *f)
 {
 	/* With announcements on, the cache holds the whole directory once the
@@ -503,9 +492,19 @@ uint64_t fabric_authoritative_from(struct fabric *f)
 	return directory_mode(f) ? f->settled_ms : UINT64_MAX;
 }
 
-bool fabric_authoritative(struct fabric *f)
+static bool fabric_authoritative(struct fabric *f)
 {
 	return now_ms() >= fabric_authoritative_from(f);
+}
+
+bool fabric_may_query(struct fabric *f, const struct host_key *k)
+{
+
+	if (!f || k->type == IBRES_KEY_LID)
+		return false;
+	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
+		return false;
+	return !fabric_authoritative(f);
 }
 
 /* --- life cycle ---------------------------------------------------------------- */

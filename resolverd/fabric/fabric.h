@@ -74,11 +74,10 @@ void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep);
  * outside the cluster name patterns, and (authoritative "not found") for
  * cluster names once the settle time has passed without an announcement. */
 bool fabric_may_query(struct fabric *f, const struct host_key *k);
-/* Is a key that the store does not hold known not to exist (no fabric, or
- * a settled directory), names outside the patterns aside? */
-bool fabric_authoritative(struct fabric *f);
-/* Since when (CLOCK_MONOTONIC ms) fabric_authoritative() holds: 0 always,
- * UINT64_MAX never (announcements off). It moves at a resync. */
+/* Since when (CLOCK_MONOTONIC ms) a key that the store does not hold is
+ * known not to exist (no fabric, or a settled directory), names outside the
+ * patterns aside: 0 always, UINT64_MAX never (announcements off). It moves
+ * at a resync. */
 uint64_t fabric_authoritative_from(struct fabric *f);
 
 /* Send one REQUEST for @k with transaction id @tid on every open port (one

@@ -99,13 +99,6 @@ static unsigned rec_keys(const struct ibres_hostrec *r, struct dkey *k)
 	return n;
 }
 
-static const uint8_t store_key_type[IBDIR_TABLES] = {
-	[IBDIR_TAB_NAME] = IBRES_KEY_NAME,
-	[IBDIR_TAB_IPV4] = IBRES_KEY_IPV4,
-	[IBDIR_TAB_IPV6] = IBRES_KEY_IPV6,
-	[IBDIR_TAB_GID] = IBRES_KEY_GID,
-};
-
 /* Does the store give this key to @h? Only then does its slot point at @h. */
 static bool holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k)
 {
@@ -115,7 +108,7 @@ static bool holds(const struct hostdir_pub *p, const struct host *h, const struc
 	if (k->tab == IBDIR_TAB_NAME)
 		host_key_name(&hk, k->data); /* a record's names are NUL-terminated */
 	else
-		host_key_addr(&hk, store_key_type[k->tab], k->data);
+		host_key_addr(&hk, ibdir_key_type(k->tab), k->data);
 	return store_holder(p->store, &hk) == h;
 }
 
@@ -366,7 +359,7 @@ static void on_put(void *arg, struct host *h)
 	for (unsigned i = 0; i < n_old; i++) {
 		const struct dkey *k = &old_keys[i];
 
-		if (to == off && hostrec_has_key(&p->cur, store_key_type[k->tab], k->data, k->len) &&
+		if (to == off && hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) &&
 		    holds(p, h, k))
 			continue;
 		slot_del(p, k, off);

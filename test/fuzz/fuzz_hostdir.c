@@ -30,7 +30,7 @@ static void ask(const uint8_t *img, size_t n, uint64_t now, uint16_t type, const
 	struct ibres_hostrec rec;
 	int ret = ibdir_lookup(img, n, now, type, key, len, &rec);
 
-	if (ret == 0 && !hostrec_has_key(&rec, (uint8_t)(ibdir_table_of(type) + 1), key, len))
+	if (ret == 0 && !hostrec_has_key(&rec, ibdir_key_type((unsigned)ibdir_table_of(type)), key, len))
 		__builtin_trap();
 	if (ret && ret != -ENODATA && ret != -EAGAIN && ret != -ESTALE && ret != -EBADMSG)
 		__builtin_trap();

@@ -5,12 +5,13 @@
  * removals, a new bound, time steps, walks) on a store of at most a few
  * learned hosts over a small universe of keys, so that hosts collide,
  * addresses move and the bound evicts all the time. After every operation
- * store_check() must pass, the learned hosts stay within the bound, every
- * key of the index is listed by its host and none is also a negative
- * answer (store_check() itself after every few operations and at the end). An insert must fail with -EINVAL exactly when the record breaks
- * the contract (and then change nothing); otherwise every key of the record
- * is on the new host or on a more authoritative one, and the new host's
- * record is exactly the one inserted. Any violation abort()s.
+ * the learned hosts stay within the bound; after every few operations and
+ * at the end store_check() must pass, every key of the index is listed by
+ * its host and none is also a negative answer. An insert must fail with
+ * -EINVAL exactly when the record breaks the contract (and then change
+ * nothing); otherwise every key of the record is on the new host or on a
+ * more authoritative one, and the new host's record is exactly the one
+ * inserted. Any violation abort()s.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -304,19 +305,20 @@ static const struct host *find_ident(const struct host_key *id)
 	return NULL;
 }
 
-/* Invariants after every operation; the walk is what the next operation's
- * checks read. store_check() (which also finds a key indexed twice) runs
- * after every CHECK_EVERY-th operation and at the end: a broken index stays
- * broken, so a later check still sees it, and checking after every
- * operation took most of the time. */
+/* Invariants: the counts after every operation; the walk's and
+ * store_check()'s (which also finds a key indexed twice) after every
+ * CHECK_EVERY-th operation and at the end. A broken index stays broken, so
+ * a later check still sees it, and walking after every operation took most
+ * of the time. (An operation whose own checks need the walk walks.) */
 static void check_store(struct fstate *s)
 {
 	unsigned i, j, hosts_keys = 0, negs = 0;
 
-	if (++s->steps % CHECK_EVERY == 0 || !s->n)
-		check(store_check(&s->s) == 0);
 	check(s->s.stats.learned <= s->s.max_hosts);
 	check(s->s.stats.keys == s->s.n_keys);
+	if (++s->steps % CHECK_EVERY && s->n)
+		return;
+	check(store_check(&s->s) == 0);
 	walk(s);
 	for (i = 0; i < W.n; i++) {
 		if (W.hosts[i]) {

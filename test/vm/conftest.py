@@ -12,16 +12,19 @@ VM_RUN = os.path.join(ROOT, "test", "vm", "run")
 SKIP = 77
 
 
-def vm_run(*command, nodes=3, daemons=False, systemd=False, timeout=240, env=None):
+def vm_run(*command, nodes=3, daemons=False, systemd=False, debs=None, timeout=240, env=None):
     """Boot the VM, run @command in it; the CompletedProcess. Skips the test
-    when this machine cannot run a guest (status 77)."""
+    when this machine cannot run a guest (status 77). @debs: a folder of
+    Debian packages to install (with @systemd)."""
     args = [VM_RUN, "--nodes", str(nodes), "--timeout", str(timeout)]
     if daemons:
         args.append("--daemons")
     if systemd:
         args.append("--systemd")
+    if debs:
+        args += ["--debs", debs]
     proc = subprocess.run(args + ["--"] + list(command), capture_output=True, text=True,
-                          timeout=timeout + 180, env=env)
+                          timeout=timeout + 300, env=env)
     if proc.returncode == SKIP and "cannot run a guest" in proc.stderr:
         pytest.skip(proc.stderr.strip().splitlines()[-1])
     return proc

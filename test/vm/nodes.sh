@@ -152,27 +152,43 @@ stop_daemons() {
 		rm -f "$f"
 	done
 }
-# --systemd: nss-ib installed as a package would install it (make install
-# into the overlay), node1's ibresd the system's daemon: its config
-# /etc/ibres/ibresd.conf from `ibresctl config generate --device rxe1 --name
-# node1`, serving ibacm's socket too (ibresd-acm.socket); ibresd.socket and
-# ibresd-acm.socket enabled, rdma-core's ibacm masked; `ib` in nsswitch.conf.
+# --systemd: nss-ib installed into the overlay, by make install or (--debs)
+# by dpkg from the Debian packages, node1's ibresd the system's daemon: its
+# config /etc/ibres/ibresd.conf from `ibresctl config generate --device rxe1
+# --name node1`, serving ibacm's socket too (ibresd-acm.socket); rdma-core's
+# ibacm masked; `ib` in nsswitch.conf (ibres-nsswitch, as libnss-ib's
+# postinst tells the administrator). make install enables nothing: the
+# harness enables ibresd.socket and ibresd-acm.socket. The packages' own
+# scripts enable ibresd.service with its sockets (dh_installsystemd; no start
+# while systemd is not running, as in an image build); ibresd-acm.socket,
+# which takes ibacm's paths, is the administrator's choice: enabled here.
 # systemd then boots nss-ib-vm.target: basic.target and one service running
 # COMMAND, which powers the guest off when COMMAND ends.
 setup_systemd() {
-	local build=$VM_CHECKOUT/build units=/etc/systemd/system
-	make -C "$VM_CHECKOUT" -o all --no-print-directory install DESTDIR=/ PREFIX=/usr \
-		>"$VMDIR/install.log" 2>&1 || { cat "$VMDIR/install.log" >&2; return 1; }
-	"$build/ibresctl" config generate --device rxe1 --name node1 |
+	local units=/etc/systemd/system ctl=$VM_CHECKOUT/build/ibresctl
+	local nsswitch=(python3 "$VM_CHECKOUT/tools/ibres-nsswitch")
+	if [ "$VM_DEBS" = 1 ]; then
+		# man-db's trigger would index every manual page, for minutes
+		# under TCG: off, as image builds do
+		rm -f /var/lib/man-db/auto-update
+		dpkg -i "$HOST"/debs/*.deb >"$VMDIR/install.log" 2>&1 ||
+			{ cat "$VMDIR/install.log" >&2; return 1; }
+		ctl=/usr/bin/ibresctl nsswitch=(/usr/sbin/ibres-nsswitch)
+		systemctl --quiet enable ibresd-acm.socket || return 1
+	else
+		make -C "$VM_CHECKOUT" -o all --no-print-directory install DESTDIR=/ PREFIX=/usr \
+			>"$VMDIR/install.log" 2>&1 || { cat "$VMDIR/install.log" >&2; return 1; }
+		systemctl --quiet enable ibresd.socket ibresd-acm.socket || return 1
+	fi
+	"$ctl" config generate --device rxe1 --name node1 |
 		sed -e '/^socket = /a acm_socket = /run/ibacm-unix.sock' >/etc/ibres/ibresd.conf ||
 		return 1
 	systemctl --quiet mask ibacm.socket ibacm.service || return 1
-	systemctl --quiet enable ibresd.socket ibresd-acm.socket || return 1
-	python3 "$VM_CHECKOUT/tools/ibres-nsswitch" enable --quiet || return 1
+	"${nsswitch[@]}" enable --quiet || return 1
 	{
 		echo "#!/bin/bash"
-		declare -p VM_NODES VM_CWD VM_TIMEOUT VM_COMMAND VM_TERM
-		echo 'export VM_NODES TERM=$VM_TERM PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+		declare -p VM_NODES VM_CWD VM_TIMEOUT VM_COMMAND VM_TERM VM_DEBS
+		echo 'export VM_NODES VM_DEBS TERM=$VM_TERM PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 		echo 'cd "$VM_CWD" || exit 125'
 		echo 'timeout -k 5 "$VM_TIMEOUT" "${VM_COMMAND[@]}" </dev/null >/dev/ttyS1 2>/dev/ttyS0'
 		echo 'echo $? >/run/nss-ib-vm/host/status'

@@ -13,6 +13,8 @@ IBRESD = os.path.join(BUILD, "ibresd")
 IBRESCTL = os.path.join(BUILD, "ibresctl")
 VMDIR = "/run/nss-ib-vm"
 QKEY = 0xC9425253  # IBRES_QKEY, resolverd/ib/sa_mad.h
+NETLINK_RDMA = 20
+LS_GROUP_BIT = 1 << (3 - 1)  # RDMA_NL_GROUP_LS as a group mask
 
 
 def nodes():
@@ -121,3 +123,29 @@ def start_daemon(node, extra_resolve=()):
         raise AssertionError("%s's daemon did not start:\n%s" % (
             node, open("%s/%s.log" % (VMDIR, node)).read()[-2000:]))
     return proc
+
+
+def socket_inodes(pid):
+    """The inodes of the sockets process @pid holds."""
+    inodes = set()
+    fd_dir = "/proc/%d/fd" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            m = re.match(r"socket:\[(\d+)\]$", os.readlink(os.path.join(fd_dir, fd)))
+        except OSError:
+            continue
+        if m:
+            inodes.add(int(m.group(1)))
+    return inodes
+
+
+def rdma_netlink_sockets():
+    """(groups, inode) of every NETLINK_RDMA socket, from /proc/net/netlink."""
+    rows = []
+    with open("/proc/net/netlink") as f:
+        header = f.readline().split()
+        for line in f:
+            row = dict(zip(header, line.split()))
+            if int(row["Eth"]) == NETLINK_RDMA:
+                rows.append((int(row["Groups"], 16), int(row["Inode"])))
+    return rows

@@ -4,39 +4,12 @@ local-service group (RDMA_NL_GROUP_LS, 3) of a real RDMA kernel and tells the
 kernel its wait (SET_TIMEOUT), which the kernel takes from a process with
 CAP_NET_ADMIN. RoCE ports send no path queries (the kernel asks for IB ports
 only): the end-to-end check is doc/hardware-testing.md, step 13."""
-import os
 import re
 
-from vmlib import VMDIR, daemon_pid, nodes, stats, wait_until
+from vmlib import (LS_GROUP_BIT, VMDIR, daemon_pid, nodes, rdma_netlink_sockets, socket_inodes,
+                   stats, wait_until)
 
-NETLINK_RDMA = 20
-LS_GROUP_BIT = 1 << (3 - 1)
 CAP_NET_ADMIN = 12
-
-
-def socket_inodes(pid):
-    inodes = set()
-    fd_dir = "/proc/%d/fd" % pid
-    for fd in os.listdir(fd_dir):
-        try:
-            m = re.match(r"socket:\[(\d+)\]$", os.readlink(os.path.join(fd_dir, fd)))
-        except OSError:
-            continue
-        if m:
-            inodes.add(int(m.group(1)))
-    return inodes
-
-
-def rdma_netlink_sockets():
-    """(groups, inode) of every NETLINK_RDMA socket, from /proc/net/netlink."""
-    rows = []
-    with open("/proc/net/netlink") as f:
-        header = f.readline().split()
-        for line in f:
-            row = dict(zip(header, line.split()))
-            if int(row["Eth"]) == NETLINK_RDMA:
-                rows.append((int(row["Groups"], 16), int(row["Inode"])))
-    return rows
 
 
 def log_of(node):

@@ -1,12 +1,19 @@
 """In the VM booted with systemd as PID 1 (--systemd --daemons, 2 nodes):
-nss-ib installed by `make install`, node1's ibresd the system's daemon behind
-ibresd.socket and ibresd-acm.socket, node2's a plain process."""
+nss-ib installed from its Debian packages with dpkg (test/vm/run --debs; by
+`make install` where the host cannot build them), node1's ibresd the system's
+daemon behind ibresd.socket, ibresd-acm.socket and ibresd-kernel.socket,
+node2's a plain process."""
 import os
 import re
+import socket
+import struct
 import subprocess
 import time
 
-from vmlib import known, nodes, run, stats, wait_until
+import pytest
+
+from vmlib import (LS_GROUP_BIT, NETLINK_RDMA, known, nodes, rdma_netlink_sockets, run,
+                   socket_inodes, stats, wait_until)
 
 ENV = dict(os.environ, SYSTEMD_PAGER="", SYSTEMD_COLORS="0")
 CONF = "/etc/ibres/ibresd.conf"
@@ -22,6 +29,44 @@ def prop(unit, name):
 
 def main_pid():
     return int(prop("ibresd.service", "MainPID"))
+
+
+PACKAGES = ("ibresd", "libnss-ib", "libibres1", "libibres-dev", "ibres-tools")
+MULTIARCH = "x86_64-linux-gnu"
+
+
+@pytest.mark.skipif(os.environ.get("VM_DEBS") != "1", reason="installed by make install")
+def test_installed_from_the_debian_packages_the_debian_way():
+    for pkg in PACKAGES:
+        r = run(["dpkg-query", "-W", "-f", "${Status} ${Version}", pkg], check=True)
+        assert r.stdout.startswith("install ok installed "), (pkg, r.stdout)
+    # the files are the packages': programs, NSS module, units
+    owners = {"/usr/sbin/ibresd": "ibresd", "/usr/bin/ibresctl": "ibres-tools",
+              "/usr/sbin/ibres-nsswitch": "libnss-ib",
+              "/usr/lib/%s/libnss_ib.so.2" % MULTIARCH: "libnss-ib",
+              "/lib/systemd/system/ibresd.service": "ibresd",
+              "/lib/systemd/system/ibresd-kernel.socket": "ibresd"}
+    for path, pkg in owners.items():
+        r = run(["dpkg", "-S", path], check=True)
+        assert r.stdout.split(":")[0] == pkg, r.stdout
+    assert not os.path.exists("/usr/local/sbin/ibresd")
+    for unit in ("ibresd.service", "ibresd.socket", "ibresd-kernel.socket"):
+        assert prop(unit, "FragmentPath") == "/lib/systemd/system/" + unit
+    # dh_installsystemd enabled the service and, through its Also=, both of
+    # its sockets (the harness enabled only ibresd-acm.socket, the
+    # administrator's choice); nothing was started at install (systemd was
+    # not running yet, as in an image build), the boot started the sockets
+    assert systemctl("is-enabled", "ibresd.service").stdout.strip() == "enabled"
+    for unit in ("ibresd.socket", "ibresd-kernel.socket"):
+        assert systemctl("is-enabled", unit).stdout.strip() == "enabled", unit
+    log = open("/run/nss-ib-vm/install.log").read()
+    assert "Created symlink" in log and "ibresd.service" in log, log
+    assert "/etc/nsswitch.conf was not changed" in log, log  # libnss-ib's postinst says how
+    # the daemon systemd runs is the packaged one
+    r = run(["getent", "hosts", "node2"], timeout=30, env=dict(os.environ, IBRES_DIRECTORY="off"))
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: main_pid() > 0, 10, "ibresd.service runs")
+    assert os.readlink("/proc/%d/exe" % main_pid()) == "/usr/sbin/ibresd"
 
 
 def test_first_query_activates_the_daemon_and_it_reports_ready():
@@ -103,6 +148,70 @@ def test_stop_says_goodbye_and_the_socket_starts_it_again():
             env=dict(os.environ, IBRES_DIRECTORY="off"))
     assert r.returncode == 0
     assert prop("ibresd.service", "ActiveState") == "active"
+
+
+LS_NLA_TYPE_DGID = 4
+RDMA_NL_LS = 4
+RDMA_NL_LS_OP_RESOLVE = 0
+NLM_F_REQUEST = 1
+
+
+def ls_resolve(device, port, dgid, seq):
+    """An RDMA_NL_LS RESOLVE message laid out as the kernel sends it
+    (rdma/rdma_netlink.h): struct rdma_ls_resolve_header (device name, port,
+    path use ALL), aligned, then a DGID attribute."""
+    body = device.encode().ljust(64, b"\0") + bytes([port, 0]) + b"\0\0"
+    body += struct.pack("=HH", 4 + 16, LS_NLA_TYPE_DGID) + dgid
+    return struct.pack("=IHHII", 16 + len(body), RDMA_NL_LS << 10 | RDMA_NL_LS_OP_RESOLVE,
+                       NLM_F_REQUEST, seq, 0) + body
+
+
+def kernel_path_sockets(pid):
+    """Inodes of @pid's NETLINK_RDMA sockets in the local-service group."""
+    mine = socket_inodes(pid)
+    return [inode for groups, inode in rdma_netlink_sockets()
+            if groups & LS_GROUP_BIT and inode in mine]
+
+
+def test_a_kernel_path_query_starts_the_daemon_through_ibresd_kernel_socket():
+    """ListenNetlink=rdma 4: systemd holds the local-service group's socket
+    while no daemon runs; a query that arrives starts ibresd.service, which
+    takes that socket and reads the query waiting in it. On an InfiniBand
+    port the sender is the kernel (RoCE ports send no path queries); here a
+    root process sends to the same group. ibresd takes queries from the
+    kernel only (netlink port 0), so it drops this one and counts it in
+    kpath_malformed: the count shows the query queued before the daemon
+    ran reached the daemon systemd started for it."""
+    systemctl("stop", "ibresd.service")
+    wait_until(lambda: prop("ibresd.service", "ActiveState") == "inactive", 10,
+               "ibresd.service stopped")
+    systemctl("start", "ibresd-kernel.socket")
+    assert prop("ibresd-kernel.socket", "ActiveState") == "active"
+    held = kernel_path_sockets(1)
+    assert len(held) == 1, rdma_netlink_sockets()
+    # nothing else wakes the daemon meanwhile
+    time.sleep(2)
+    assert prop("ibresd.service", "ActiveState") == "inactive"
+    since = time.strftime("%Y-%m-%d %H:%M:%S")
+    dgid = socket.inet_pton(socket.AF_INET6, nodes()["node2"]["gid"])
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_RDMA) as s:
+        s.bind((0, 0))
+        s.sendto(ls_resolve("rxe1", 1, dgid, 7), (0, LS_GROUP_BIT))
+    wait_until(lambda: prop("ibresd.service", "ActiveState") == "active", 30,
+               "the query started ibresd.service")
+    assert "ibresd-kernel.socket" in prop("ibresd.service", "TriggeredBy").split()
+    pid = main_pid()
+    # the daemon serves systemd's socket, and binds no second one
+    assert kernel_path_sockets(pid) == held
+    s = stats("node1")
+    assert s["kpath_malformed"] == 1 and s["kpath_requests"] == 0, s
+    r = run(["journalctl", "--no-pager", "-u", "ibresd.service", "-o", "cat", "--since", since],
+            env=ENV, check=True)
+    assert "listening on NETLINK_RDMA group 3 (socket from systemd)" in r.stdout, r.stdout
+    # it keeps CAP_NET_ADMIN for as long as it serves the kernel
+    with open("/proc/%d/status" % pid) as f:
+        eff = int(re.search(r"^CapEff:\s*([0-9a-f]+)$", f.read(), re.M).group(1), 16)
+    assert eff & (1 << 12), hex(eff)
 
 
 def timed(cmd, env=None, timeout=30):

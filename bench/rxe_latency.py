@@ -27,17 +27,20 @@ from fabric_util import Client, cache_flush, parse_hdr, resolve_request, stats  
 ROUNDS = 5
 
 
-def pingpong(iters):
-    """ibv_ud_pingpong between rxe2 (server) and rxe1: µs per round trip."""
-    srv = subprocess.Popen(["ibv_ud_pingpong", "-d", "rxe2", "-g", "1", "-n", str(iters)],
+def pingpong(iters, events=False):
+    """ibv_ud_pingpong between rxe2 (server) and rxe1: µs per round trip.
+    @events: both sides sleep on their completion channel (-e), as a daemon
+    does, instead of spinning on the CQ."""
+    opts = ["-g", "1", "-n", str(iters)] + (["-e"] if events else [])
+    srv = subprocess.Popen(["ibv_ud_pingpong", "-d", "rxe2"] + opts,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # the server listens (TCP, for the QP numbers) after a while on a
         # loaded machine: the client tries again
         for _ in range(20):
             time.sleep(0.5)
-            cli = subprocess.run(["ibv_ud_pingpong", "-d", "rxe1", "-g", "1", "-n", str(iters),
-                                  vmlib.nodes()["node2"]["ipv4"]], capture_output=True,
+            cli = subprocess.run(["ibv_ud_pingpong", "-d", "rxe1"] + opts +
+                                 [vmlib.nodes()["node2"]["ipv4"]], capture_output=True,
                                  text=True, timeout=120)
             if "usec/iter" in cli.stdout or srv.poll() is not None:
                 break
@@ -74,7 +77,7 @@ def main():
     def ok(ans):
         return ans is not None and len(ans) >= 16 and parse_hdr(ans)["status"] == 0
 
-    r = dict(cold=[], hot=[], fails=0, pingpong_us=[], gap_us=a.gap_us)
+    r = dict(cold=[], hot=[], fails=0, pingpong_us=[], pingpong_events_us=[], gap_us=a.gap_us)
     for rnd in range(ROUNDS + 1):
         n = 10 if rnd == 0 else max(1, a.samples // ROUNDS)  # round 0: warm-up
         cold, hot = [], []
@@ -88,11 +91,13 @@ def main():
             cold.append(dt1)
             hot.append(dt2)
         pp = pingpong(a.iters if rnd else 100)
+        ppe = pingpong(a.iters if rnd else 100, events=True)
         if rnd == 0:
             continue
         r["cold"] += cold
         r["hot"] += hot
         r["pingpong_us"].append(pp)
+        r["pingpong_events_us"].append(ppe)
     cl.close()
     st = stats(sock)
     r["requests"] = st["fabric_requests_sent"]

@@ -61,7 +61,7 @@ def wait_until(pred, timeout, what):
         if pred():
             return
         time.sleep(0.1)
-    raise AssertionError("after %.0fs: %s" % (timeout, what))
+    raise AssertionError("after %.0fs: %s" % (timeout, what() if callable(what) else what))
 
 
 def acme(node, fmt, src, dst):

@@ -145,15 +145,19 @@ def test_every_resolution_succeeds_once_within_its_bound_under_netem(chaos):
     quiet()
     after = {n: stats(n) for n in NAMES}
     check_counters(before, after, asked)
-    # netem did its part on every link
+    # every node's datagrams went through its netem qdisc, and netem lost
+    # some (each link loses 30 %, but a link that carried a dozen datagrams
+    # loses none of them in about 1 run of 70: not asserted per link)
+    sent = {d: netem_counts(d)[0] - netem_before[d][0] for d in chaos}
     drops = {d: netem_counts(d)[1] - netem_before[d][1] for d in chaos}
-    assert all(v > 0 for v in drops.values()), drops
+    assert all(v > 0 for v in sent.values()), sent
+    assert sum(drops.values()) > 0, drops
     delta = lambda k: sum(after[n][k] - before[n][k] for n in NAMES)  # noqa: E731
     print("chaos: %d resolutions, slowest %.2f s (bound %.1f s); %d REQUESTs, %d retries, "
-          "%d REPLYs, %d unsolicited; netem drops %s" % (
+          "%d REPLYs, %d unsolicited; netem sent %s, dropped %s" % (
               sum(asked.values()), slowest, BOUND_S, delta("fabric_requests_sent"),
               delta("fabric_query_retries"), delta("fabric_replies_sent"),
-              delta("fabric_rx_unsolicited"), drops))
+              delta("fabric_rx_unsolicited"), sent, drops))
 
 
 def check_counters(before, after, asked):

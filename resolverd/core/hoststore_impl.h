@@ -19,8 +19,12 @@
 #include "core/hoststore.h"
 
 #define SLOTS_MIN 64u
+#ifndef IDENTS_MIN /* fuzzing builds use a few: every sweep walks them all */
 #define IDENTS_MIN 64u
+#endif
+#ifndef NEG_BUCKETS
 #define NEG_BUCKETS 4096u
+#endif
 
 struct host_path {
 	struct host_path *next;

@@ -112,6 +112,7 @@ def test_config_keys(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "kernel_paths = no\n" in r.stdout and "kernel_path_timeout = 250ms\n" in r.stdout
     r = run([IBRESD, "--check-config", "--config", str(tmp_path / "none")])
+    assert r.returncode != 0  # a missing config is an error, not the defaults
     conf.write_text(config_with({"resolve": []}))
     r = run([IBRESD, "--check-config", "--config", str(conf)])
     assert "kernel_paths = yes\n" in r.stdout and "kernel_path_timeout = 1s\n" in r.stdout

@@ -31,6 +31,18 @@ def main_pid():
     return int(prop("ibresd.service", "MainPID"))
 
 
+def who_started(since):
+    """What systemd logged about ibresd's units since @since (at debug level
+    it names the socket whose traffic started the service), and who holds a
+    connection to a socket in /run/ibres: for a failure's message."""
+    log = run(["journalctl", "--no-pager", "-o", "short-monotonic", "--since", since],
+              env=ENV).stdout
+    lines = [l for l in log.splitlines()
+             if "ibresd" in l and re.search(r"Incoming traffic|Trigger|Start|Stop|Deactiv", l)]
+    ss = run(["ss", "-xpn"], env=ENV).stdout
+    return "\n".join(lines[-40:] + [l for l in ss.splitlines() if "ibres" in l or "ibacm" in l])
+
+
 PACKAGES = ("ibresd", "libnss-ib", "libibres1", "libibres-dev", "ibres-tools")
 MULTIARCH = "x86_64-linux-gnu"
 
@@ -78,9 +90,14 @@ def test_first_query_activates_the_daemon_and_it_reports_ready():
     # client sockets stay and wait for the next query (the kernel's path
     # query socket too would start it again at once: stopped for this test
     # and the next ones)
-    systemctl("stop", "ibresd-kernel.socket", "ibresd.service")
-    wait_until(lambda: prop("ibresd.service", "ActiveState") == "inactive", 10,
-               "ibresd.service stopped")
+    since = time.strftime("%Y-%m-%d %H:%M:%S")
+    systemctl("log-level", "debug")
+    try:
+        systemctl("stop", "ibresd-kernel.socket", "ibresd.service")
+        wait_until(lambda: prop("ibresd.service", "ActiveState") == "inactive", 10,
+                   lambda: "ibresd.service stopped\n" + who_started(since))
+    finally:
+        systemctl("log-level", "info")
     # rdma-core's ibacm is masked: ibresd-acm.socket owns ibacm's paths
     assert prop("ibacm.socket", "LoadState") == "masked"
     assert os.readlink("/run/ibacm.sock") == "/run/ibacm-unix.sock"
@@ -138,8 +155,14 @@ def test_reload_rereads_the_config():
 def test_stop_says_goodbye_and_the_socket_starts_it_again():
     assert known("node2", "node1")
     before = stats("node2")["fabric_goodbyes_rx"]
-    systemctl("stop", "ibresd.service")
-    assert prop("ibresd.service", "ActiveState") == "inactive"
+    since = time.strftime("%Y-%m-%d %H:%M:%S")
+    systemctl("log-level", "debug")
+    try:
+        systemctl("stop", "ibresd.service")
+        state = prop("ibresd.service", "ActiveState")
+    finally:
+        systemctl("log-level", "info")
+    assert state == "inactive", (state, who_started(since))
     wait_until(lambda: not known("node2", "node1"), 5, "node2 forgot node1")
     assert stats("node2")["fabric_goodbyes_rx"] == before + 1
     # the socket stayed: the next query starts the daemon again
@@ -190,10 +213,12 @@ def test_a_kernel_path_query_starts_the_daemon_through_ibresd_kernel_socket():
     # module) connects to ibresd.socket and starts the daemon again, so the
     # client socket is stopped too while the kernel's socket alone can start
     # it; ibresd.service wants ibresd.socket, which starts with it again
+    since = time.strftime("%Y-%m-%d %H:%M:%S")
     systemctl("stop", "ibresd.socket", "ibresd.service")
     wait_until(lambda: prop("ibresd.service", "ActiveState") == "inactive", 10,
-               lambda: "ibresd.service stopped (it is %s/%s)" % (
-                   prop("ibresd.service", "ActiveState"), prop("ibresd.service", "SubState")))
+               lambda: "ibresd.service stopped (it is %s/%s)\n%s" % (
+                   prop("ibresd.service", "ActiveState"), prop("ibresd.service", "SubState"),
+                   who_started(since)))
     time.sleep(1)
     assert prop("ibresd.service", "ActiveState") == "inactive"
     # systemd says which socket had the traffic at debug level

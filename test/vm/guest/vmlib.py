@@ -96,8 +96,9 @@ def stop_daemon(node, sig=signal.SIGTERM):
     wait_until(gone, 10, "%s exited" % node)
 
 
-def start_daemon(node, extra_resolve=()):
-    """Start @node's daemon again from its config (plus [resolve] lines)."""
+def start_daemon(node, extra_resolve=(), argv_prefix=()):
+    """Start @node's daemon again from its config (plus [resolve] lines),
+    through @argv_prefix (a program that ends by exec'ing the rest) if given."""
     conf = "%s/%s.conf" % (VMDIR, node)
     if extra_resolve:
         text = open(conf).read()
@@ -113,7 +114,8 @@ def start_daemon(node, extra_resolve=()):
     if os.path.exists(sock):
         os.unlink(sock)
     log = open("%s/%s.log" % (VMDIR, node), "a")
-    proc = subprocess.Popen([IBRESD, "--foreground", "--config", conf], stdout=log,
+    proc = subprocess.Popen(list(argv_prefix) + [IBRESD, "--foreground", "--config", conf],
+                            stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     with open("%s/%s.pid" % (VMDIR, node), "w") as f:
         f.write(str(proc.pid))

@@ -6,8 +6,8 @@ CAP_NET_ADMIN. RoCE ports send no path queries (the kernel asks for IB ports
 only): the end-to-end check is doc/hardware-testing.md, step 13."""
 import re
 
-from vmlib import (LS_GROUP_BIT, VMDIR, daemon_pid, nodes, rdma_netlink_sockets, socket_inodes,
-                   stats, wait_until)
+from vmlib import (LS_GROUP_BIT, NETLINK_RDMA, VMDIR, daemon_pid, nodes, rdma_netlink_sockets,
+                   socket_inodes, start_daemon, stats, stop_daemon, wait_until)
 
 CAP_NET_ADMIN = 12
 
@@ -47,3 +47,42 @@ def test_roce_ports_send_no_queries():
     # name through rdma_getaddrinfo): nothing reaches the local service
     for node in nodes():
         assert stats(node)["kpath_requests"] == 0
+
+
+# Hands ibresd a NETLINK_RDMA socket the way systemd passes one (fd 3,
+# LISTEN_FDS, LISTEN_PID of the process that then runs ibresd), bound to no
+# group: what a unit saying `ListenNetlink=rdma 3` (the group's number where
+# systemd wants a mask of groups) would pass.
+PASS_UNJOINED = """
+import os, socket, sys
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, %d)
+s.bind((0, 0))
+if s.fileno() != 3:
+    os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
+os.execv(sys.argv[1], sys.argv[1:])
+""" % NETLINK_RDMA
+
+
+def test_a_passed_socket_outside_the_group_is_made_to_join_it():
+    """Last in this file: node3's daemon, restarted with such a socket, says
+    so, joins the local-service group itself on that same socket, and binds
+    no second one; node3 then gets its ordinary daemon back."""
+    node = "node3"
+    stop_daemon(node)
+    seen = len(log_of(node))
+    try:
+        start_daemon(node, argv_prefix=("python3", "-c", PASS_UNJOINED))
+        wait_until(lambda: "kernel path queries: listening" in log_of(node)[seen:], 10,
+                   "%s listens for kernel path queries" % node)
+        log = log_of(node)[seen:]
+        assert "is not in the local-service group" in log, log
+        assert "listening on NETLINK_RDMA group 3 (socket from systemd)" in log, log
+        pid = daemon_pid(node)
+        mine = [g for g, inode in rdma_netlink_sockets() if inode in socket_inodes(pid)]
+        assert len(mine) == 1 and mine[0] & LS_GROUP_BIT, [hex(g) for g in mine]
+        assert stats(node)["kpath_tx_errors"] == 0
+    finally:
+        stop_daemon(node)
+        start_daemon(node)

@@ -184,13 +184,15 @@ setup_systemd() {
 		sed -e '/^socket = /a acm_socket = /run/ibacm-unix.sock' >/etc/ibres/ibresd.conf ||
 		return 1
 	systemctl --quiet mask ibacm.socket ibacm.service || return 1
-	# a quiet node: this machine's timesyncd (NTP server names) and timers
-	# (apt) look host names up in the background, through nss-ib once it is
-	# in nsswitch.conf, and any such lookup starts a stopped ibresd again
-	# through ibresd.socket, under the tests that stop it
-	systemctl --quiet mask systemd-timesyncd.service apt-daily.timer \
-		apt-daily-upgrade.timer man-db.timer dpkg-db-backup.timer e2scrub_all.timer \
-		fstrim.timer || return 1
+	# a quiet node: time daemons (NTP server names) and this machine's
+	# enabled timers (apt, ...) look host names up in the background, through
+	# nss-ib once it is in nsswitch.conf, and any such lookup starts a stopped
+	# ibresd again through ibresd.socket, under the tests that stop it
+	local quiet=(systemd-timesyncd.service chrony.service ntpsec.service) t
+	for t in /etc/systemd/system/timers.target.wants/*.timer; do
+		[ -e "$t" ] && quiet+=("${t##*/}")
+	done
+	systemctl --quiet mask "${quiet[@]}" || return 1
 	"${nsswitch[@]}" enable --quiet || return 1
 	{
 		echo "#!/bin/bash"

@@ -31,6 +31,19 @@ def main_pid():
     return int(prop("ibresd.service", "MainPID"))
 
 
+def stop_watched(*units):
+    """systemctl stop @units with systemd logging at debug level meanwhile
+    (it then names the socket whose traffic starts the service again); the
+    time it began, for who_started()."""
+    since = time.strftime("%Y-%m-%d %H:%M:%S")
+    systemctl("log-level", "debug")
+    try:
+        systemctl("stop", *units)
+    finally:
+        systemctl("log-level", "info")
+    return since
+
+
 def who_started(since):
     """What systemd logged about ibresd's units since @since (at debug level
     it names the socket whose traffic started the service), and who holds a
@@ -90,14 +103,9 @@ def test_first_query_activates_the_daemon_and_it_reports_ready():
     # client sockets stay and wait for the next query (the kernel's path
     # query socket too would start it again at once: stopped for this test
     # and the next ones)
-    since = time.strftime("%Y-%m-%d %H:%M:%S")
-    systemctl("log-level", "debug")
-    try:
-        systemctl("stop", "ibresd-kernel.socket", "ibresd.service")
-        wait_until(lambda: prop("ibresd.service", "ActiveState") == "inactive", 10,
-                   lambda: "ibresd.service stopped\n" + who_started(since))
-    finally:
-        systemctl("log-level", "info")
+    since = stop_watched("ibresd-kernel.socket", "ibresd.service")
+    wait_until(lambda: prop("ibresd.service", "ActiveState") == "inactive", 10,
+               lambda: "ibresd.service stopped\n" + who_started(since))
     # rdma-core's ibacm is masked: ibresd-acm.socket owns ibacm's paths
     assert prop("ibacm.socket", "LoadState") == "masked"
     assert os.readlink("/run/ibacm.sock") == "/run/ibacm-unix.sock"
@@ -155,13 +163,8 @@ def test_reload_rereads_the_config():
 def test_stop_says_goodbye_and_the_socket_starts_it_again():
     assert known("node2", "node1")
     before = stats("node2")["fabric_goodbyes_rx"]
-    since = time.strftime("%Y-%m-%d %H:%M:%S")
-    systemctl("log-level", "debug")
-    try:
-        systemctl("stop", "ibresd.service")
-        state = prop("ibresd.service", "ActiveState")
-    finally:
-        systemctl("log-level", "info")
+    since = stop_watched("ibresd.service")
+    state = prop("ibresd.service", "ActiveState")
     assert state == "inactive", (state, who_started(since))
     wait_until(lambda: not known("node2", "node1"), 5, "node2 forgot node1")
     assert stats("node2")["fabric_goodbyes_rx"] == before + 1
@@ -213,8 +216,7 @@ def test_a_kernel_path_query_starts_the_daemon_through_ibresd_kernel_socket():
     # module) connects to ibresd.socket and starts the daemon again, so the
     # client socket is stopped too while the kernel's socket alone can start
     # it; ibresd.service wants ibresd.socket, which starts with it again
-    since = time.strftime("%Y-%m-%d %H:%M:%S")
-    systemctl("stop", "ibresd.socket", "ibresd.service")
+    since = stop_watched("ibresd.socket", "ibresd.service")
     wait_until(lambda: prop("ibresd.service", "ActiveState") == "inactive", 10,
                lambda: "ibresd.service stopped (it is %s/%s)\n%s" % (
                    prop("ibresd.service", "ActiveState"), prop("ibresd.service", "SubState"),

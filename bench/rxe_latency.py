@@ -59,6 +59,9 @@ def main():
     p.add_argument("--samples", type=int, default=300)
     p.add_argument("--iters", type=int, default=2000, help="pingpong round trips per round")
     p.add_argument("--gap-us", type=int, default=1000)
+    p.add_argument("--client", help="bench/resolve_latency.c, built")
+    p.add_argument("--echo", help="bench/echo_server.c, built: with --client, also time "
+                   "the zero-work floor of a Unix-socket round trip")
     a = p.parse_args()
     gap = a.gap_us / 1e6
 
@@ -77,10 +80,31 @@ def main():
     def ok(ans):
         return ans is not None and len(ans) >= 16 and parse_hdr(ans)["status"] == 0
 
-    r = dict(cold=[], hot=[], fails=0, pingpong_us=[], pingpong_events_us=[], gap_us=a.gap_us)
+    def c_client(n, path=sock, opts=()):
+        out = subprocess.run([a.client, *opts, path, "node1", "node2", str(n), str(a.gap_us)],
+                             capture_output=True, text=True, timeout=60 + n)
+        if out.returncode:
+            raise RuntimeError("resolve_latency: %s" % out.stderr)
+        got = json.loads(out.stdout)
+        return [t / 1e6 for t in got["cold"]], [t / 1e6 for t in got["hot"]], got["fails"]
+
+    echo = None
+    if a.client and a.echo:
+        echo_sock = "/tmp/echo.sock"
+        echo = subprocess.Popen([a.echo, echo_sock])
+        for _ in range(100):
+            if os.path.exists(echo_sock):
+                break
+            time.sleep(0.05)
+    r = dict(cold=[], hot=[], fails=0, pingpong_us=[], pingpong_events_us=[], gap_us=a.gap_us,
+             client="c" if a.client else "python", echo=[])
     for rnd in range(ROUNDS + 1):
-        n = 10 if rnd == 0 else max(1, a.samples // ROUNDS)  # round 0: warm-up
+        per = n = 10 if rnd == 0 else max(1, a.samples // ROUNDS)  # round 0: warm-up
         cold, hot = [], []
+        if a.client:
+            cold, hot, fails = c_client(n)
+            r["fails"] += fails if rnd else 0
+            n = 0
         for _ in range(n):
             cache_flush(sock)
             dt1, a1 = timed()
@@ -90,15 +114,20 @@ def main():
                 continue
             cold.append(dt1)
             hot.append(dt2)
+        floor = c_client(per, echo_sock, ("-n",))[0] if echo else []
         pp = pingpong(a.iters if rnd else 100)
         ppe = pingpong(a.iters if rnd else 100, events=True)
         if rnd == 0:
             continue
         r["cold"] += cold
         r["hot"] += hot
+        r["echo"] += floor
         r["pingpong_us"].append(pp)
         r["pingpong_events_us"].append(ppe)
     cl.close()
+    if echo:
+        echo.kill()
+        echo.wait()
     st = stats(sock)
     r["requests"] = st["fabric_requests_sent"]
     r["retries"] = st.get("fabric_query_retries", 0)

@@ -11,6 +11,8 @@
  * must ask the fabric), pause GAP_US, time the same RESOLVE again (cached).
  * -n: no flush, for bench/echo_server.c (the zero-work floor of a Unix
  * socket round trip between two processes, which answers RESOLVEs only).
+ * -m FILE: write "MARK cold|hot I start" and "... end" lines to FILE around
+ * each timed RESOLVE (the kernel's trace_marker: bench/rxe-trace).
  * Prints one line: {"cold": [µs, ...], "hot": [µs, ...], "fails": N}.
  * Exit status 0, or 1 when the socket cannot be used at all.
  */
@@ -41,7 +43,7 @@ static double now_us(void)
 
 static void pause_us(long us)
 {
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -59,7 +61,7 @@ static int call(int fd, const void *req, size_t len, uint8_t *ans, size_t cap)
 	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
 		return -1;
 	while (got < want) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		ssize_t n;
 
 		if (poll(&p, 1, ANSWER_TIMEOUT_MS) != 1)
@@ -69,14 +71,19 @@ static int call(int fd, const void *req, size_t len, uint8_t *ans, size_t cap)
 			return -1;
 		got += (size_t)n;
 		if (got >= IBRES_HDR_LEN) {
-			want = (h->opcode & IBRES_OP_MASK) == IBRES_OP_RESOLVE
-				       ? h->length
-				       : ntohs(h->length);
+			want = (h->opcode & IBRES_OP_MASK) == IBRES_OP_RESOLVE ? h->length
+									       : ntohs(h->length);
 			if (want < IBRES_HDR_LEN || want > cap)
 				return -1;
 		}
 	}
 	return h->status;
+}
+
+static void marker(FILE *f, const char *what, int i, const char *edge)
+{
+	if (f)
+		fprintf(f, "MARK %s %d %s\n", what, i, edge);
 }
 
 static void print_list(const char *name, const double *v, int n)
@@ -91,18 +98,35 @@ int main(int argc, char **argv)
 {
 	uint8_t resolve[IBRES_HDR_LEN + 2 * IBRES_EP_LEN], flush[IBRES_HDR_LEN];
 	static uint8_t ans[IBRES_MSG_MAX];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ibres_hdr *h = (void *)resolve, *fh = (void *)flush;
 	struct ibres_ep_entry *src = (void *)(resolve + IBRES_HDR_LEN), *dst = src + 1;
 	double *cold, *hot;
-	int fd, samples, n = 0, fails = 0;
-	bool no_flush = argc > 1 && !strcmp(argv[1], "-n");
+	int fd, samples, n = 0, fails = 0, opt;
+	bool no_flush = false;
+	FILE *mark = NULL;
 	long gap;
 
-	argv += no_flush;
-	argc -= no_flush;
+	while ((opt = getopt(argc, argv, "nm:")) != -1) {
+		if (opt == 'n') {
+			no_flush = true;
+		} else if (opt == 'm') {
+			mark = fopen(optarg, "w");
+			if (!mark) {
+				perror(optarg);
+				return 1;
+			}
+			setvbuf(mark, NULL, _IOLBF, 0);
+		} else {
+			argc = 0;
+			break;
+		}
+	}
+	argv += optind - 1;
+	argc -= optind - 1;
 	if (argc != 6 || (samples = atoi(argv[4])) <= 0 || (gap = atol(argv[5])) < 0) {
-		fprintf(stderr, "usage: resolve_latency [-n] SOCKET SOURCE DEST SAMPLES GAP_US\n");
+		fprintf(stderr, "usage: resolve_latency [-n] [-m FILE] SOCKET SOURCE DEST SAMPLES "
+				"GAP_US\n");
 		return 2;
 	}
 	cold = calloc((size_t)samples, sizeof(*cold));
@@ -136,13 +160,16 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		pause_us(gap);
+		marker(mark, "cold", i, "start");
 		t0 = now_us();
 		if (call(fd, resolve, sizeof(resolve), ans, sizeof(ans)) != 0) {
 			fails++;
 			continue;
 		}
 		t1 = now_us();
+		marker(mark, "cold", i, "end");
 		pause_us(gap);
+		marker(mark, "hot", i, "start");
 		t2 = now_us();
 		if (call(fd, resolve, sizeof(resolve), ans, sizeof(ans)) != 0) {
 			fails++;
@@ -150,6 +177,7 @@ int main(int argc, char **argv)
 		}
 		cold[n] = t1 - t0;
 		hot[n++] = now_us() - t2;
+		marker(mark, "hot", i, "end");
 		pause_us(gap);
 	}
 	printf("{");
@@ -158,6 +186,8 @@ int main(int argc, char **argv)
 	print_list("hot", hot, n);
 	printf(", \"fails\": %d}\n", fails);
 	close(fd);
+	if (mark)
+		fclose(mark);
 	free(cold);
 	free(hot);
 	return 0;

@@ -27,19 +27,30 @@ from fabric_util import Client, cache_flush, parse_hdr, resolve_request, stats  
 ROUNDS = 5
 
 
+# --pin: the vCPU of each process. node1's daemon and pingpong's rxe1 end
+# share vCPU 0, node2's daemon and pingpong's rxe2 end vCPU 1, the client
+# vCPU 2, as two real nodes would not share their CPUs.
+PIN = {"node1": 0, "node2": 1, "client": 2}
+pinned = False
+
+
+def on_cpu(who):
+    return ["taskset", "-c", str(PIN[who])] if pinned else []
+
+
 def pingpong(iters, events=False):
     """ibv_ud_pingpong between rxe2 (server) and rxe1: µs per round trip.
     @events: both sides sleep on their completion channel (-e), as a daemon
     does, instead of spinning on the CQ."""
     opts = ["-g", "1", "-n", str(iters)] + (["-e"] if events else [])
-    srv = subprocess.Popen(["ibv_ud_pingpong", "-d", "rxe2"] + opts,
+    srv = subprocess.Popen(on_cpu("node2") + ["ibv_ud_pingpong", "-d", "rxe2"] + opts,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # the server listens (TCP, for the QP numbers) after a while on a
         # loaded machine: the client tries again
         for _ in range(20):
             time.sleep(0.5)
-            cli = subprocess.run(["ibv_ud_pingpong", "-d", "rxe1"] + opts +
+            cli = subprocess.run(on_cpu("node1") + ["ibv_ud_pingpong", "-d", "rxe1"] + opts +
                                  [vmlib.nodes()["node2"]["ipv4"]], capture_output=True,
                                  text=True, timeout=120)
             if "usec/iter" in cli.stdout or srv.poll() is not None:
@@ -62,12 +73,20 @@ def main():
     p.add_argument("--client", help="bench/resolve_latency.c, built")
     p.add_argument("--echo", help="bench/echo_server.c, built: with --client, also time "
                    "the zero-work floor of a Unix-socket round trip")
+    p.add_argument("--pin", action="store_true", help="one vCPU each for node1, node2 and "
+                   "the client (needs 3 vCPUs)")
     a = p.parse_args()
+    global pinned
+    pinned = a.pin
     gap = a.gap_us / 1e6
 
     vmlib.stop_daemon("node1")
     vmlib.start_daemon("node1", extra_resolve=("announce_interval = 0", "settle_time = 10m"))
     sock = vmlib.nodes()["node1"]["socket"]
+    if pinned:
+        for node in ("node1", "node2"):
+            vmlib.run(["taskset", "-a", "-pc", str(PIN[node]), str(vmlib.daemon_pid(node))],
+                      check=True)
     cl = Client(sock, timeout=30)
     req = resolve_request("node2", "node1")
 
@@ -81,7 +100,7 @@ def main():
         return ans is not None and len(ans) >= 16 and parse_hdr(ans)["status"] == 0
 
     def c_client(n, path=sock, opts=()):
-        out = subprocess.run([a.client, *opts, path, "node1", "node2", str(n), str(a.gap_us)],
+        out = subprocess.run(on_cpu("client") + [a.client, *opts, path, "node1", "node2", str(n), str(a.gap_us)],
                              capture_output=True, text=True, timeout=60 + n)
         if out.returncode:
             raise RuntimeError("resolve_latency: %s" % out.stderr)
@@ -91,13 +110,13 @@ def main():
     echo = None
     if a.client and a.echo:
         echo_sock = "/tmp/echo.sock"
-        echo = subprocess.Popen([a.echo, echo_sock])
+        echo = subprocess.Popen(on_cpu("node1") + [a.echo, echo_sock])
         for _ in range(100):
             if os.path.exists(echo_sock):
                 break
             time.sleep(0.05)
     r = dict(cold=[], hot=[], fails=0, pingpong_us=[], pingpong_events_us=[], gap_us=a.gap_us,
-             client="c" if a.client else "python", echo=[])
+             client="c" if a.client else "python", echo=[], pinned=pinned)
     for rnd in range(ROUNDS + 1):
         per = n = 10 if rnd == 0 else max(1, a.samples // ROUNDS)  # round 0: warm-up
         cold, hot = [], []

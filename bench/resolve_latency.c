@@ -4,17 +4,22 @@
  * client's own cost is a few system calls (a Python client under qemu TCG
  * adds hundreds of microseconds to every sample).
  *
- *   resolve_latency [-n] SOCKET SOURCE DEST SAMPLES GAP_US
+ *   resolve_latency [-n] [-m FILE] SOCKET SOURCE DEST SAMPLES GAP_US
  *
  * Each sample: flush every learned entry (IBRES_OP_CACHE_FLUSH, needs uid 0),
  * pause GAP_US, time a RESOLVE of DEST from SOURCE by name (cold: the daemon
  * must ask the fabric), pause GAP_US, time the same RESOLVE again (cached).
  * -n: no flush, for bench/echo_server.c (the zero-work floor of a Unix
- * socket round trip between two processes, which answers RESOLVEs only).
+ * socket round trip between two processes; it answers every whole 88 bytes
+ * it reads, so each of our 160-byte RESOLVEs gets one answer).
  * -m FILE: write "MARK cold|hot I start" and "... end" lines to FILE around
- * each timed RESOLVE (the kernel's trace_marker: bench/rxe-trace).
- * Prints one line: {"cold": [µs, ...], "hot": [µs, ...], "fails": N}.
- * Exit status 0, or 1 when the socket cannot be used at all.
+ * each timed RESOLVE (the kernel's trace_marker: bench/rxe-bench --trace).
+ * Prints one line: {"cold": [µs, ...], "hot": [µs, ...], "fails": N}, where
+ * a fail is an answer with an error status (that sample is left out).
+ * Exit status: 0; 1 when the socket cannot be used, a flush is refused, or
+ * an answer does not come (ANSWER_TIMEOUT_MS) or comes broken: the stream
+ * is out of step then, so the run stops there, after printing what it has;
+ * 2 on a usage error.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -86,6 +91,21 @@ static void marker(FILE *f, const char *what, int i, const char *edge)
 		fprintf(f, "MARK %s %d %s\n", what, i, edge);
 }
 
+/* call() timed into @us, between @what's markers. */
+static int timed(int fd, const void *req, size_t len, uint8_t *ans, size_t cap, FILE *mark,
+		 const char *what, int i, double *us)
+{
+	double t0;
+	int st;
+
+	marker(mark, what, i, "start");
+	t0 = now_us();
+	st = call(fd, req, len, ans, cap);
+	*us = now_us() - t0;
+	marker(mark, what, i, "end");
+	return st;
+}
+
 static void print_list(const char *name, const double *v, int n)
 {
 	printf("\"%s\": [", name);
@@ -102,7 +122,7 @@ int main(int argc, char **argv)
 	struct ibres_hdr *h = (void *)resolve, *fh = (void *)flush;
 	struct ibres_ep_entry *src = (void *)(resolve + IBRES_HDR_LEN), *dst = src + 1;
 	double *cold, *hot;
-	int fd, samples, n = 0, fails = 0, opt;
+	int fd, samples, n = 0, fails = 0, opt, ret = 0;
 	bool no_flush = false;
 	FILE *mark = NULL;
 	long gap;
@@ -153,31 +173,35 @@ int main(int argc, char **argv)
 	fh->length = htons(IBRES_HDR_LEN);
 
 	for (int i = 0; i < samples; i++) {
-		double t0, t1, t2;
+		double c, t;
+		int st;
 
-		if (!no_flush && call(fd, flush, sizeof(flush), ans, sizeof(ans)) != 0) {
-			fprintf(stderr, "resolve_latency: the flush failed (not uid 0?)\n");
-			return 1;
+		if (!no_flush && (st = call(fd, flush, sizeof(flush), ans, sizeof(ans))) != 0) {
+			fprintf(stderr, "resolve_latency: %s (status %d)\n",
+				st < 0 ? "no answer to the flush"
+				       : "the flush was refused (not uid 0?)",
+				st);
+			ret = 1;
+			break;
 		}
 		pause_us(gap);
-		marker(mark, "cold", i, "start");
-		t0 = now_us();
-		if (call(fd, resolve, sizeof(resolve), ans, sizeof(ans)) != 0) {
+		st = timed(fd, resolve, sizeof(resolve), ans, sizeof(ans), mark, "cold", i, &c);
+		if (st == 0) {
+			pause_us(gap);
+			st = timed(fd, resolve, sizeof(resolve), ans, sizeof(ans), mark, "hot", i,
+				   &t);
+		}
+		if (st < 0) {
+			fprintf(stderr, "resolve_latency: no answer, or a broken one\n");
+			ret = 1;
+			break;
+		}
+		if (st > 0) {
 			fails++;
 			continue;
 		}
-		t1 = now_us();
-		marker(mark, "cold", i, "end");
-		pause_us(gap);
-		marker(mark, "hot", i, "start");
-		t2 = now_us();
-		if (call(fd, resolve, sizeof(resolve), ans, sizeof(ans)) != 0) {
-			fails++;
-			continue;
-		}
-		cold[n] = t1 - t0;
-		hot[n++] = now_us() - t2;
-		marker(mark, "hot", i, "end");
+		cold[n] = c;
+		hot[n++] = t;
 		pause_us(gap);
 	}
 	printf("{");
@@ -190,5 +214,5 @@ int main(int argc, char **argv)
 		fclose(mark);
 	free(cold);
 	free(hot);
-	return 0;
+	return ret;
 }

@@ -7,8 +7,11 @@ two devices, in interleaved rounds. Prints one JSON object on stdout.
 node1's daemon runs without announcements (and a long settle time), so that
 after a flush of its learned entries a resolution of node2 is a multicast
 REQUEST from rxe1's UD QP and a unicast REPLY from rxe2's: the cold path.
-Times are taken at node1's socket by a Python client, from sending a
-prebuilt RESOLVE (by name, NODELAY off) to the whole answer."""
+Times are taken at node1's socket, from sending a RESOLVE (by name, NODELAY
+off) to the whole answer, by bench/resolve_latency.c (--client), or without
+it by a Python client, which under TCG adds hundreds of microseconds to
+every sample. With --echo, the same C client also times a server that does
+no work (bench/echo_server.c): the floor of any answer through a socket."""
 import argparse
 import json
 import os
@@ -100,23 +103,39 @@ def main():
         return ans is not None and len(ans) >= 16 and parse_hdr(ans)["status"] == 0
 
     def c_client(n, path=sock, opts=()):
-        out = subprocess.run(on_cpu("client") + [a.client, *opts, path, "node1", "node2", str(n), str(a.gap_us)],
-                             capture_output=True, text=True, timeout=60 + n)
+        cmd = [a.client, *opts, path, "node1", "node2", str(n), str(a.gap_us)]
+        # each sample: two requests and three pauses; a lost answer ends the
+        # client after its own 10 s bound
+        out = subprocess.run(on_cpu("client") + cmd, capture_output=True, text=True,
+                             timeout=60 + n * (3 * gap + 1))
         if out.returncode:
             raise RuntimeError("resolve_latency: %s" % out.stderr)
         got = json.loads(out.stdout)
         return [t / 1e6 for t in got["cold"]], [t / 1e6 for t in got["hot"]], got["fails"]
 
-    echo = None
-    if a.client and a.echo:
-        echo_sock = "/tmp/echo.sock"
-        echo = subprocess.Popen(on_cpu("node1") + [a.echo, echo_sock])
-        for _ in range(100):
-            if os.path.exists(echo_sock):
-                break
-            time.sleep(0.05)
     r = dict(cold=[], hot=[], fails=0, pingpong_us=[], pingpong_events_us=[], gap_us=a.gap_us,
-             client="c" if a.client else "python", echo=[], pinned=pinned)
+             client="c" if a.client else "python", echo=[], echo_fails=0, pinned=pinned)
+    echo, echo_sock = None, "/tmp/echo.sock"
+    if a.client and a.echo:
+        echo = subprocess.Popen(on_cpu("node1") + [a.echo, echo_sock])
+    try:
+        if echo:
+            vmlib.wait_until(lambda: os.path.exists(echo_sock), 10, "echo_server's socket")
+        rounds(a, r, c_client, timed, ok, sock, echo and echo_sock)
+    finally:
+        if echo:
+            echo.kill()
+            echo.wait()
+    cl.close()
+    st = stats(sock)
+    r["requests"] = st["fabric_requests_sent"]
+    r["retries"] = st.get("fabric_query_retries", 0)
+    r["hw"] = {d: vmlib.hw_counters(d) for d in ("rxe1", "rxe2")}
+    print(json.dumps(r))
+
+
+def rounds(a, r, c_client, timed, ok, sock, echo_sock):
+    """ROUNDS interleaved rounds (after a warm-up round) into @r."""
     for rnd in range(ROUNDS + 1):
         per = n = 10 if rnd == 0 else max(1, a.samples // ROUNDS)  # round 0: warm-up
         cold, hot = [], []
@@ -133,7 +152,7 @@ def main():
                 continue
             cold.append(dt1)
             hot.append(dt2)
-        floor = c_client(per, echo_sock, ("-n",))[0] if echo else []
+        floor, _, echo_fails = c_client(per, echo_sock, ("-n",)) if echo_sock else ([], [], 0)
         pp = pingpong(a.iters if rnd else 100)
         ppe = pingpong(a.iters if rnd else 100, events=True)
         if rnd == 0:
@@ -141,17 +160,9 @@ def main():
         r["cold"] += cold
         r["hot"] += hot
         r["echo"] += floor
+        r["echo_fails"] += echo_fails
         r["pingpong_us"].append(pp)
         r["pingpong_events_us"].append(ppe)
-    cl.close()
-    if echo:
-        echo.kill()
-        echo.wait()
-    st = stats(sock)
-    r["requests"] = st["fabric_requests_sent"]
-    r["retries"] = st.get("fabric_query_retries", 0)
-    r["hw"] = {d: vmlib.hw_counters(d) for d in ("rxe1", "rxe2")}
-    print(json.dumps(r))
 
 
 if __name__ == "__main__":

@@ -48,12 +48,23 @@ def nss(helpers, env, *args, timeout=60):
 
 
 def between_markers(trace):
-    """The system calls an strace -f log shows between the markers."""
+    """The system calls that the process which wrote the markers made between
+    them, from an strace -f log. Each line starts with its pid: another
+    process's calls (a parent's wait4 for the child that writes the markers)
+    are not counted. A call strace splits in two around another process's
+    line ("... <unfinished ...>", then "<... NAME resumed> ...") counts once,
+    as its first half: the marker writes' second halves are not calls."""
     lines = open(trace).read().splitlines()
-    begin = [i for i, l in enumerate(lines) if '"repeat-begin' in l]
-    end = [i for i, l in enumerate(lines) if '"repeat-end' in l]
-    assert begin and end, "markers missing"
-    return [l for l in lines[begin[0] + 1:end[0]] if "resumed>" not in l or "write" in l]
+    begin = next((l for l in lines if '"repeat-begin' in l), None)
+    assert begin is not None, "markers missing"
+    pid = begin.split(None, 1)[0]
+    assert pid.isdigit(), "strace -f prints a pid on each line: " + begin
+    mine = [l for l in lines if l.split(None, 1)[:1] == [pid]]
+    b = mine.index(begin)
+    end = [i for i, l in enumerate(mine) if i > b and '"repeat-end' in l]
+    assert end, "end marker missing"
+    return [l for l in mine[b + 1:end[0]]
+            if "resumed>" not in l and not re.match(r"\d+\s+(---|\+\+\+)", l)]
 
 
 def strace(env, tmp_path, argv):

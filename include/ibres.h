@@ -12,10 +12,12 @@
  *    $IBRES_TIMEOUT_MS (else IBRES_TIMEOUT_DEFAULT_MS);
  *  - handles are thread-safe and fork-safe; each keeps a few persistent
  *    connections to the daemon and re-makes them after fork();
- *  - host look-ups answer from the daemon's shared host directory (the file
- *    hosts.db beside the socket, mapped read-only) with no system call when
- *    it holds the answer, and ask the daemon otherwise; $IBRES_DIRECTORY=off
- *    turns that off, $IBRES_DIRECTORY=PATH names the file.
+ *  - host look-ups answer from the daemon's shared host directory (a
+ *    sealed memfd the daemon passes over its socket, mapped read-only) with
+ *    no system call when it holds the answer, and ask the daemon otherwise;
+ *    $IBRES_DIRECTORY=off turns that off;
+ *  - a handle talks only to a daemon whose socket's listener is root or, in
+ *    a process without privileges (euid not 0, no AT_SECURE), the caller.
  *
  * struct ibv_path_data comes from <infiniband/sa.h>; struct rdma_addrinfo
  * from <rdma/rdma_cma.h> (librdmacm-dev). libibres does not link librdmacm.
@@ -45,8 +47,8 @@ struct rdma_addrinfo;
 #ifndef IBRES_DEFAULT_SOCKET
 #define IBRES_DEFAULT_SOCKET "/run/ibres/ibresd.sock"
 #endif
-/* The shared host directory: "off" (or "none", "0") not to use it, or the
- * file's path (for the default socket); unset: hosts.db beside the socket. */
+/* The shared host directory: "off" (or "none", "0") not to use it; unset or
+ * anything else: the one the daemon passes over its socket. */
 #define IBRES_DIRECTORY_ENV "IBRES_DIRECTORY"
 
 /* A connection handle to ibresd. Opaque. */

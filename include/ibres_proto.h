@@ -26,6 +26,7 @@ enum {
 	IBRES_OP_CACHE_FLUSH = 0x0a, /* drop entries (all, or one key); uid 0 */
 	IBRES_OP_STATS = 0x0b,       /* named counters */
 	IBRES_OP_ENDPOINTS = 0x0c,   /* local endpoints with all their data */
+	IBRES_OP_DIRECTORY = 0x0d,   /* the shared host directory, passed as a descriptor */
 	IBRES_OP_MASK = 0x0f,
 	IBRES_OP_ACK = 0x80,
 };

@@ -8,13 +8,21 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ibres.h"
+#include "tlv.h"
+
+/* The bound on fetching the shared directory: a daemon too busy (or stopped)
+ * to pass it at once is asked over the socket instead, and asked for the
+ * directory again a second later (lib/dirmap.c). */
+#define DIR_FETCH_MS 250
 
 struct ibres ibc_default = IBC_INIT;
 
@@ -88,7 +96,23 @@ const char *ibc_socket_path(const struct ibres *h)
 	return p && *p ? p : IBRES_DEFAULT_SOCKET;
 }
 
-/* A connected, non-blocking, close-on-exec socket numbered 3 or above. */
+/* May this process believe a daemon whose socket @peer listened on? One
+ * that runs with privileges (euid 0, or set-id or file capabilities:
+ * AT_SECURE) believes root alone, since anyone else could have put a socket
+ * where its environment points; others believe root or themselves. The
+ * daemon listens before it drops to its [daemon] user, and systemd listens
+ * for it, so its peer is root. */
+static bool peer_trusted(uid_t peer)
+{
+	uid_t self = geteuid();
+
+	if (peer == 0)
+		return true;
+	return self != 0 && !getauxval(AT_SECURE) && peer == self;
+}
+
+/* A connected, non-blocking, close-on-exec socket numbered 3 or above, to
+ * a daemon this process may believe. */
 static int conn_open(const struct ibres *h, pid_t self, uint64_t deadline)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -130,9 +154,17 @@ static int conn_open(const struct ibres *h, pid_t self, uint64_t deadline)
 		}
 		poll(NULL, 0, 1);
 	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen)) {
+		ret = -errno;
+		goto fail;
+	}
 	/* ibresd must never resolve through its own socket (nss: hosts: ib) */
-	if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) && cred.pid == self) {
+	if (cred.pid == self) {
 		ret = -EDEADLK;
+		goto fail;
+	}
+	if (!peer_trusted(cred.uid)) {
+		ret = -EACCES;
 		goto fail;
 	}
 	return fd;
@@ -316,4 +348,100 @@ void ibc_disconnect(struct ibres *h)
 
 	for (i = 0; i < IBC_SLOTS; i++)
 		slot_drop(&h->slot[i]);
+}
+
+/* Receive into @buf what is there, keeping the first descriptor passed with
+ * it in *@fd (any other is closed). */
+static ssize_t recv_with_fd(int sock, uint8_t *buf, size_t cap, int *fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*fd < 0)
+				*fd = got;
+			else
+				close(got);
+		}
+	}
+	return n;
+}
+
+int ibc_directory_fd(struct ibres *h, int *fdp, uint64_t *size)
+{
+	uint8_t ans[IBRES_HDR_LEN + 64];
+	struct ibres_hdr rq = { .version = IBRES_ACM_VERSION, .opcode = IBRES_OP_DIRECTORY };
+	const struct ibres_hdr *an = (const struct ibres_hdr *)ans;
+	int ms = ibc_timeout_ms(h) < DIR_FETCH_MS ? ibc_timeout_ms(h) : DIR_FETCH_MS;
+	uint64_t deadline = ibc_now_ns() + (uint64_t)ms * 1000000u;
+	size_t have = 0, want = IBRES_HDR_LEN;
+	struct tlv_reader r;
+	struct tlv_item it;
+	int sock, fd = -1, ret;
+
+	*fdp = -1;
+	sock = conn_open(h, getpid(), deadline);
+	if (sock < 0)
+		return sock;
+	ibres_msg_set_length(&rq, IBRES_HDR_LEN);
+	ret = send_all(sock, (const uint8_t *)&rq, IBRES_HDR_LEN, deadline);
+	while (!ret && have < want) {
+		ssize_t n;
+
+		ret = wait_fd(sock, POLLIN, deadline);
+		if (ret)
+			break;
+		n = recv_with_fd(sock, ans + have, want - have, &fd);
+		if (n == -EINTR || n == -EAGAIN)
+			continue;
+		if (n <= 0) {
+			ret = n ? (int)n : -ECONNRESET;
+			break;
+		}
+		have += (size_t)n;
+		if (want == IBRES_HDR_LEN && have == IBRES_HDR_LEN) {
+			want = ibres_msg_get_length(an);
+			if (an->version != IBRES_ACM_VERSION ||
+			    (an->opcode & ~IBRES_OP_ACK) != IBRES_OP_DIRECTORY ||
+			    want < IBRES_HDR_LEN || want > sizeof(ans))
+				ret = -EPROTO;
+		}
+	}
+	close(sock);
+	if (!ret && an->status != IBRES_STATUS_SUCCESS)
+		ret = -ENODATA;
+	if (!ret && fd < 0)
+		ret = -EPROTO;
+	*size = 0;
+	tlv_reader_init(&r, ans + IBRES_HDR_LEN, want - IBRES_HDR_LEN);
+	while (!ret && tlv_next(&r, &it) == 1)
+		if (it.type == IBRES_T_COUNT && tlv_get_u64(&it, size))
+			ret = -EPROTO;
+	if (!ret && !*size)
+		ret = -EPROTO;
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	*fdp = fd;
+	return 0;
 }

@@ -103,6 +103,14 @@ ssize_t ibc_transact(struct ibres *h, void *req, size_t req_len, void *ans, size
 int ibc_ext(struct ibres *h, uint8_t op, const void *body, size_t len, void *ans, size_t cap,
 	    uint8_t *status, const uint8_t **abody, size_t *alen);
 
+/*
+ * Ask the daemon for the shared host directory (IBRES_OP_DIRECTORY) on a
+ * connection of its own: 0 with the descriptor it passed in *@fd (ours to
+ * close; nothing about it checked yet) and the size it says in *@size, or a
+ * negative errno (-ENODATA: it publishes none; -EACCES: the socket's owner
+ * is not to be believed, see conn_open).
+ */
+int ibc_directory_fd(struct ibres *h, int *fd, uint64_t *size);
 /* Close every slot's connection (the caller owns @h exclusively). */
 void ibc_disconnect(struct ibres *h);
 

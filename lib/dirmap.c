@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * A handle's window on the shared host directory (lib/hostdir.h): where the
- * file is, mapping it, noticing that it was replaced, and when to ask the
- * daemon instead.
+ * A handle's window on the shared host directory (lib/hostdir.h): getting
+ * it from the daemon, mapping it, noticing that it was replaced, and when to
+ * ask the daemon instead.
  *
- * The file is mapped read-only and its descriptor closed at once, so nothing
- * the application does to its descriptors can reach it, and the mapping
- * survives fork(). A look-up reads the current mapping through one atomic
- * pointer and writes nothing shared. Mapping anew is done by one thread at a
- * time (trylock: the others ask the daemon meanwhile), at most once a second.
- * A mapping that was replaced is not unmapped at once, since another thread
- * may be reading it: it waits in a short list and goes a minute later, when
- * the list needs its place.
+ * The directory is never opened by path: the daemon passes its descriptor
+ * over the socket (IBRES_OP_DIRECTORY), after conn_open has checked who
+ * listens there, as nscd hands out its database. The descriptor must be a
+ * memfd sealed against shrinking, growing and writing, so nobody can
+ * truncate the mapping under us (SIGBUS) or write into it; it is mapped
+ * read-only and closed at once, so nothing the application does to its
+ * descriptors can reach it, and the mapping survives fork(). A look-up reads
+ * the current mapping through one atomic pointer and writes nothing shared.
+ * Fetching anew is done by one thread at a time (trylock: the others ask the
+ * daemon meanwhile), at most once a second. A mapping that was replaced is
+ * not unmapped at once, since another thread may be reading it: it waits in
+ * a short list and goes a minute later, when the list needs its place.
  */
 #include "conn.h"
 
@@ -29,6 +33,8 @@
 
 #define MAP_RETRY_MS	1000u
 #define RETIRED_KEEP_MS 60000u
+/* What a directory's descriptor must be sealed with before it is mapped. */
+#define DIR_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE)
 
 enum { DIR_UNDECIDED = 0, DIR_ON = 1, DIR_OFF = -1 };
 
@@ -41,64 +47,39 @@ static uint64_t coarse_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Where the file is: $IBRES_DIRECTORY (off, none or 0 turn the fast path
- * off; a path names the file, for the default socket), else beside the
- * socket. Decided once per handle. */
+/* $IBRES_DIRECTORY=off (none, 0) turns the fast path off; decided once per
+ * handle. */
 static int decide(struct ibres *h)
 {
-	struct ibc_dir *d = &h->dir;
 	const char *env = secure_getenv(IBRES_DIRECTORY_ENV);
 	int mode = DIR_ON;
 
 	if (env && (!strcmp(env, "off") || !strcmp(env, "none") || !strcmp(env, "0")))
 		mode = DIR_OFF;
-	else if (env && env[0] == '/' && !h->path[0] && strlen(env) < sizeof(d->path))
-		strcpy(d->path, env);
-	else if (ibdir_path_beside(ibc_socket_path(h), d->path, sizeof(d->path)))
-		mode = DIR_OFF;
-	__atomic_store_n(&d->mode, mode, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->dir.mode, mode, __ATOMIC_RELEASE);
 	return mode;
 }
 
-/* May this file be believed? Owned by root, by ourselves, or by the owner of
- * a folder that only its owner may write to (the daemon's runtime folder),
- * and writable by its owner only. */
-static int trusted(const char *path, const struct stat *st)
-{
-	char dir[IBC_PATH_MAX + 16];
-	const char *slash = strrchr(path, '/');
-	struct stat ds;
-	size_t n;
-
-	if (!S_ISREG(st->st_mode) || (st->st_mode & (S_IWGRP | S_IWOTH)))
-		return 0;
-	if (st->st_uid == 0 || st->st_uid == geteuid())
-		return 1;
-	if (!slash)
-		return 0;
-	n = slash == path ? 1 : (size_t)(slash - path);
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return !stat(dir, &ds) && ds.st_uid == st->st_uid && !(ds.st_mode & (S_IWGRP | S_IWOTH));
-}
-
-/* Map the file at the path, or NULL. */
-static struct ibc_dirmap *map_file(const char *path)
+/* Map the directory the daemon passes, or NULL. */
+static struct ibc_dirmap *map_fetched(struct ibres *h)
 {
 	struct ibc_dirmap *m = NULL;
 	struct stat st;
+	uint64_t said;
 	void *base;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd, seals;
 
-	if (fd < 0)
+	if (ibc_directory_fd(h, &fd, &said))
 		return NULL;
-	if (fstat(fd, &st) || !trusted(path, &st) || st.st_size < IBDIR_HEADER_SPACE ||
-	    st.st_size > IBDIR_FILE_MAX)
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & DIR_SEALS) != DIR_SEALS || fstat(fd, &st) ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != said ||
+	    st.st_size < IBDIR_HEADER_SPACE || st.st_size > IBDIR_FILE_MAX)
 		goto out;
 	base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto out;
-	/* a file still being written, or a dead daemon's, is not taken */
+	/* one still being written, or a stopped daemon's, is not taken */
 	if (ibdir_header_check(base, (size_t)st.st_size) ||
 	    __atomic_load_n(&((const struct ibdir_header *)base)->state, __ATOMIC_ACQUIRE) !=
 		    IBDIR_LIVE) {
@@ -141,10 +122,12 @@ static int retire(struct ibc_dir *d, struct ibc_dirmap *m, uint64_t now)
 	return 0;
 }
 
-/* Map the file anew (the first time, or it was replaced or went bad).
- * Returns the mapping to use, or NULL (ask the daemon). */
-static struct ibc_dirmap *remap(struct ibc_dir *d, uint64_t now)
+/* Fetch and map the directory anew (the first time, or it was replaced,
+ * went bad or its daemon stopped). Returns the mapping to use, or NULL (ask
+ * the daemon). */
+static struct ibc_dirmap *remap(struct ibres *h, uint64_t now)
 {
+	struct ibc_dir *d = &h->dir;
 	struct ibc_dirmap *m = NULL, *old;
 
 	if (now < __atomic_load_n(&d->next_try_ms, __ATOMIC_RELAXED))
@@ -154,7 +137,7 @@ static struct ibc_dirmap *remap(struct ibc_dir *d, uint64_t now)
 	if (now < d->next_try_ms)
 		goto out;
 	__atomic_store_n(&d->next_try_ms, now + MAP_RETRY_MS, __ATOMIC_RELAXED);
-	m = map_file(d->path);
+	m = map_fetched(h);
 	old = d->cur;
 	if (!m && !old)
 		goto out;
@@ -189,14 +172,14 @@ int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
 	now = coarse_now_ms();
 	m = __atomic_load_n(&d->cur, __ATOMIC_ACQUIRE);
 	if (!m) {
-		m = remap(d, now);
+		m = remap(h, now);
 		if (!m)
 			return -ENOENT;
 	}
 	ret = ibdir_lookup(m->base, m->size, now, type, key, len, rec);
 	if (ret == -ESTALE || ret == -EBADMSG) {
-		/* replaced, closed or damaged: look at the path again */
-		m = remap(d, now);
+		/* replaced, closed, damaged, or its daemon gone: ask for it again */
+		m = remap(h, now);
 		if (!m)
 			return ret;
 		ret = ibdir_lookup(m->base, m->size, now, type, key, len, rec);

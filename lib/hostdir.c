@@ -25,21 +25,6 @@ static uint32_t load32_acquire(const void *p)
 	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
 }
 
-int ibdir_path_beside(const char *socket_path, char *out, size_t len)
-{
-	const char *slash = strrchr(socket_path, '/');
-	size_t dir;
-
-	if (!slash)
-		return -EINVAL;
-	dir = (size_t)(slash - socket_path) + 1;
-	if (dir + sizeof(IBDIR_FILE_NAME) > len)
-		return -ENAMETOOLONG;
-	memcpy(out, socket_path, dir);
-	memcpy(out + dir, IBDIR_FILE_NAME, sizeof(IBDIR_FILE_NAME));
-	return 0;
-}
-
 int ibdir_table_of(uint16_t type)
 {
 	switch (type) {
@@ -413,8 +398,9 @@ int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, 
 	if (tab < 0 || !key || !key_ok((unsigned)tab, key, len))
 		return -EAGAIN;
 	beat = load64(&hd->heartbeat_ms);
+	/* its daemon stopped or died: another may publish a new one */
 	if (now_ms > beat + IBDIR_HEARTBEAT_STALE_MS || beat > now_ms + IBDIR_HEARTBEAT_STALE_MS)
-		return -EAGAIN;
+		return -ESTALE;
 	for (unsigned t = 0; t < READ_TRIES; t++) {
 		uint32_t seq = load32_acquire(&hd->table_seq);
 		int ret;

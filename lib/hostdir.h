@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The shared host directory: the file ibresd publishes its host store in
- * (default /run/ibres/hosts.db) and every client process maps read-only, so
- * that a cached name, address or GID, and a name that is not the cluster's,
- * is answered with no system call. This header is the file's format and the
- * one copy of its rules (hashing, record layout, validity) for the writer in
- * the daemon (resolverd/os/hostdir_pub.c) and the readers (lib/dirmap.c).
+ * The shared host directory: the image ibresd publishes its host store in (a
+ * sealed memfd, passed to readers over the daemon's socket) and every client
+ * process maps read-only, so that a cached name, address or GID, and a name
+ * that is not the cluster's, is answered with no system call. This header is
+ * the image's format and the one copy of its rules (hashing, record layout,
+ * validity) for the writer in the daemon (resolverd/os/hostdir_pub.c) and
+ * the readers (lib/dirmap.c).
  *
  * Layout, all integers in host byte order, every offset from the file's start:
  *
@@ -21,9 +22,9 @@
  * increments of its seq (odd while it writes); a reader copies the record
  * and keeps the copy only if seq was even and unchanged. Slots are written
  * whole, with table_seq odd around every change, so a reader that found
- * nothing can tell whether the tables moved under it. A file never shrinks
- * and is never truncated: growth or a reset is a new file renamed over the
- * old one, whose state then says IBDIR_REPLACED.
+ * nothing can tell whether the tables moved under it. An image never shrinks
+ * and is never truncated (its memfd is sealed): growth or a reset is a new
+ * generation, and the old one's state then says IBDIR_REPLACED.
  *
  * Time: CLOCK_MONOTONIC milliseconds (the daemon's clock; readers use the
  * coarse variant, served from the vDSO). heartbeat_ms is rewritten every
@@ -41,9 +42,8 @@
 
 #define IBDIR_MAGIC		 "IBRESDIR"
 #define IBDIR_VERSION		 1u
-#define IBDIR_FILE_NAME		 "hosts.db" /* beside the daemon's socket */
 #define IBDIR_HEADER_SPACE	 4096u
-#define IBDIR_FILE_MAX		 (1u << 30) /* readers map no more */
+#define IBDIR_FILE_MAX		 (1u << 30) /* bytes; readers map no more */
 #define IBDIR_SLOTS_MAX		 (1u << 24) /* per table */
 #define IBDIR_PATTERNS_MAX	 16u
 #define IBDIR_PATTERN_LEN	 128u /* bytes, NUL included */
@@ -67,7 +67,7 @@ enum ibdir_table_id {
 enum ibdir_state {
 	IBDIR_BUILDING = 0, /* not published yet */
 	IBDIR_LIVE = 1,
-	IBDIR_REPLACED = 2, /* a newer file is at the path: map that one */
+	IBDIR_REPLACED = 2, /* a newer generation is published: fetch it */
 	IBDIR_CLOSED = 3,   /* the daemon stopped */
 };
 
@@ -120,10 +120,6 @@ struct ibdir_rec {
 _Static_assert(sizeof(struct ibdir_header) <= IBDIR_HEADER_SPACE, "header fits its page");
 _Static_assert(sizeof(struct ibdir_rec) == 32, "record header is 32 bytes");
 
-/* The directory file beside the socket @socket_path: the same folder,
- * IBDIR_FILE_NAME. 0, or -ENAMETOOLONG (@len too small), -EINVAL (no '/'). */
-int ibdir_path_beside(const char *socket_path, char *out, size_t len);
-
 /* The table of a key item type (IBRES_T_NAME, _IPV4, _IPV6, _GID), or -1. */
 int ibdir_table_of(uint16_t type);
 
@@ -160,9 +156,10 @@ int ibdir_header_check(const void *base, size_t size);
  *   0         found: *@rec filled, rec->ttl the seconds left (UINT32_MAX:
  *             never expires)
  *   -ENODATA  the directory says no such host exists
- *   -ESTALE   the file was replaced or closed: map the one at the path
+ *   -ESTALE   replaced, closed, or its heartbeat too old (the daemon
+ *             stopped or died): ask the daemon for the directory again
  *   -EAGAIN   ask the daemon (not there and not authoritative, expired,
- *             being written, heartbeat too old)
+ *             being written)
  *   -EBADMSG  the image is inconsistent
  */
 int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,

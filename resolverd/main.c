@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "hostdir.h"
 #include "os/hostdir_pub.h"
 #include "fabric/fabric.h"
 #include "core/hosts_file.h"
@@ -132,23 +131,18 @@ out:
 	sd_notify(0, "READY=1");
 }
 
-/* The shared host directory, where [daemon] host_directory says. Only an
- * invalid path or no memory stops the daemon; a file that cannot be written
- * (logged) leaves clients on the socket. */
+/* The shared host directory, unless [daemon] host_directory = none. Only no
+ * memory stops the daemon; a generation that cannot be made (logged) leaves
+ * clients on the socket. */
 static int start_directory(struct ibresd *d)
 {
-	char path[PATH_MAX];
 	int ret;
 
 	if (!d->cfg.host_directory[0])
 		return 0;
-	if (strcmp(d->cfg.host_directory, "auto"))
-		snprintf(path, sizeof(path), "%s", d->cfg.host_directory);
-	else if (ibdir_path_beside(d->cfg.socket_path, path, sizeof(path)))
-		return 0;
-	ret = hostdir_start(&d->dir, &d->loop, &d->store, path);
+	ret = hostdir_start(&d->dir, &d->loop, &d->store);
 	if (ret) {
-		log_err("host directory %s: %s", path, strerror(-ret));
+		log_err("host directory: %s", strerror(-ret));
 		return ret;
 	}
 	resolver_publish(&d->res, d->dir);

@@ -343,28 +343,26 @@ static void print_patterns(FILE *out, const struct key_def *k, const void *obj)
 		fprintf(out, "%s = %s\n", k->name, cfg->patterns[i]);
 }
 
-/* auto (beside the socket), none, or an absolute path */
+/* auto or none. It was once a file's path: it is a memfd passed over the
+ * socket now, and a path is refused with the reason rather than ignored. */
 static int set_host_directory(struct parser *p, const struct key_def *k, void *obj, char *val)
 {
 	struct ibres_config *cfg = obj;
-	size_t n = strlen(val);
 	char qb[QUOTE_MAX + 1];
 
 	(void)k;
-	if (!strcasecmp(val, "none")) {
+	if (!strcasecmp(val, "none") || !strcasecmp(val, "no") || !strcasecmp(val, "off")) {
 		cfg->host_directory[0] = '\0';
 		return 0;
 	}
-	if (!strcasecmp(val, "auto"))
-		val = "auto";
-	else if (val[0] != '/' || val[n - 1] == '/')
-		return cfg_perr(p, "host_directory '%s': 'auto', 'none' or the absolute path of a file",
-				cfg_quote(val, qb));
-	if (n >= sizeof(cfg->host_directory))
-		return cfg_perr(p, "host_directory too long: at most %zu characters",
-				sizeof(cfg->host_directory) - 1);
-	snprintf(cfg->host_directory, sizeof(cfg->host_directory), "%s", val);
-	return 0;
+	if (!strcasecmp(val, "auto") || !strcasecmp(val, "yes") || !strcasecmp(val, "on")) {
+		snprintf(cfg->host_directory, sizeof(cfg->host_directory), "auto");
+		return 0;
+	}
+	if (val[0] == '/')
+		return cfg_perr(p, "host_directory '%s': the directory is no longer a file (readers "
+				"get it over the socket); use 'auto' or 'none'", cfg_quote(val, qb));
+	return cfg_perr(p, "host_directory '%s': 'auto' or 'none'", cfg_quote(val, qb));
 }
 
 static void print_host_directory(FILE *out, const struct key_def *k, const void *obj)

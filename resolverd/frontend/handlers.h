@@ -21,5 +21,6 @@ int cache_list(struct ibresd *d, struct request *req, uint8_t *reply, size_t *le
 int cache_flush(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len);
 int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len);
 int endpoints_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len);
+int directory_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len);
 
 #endif

@@ -13,6 +13,7 @@ static const struct opcode_handler opcodes[] = {
 	{ IBRES_OP_CACHE_FLUSH, cache_flush, NULL },
 	{ IBRES_OP_STATS, stats_query, NULL },
 	{ IBRES_OP_ENDPOINTS, endpoints_query, NULL },
+	{ IBRES_OP_DIRECTORY, directory_query, NULL },
 };
 
 const struct opcode_handler *opcode_handler(uint8_t opcode)

@@ -66,6 +66,7 @@ int request_start(struct ibresd *d, struct request *req, uint8_t *reply, size_t 
 	const struct opcode_handler *op;
 	int ret;
 
+	req->pass_fd = -1;
 	if (h->version != IBRES_ACM_VERSION) {
 		/* ibacm ignores such a message and leaves its client hanging;
 		 * we answer it. */

@@ -40,6 +40,9 @@ struct request {
 	void (*complete)(struct request *req, const void *reply, size_t len);
 	void *owner; /* the server's connection */
 	uid_t uid;   /* peer's uid (SO_PEERCRED) */
+	/* a descriptor to pass with the answer (SCM_RIGHTS), set by a handler that
+	 * answers at once; -1: none. Still the handler's: the server passes a copy. */
+	int pass_fd;
 	size_t len;
 	uint8_t msg[ACM_REQ_MAX];
 	/* the lifecycle's */

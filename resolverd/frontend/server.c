@@ -42,6 +42,7 @@ struct client {
 	size_t in_len;
 	uint8_t *out; /* unsent part of an answer */
 	size_t out_len, out_off;
+	int out_fd;   /* to pass with the first byte of out (our copy), or -1 */
 	bool busy;    /* a request is pending in the dispatcher */
 	bool served;  /* at least one request answered */
 	bool closing; /* close once the answer is out */
@@ -84,6 +85,9 @@ static void client_close(struct client *cl)
 	loop_timer_cancel(&srv->d->loop, &cl->idle);
 	loop_del_fd(&srv->d->loop, &cl->lf);
 	close(cl->lf.fd);
+	if (cl->out_fd >= 0)
+		close(cl->out_fd);
+	cl->out_fd = -1;
 	cl->lf.fd = -1;
 	list_del(&cl->node);
 	list_add_tail(&srv->dead, &cl->node);
@@ -146,11 +150,35 @@ static void client_rearm(struct client *cl)
 		loop_timer_cancel(&d->loop, &cl->idle);
 }
 
+/* send(), with @fd (>= 0) passed along with the first byte (SCM_RIGHTS). */
+static ssize_t send_with_fd(int sock, const void *buf, size_t len, int fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	if (fd < 0)
+		return send(sock, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static int client_flush(struct client *cl)
 {
 	while (cl->out_off < cl->out_len) {
-		ssize_t n = send(cl->lf.fd, cl->out + cl->out_off, cl->out_len - cl->out_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send_with_fd(cl->lf.fd, cl->out + cl->out_off,
+					 cl->out_len - cl->out_off, cl->out_fd);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -158,6 +186,10 @@ static int client_flush(struct client *cl)
 			if (errno == EAGAIN)
 				return 0;
 			return -errno;
+		}
+		if (n > 0 && cl->out_fd >= 0) {
+			close(cl->out_fd); /* it went with that byte */
+			cl->out_fd = -1;
 		}
 		cl->out_off += (size_t)n;
 	}
@@ -167,14 +199,17 @@ static int client_flush(struct client *cl)
 	return 0;
 }
 
-/* Send an answer; only what the socket does not take at once is copied, so
- * an idle client holds no buffer. */
+/* Send an answer (with the descriptor the request passes, if any); only
+ * what the socket does not take at once is copied, so an idle client holds
+ * no buffer. */
 static void client_send(struct client *cl, const void *buf, size_t len)
 {
+	int pass = cl->req.pass_fd;
 	ssize_t n;
 
+	cl->req.pass_fd = -1;
 	do {
-		n = send(cl->lf.fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = send_with_fd(cl->lf.fd, buf, len, pass);
 	} while (n < 0 && errno == EINTR);
 	if (n < 0 && errno != EAGAIN) {
 		client_close(cl);
@@ -184,7 +219,11 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 		n = 0;
 	if ((size_t)n < len) {
 		cl->out = malloc(len - (size_t)n);
-		if (!cl->out) {
+		/* not sent yet: the descriptor goes with the rest, as our own copy
+		 * (the handler's may be closed before then) */
+		if (n == 0 && pass >= 0)
+			cl->out_fd = fcntl(pass, F_DUPFD_CLOEXEC, 3);
+		if (!cl->out || (n == 0 && pass >= 0 && cl->out_fd < 0)) {
 			client_close(cl);
 			return;
 		}
@@ -379,6 +418,8 @@ static void on_listener(struct loop_fd *lf, uint32_t events)
 		}
 		cl->srv = srv;
 		cl->lf.fd = fd;
+		cl->out_fd = -1;
+		cl->req.pass_fd = -1;
 		cl->lf.cb = on_client;
 		cl->idle.cb = client_idle_timeout;
 		cl->req.owner = cl;

@@ -11,13 +11,19 @@
  * (a zero-delay timer), so a store operation made of several events (a key
  * moving from one host to another) is one change to a reader that misses.
  *
- * A new file: at start-up, when the record area or a table is full (or half
- * made of deleted slots), and to retry after a failure. It is written in
- * full under a temporary name, space reserved with posix_fallocate (a full
- * tmpfs fails here, never with SIGBUS in a reader), renamed over the path,
- * and only then is the old one marked IBDIR_REPLACED. Blocks are never
- * reused inside a file, so a reader's stale slot can only lead to a record
- * that says which keys it holds.
+ * A new generation: at start-up, when the record area or a table is full
+ * (or half made of deleted slots), and to retry after a failure. It is a
+ * memfd, never a file in a folder someone else could reach: its space is
+ * reserved with posix_fallocate (no memory fails here, never with SIGBUS in
+ * a reader), it is mapped for writing here and then sealed against
+ * shrinking, growing, any other writer and more seals, written in full, and
+ * only then handed out (frontend/directory.c passes the descriptor over the
+ * socket) while the old one is marked IBDIR_REPLACED. Readers check the
+ * seals before they map it, so nobody, the daemon's own account included,
+ * can truncate a mapping under a reader or write into it through the
+ * descriptor it was given. Blocks are never reused inside a generation, so
+ * a reader's stale slot can only lead to a record that says which keys it
+ * holds.
  */
 #include "os/hostdir_pub.h"
 
@@ -50,11 +56,9 @@ struct dkey {
 struct hostdir_pub {
 	struct loop *loop;
 	struct host_store *store;
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	uint8_t *map; /* the file published now, read-write; NULL: none */
+	uint8_t *map; /* the generation published now, read-write; NULL: none */
 	size_t size;
-	dev_t dev;
-	ino_t ino;
+	int fd; /* its sealed memfd (what readers are given); -1: none */
 	uint32_t rec_next, rec_end; /* free space of the record area */
 	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
 	bool in_section; /* table_seq is odd */
@@ -437,36 +441,6 @@ static void write_host(void *arg, struct host *h)
 		on_put(p, h);
 }
 
-/* A file found at the path at start-up (a previous daemon's), opened before
- * ours replaces it, or -1. */
-static int open_previous(const char *path)
-{
-	return open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-}
-
-/* Mark that file replaced, once ours is at the path: readers still mapping
- * it look at the path again and find the new one at once. */
-static void retire_previous(int fd)
-{
-	struct stat st;
-	void *m;
-
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    st.st_size < IBDIR_HEADER_SPACE || st.st_size > IBDIR_FILE_MAX)
-		goto out;
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
-		goto out;
-	if (!ibdir_header_check(m, (size_t)st.st_size))
-		__atomic_store_n(&((struct ibdir_header *)m)->state, IBDIR_REPLACED,
-				 __ATOMIC_RELEASE);
-	munmap(m, (size_t)st.st_size);
-out:
-	close(fd);
-}
-
 static void fail(struct hostdir_pub *p, const char *what, int err)
 {
 	p->stats.failures++;
@@ -474,38 +448,27 @@ static void fail(struct hostdir_pub *p, const char *what, int err)
 	if (p->logged)
 		return;
 	p->logged = true;
-	log_err("host directory %s: %s: %s; clients ask over the socket until it can be written",
-		p->path, what, strerror(err));
+	log_err("host directory: %s: %s; clients ask over the socket until it can be written",
+		what, strerror(err));
 }
 
-/* Write the whole store into a new file and put it at the path. */
-static int build(struct hostdir_pub *p)
+/* A memfd of @size bytes, mapped read-write at *@map, then sealed: it can
+ * never shrink or grow, and nothing can write it but this mapping. */
+static int new_generation(struct hostdir_pub *p, uint64_t size, uint8_t **map)
 {
-	struct sizing z = { .p = p };
-	struct ibdir_header tmpl = { 0 }, *hd;
-	uint8_t *old = p->map, *m;
-	size_t old_size = p->size;
-	struct stat st;
-	uint64_t size;
+	const unsigned seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL;
 	int fd, ret;
+	void *m;
 
-	store_foreach_host(p->store, size_host, &z);
-	size = layout(&tmpl, &z);
-	if (size > IBDIR_FILE_MAX) {
-		fail(p, "too large", EFBIG);
-		return -EFBIG;
-	}
-	unlink(p->tmp);
-	fd = open(p->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = memfd_create("ibres-hosts.db", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
-		ret = -errno;
-		fail(p, "create", errno);
-		return ret;
+		ret = errno;
+		fail(p, "memfd_create", ret);
+		return -ret;
 	}
-	/* readable by every local process, whatever the umask */
-	ret = fchmod(fd, 0644) ? errno : posix_fallocate(fd, 0, (off_t)size);
-	if (ret || fstat(fd, &st)) {
-		fail(p, "reserve space", ret ? ret : errno);
+	ret = ftruncate(fd, (off_t)size) ? errno : posix_fallocate(fd, 0, (off_t)size);
+	if (ret) {
+		fail(p, "reserve space", ret);
 		goto err_fd;
 	}
 	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -514,7 +477,49 @@ static int build(struct hostdir_pub *p)
 		fail(p, "map", ret);
 		goto err_fd;
 	}
+	if (fcntl(fd, F_ADD_SEALS, seals)) {
+		ret = errno;
+		fail(p, "seal", ret);
+		munmap(m, size);
+		goto err_fd;
+	}
+	*map = m;
+	return fd;
+err_fd:
 	close(fd);
+	return -ret;
+}
+
+/* The old generation: readers still mapping it fetch the new one. */
+static void retire(uint8_t *map, size_t size, int fd)
+{
+	if (!map)
+		return;
+	__atomic_store_n(&((struct ibdir_header *)map)->state, IBDIR_REPLACED, __ATOMIC_RELEASE);
+	munmap(map, size);
+	close(fd);
+}
+
+/* Write the whole store into a new generation and publish it. */
+static int build(struct hostdir_pub *p)
+{
+	struct sizing z = { .p = p };
+	struct ibdir_header tmpl = { 0 }, *hd;
+	uint8_t *old = p->map, *m = NULL;
+	size_t old_size = p->size;
+	int old_fd = p->fd;
+	uint64_t size;
+	int fd;
+
+	store_foreach_host(p->store, size_host, &z);
+	size = layout(&tmpl, &z);
+	if (size > IBDIR_FILE_MAX) {
+		fail(p, "too large", EFBIG);
+		return -EFBIG;
+	}
+	fd = new_generation(p, size, &m);
+	if (fd < 0)
+		return fd;
 
 	hd = (struct ibdir_header *)m;
 	*hd = tmpl;
@@ -527,6 +532,7 @@ static int build(struct hostdir_pub *p)
 	hd->authoritative_from_ms = IBDIR_NEVER;
 	p->map = m;
 	p->size = size;
+	p->fd = fd;
 	p->rec_next = hd->rec_off;
 	p->rec_end = hd->rec_off + hd->rec_size;
 	memset(p->used, 0, sizeof(p->used));
@@ -537,29 +543,17 @@ static int build(struct hostdir_pub *p)
 	store_foreach_host(p->store, write_host, p);
 	if (p->rebuild) {
 		/* it was sized for all of it: the store changed meanwhile? try again */
-		ret = ENOSPC;
-		fail(p, "fill", ret);
+		fail(p, "fill", ENOSPC);
 		goto err_map;
 	}
 	section_end(p);
 	loop_timer_cancel(p->loop, &p->end_section);
-	p->dev = st.st_dev;
-	p->ino = st.st_ino;
 	scope_write(p);
 	hd->heartbeat_ms = now_ms();
 	__atomic_store_n(&hd->state, IBDIR_LIVE, __ATOMIC_RELEASE);
-	if (rename(p->tmp, p->path)) {
-		ret = errno;
-		fail(p, "rename", ret);
-		goto err_map;
-	}
-	if (old) {
-		__atomic_store_n(&((struct ibdir_header *)old)->state, IBDIR_REPLACED,
-				 __ATOMIC_RELEASE);
-		munmap(old, old_size);
-	}
+	retire(old, old_size, old_fd);
 	if (p->logged)
-		log_info("host directory %s: published again", p->path);
+		log_info("host directory: published again");
 	p->logged = false;
 	p->stats.rebuilds++;
 	p->stats.bytes = size;
@@ -567,24 +561,17 @@ static int build(struct hostdir_pub *p)
 
 err_map:
 	munmap(m, size);
-	unlink(p->tmp);
-	/* every host's cookie pointed into the new file: the old one cannot be
-	 * followed any more, and readers must not use it */
-	if (old) {
-		__atomic_store_n(&((struct ibdir_header *)old)->state, IBDIR_REPLACED,
-				 __ATOMIC_RELEASE);
-		munmap(old, old_size);
-	}
+	close(fd);
+	/* every host's cookie pointed into the new generation: the old one cannot
+	 * be followed any more, and readers must not use it */
+	retire(old, old_size, old_fd);
 	p->map = NULL;
 	p->size = 0;
+	p->fd = -1;
 	p->stats.bytes = 0;
 	p->stats.records = 0;
 	p->in_section = false;
-	return -ret;
-err_fd:
-	close(fd);
-	unlink(p->tmp);
-	return -ret;
+	return -ENOSPC;
 }
 
 static void on_end_section(struct loop_timer *t)
@@ -608,33 +595,25 @@ static void on_beat(struct loop_timer *t)
 	loop_timer_arm(p->loop, t, now_ms() + IBDIR_HEARTBEAT_MS);
 }
 
-int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store *store,
-		  const char *path)
+int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store *store)
 {
 	struct hostdir_pub *p;
-	int previous;
 
 	*out = NULL;
-	if (strlen(path) >= sizeof(p->path) || !strchr(path, '/'))
-		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->loop = loop;
 	p->store = store;
+	p->fd = -1;
 	p->auth_from = IBDIR_NEVER; /* until the resolver says otherwise */
-	strcpy(p->path, path);
-	snprintf(p->tmp, sizeof(p->tmp), "%s.new", path);
 	p->beat.cb = on_beat;
 	p->end_section.cb = on_end_section;
 	jitter_seed(&p->rng);
-	previous = open_previous(path);
 	store_observe(store, &(struct store_observer){ .put = on_put, .gone = on_gone, .arg = p });
 	if (!build(p))
-		log_info("host directory %s: %llu hosts, %llu bytes", p->path,
+		log_info("host directory: %llu hosts, %llu bytes, passed to readers over the socket",
 			 (unsigned long long)p->stats.records, (unsigned long long)p->stats.bytes);
-	/* ours is in place (or none could be): the old one is not to be used */
-	retire_previous(previous);
 	loop_timer_arm(loop, &p->beat, now_ms() + IBDIR_HEARTBEAT_MS);
 	*out = p;
 	return 0;
@@ -642,8 +621,6 @@ int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store
 
 void hostdir_stop(struct hostdir_pub *p)
 {
-	struct stat st;
-
 	if (!p)
 		return;
 	store_observe(p->store, NULL);
@@ -652,12 +629,18 @@ void hostdir_stop(struct hostdir_pub *p)
 	if (p->map) {
 		section_end(p);
 		__atomic_store_n(&hd_of(p)->state, IBDIR_CLOSED, __ATOMIC_RELEASE);
-		/* only our own file: a newer daemon may have put its own there */
-		if (!stat(p->path, &st) && st.st_dev == p->dev && st.st_ino == p->ino)
-			unlink(p->path);
 		munmap(p->map, p->size);
+		close(p->fd);
 	}
 	free(p);
+}
+
+int hostdir_fd(const struct hostdir_pub *p, uint64_t *size)
+{
+	if (!p || !p->map)
+		return -ENODATA;
+	*size = p->size;
+	return p->fd;
 }
 
 void hostdir_set_scope(struct hostdir_pub *p, uint64_t authoritative_from_ms, const char *patterns,

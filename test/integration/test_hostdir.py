@@ -1,15 +1,18 @@
-"""The shared host directory (hosts.db beside the daemon's socket) through
-the real libnss_ib and libibres: no system call for a hit or for a name the
-directory can rule out, answers equal to the socket's for every entry point,
-family and buffer size, a stopped or killed and restarted daemon, damaged
-files, a full /run, fork()."""
+"""The shared host directory (a sealed memfd the daemon passes over its
+socket) through the real libnss_ib and libibres: no system call for a hit or
+for a name the directory can rule out, answers equal to the socket's for every
+entry point, family and buffer size, a stopped or killed and restarted daemon,
+damaged images and descriptors without their seals (through a proxy that
+passes them in the daemon's place), fork()."""
 import errno
+import fcntl
 import os
 import re
-import shutil
 import signal
+import socket
 import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -154,45 +157,102 @@ def test_libibres_answers_from_the_file_as_from_the_socket(helpers, static):
     assert stats(static.socket)["host_lookups"] == 6  # the "off" half only
 
 
-def test_directory_is_announced_in_stats_and_removed_at_stop(static):
-    path = os.path.join(os.path.dirname(static.socket), "hosts.db")
-    st = os.stat(path)
-    assert st.st_mode & 0o777 == 0o644 and st.st_uid == os.geteuid()
-    s = stats(static.socket)
-    assert s["directory_hosts"] == 5 and s["directory_bytes"] == st.st_size
-    assert s["directory_rebuilds"] == 1 and s["directory_failures"] == 0
+OP_DIRECTORY = 0x0d
+HDR_LEN = 16
+F_SEAL_FUTURE_WRITE = 0x0010  # <linux/fcntl.h>; python's fcntl lacks it
+SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | F_SEAL_FUTURE_WRITE | fcntl.F_SEAL_SEAL
+
+
+def fetch_directory(sock_path):
+    """Ask the daemon for its directory as a reader does: (status, descriptor or None)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(sock_path)
+        s.sendall(struct.pack(">BBB3sHQ", 1, OP_DIRECTORY, 0, b"", HDR_LEN, 0))
+        data, fds, _, _ = socket.recv_fds(s, 256, 4)
+        while len(data) < HDR_LEN or len(data) < struct.unpack_from(">H", data, 6)[0]:
+            more = s.recv(256)
+            assert more, data
+            data += more
+    return data[2], (fds[0] if fds else None)
+
+
+def directory_bytes(sock_path):
+    status, fd = fetch_directory(sock_path)
+    assert status == 0 and fd is not None
+    try:
+        return os.pread(fd, os.fstat(fd).st_size, 0)
+    finally:
+        os.close(fd)
+
+
+def test_directory_is_a_sealed_memfd_passed_over_the_socket(static):
+    status, fd = fetch_directory(static.socket)
+    assert status == 0 and fd is not None
+    try:
+        st = os.fstat(fd)
+        assert fcntl.fcntl(fd, fcntl.F_GET_SEALS) & SEALS == SEALS
+        assert os.readlink("/proc/self/fd/%d" % fd).startswith("/memfd:ibres-hosts.db")
+        # whoever gets it can read it and nothing more (root included)
+        for attempt in (lambda: os.ftruncate(fd, 0), lambda: os.write(fd, b"x"),
+                        lambda: os.ftruncate(fd, st.st_size * 2),
+                        lambda: fcntl.fcntl(fd, fcntl.F_ADD_SEALS, 0)):
+            with pytest.raises(PermissionError):
+                attempt()
+        s = stats(static.socket)
+        assert s["directory_hosts"] == 5 and s["directory_bytes"] == st.st_size
+        assert s["directory_rebuilds"] == 1 and s["directory_failures"] == 0
+    finally:
+        os.close(fd)
+    # nothing of it in the socket's folder
+    assert not [n for n in os.listdir(os.path.dirname(static.socket)) if n.endswith(".db")]
     assert static.stop() == 0
-    assert not os.path.exists(path)
 
 
 def test_none_turns_publishing_off(daemon_factory, helpers):
     d = daemon_factory(static_hosts_config().replace(
         "[daemon]\n", "[daemon]\nhost_directory = none\n", 1), name="nodir").start()
-    assert not os.path.exists(os.path.join(d.dir, "hosts.db"))
+    assert fetch_directory(d.socket) == (IBRES_STATUS_ENODATA, None)
     kv = parse_kv(nss(helpers, client_env(d), "byname2", "node2", AF_INET).stdout)
     assert kv["status"] == "SUCCESS"
     assert stats(d.socket)["host_lookups"] == 1
 
 
+IBRES_STATUS_ENODATA = 3
+
+
 # ---- a daemon that stops, dies, comes back ---------------------------------------------------
 
-def test_stopped_daemon_file_serves_until_its_heartbeat_is_stale(helpers, static):
+def test_stopped_daemon_image_serves_until_its_heartbeat_is_stale(helpers, static):
+    """A process that mapped the directory keeps answering from it while the daemon is
+    stopped, until the heartbeat is 5 s old; then it fails fast (the daemon cannot pass
+    a new one, nor answer), and answers again once the daemon runs."""
     env = client_env(static, IBRES_TIMEOUT_MS=300)
+    slice_s = 0.25
+    watch = subprocess.Popen([helpers["nss_glibc"], "ib", "watch", "12000", "4", "node2",
+                              "198.18.0.2"], env=env, stdout=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    time.sleep(1.0)
     static.signal(signal.SIGSTOP)
+    stopped = time.monotonic() - t0
     try:
-        t0 = time.monotonic()
-        kv = parse_kv(nss(helpers, env, "byname2", "node2", AF_INET).stdout)
-        assert kv["status"] == "SUCCESS"
-        time.sleep(max(0.0, HEARTBEAT_STALE_S + 0.5 - (time.monotonic() - t0)))
-        t1 = time.monotonic()
-        kv = parse_kv(nss(helpers, env, "byname2", "node2", AF_INET).stdout)
-        assert kv["status"] == "TRYAGAIN" and kv["errno"] == str(errno.ETIMEDOUT)
-        assert time.monotonic() - t1 < 2.0
+        time.sleep(HEARTBEAT_STALE_S + 3.0)
     finally:
         static.signal(signal.SIGCONT)
-    time.sleep(1.5)  # a heartbeat
-    kv = parse_kv(nss(helpers, env, "byname2", "node2", AF_INET).stdout)
-    assert kv["status"] == "SUCCESS"
+    resumed = time.monotonic() - t0
+    out, _ = watch.communicate(timeout=60)
+    slices = [tuple(int(x) for x in l.split()[1:]) for l in out.splitlines()
+              if l.startswith("slice=")]
+
+    def window(a, b):
+        return [s for i, s in enumerate(slices) if a <= i * slice_s and (i + 1) * slice_s <= b]
+    assert sum(s[1] for s in slices) == 0, out  # never a wrong answer
+    held = window(stopped + 0.5, stopped + HEARTBEAT_STALE_S - 1.0)
+    assert held and all(s[0] > 0 and s[2] == 0 for s in held), out  # from the mapping
+    stale = window(stopped + HEARTBEAT_STALE_S + 1.0, resumed - 0.5)
+    assert stale and all(s[0] == 0 and s[2] > 0 for s in stale), out  # failed, fast
+    assert slices[-1][0] > 0 and slices[-1][2] == 0, out  # answered again
+    assert float(parse_kv(out)["longest_ms"]) < 3000, out
 
 
 def test_killed_and_restarted_daemon_under_32_threads(helpers, daemon_factory):
@@ -225,7 +285,93 @@ def test_killed_and_restarted_daemon_under_32_threads(helpers, daemon_factory):
     assert stats(d.socket)["host_lookups"] == before
 
 
-# ---- files that cannot be trusted -------------------------------------------------------------
+# ---- images and descriptors that cannot be trusted ------------------------------------------
+
+class DirectoryProxy:
+    """A socket in the daemon's place (served by root, so readers believe it) that passes
+    @make_fd()'s descriptor for the directory and forwards every other request to the
+    real daemon at @upstream."""
+
+    def __init__(self, path, upstream, make_fd):
+        self.path, self.upstream, self.make_fd = path, upstream, make_fd
+        self.ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.ls.bind(path)
+        self.ls.listen(64)
+        self.passed = 0
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.client, args=(c,), daemon=True).start()
+
+    def client(self, c):
+        up = None
+        try:
+            while True:
+                hdr = recv_exact(c, HDR_LEN)
+                if not hdr:
+                    return
+                msg = hdr + recv_exact(c, struct.unpack_from(">H", hdr, 6)[0] - HDR_LEN)
+                if hdr[1] == OP_DIRECTORY:
+                    fd = self.make_fd()
+                    size = os.fstat(fd).st_size
+                    body = struct.pack(">HHQ", 17, 8, size)  # COUNT: the size
+                    ans = struct.pack(">BBB3sH", 1, OP_DIRECTORY | 0x80, 0, b"",
+                                      HDR_LEN + len(body)) + hdr[8:] + body
+                    self.passed += 1  # before the reader can see it
+                    socket.send_fds(c, [ans], [fd])
+                    os.close(fd)
+                    continue
+                if up is None:
+                    up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    up.connect(self.upstream)
+                up.sendall(msg)
+                ahdr = recv_exact(up, HDR_LEN)
+                c.sendall(ahdr + recv_exact(up, struct.unpack_from(">H", ahdr, 6)[0] - HDR_LEN))
+        except OSError:
+            pass
+        finally:
+            c.close()
+            if up:
+                up.close()
+
+    def close(self):
+        self.ls.close()
+
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        more = s.recv(n - len(b))
+        if not more:
+            return b
+        b += more
+    return b
+
+
+def memfd_with(data, seals=SEALS, size=None):
+    fd = os.memfd_create("ibres-hosts.db", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.write(fd, bytes(data))
+    if size is not None:
+        os.ftruncate(fd, size)
+    if seals:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    return fd
+
+
+@pytest.fixture
+def plain(daemon_factory):
+    """A daemon that publishes no directory, and a good image from another one."""
+    good_daemon = daemon_factory(static_hosts_config(), name="good").start()
+    good = directory_bytes(good_daemon.socket)
+    d = daemon_factory(static_hosts_config().replace(
+        "[daemon]\n", "[daemon]\nhost_directory = none\n", 1), name="plain").start()
+    return d, good
+
 
 def now_ms():
     return int(time.clock_gettime(time.CLOCK_MONOTONIC) * 1000)
@@ -270,102 +416,64 @@ def damage(kind, good):
 @pytest.mark.parametrize("kind", ["truncated", "random", "version", "huge-offsets",
                                   "table-outside", "slots-outside", "records-garbage",
                                   "file-size"])
-def test_damaged_file_falls_back_to_the_socket(helpers, daemon_factory, kind):
-    good_daemon = daemon_factory(static_hosts_config(), name="good").start()
-    good = open(os.path.join(good_daemon.dir, "hosts.db"), "rb").read()
-    d = daemon_factory(static_hosts_config().replace(
-        "[daemon]\n", "[daemon]\nhost_directory = none\n", 1), name="plain").start()
-    path = os.path.join(d.dir, "hosts.db")
-    with open(path, "wb") as f:
-        f.write(damage(kind, good))
-    os.chmod(path, 0o644)
-    for entry, key, af in (("byname2", "node2", AF_INET), ("byname4", "login1", 0),
-                           ("byaddr2", "2001:db8::2", AF_INET6),
-                           ("byname2", "no-such-host", AF_INET)):
-        on = nss(helpers, client_env(d), entry, key, af)
-        off = nss(helpers, client_env(d, IBRES_DIRECTORY="off"), entry, key, af)
-        assert without_ttl(on.stdout) == without_ttl(off.stdout), (kind, entry, key)
+def test_damaged_image_falls_back_to_the_socket(helpers, plain, tmp_path, kind):
+    d, good = plain
+    proxy = DirectoryProxy(str(tmp_path / "proxy.sock"), d.socket,
+                           lambda: memfd_with(damage(kind, good)))
+    try:
+        for entry, key, af in (("byname2", "node2", AF_INET), ("byname4", "login1", 0),
+                               ("byaddr2", "2001:db8::2", AF_INET6),
+                               ("byname2", "no-such-host", AF_INET)):
+            on = nss(helpers, client_env(socket_path=proxy.path), entry, key, af)
+            off = nss(helpers, client_env(d, IBRES_DIRECTORY="off"), entry, key, af)
+            assert without_ttl(on.stdout) == without_ttl(off.stdout), (kind, entry, key)
+    finally:
+        proxy.close()
+    assert proxy.passed >= 1
     asked = stats(d.socket)["host_lookups"]
     if kind in ("slots-outside", "records-garbage"):
         # the header holds: a miss that touches no damaged slot is still
-        # answered by the file; every host found went to the daemon
+        # answered by the image; every host found went to the daemon
         assert asked >= 6, asked
     else:
-        assert asked == 8, asked  # the file was refused: everything went to the daemon
+        assert asked == 8, asked  # the image was refused: everything went to the daemon
 
 
-def test_a_file_others_may_write_is_not_used(helpers, daemon_factory):
-    good_daemon = daemon_factory(static_hosts_config(), name="good").start()
-    d = daemon_factory(static_hosts_config().replace(
-        "[daemon]\n", "[daemon]\nhost_directory = none\n", 1), name="plain").start()
-    path = os.path.join(d.dir, "hosts.db")
-    shutil.copy(os.path.join(good_daemon.dir, "hosts.db"), path)
-    os.chmod(path, 0o666)
-    kv = parse_kv(nss(helpers, client_env(d), "byname2", "node2", AF_INET).stdout)
-    assert kv["status"] == "SUCCESS"
+@pytest.mark.parametrize("seals", [0, fcntl.F_SEAL_GROW | F_SEAL_FUTURE_WRITE,
+                                   fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW,
+                                   "file"])
+def test_a_descriptor_others_could_shrink_or_write_is_not_used(helpers, plain, tmp_path,
+                                                                seals):
+    """A good image, but the descriptor lacks a seal (or is a plain file): a holder
+    could truncate it under the reader (SIGBUS) or write into it. Refused: the
+    answer comes from the daemon."""
+    d, good = plain
+
+    def make():
+        if seals == "file":
+            path = tmp_path / "hosts.db"
+            path.write_bytes(damage("fresh", good))
+            return os.open(path, os.O_RDONLY)
+        return memfd_with(damage("fresh", good), seals)
+    proxy = DirectoryProxy(str(tmp_path / "proxy.sock"), d.socket, make)
+    try:
+        kv = parse_kv(nss(helpers, client_env(socket_path=proxy.path), "byname2", "node2",
+                          AF_INET).stdout)
+    finally:
+        proxy.close()
+    assert kv["status"] == "SUCCESS" and proxy.passed >= 1
     assert stats(d.socket)["host_lookups"] == 1
 
 
-# ---- /run full ---------------------------------------------------------------------------------
-
-def many_hosts(path, n):
-    with open(path, "w") as f:
-        for i in range(n):
-            f.write("fe80::3:%x:0:%x %d bulk%d 198.19.%d.%d\n"
-                    % (i // 250, i % 250 + 1, 100 + i, i, i // 250, i % 250 + 1))
-
-
-@needs_root
-@pytest.mark.parametrize("size,when", [("16k", "start"), ("300k", "growth")])
-def test_full_run_the_daemon_logs_once_and_serves(helpers, tmp_path, size, when):
-    """The socket's folder is a small tmpfs in a mount namespace of its own.
-    start: the file cannot be reserved at start (nor on the retries).
-    growth: the first file (~200 KiB) fits, a reload brings 3,000 static hosts, and the
-    bigger file does not. Either way the daemon says so once and clients are
-    answered correctly, over the socket where the file cannot answer."""
-    top = tmp_path / "run"
-    top.mkdir()
-    conf = tmp_path / "ibresd.conf"
-    conf.write_text(static_hosts_config())
-    sock = top / "ibresd.sock"
-    log = open(tmp_path / "log", "wb")
-    script = 'mount -t tmpfs -o size=%s tmpfs "$1" && shift && exec "$@"' % size
-    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
-                          str(top), IBRESD, "--foreground", "--config", str(conf), "--socket",
-                          str(sock)], stdout=log, stderr=subprocess.STDOUT)
+def test_a_good_image_from_the_proxy_is_used(helpers, plain, tmp_path):
+    """The control for the two tests above: the same proxy passing the good image,
+    sealed, answers without the daemon."""
+    d, good = plain
+    proxy = DirectoryProxy(str(tmp_path / "proxy.sock"), d.socket, lambda: memfd_with(damage("fresh", good)))
     try:
-        env = client_env(socket_path=str(sock))
-        enter = ["nsenter", "-t", str(p.pid), "-m", "--"]
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if run(enter + ["test", "-S", str(sock)], timeout=10).returncode == 0:
-                break
-            time.sleep(0.05)
-        keys = ["node2", "login1"]
-        if when == "growth":
-            assert run(enter + ["test", "-f", str(top / "hosts.db")], timeout=10).returncode == 0
-            bulk = tmp_path / "bulk.hosts"
-            many_hosts(bulk, 3000)
-            # the example hosts give way to 3,000 others
-            conf.write_text(static_hosts_config().replace("hosts_file = ",
-                                                          "hosts_file = %s\n#" % bulk))
-            p.send_signal(signal.SIGHUP)
-            keys = ["bulk0", "bulk2999", "node1"]
-        time.sleep(6)  # a retry or more
-        for key in keys + ["no-such-host"]:
-            r = run(enter + [helpers["nss_call"], NSS_MODULE, "byname2", key, "2"], env=env,
-                    timeout=30)
-            off = run(enter + [helpers["nss_call"], NSS_MODULE, "byname2", key, "2"],
-                      env=dict(env, IBRES_DIRECTORY="off"), timeout=30)
-            assert r.stdout == off.stdout, (key, r.stdout, off.stdout)
-            assert parse_kv(r.stdout)["status"] == ("NOTFOUND" if key == "no-such-host"
-                                                     else "SUCCESS"), r.stdout
-        r = run(enter + [IBRESCTL, "--socket", str(sock), "stats"], timeout=30)
-        assert re.search(r"directory_failures\s+[1-9]", r.stdout), r.stdout
+        kv = parse_kv(nss(helpers, client_env(socket_path=proxy.path), "byname2", "node2",
+                          AF_INET).stdout)
     finally:
-        p.terminate()
-        p.wait(10)
-        log.close()
-    text = open(tmp_path / "log", errors="replace").read()
-    assert text.count("No space left on device") == 1, text
-    assert "clients ask over the socket" in text
+        proxy.close()
+    assert kv["status"] == "SUCCESS" and proxy.passed == 1
+    assert stats(d.socket)["host_lookups"] == 0

@@ -934,5 +934,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_getaddrinfo, teardown),
 	};
 
+	/* the connection code alone: a handle would also connect to ask for the
+	 * shared directory (test_hostdir.c and test_hostdir.py test that), and
+	 * these tests count the fake daemon's connections */
+	setenv("IBRES_DIRECTORY", "off", 1);
 	return cmocka_run_group_tests(tests, setup_group, NULL);
 }

@@ -2,12 +2,12 @@
 /*
  * Unit tests of the shared host directory: the daemon's writer
  * (resolverd/os/hostdir_pub.c, following a real host store) and the
- * readers' side (lib/hostdir.c over the image, lib/dirmap.c mapping the
- * file for a handle), in a temporary folder. The concurrency test runs the
+ * readers' side (lib/hostdir.c over the image, lib/dirmap.c fetching the
+ * sealed memfd over a socket for a handle). The concurrency test runs the
  * writer on this thread and 32 readers on theirs, through the library's own
- * mapping code, while hosts are refreshed, added, removed and the file
- * grows (is replaced): no reader may ever see a record mixed from two
- * versions.
+ * fetching and mapping code, while hosts are refreshed, added, removed and
+ * the directory grows (is replaced): no reader may ever see a record mixed
+ * from two versions.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,8 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,10 +38,12 @@
 #include "core/loop.h"
 #include "hostdir.h"
 #include "ibres.h"
+#include "msg.h"
 #include "os/hostdir_pub.h"
+#include "tlv.h"
 
 struct fx {
-	char dir[64], path[96], sock[96];
+	char dir[64], sock[96];
 	struct loop loop;
 	struct host_store store;
 	struct hostdir_pub *pub;
@@ -49,11 +56,10 @@ static int setup(void **state)
 	assert_non_null(f);
 	strcpy(f->dir, "/tmp/test_hostdir.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/hosts.db", f->dir);
 	snprintf(f->sock, sizeof(f->sock), "%s/ibresd.sock", f->dir);
 	assert_int_equal(loop_init(&f->loop), 0);
 	assert_int_equal(store_init(&f->store, 1u << 16), 0);
-	assert_int_equal(hostdir_start(&f->pub, &f->loop, &f->store, f->path), 0);
+	assert_int_equal(hostdir_start(&f->pub, &f->loop, &f->store), 0);
 	assert_non_null(f->pub);
 	*state = f;
 	return 0;
@@ -66,7 +72,7 @@ static int teardown(void **state)
 	hostdir_stop(f->pub);
 	store_fini(&f->store);
 	loop_fini(&f->loop);
-	unlink(f->path);
+	unlink(f->sock);
 	rmdir(f->dir);
 	free(f);
 	return 0;
@@ -104,17 +110,27 @@ static void put(struct fx *f, unsigned i, unsigned gen, uint8_t origin, uint32_t
 	assert_int_equal(store_insert(&f->store, &r, origin, ttl, 0, 0, now_ms(), NULL), 0);
 }
 
-/* Map the file at the path now (read-only, as a reader). */
-static void *map_now(const char *path, size_t *size)
+/* Map the generation published now (read-only, as a reader): its
+ * descriptor is sealed, so nothing can shrink or write it. */
+static void *map_now(struct fx *f, size_t *size)
 {
+	uint64_t said;
 	struct stat st;
 	void *m;
-	int fd = open(path, O_RDONLY);
+	int fd = hostdir_fd(f->pub, &said);
+	int seals = fcntl(fd, F_GET_SEALS);
 
 	assert_true(fd >= 0);
+	assert_int_equal(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL),
+			 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
 	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal((uint64_t)st.st_size, said);
+	/* what a reader given this descriptor cannot do */
+	assert_int_equal(ftruncate(fd, 0), -1);
+	assert_int_equal(write(fd, "x", 1), -1);
+	assert_true(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
 	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
 	assert_true(m != MAP_FAILED);
 	*size = (size_t)st.st_size;
 	return m;
@@ -135,7 +151,7 @@ static void test_every_key_type(void **state)
 
 	put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
 	mkrec(&want, 7, 1);
-	m = map_now(f->path, &size);
+	m = map_now(f, &size);
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h7", 2, &got), 0);
 	assert_string_equal(got.names[1], "alias-7.Example");
 	assert_int_equal(got.qpn, 1);
@@ -164,7 +180,7 @@ static void test_scope_of_a_miss(void **state)
 
 	put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
 	loop_run_due(&f->loop); /* the loop turn that ends the write section */
-	m = map_now(f->path, &size);
+	m = map_now(f, &size);
 	hostdir_set_scope(f->pub, UINT64_MAX, pats[0], sizeof(pats[0]), 2);
 	/* a cluster name not there, while the fabric may know it: the daemon */
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), -EAGAIN);
@@ -190,10 +206,10 @@ static void test_refresh_move_remove_expire(void **state)
 	struct host *h;
 	uint32_t cookie;
 	size_t size;
-	void *m;
+	void *m, *later;
 
 	put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
-	m = map_now(f->path, &size);
+	m = map_now(f, &size);
 	mkrec(&a, 1, 1);
 	h = (struct host *)store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
 								      .len = 2, .data = "h1" },
@@ -227,13 +243,19 @@ static void test_refresh_move_remove_expire(void **state)
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -ENODATA);
 	assert_int_equal(look(m, size, IBRES_T_GID, a.gids[0], 16, &got), -ENODATA);
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), 0);
-	/* an expired record is the daemon's to judge */
-	assert_int_equal(ibdir_lookup(m, size, now_ms() + 61000, IBRES_T_NAME, "h2", 2, &got),
+	/* an expired record is the daemon's to judge (in a copy whose heartbeat
+	 * is as fresh then as it is now) */
+	later = malloc(size);
+	assert_non_null(later);
+	memcpy(later, m, size);
+	((struct ibdir_header *)later)->heartbeat_ms = now_ms() + 61000;
+	assert_int_equal(ibdir_lookup(later, size, now_ms() + 61000, IBRES_T_NAME, "h2", 2, &got),
 			 -EAGAIN);
+	free(later);
 	munmap(m, size);
 }
 
-static void test_growth_replaces_the_file(void **state)
+static void test_growth_replaces_the_generation(void **state)
 {
 	struct fx *f = *state;
 	struct ibres_hostrec got;
@@ -241,14 +263,14 @@ static void test_growth_replaces_the_file(void **state)
 	void *m, *m2;
 	char name[16];
 
-	m = map_now(f->path, &size);
+	m = map_now(f, &size);
 	for (unsigned i = 0; i < 3000; i++) {
 		put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
 		loop_run_due(&f->loop);
 	}
-	/* the first file was replaced (more than once): readers must look again */
+	/* the first generation was replaced (more than once): readers ask again */
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -ESTALE);
-	m2 = map_now(f->path, &size2);
+	m2 = map_now(f, &size2);
 	assert_true(size2 > size);
 	for (unsigned i = 0; i < 3000; i++) {
 		snprintf(name, sizeof(name), "h%u", i);
@@ -259,7 +281,7 @@ static void test_growth_replaces_the_file(void **state)
 	munmap(m2, size2);
 }
 
-static void test_stop_closes_and_removes(void **state)
+static void test_stop_closes(void **state)
 {
 	struct fx *f = *state;
 	struct ibres_hostrec got;
@@ -267,10 +289,9 @@ static void test_stop_closes_and_removes(void **state)
 	void *m;
 
 	put(f, 3, 1, IBRES_ORIGIN_STATIC, 0);
-	m = map_now(f->path, &size);
+	m = map_now(f, &size);
 	hostdir_stop(f->pub);
 	f->pub = NULL;
-	assert_int_equal(access(f->path, F_OK), -1);
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h3", 2, &got), -ESTALE);
 	munmap(m, size);
 }
@@ -289,7 +310,7 @@ static void test_damaged_images(void **state)
 	for (unsigned i = 0; i < 40; i++)
 		put(f, i, 1, IBRES_ORIGIN_STATIC, 0);
 	loop_run_due(&f->loop);
-	m = map_now(f->path, &size);
+	m = map_now(f, &size);
 	c = malloc(size);
 	assert_non_null(c);
 	hd = (struct ibdir_header *)c;
@@ -339,10 +360,11 @@ static void test_damaged_images(void **state)
 	hd->state = IBDIR_REPLACED;
 	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -ESTALE);
 	RESET();
+	/* (its daemon stopped or died: readers ask for the directory again) */
 	hd->heartbeat_ms = now_ms() - 60000;
-	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EAGAIN);
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -ESTALE);
 	hd->heartbeat_ms = now_ms() + 60000;
-	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EAGAIN);
+	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -ESTALE);
 	/* random damage anywhere: whatever comes back is a well-formed record */
 	for (unsigned round = 0; round < 20000; round++) {
 		char name[16];
@@ -411,6 +433,91 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+/* The daemon's side of IBRES_OP_DIRECTORY, in a child process (a reader
+ * refuses a socket its own process serves): it passes the last descriptor
+ * the parent sent it over @feed to every reader that asks on @path. */
+static void serve_directory(int feed, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ls = socket(AF_UNIX, SOCK_STREAM, 0), cur = -1;
+	uint64_t size = 0;
+
+	strcpy(sa.sun_path, path);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 64))
+		_exit(1);
+	write(feed, "r", 1); /* ready */
+	for (;;) {
+		struct pollfd p[2] = { { .fd = feed, .events = POLLIN }, { .fd = ls, .events = POLLIN } };
+		char ctl[CMSG_SPACE(sizeof(int))];
+		struct iovec iov;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+				     .msg_controllen = sizeof(ctl) };
+		uint8_t msg[IBRES_HDR_LEN + 12];
+		struct cmsghdr *c;
+
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[0].revents) {
+			iov = (struct iovec){ &size, sizeof(size) };
+			if (recvmsg(feed, &mh, 0) <= 0)
+				_exit(0);
+			c = CMSG_FIRSTHDR(&mh);
+			if (c && c->cmsg_type == SCM_RIGHTS) {
+				if (cur >= 0)
+					close(cur);
+				memcpy(&cur, CMSG_DATA(c), sizeof(int));
+			}
+			continue;
+		}
+		int cl = accept(ls, NULL, NULL);
+		struct ibres_hdr *h = (struct ibres_hdr *)msg;
+		struct tlv_writer w;
+
+		if (cl < 0)
+			continue;
+		if (read(cl, msg, IBRES_HDR_LEN) == IBRES_HDR_LEN && cur >= 0) {
+			h->opcode |= IBRES_OP_ACK;
+			h->status = 0;
+			tlv_writer_init(&w, msg + IBRES_HDR_LEN, sizeof(msg) - IBRES_HDR_LEN);
+			tlv_put_u64(&w, IBRES_T_COUNT, size);
+			ibres_msg_set_length(h, (uint16_t)(IBRES_HDR_LEN + w.len));
+			iov = (struct iovec){ msg, IBRES_HDR_LEN + w.len };
+			mh.msg_controllen = sizeof(ctl);
+			c = CMSG_FIRSTHDR(&mh);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &cur, sizeof(int));
+			sendmsg(cl, &mh, MSG_NOSIGNAL);
+		}
+		close(cl);
+	}
+}
+
+/* Hand the server the generation published now, if it changed. */
+static void feed_directory(struct fx *f, int feed, uint64_t *fed)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct hostdir_stats st;
+	uint64_t size;
+	struct iovec iov = { &size, sizeof(size) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			     .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	int fd;
+
+	hostdir_stats(f->pub, &st);
+	fd = hostdir_fd(f->pub, &size);
+	if (fd < 0 || st.rebuilds == *fed)
+		return;
+	*fed = st.rebuilds;
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	assert_true(sendmsg(feed, &mh, 0) > 0);
+}
+
 static void test_32_readers_and_a_busy_writer(void **state)
 {
 	struct fx *f = *state;
@@ -419,11 +526,25 @@ static void test_32_readers_and_a_busy_writer(void **state)
 	unsigned long hits = 0, bad = 0;
 	struct ibres *h;
 	unsigned seed = 7;
+	uint64_t fed = 0;
+	int feed[2], status;
+	pid_t server;
+	char ready;
 
 	for (unsigned i = 0; i < HOSTS; i++)
 		put(f, i, 0, IBRES_ORIGIN_FABRIC, 600);
 	loop_run_due(&f->loop);
-	/* readers find the file beside the socket, as clients do */
+	/* readers get the directory over the socket, as clients do */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, feed), 0);
+	server = fork();
+	assert_true(server >= 0);
+	if (!server) {
+		close(feed[0]);
+		serve_directory(feed[1], f->sock);
+	}
+	close(feed[1]);
+	assert_int_equal(read(feed[0], &ready, 1), 1);
+	feed_directory(f, feed[0], &fed);
 	assert_int_equal(ibres_open(&h, f->sock, 1000), 0);
 	for (unsigned i = 0; i < READERS; i++) {
 		rd[i] = (struct reader){ .h = h, .stop = &stop, .seed = i * 77 + 1 };
@@ -453,9 +574,10 @@ static void test_32_readers_and_a_busy_writer(void **state)
 						      now_ms(), NULL),
 					 0);
 		}
-		/* a loop turn every few changes: sections end, files get replaced */
+		/* a loop turn every few changes: sections end, generations get replaced */
 		if (w % 16 == 0)
 			loop_run_due(&f->loop);
+		feed_directory(f, feed[0], &fed);
 		if (w % 1000 == 0)
 			/* heartbeats and late replacements, as the daemon's timer does */
 			loop_run_due(&f->loop);
@@ -467,14 +589,17 @@ static void test_32_readers_and_a_busy_writer(void **state)
 		bad += rd[i].bad;
 	}
 	ibres_close(h);
+	close(feed[0]);
+	kill(server, SIGTERM);
+	waitpid(server, &status, 0);
 	struct hostdir_stats st;
 
 	hostdir_stats(f->pub, &st);
-	print_message("readers: %lu hits, %lu mixed; writer: %u changes, %llu files\n", hits, bad,
+	print_message("readers: %lu hits, %lu mixed; writer: %u changes, %llu generations\n", hits, bad,
 		      WRITES, (unsigned long long)st.rebuilds);
 	assert_int_equal(bad, 0);
 	assert_true(hits > 0);
-	assert_true(st.rebuilds >= 2); /* the file was replaced while they read */
+	assert_true(st.rebuilds >= 2); /* replaced while they read */
 }
 
 int main(void)
@@ -483,8 +608,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_key_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_growth_replaces_the_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stop_closes_and_removes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_images, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, setup, teardown),
 	};

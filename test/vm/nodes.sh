@@ -94,11 +94,11 @@ vm_socket_of() {
 # --device rxeK --name nodeK` with its own socket /run/ibres/nodeK.sock (which
 # speaks ibacm's protocol too); node1's also serves ibacm's socket
 # /run/ibacm.sock for librdmacm, and is the daemon the NSS module asks
-# (/run/ibres/ibresd.sock, its host directory /run/ibres/hosts.db), with `ib`
+# (/run/ibres/ibresd.sock, which passes its host directory), with `ib`
 # on the hosts line of nsswitch.conf.
 # Configs and logs: /run/nss-ib-vm/nodeK.conf, nodeK.log.
 start_daemons() {
-	local n=$1 first=$2 k conf dir build=$VM_CHECKOUT/build tries
+	local n=$1 first=$2 k conf build=$VM_CHECKOUT/build tries
 	for f in ibresd ibresctl libnss_ib.so.2; do
 		[ -e "$build/$f" ] || { echo "vm: --daemons: no $build/$f (run make)" >&2; return 1; }
 	done
@@ -107,15 +107,8 @@ start_daemons() {
 		conf=$VMDIR/node$k.conf
 		"$build/ibresctl" config generate --device "rxe$k" --name "node$k" >"$conf.gen" ||
 			return 1
-		# one shared host directory each: hosts.db would be every node's
-		# file beside the sockets; node1's is where the NSS module looks
-		if [ "$k" = 1 ]; then
-			dir=/run/ibres/hosts.db
-		else
-			dir=/run/ibres/node$k.hosts.db
-		fi
-		sed -e "s|^socket = .*|socket = /run/ibres/node$k.sock\nhost_directory = $dir|" \
-			"$conf.gen" >"$conf"
+		# each daemon passes its own host directory over its own socket
+		sed -e "s|^socket = .*|socket = /run/ibres/node$k.sock|" "$conf.gen" >"$conf"
 		[ "$k" = 1 ] && sed -i -e '/^socket = /a acm_socket = /run/ibacm.sock' "$conf"
 		rm -f "$conf.gen"
 		"$build/ibresd" --foreground --config "$conf" >"$VMDIR/node$k.log" 2>&1 &

@@ -1,0 +1,360 @@
+"""Issue 21's attacks on the readers of the shared host directory, each run as an
+unprivileged uid this module creates and removes (a throwaway system account), each
+asserted to fail:
+
+- the daemon's own account, and any user, holding the directory's descriptor cannot
+  truncate, grow, punch or write it under a root process that has it mapped (a SIGBUS
+  there would kill sudo, sshd, root's getent);
+- a root process that inherited a user's environment (su without -, sudo -E) does not
+  talk to a socket that user serves, nor map what it passes, and a path in
+  IBRES_DIRECTORY is never opened;
+- a user can fool only itself: its own fake daemon is believed by its own processes.
+
+Code that runs as the attacker is this module's own, in a forked child that dropped to
+the attacker's uid: the checkout may sit in a folder only root may enter (/root), so the
+attacker runs none of its files."""
+import errno
+import fcntl
+import os
+import pwd
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import IBRESCTL, needs_root, run
+from fabric_util import stats
+from nss_helpers import (NSS_MODULE, client_env, helpers, parse_kv,  # noqa: F401 (fixture)
+                         static_hosts_config)
+
+AF_INET = 2
+OP_DIRECTORY = 0x0d
+HDR_LEN = 16
+F_SEAL_FUTURE_WRITE = 0x0010  # <linux/fcntl.h>; python's fcntl lacks it
+
+pytestmark = needs_root
+
+
+@pytest.fixture(scope="module")
+def attacker():
+    """A throwaway system account: (name, uid, gid)."""
+    name = "ibres-atk%d" % (os.getpid() % 100000)
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                    name], check=True, timeout=60)
+    try:
+        pw = pwd.getpwnam(name)
+        yield name, pw.pw_uid, pw.pw_gid
+    finally:
+        subprocess.run(["userdel", name], timeout=60)
+
+
+@pytest.fixture
+def open_dir():
+    """A folder root owns that everyone may enter (a socket there is reachable by the
+    attacker; pytest's own tmp folders are root's alone)."""
+    d = tempfile.mkdtemp(prefix="ibres-trust-")
+    os.chmod(d, 0o755)
+    yield d
+    subprocess.run(["rm", "-rf", d], timeout=30)
+
+
+def as_user(uid, gid, fn, *args):
+    """Run fn(*args) in a child that dropped to @uid/@gid for good; its return value
+    (a short str) or the exception's text comes back through a pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            out = str(fn(*args))
+        except BaseException as e:  # noqa: B902 -- everything goes back to the test
+            out = "exception: %r" % (e,)
+        os.write(w, out.encode()[:65536])
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode()
+
+
+def fetch_directory(sock_path):
+    """(status, descriptor or None), as a reader asks."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(sock_path)
+        s.sendall(struct.pack(">BBB3sHQ", 1, OP_DIRECTORY, 0, b"", HDR_LEN, 0))
+        data, fds, _, _ = socket.recv_fds(s, 256, 4)
+    return data[2], (fds[0] if fds else None)
+
+
+def try_all(fd):
+    """Every way a holder of the descriptor could change it; what each did."""
+    size = os.fstat(fd).st_size
+    out = {}
+
+    def attempt(name, fn):
+        try:
+            fn()
+            out[name] = "done"
+        except OSError as e:
+            out[name] = errno.errorcode.get(e.errno, str(e.errno))
+    attempt("truncate", lambda: os.ftruncate(fd, 0))
+    attempt("shrink", lambda: os.ftruncate(fd, size - 4096))
+    attempt("grow", lambda: os.ftruncate(fd, size + 4096))
+    attempt("write", lambda: os.pwrite(fd, b"\0" * 64, 0))
+    attempt("punch", lambda: fallocate_punch(fd, size))
+    attempt("unseal", lambda: fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE))
+    attempt("mmap-write", lambda: mmap_write(fd, size))
+    # a second, read-write open of the same memfd through /proc
+    try:
+        fd2 = os.open("/proc/self/fd/%d" % fd, os.O_RDWR)
+        attempt("reopen-truncate", lambda: os.ftruncate(fd2, 0))
+        attempt("reopen-write", lambda: os.pwrite(fd2, b"\0" * 64, 0))
+        os.close(fd2)
+    except OSError as e:
+        out["reopen"] = errno.errorcode.get(e.errno, str(e.errno))
+    out["size"] = os.fstat(fd).st_size == size
+    return out
+
+
+def fallocate_punch(fd, size):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+    if libc.fallocate(fd, 0x02 | 0x01, 0, size) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def mmap_write(fd, size):
+    import mmap
+    m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m[0:8] = b"\0" * 8
+    m.close()
+
+
+def attack_descriptor(sock_path):
+    status, fd = fetch_directory(sock_path)
+    if fd is None:
+        return "no descriptor, status %d" % status
+    return repr(try_all(fd))
+
+
+def attack_daemon_fds(pid):
+    """As the daemon's own account: every memfd the daemon holds, through /proc."""
+    found = {}
+    try:
+        names = os.listdir("/proc/%d/fd" % pid)
+    except OSError as e:
+        return "listdir: " + errno.errorcode.get(e.errno, str(e.errno))
+    for n in names:
+        path = "/proc/%d/fd/%s" % (pid, n)
+        try:
+            target = os.readlink(path)
+        except OSError:
+            continue
+        if "ibres-hosts.db" not in target:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as e:
+            found[n] = "open: " + errno.errorcode.get(e.errno, str(e.errno))
+            continue
+        found[n] = try_all(fd)
+        os.close(fd)
+    return repr(found)
+
+
+def refused_everything(text):
+    d = eval(text, {})  # our own repr() from the child
+    assert d.pop("size") is True, text
+    assert all(v in ("EPERM", "EACCES", "EBADF", "EINVAL") for v in d.values()), text
+    return d
+
+
+def watch(helpers, env, ms):
+    return subprocess.Popen([helpers["nss_glibc"], "ib", "watch", str(ms), "4", "node2",
+                             "198.18.0.2"], env=env, stdout=subprocess.PIPE, text=True)
+
+
+def watched_cleanly(p):
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, (p.returncode, out)  # not killed by SIGBUS (status -7)
+    slices = [tuple(int(x) for x in l.split()[1:]) for l in out.splitlines()
+              if l.startswith("slice=")]
+    assert sum(s[1] for s in slices) == 0 and sum(s[2] for s in slices) == 0, out
+    return slices
+
+
+def test_no_holder_of_the_descriptor_can_change_it_under_a_root_reader(
+        helpers, daemon_factory, attacker, open_dir):
+    """Any local user may ask for the directory; what it gets can be read and nothing
+    more. A root process reading from it meanwhile never fails and never dies."""
+    _, uid, gid = attacker
+    d = daemon_factory(static_hosts_config(), name="d",
+                       sock=os.path.join(open_dir, "ibresd.sock")).start()
+    reader = watch(helpers, client_env(d), 4000)
+    time.sleep(1.0)
+    text = as_user(uid, gid, attack_descriptor, d.socket)
+    assert not text.startswith("exception") and not text.startswith("no descriptor"), text
+    refused_everything(text)
+    watched_cleanly(reader)
+    # and root holding it cannot either: the seals bind everyone
+    status, fd = fetch_directory(d.socket)
+    refused_everything(repr(try_all(fd)))
+    os.close(fd)
+
+
+def test_the_daemons_own_account_cannot_change_it(helpers, daemon_factory, attacker,
+                                                  open_dir):
+    """`user =` the attacker's account: the daemon drops to it, and that account is the
+    one that could reach the daemon's descriptors. It truncated hosts.db under root's
+    readers before; the memfd's seals hold against it too."""
+    name, uid, gid = attacker
+    conf = static_hosts_config().replace("[daemon]\n", "[daemon]\nuser = %s\n" % name, 1)
+    cfg_dir = tempfile.mkdtemp(prefix="ibres-trust-cfg-")
+    try:
+        os.chmod(cfg_dir, 0o755)
+        cfg = os.path.join(cfg_dir, "ibresd.conf")
+        with open(cfg, "w") as f:
+            f.write(conf)
+        os.chmod(cfg, 0o644)
+        d = daemon_factory(name="u", config_path=cfg,
+                           sock=os.path.join(open_dir, "ibresd.sock")).start()
+        time.sleep(0.5)
+        assert os.stat("/proc/%d" % d.proc.pid).st_uid in (0, uid)
+        reader = watch(helpers, client_env(d), 4000)
+        time.sleep(1.0)
+        text = as_user(uid, gid, attack_daemon_fds, d.proc.pid)
+        assert not text.startswith("exception"), text
+        if text.startswith("{"):
+            for v in eval(text, {}).values():  # noqa: S307 -- our own repr()
+                if isinstance(v, dict):
+                    refused_everything(repr(v))
+        text = as_user(uid, gid, attack_descriptor, d.socket)
+        refused_everything(text)
+        watched_cleanly(reader)
+        assert d.alive()
+    finally:
+        subprocess.run(["rm", "-rf", cfg_dir], timeout=30)
+
+
+def fake_daemon(sock_path, log_path):
+    """As the attacker: a socket that passes an unsealed memfd holding garbage and
+    answers anything; it notes every byte it is sent."""
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(sock_path)
+    os.chmod(sock_path, 0o777)
+    ls.listen(16)
+    ls.settimeout(8)
+    got = 0
+    try:
+        while True:
+            c, _ = ls.accept()
+            c.settimeout(2)
+            try:
+                data = c.recv(4096)
+            except OSError:
+                data = b""
+            got += len(data)
+            with open(log_path, "a") as f:
+                f.write("%d\n" % len(data))
+            if len(data) >= HDR_LEN:
+                fd = os.memfd_create("ibres-hosts.db", 0)
+                os.write(fd, os.urandom(8192))
+                ans = struct.pack(">BBB3sH", 1, data[1] | 0x80, 0, b"", HDR_LEN + 12) + \
+                    data[8:16] + struct.pack(">HHQ", 17, 8, 8192)
+                try:
+                    socket.send_fds(c, [ans], [fd])
+                except OSError:
+                    pass
+                os.ftruncate(fd, 0)  # under whoever mapped it
+            c.close()
+    except OSError:
+        pass
+    return got
+
+
+def test_root_with_a_users_environment_ignores_the_users_socket(helpers, attacker,
+                                                                 daemon_factory):
+    """su without -, sudo -E: root's process carries IBRES_SOCKET (and IBRES_DIRECTORY)
+    pointing at what the user controls. It talks to no socket whose listener is not root,
+    so it sends nothing there and maps nothing; the lookup is UNAVAIL."""
+    _, uid, gid = attacker
+    home = tempfile.mkdtemp(prefix="ibres-trust-home-")
+    try:
+        os.chown(home, uid, gid)
+        evil = os.path.join(home, "evil.sock")
+        log = os.path.join(home, "log")
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            os.close(w)
+            fake_daemon(evil, log)
+            os._exit(0)
+        os.close(w)
+        os.close(r)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(evil) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        bait = os.path.join(home, "hosts.db")
+        with open(bait, "wb") as f:
+            f.write(os.urandom(8192))
+        os.chown(bait, uid, gid)
+        env = client_env(socket_path=evil, IBRES_DIRECTORY=bait, IBRES_TIMEOUT_MS=5000)
+        t0 = time.monotonic()
+        res = run([helpers["nss_call"], NSS_MODULE, "byname2", "node2", str(AF_INET)],
+                  env=env, timeout=30)
+        took = time.monotonic() - t0
+        kv = parse_kv(res.stdout)
+        assert res.returncode == 0 and kv["status"] == "UNAVAIL", res.stdout + res.stderr
+        assert took < 2.5, took  # refused at once, not after the 5 s timeout
+        # ibresctl, as root, refuses it too
+        res = run(["env", "IBRES_SOCKET=" + evil, IBRESCTL, "host", "node2"], timeout=30)
+        assert res.returncode != 0, res.stdout
+        time.sleep(0.3)
+        sent = open(log).read().split() if os.path.exists(log) else []
+        assert all(n == "0" for n in sent), sent  # connected, then hung up: no request
+        # a user can fool only itself: its own process does talk to its own socket
+        # (copies of the helper and the module in its folder: the checkout may be root's)
+        for src in (helpers["nss_call"], NSS_MODULE):
+            dst = os.path.join(home, os.path.basename(src))
+            subprocess.run(["cp", src, dst], check=True, timeout=30)
+            os.chmod(dst, 0o755)
+        res = as_user(uid, gid, user_lookup, os.path.join(home, "nss_call"),
+                      os.path.join(home, os.path.basename(NSS_MODULE)), evil)
+        assert "status=" in res, res
+        time.sleep(0.3)
+        sent = open(log).read().split()
+        assert any(n != "0" for n in sent), sent
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (OSError, UnboundLocalError):
+            pass
+        subprocess.run(["rm", "-rf", home], timeout=30)
+
+
+def user_lookup(nss_call, module, sock):
+    env = dict(os.environ, IBRES_SOCKET=sock, IBRES_TIMEOUT_MS="2000")
+    return subprocess.run([nss_call, module, "byname2", "node2", "2"], env=env,
+                          capture_output=True, text=True, timeout=30).stdout

@@ -166,7 +166,7 @@ enum {
 	IBRES_T_QPN = 7,       /* u32 */
 	IBRES_T_PKEY = 8,      /* u16 */
 	IBRES_T_TTL = 9,       /* u32 seconds left */
-	IBRES_T_FLAGS = 10,    /* u32: request flags (IBRES_HOST_*) */
+	IBRES_T_FLAGS = 10,    /* u32: request flags (IBRES_HOST_*), answer flags (IBRES_LIST_*) */
 	IBRES_T_STATE = 11,    /* u8: enum ibres_entry_state */
 	IBRES_T_ORIGIN = 12,   /* u8: enum ibres_origin */
 	IBRES_T_NEST = 13,     /* a nested sequence: one record */
@@ -187,6 +187,13 @@ enum {
 /* IBRES_T_FLAGS bits in a HOST request. */
 enum {
 	IBRES_HOST_CACHE_ONLY = 1u << 0, /* answer from the cache; never ask the fabric */
+};
+
+/* IBRES_T_FLAGS bits in a CACHE_LIST answer. */
+enum {
+	/* negative answers and queries in flight were left out: they show what other users
+	 * looked up, and are listed to uid 0 only */
+	IBRES_LIST_WITHHELD = 1u << 0,
 };
 
 enum ibres_key_type {

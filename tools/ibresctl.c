@@ -601,13 +601,17 @@ static void cache_list_begin(struct ctl *c)
 	}
 }
 
-static void cache_list_end(struct ctl *c, uint64_t count)
+/* @withheld: the daemon left negative answers and queries in flight out (not root). */
+static void cache_list_end(struct ctl *c, uint64_t count, bool withheld)
 {
 	if (c->json) {
 		json_arr_end(&c->j);
 		json_u64(&c->j, "count", count);
+		json_bool(&c->j, "withheld", withheld);
 		json_obj_end(&c->j);
 		json_end(&c->j);
+	} else if (withheld) {
+		printf("negative entries and queries in flight: shown to root only\n");
 	}
 }
 
@@ -618,11 +622,12 @@ static int cache_list(struct ctl *c)
 	struct tlv_reader r;
 	struct tlv_item it;
 	uint32_t offset = 0, next;
+	uint32_t flags;
 	uint64_t count = 0;
 	unsigned pages;
 	size_t len;
 	uint8_t status;
-	bool more = true;
+	bool more = true, withheld = false;
 	int ret;
 
 	for (pages = 0; more && pages < CACHE_PAGES_MAX; pages++) {
@@ -630,7 +635,7 @@ static int cache_list(struct ctl *c)
 			       &len);
 		if (ret || status) {
 			if (pages)
-				cache_list_end(c, count); /* close what was printed */
+				cache_list_end(c, count, withheld); /* close what was printed */
 			return failed(c, "cache list", ret, ret ? -1 : status);
 		}
 		if (!pages)
@@ -652,14 +657,20 @@ static int cache_list(struct ctl *c)
 				}
 				offset = next;
 				more = true;
+			} else if (it.type == IBRES_T_FLAGS) {
+				if (tlv_get_u32(&it, &flags)) {
+					ret = -EBADMSG;
+					break;
+				}
+				withheld |= flags & IBRES_LIST_WITHHELD;
 			}
 		}
 		if (ret < 0) {
-			cache_list_end(c, count);
+			cache_list_end(c, count, withheld);
 			return failed(c, "cache list", ret, -1);
 		}
 	}
-	cache_list_end(c, count);
+	cache_list_end(c, count, withheld);
 	return 0;
 }
 

@@ -171,6 +171,8 @@ struct list_ctx {
 	struct tlv_writer *w;
 	uint32_t index, offset;
 	bool full;
+	bool all;      /* negative answers and queries too: the caller is root */
+	bool withheld; /* some were left out */
 	uint64_t now;
 	unsigned n_eps;
 };
@@ -206,8 +208,8 @@ static int list_item(struct list_ctx *lc, const struct host_key *k, uint8_t stat
 	if (path)
 		tlv_put(lc->w, IBRES_T_PATH, path, sizeof(*path));
 	tlv_nest_end(lc->w, nest);
-	/* Keep room for the NEXT item that says where the next page starts. */
-	if (lc->w->overflow || lc->w->cap - lc->w->len < 8) {
+	/* Keep room for the NEXT item that says where the next page starts, and FLAGS. */
+	if (lc->w->overflow || lc->w->cap - lc->w->len < 16) {
 		tlv_truncate(lc->w, mark);
 		lc->index--;
 		lc->full = true;
@@ -223,6 +225,10 @@ static int list_key(const struct host_key *k, const struct host *h, int neg_stat
 	const struct ibres_path_record *path = NULL;
 
 	(void)neg_status;
+	if (!h && !lc->all) {
+		lc->withheld = true;
+		return 0;
+	}
 	if (!h)
 		return list_item(lc, k, IBRES_STATE_NEGATIVE, IBRES_ORIGIN_FABRIC, expires_ms, NULL,
 				 NULL);
@@ -248,11 +254,19 @@ int cache_list(struct ibresd *d, struct request *req, uint8_t *reply, size_t *le
 		return 0;
 	ext_begin(&r, req, reply);
 	lc = (struct list_ctx){ .w = &r.w, .offset = a.offset, .now = now_ms(), .n_eps = d->eps.n };
+	/* A negative answer or a query in flight names what some user looked up and found
+	 * nothing for, or is looking up now: another user's business. Hosts are the cluster's. */
+	lc.all = req->uid == 0;
 	store_foreach(&d->store, list_key, &lc);
-	if (!lc.full)
+	if (!lc.full && lc.all)
 		pending_foreach(&d->res.pending, list_query, &lc);
+	else if (!lc.all && d->res.pending.n)
+		lc.withheld = true;
 	if (lc.full)
 		tlv_put_u32(&r.w, IBRES_T_NEXT, lc.index);
+	/* says why the list is short; every page of the listing carries it */
+	if (lc.withheld || (!lc.all && d->store.stats.negatives))
+		tlv_put_u32(&r.w, IBRES_T_FLAGS, IBRES_LIST_WITHHELD);
 	return ext_end(&r, reply, len);
 }
 

@@ -29,7 +29,10 @@ struct daemon_stats {
 	uint64_t clients_connected; /* a gauge (frontend/server.c) */
 	uint64_t clients_accepted;
 	uint64_t clients_rejected; /* over max_clients */
+	uint64_t clients_quota_rejected; /* over max_clients_per_uid, none of its own to close */
+	uint64_t clients_evicted;        /* closed to make room (frontend/admission.h) */
 	uint64_t clients_timed_out;
+	uint64_t clients_output_timed_out; /* an answer left unread for client_timeout */
 	uint64_t requests;
 	uint64_t bad_requests;   /* malformed: closed or answered EINVAL */
 	uint64_t admin_denied;   /* state-changing request from uid != 0 */

@@ -60,6 +60,7 @@ struct ibres_config {
 	bool acm_link;                        /* make /run/ibacm.sock point at it */
 	enum cfg_log_level log_level;
 	unsigned max_clients;
+	unsigned max_clients_per_uid; /* 0: a quarter of max_clients (frontend/admission.h) */
 	unsigned client_timeout_ms; /* idle/incomplete request bound per client */
 	char user[64];              /* "" = keep the identity started with */
 	char host_directory[PATH_MAX]; /* shared directory: "auto" (beside the socket), "" none */

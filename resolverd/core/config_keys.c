@@ -407,6 +407,8 @@ static const struct key_def daemon_keys[] = {
 	{ .name = "acm_link", .type = KT_BOOL, D(acm_link) },
 	{ .name = "log_level", .type = KT_ENUM, D(log_level), .enums = log_levels },
 	{ .name = "max_clients", .type = KT_INT, D(max_clients), .min = 1, .max = 65536 },
+	{ .name = "max_clients_per_uid", .type = KT_INT, D(max_clients_per_uid), .min = 0,
+	  .max = 65536 },
 	{ .name = "client_timeout", .type = KT_DURATION, D(client_timeout_ms), .min = 100,
 	  .max = MS_PER_H, .unit_ms = MS_PER_S, .store_ms = 1 },
 	{ .name = "user", .type = KT_STRING, .flags = KF_NONE, D(user) },

@@ -3,37 +3,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/file.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "frontend/admission.h"
+#include "frontend/listener.h"
 #include "frontend/request.h"
 
-#define LISTEN_BACKLOG 4096
-#define ACCEPT_PAUSE_MS 100 /* after EMFILE: let connections drain */
 #define IN_CAP (2 * ACM_REQ_MAX)
-#define LISTENERS_MAX 4 /* ours, ibacm's, and sockets systemd passes besides */
-
-struct listener {
-	struct loop_fd lf;
-	struct server *srv;
-	char path[CFG_SOCKET_MAX];
-	char link[CFG_SOCKET_MAX]; /* symlink we made to this socket, or "" */
-	int lock_fd;
-	bool adopted; /* passed by systemd: its file is not ours to remove */
-	struct loop_timer pause;
-};
 
 struct client {
 	struct loop_fd lf;
@@ -49,6 +32,8 @@ struct client {
 	bool eof;     /* the peer shut down its sending side: answer what it sent, then close */
 	bool dead;
 	uint64_t wait_since; /* start of the current incomplete request */
+	uint64_t out_since;  /* when out began to wait for the peer to read */
+	struct adm_uid *owner; /* the peer's uid and how many connections it holds */
 	struct loop_timer idle;
 	struct request req;
 	uint8_t in[IN_CAP];
@@ -56,8 +41,8 @@ struct client {
 
 struct server {
 	struct ibresd *d;
-	struct listener ls[LISTENERS_MAX];
-	unsigned n_ls;
+	struct listeners *listeners;
+	struct admission adm; /* connections per uid */
 	struct list_node clients;
 	unsigned n_clients;
 	struct list_node dead;
@@ -91,6 +76,8 @@ static void client_close(struct client *cl)
 	cl->lf.fd = -1;
 	list_del(&cl->node);
 	list_add_tail(&srv->dead, &cl->node);
+	admission_put(&srv->adm, cl->owner);
+	cl->owner = NULL;
 	srv->n_clients--;
 	srv->d->stats.clients_connected = srv->n_clients;
 	/* freed from a timer, after any event of this epoll batch that names it */
@@ -116,9 +103,15 @@ static void client_idle_timeout(struct loop_timer *t)
 {
 	struct client *cl = container_of(t, struct client, idle);
 
-	cl_daemon(cl)->stats.clients_timed_out++;
-	log_debug("client fd %d: no complete request within the client timeout, closing",
-		  cl->lf.fd);
+	if (cl->out_len > cl->out_off) {
+		cl_daemon(cl)->stats.clients_output_timed_out++;
+		log_debug("client fd %d (uid %u): an answer unread for the client timeout, closing",
+			  cl->lf.fd, (unsigned)cl->req.uid);
+	} else {
+		cl_daemon(cl)->stats.clients_timed_out++;
+		log_debug("client fd %d (uid %u): no complete request within the client timeout, "
+			  "closing", cl->lf.fd, (unsigned)cl->req.uid);
+	}
 	client_close(cl);
 }
 
@@ -143,8 +136,12 @@ static void client_rearm(struct client *cl)
 	}
 	/* A client may stay connected and idle between requests (librdmacm
 	 * keeps one connection for the life of the process), but not sit on
-	 * an incomplete request, nor connect and never ask anything. */
-	if (!cl->busy && (cl->in_len || !cl->served))
+	 * an incomplete request, nor connect and never ask anything, nor leave
+	 * an answer unread (requests sent ahead whose answers it never reads
+	 * would hold the connection for good). */
+	if (ev & EPOLLOUT)
+		loop_timer_arm(&d->loop, &cl->idle, cl->out_since + d->cfg.client_timeout_ms);
+	else if (!cl->busy && (cl->in_len || !cl->served))
 		loop_timer_arm(&d->loop, &cl->idle, cl->wait_since + d->cfg.client_timeout_ms);
 	else
 		loop_timer_cancel(&d->loop, &cl->idle);
@@ -230,6 +227,7 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 		memcpy(cl->out, (const uint8_t *)buf + n, len - (size_t)n);
 		cl->out_len = len - (size_t)n;
 		cl->out_off = 0;
+		cl->out_since = now_ms();
 	}
 	cl->served = true;
 	/* move to the tail: most recently active */
@@ -352,392 +350,120 @@ static void on_client(struct loop_fd *lf, uint32_t events)
 		client_process(cl);
 }
 
-/* Make room for a new client by closing the one idle the longest: nothing in progress,
- * whether it was served before or never said anything (else connections that stay silent
- * could hold every slot, and every lookup on the node would fail, for client_timeout).
- * 0 if one was closed. */
-static int evict_idle_client(struct server *srv)
+/* Make room for a connection from @uid: close the connection the policy picks
+ * (frontend/admission.h) among those that wait for nothing from the daemon: idle (whether
+ * it asked anything before or not), in the middle of a request, or with an answer it does
+ * not read; else connections that hold on could take every slot, and every lookup on the
+ * node would fail. A lookup in progress is not cut short. 0 if one was closed. */
+static int make_room(struct server *srv, uid_t uid, bool own_only)
 {
 	struct list_node *pos, *tmp;
+	struct adm_pick p;
+	struct client *victim;
 
+	/* least recently active first */
+	adm_pick_init(&p, uid, own_only);
 	list_for_each_safe(pos, tmp, &srv->clients)
 	{
 		struct client *cl = list_entry(pos, struct client, node);
 
-		if (!cl->busy && cl->in_len == 0 && cl->out_len == 0) {
-			log_debug("max_clients reached: closing %s client fd %d",
-				  cl->served ? "idle" : "silent", cl->lf.fd);
-			client_close(cl);
-			return 0;
-		}
+		if (!cl->busy)
+			adm_pick_offer(&p, cl, cl->owner);
 	}
-	return -EBUSY;
-}
-
-static void listener_resume(struct loop_timer *t)
-{
-	struct listener *ls = container_of(t, struct listener, pause);
-
-	loop_mod_fd(&ls->srv->d->loop, &ls->lf, EPOLLIN);
-}
-
-static void on_listener(struct loop_fd *lf, uint32_t events)
-{
-	struct listener *ls = container_of(lf, struct listener, lf);
-	struct server *srv = ls->srv;
-	struct ibresd *d = srv->d;
-
-	(void)events;
-	for (;;) {
-		struct ucred cred;
-		socklen_t clen = sizeof(cred);
-		struct client *cl;
-		int fd = accept4(lf->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM) {
-				log_warn("accept on %s: %s; pausing new connections", ls->path,
-					 strerror(errno));
-				loop_mod_fd(&d->loop, lf, 0);
-				loop_timer_arm(&d->loop, &ls->pause, now_ms() + ACCEPT_PAUSE_MS);
-			}
-			return;
-		}
-		if (srv->n_clients >= d->cfg.max_clients && evict_idle_client(srv) < 0) {
-			d->stats.clients_rejected++;
-			close(fd);
-			continue;
-		}
-		cl = calloc(1, sizeof(*cl));
-		if (!cl) {
-			close(fd);
-			continue;
-		}
-		cl->srv = srv;
-		cl->lf.fd = fd;
-		cl->out_fd = -1;
-		cl->req.pass_fd = -1;
-		cl->lf.cb = on_client;
-		cl->idle.cb = client_idle_timeout;
-		cl->req.owner = cl;
-		cl->req.complete = on_request_complete;
-		cl->req.d = d;
-		cl->req.uid = (uid_t)-1;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
-			cl->req.uid = cred.uid;
-		cl->wait_since = now_ms();
-		if (loop_add_fd(&d->loop, &cl->lf, EPOLLIN) < 0) {
-			close(fd);
-			free(cl);
-			continue;
-		}
-		list_add_tail(&srv->clients, &cl->node);
-		srv->n_clients++;
-		d->stats.clients_connected = srv->n_clients;
-		d->stats.clients_accepted++;
-		client_rearm(cl);
-	}
-}
-
-/* A lock file beside the socket: a second daemon on the same path fails
- * here, before touching the live socket. */
-static int take_lock(struct listener *ls)
-{
-	char lock[CFG_SOCKET_MAX + 8];
-
-	snprintf(lock, sizeof(lock), "%s.lock", ls->path);
-	ls->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (ls->lock_fd < 0) {
-		log_err("cannot open lock file %s: %s", lock, strerror(errno));
-		return -errno;
-	}
-	if (flock(ls->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		int err = errno;
-
-		log_err("another ibresd is already serving %s (lock %s is held)", ls->path, lock);
-		close(ls->lock_fd);
-		ls->lock_fd = -1;
-		return err == EWOULDBLOCK ? -EADDRINUSE : -err;
-	}
+	victim = adm_pick_result(&p);
+	if (!victim)
+		return -EBUSY;
+	log_debug("%s: closing %s client fd %d of uid %u (%u connections) for uid %u",
+		  own_only ? "max_clients_per_uid reached" : "max_clients reached",
+		  victim->out_len > victim->out_off ? "unread" :
+		  victim->in_len ? "partial" : victim->served ? "idle" : "silent",
+		  victim->lf.fd, (unsigned)victim->owner->uid, victim->owner->n, (unsigned)uid);
+	srv->d->stats.clients_evicted++;
+	client_close(victim);
 	return 0;
 }
 
-static int listener_open(struct server *srv, struct listener *ls, const char *path)
+/* May a connection from @uid come in (admission.h)? Room is made when it must be. */
+static bool admit(struct server *srv, uid_t uid)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ibresd *d = srv->d;
-	char dir[CFG_SOCKET_MAX];
-	struct stat st;
-	int fd, ret;
+	unsigned quota = admission_quota(d->cfg.max_clients, d->cfg.max_clients_per_uid);
 
-	ls->srv = srv;
-	ls->lf.fd = -1;
-	ls->lock_fd = -1;
-	ls->link[0] = '\0';
-	ls->adopted = false;
-	ls->pause.cb = listener_resume;
-	if (strlen(path) >= sizeof(sa.sun_path) || strlen(path) >= sizeof(ls->path)) {
-		log_err("socket path too long: %s", path);
-		return -ENAMETOOLONG;
-	}
-	strcpy(ls->path, path);
-	strcpy(sa.sun_path, path);
-
-	/* Create the socket's directory (one level, like RuntimeDirectory=). */
-	strcpy(dir, path);
-	if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST) {
-		log_err("cannot create %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	ret = take_lock(ls);
-	if (ret)
-		return ret;
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			log_err("%s exists and is not a socket; not removing it", path);
-			ret = -EEXIST;
-			goto err_lock;
-		}
-		unlink(path); /* stale: its daemon is gone, we hold the lock */
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ret = -errno;
-		goto err_lock;
-	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		log_err("bind %s: %s", path, strerror(errno));
-		goto err_fd;
-	}
-	/* Queries are open to everyone; admin requests are checked per peer. */
-	if (chmod(path, 0666) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
-		ret = -errno;
-		log_err("listen %s: %s", path, strerror(errno));
-		goto err_unlink;
-	}
-	ls->lf.fd = fd;
-	ls->lf.cb = on_listener;
-	ret = loop_add_fd(&d->loop, &ls->lf, EPOLLIN);
-	if (ret)
-		goto err_unlink;
-	log_info("listening on %s", path);
-	return 0;
-
-err_unlink:
-	unlink(path);
-err_fd:
-	close(fd);
-	ls->lf.fd = -1;
-err_lock:
-	close(ls->lock_fd);
-	ls->lock_fd = -1;
-	return ret;
-}
-
-static void listener_close(struct server *srv, struct listener *ls)
-{
-	if (ls->lf.fd >= 0) {
-		loop_del_fd(&srv->d->loop, &ls->lf);
-		close(ls->lf.fd);
-		if (!ls->adopted)
-			unlink(ls->path);
-		ls->lf.fd = -1;
-	}
-	loop_timer_cancel(&srv->d->loop, &ls->pause);
-	if (ls->link[0])
-		unlink(ls->link);
-	ls->link[0] = '\0';
-	if (ls->lock_fd >= 0)
-		close(ls->lock_fd);
-	ls->lock_fd = -1;
-}
-
-/* ibacm's clients (librdmacm) connect to "ibacm.sock" beside ibacm's own
- * socket; point it at ours, as ibacm does. */
-static void make_acm_link(struct listener *ls)
-{
-	char dir[CFG_SOCKET_MAX], link[CFG_SOCKET_MAX + 16];
-	const char *target = strrchr(ls->path, '/') + 1;
-	struct stat st;
-
-	strcpy(dir, ls->path);
-	snprintf(link, sizeof(link), "%s/ibacm.sock", dirname(dir));
-	if (!strcmp(link, ls->path))
-		return;
-	if (lstat(link, &st) == 0) {
-		if (!S_ISLNK(st.st_mode)) {
-			log_warn("%s exists and is not a symlink; not replacing it", link);
-			return;
-		}
-		unlink(link);
-	}
-	if (symlink(target, link) < 0) {
-		log_warn("cannot link %s -> %s: %s", link, target, strerror(errno));
-		return;
-	}
-	if (strlen(link) < sizeof(ls->link))
-		strcpy(ls->link, link);
-}
-
-/* --- socket activation -------------------------------------------------- */
-
-/* The descriptors systemd passed (LISTEN_FDS, from SD_LISTEN_FDS_START on). */
-struct activation {
-	int n;
-	char **names; /* FileDescriptorName= of each, or NULL */
-	bool *used;
-};
-
-static const char *passed_name(const struct activation *a, int i)
-{
-	return a->names && a->names[i] ? a->names[i] : "unnamed";
-}
-
-/* The file a Unix socket is bound to, into @buf; "" if none (abstract or
- * unbound). */
-static const char *bound_path(int fd, char *buf, size_t len)
-{
-	struct sockaddr_un sa;
-	socklen_t salen = sizeof(sa);
-	size_t n;
-
-	buf[0] = '\0';
-	memset(&sa, 0, sizeof(sa));
-	if (getsockname(fd, (struct sockaddr *)&sa, &salen) < 0 || sa.sun_family != AF_UNIX ||
-	    salen <= offsetof(struct sockaddr_un, sun_path) || !sa.sun_path[0])
-		return buf;
-	n = strnlen(sa.sun_path, salen - offsetof(struct sockaddr_un, sun_path));
-	snprintf(buf, len, "%.*s", (int)n, sa.sun_path);
-	return buf;
-}
-
-/* Is @fd a listening Unix stream socket on @path: the same name, or the
- * same file reached by another name? */
-static bool passed_is(int fd, const char *path)
-{
-	char bound[CFG_SOCKET_MAX + 1];
-	struct stat a, b;
-
-	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, path, 0) > 0)
+	switch (admission_need(&srv->adm, uid, srv->n_clients, d->cfg.max_clients, quota)) {
+	case ADM_ROOM:
 		return true;
-	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0 ||
-	    !bound_path(fd, bound, sizeof(bound))[0])
+	case ADM_OWN_SLOT:
+		if (make_room(srv, uid, true) == 0)
+			return true;
+		log_debug("uid %u holds %u connections, every one waiting on a lookup: refusing "
+			  "another (max_clients_per_uid %u)", (unsigned)uid,
+			  admission_count(&srv->adm, uid), quota);
+		d->stats.clients_quota_rejected++;
 		return false;
-	return stat(bound, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
-}
-
-/* Serve a socket systemd made: it is bound and listening already, and its
- * file (and any link to it) is systemd's, neither locked nor removed. */
-static int listener_adopt(struct server *srv, struct listener *ls, int fd, const char *path,
-			  const char *name)
-{
-	int flags = fcntl(fd, F_GETFL);
-	int ret;
-
-	memset(ls, 0, sizeof(*ls));
-	ls->srv = srv;
-	ls->lock_fd = -1;
-	ls->adopted = true;
-	ls->pause.cb = listener_resume;
-	snprintf(ls->path, sizeof(ls->path), "%s", path);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-		ret = -errno;
-		goto err;
+	case ADM_ANY_SLOT:
+		if (make_room(srv, uid, false) == 0 ||
+		    admission_over_max(uid, srv->n_clients, d->cfg.max_clients))
+			return true;
+		d->stats.clients_rejected++;
+		return false;
 	}
-	ls->lf.fd = fd;
-	ls->lf.cb = on_listener;
-	ret = loop_add_fd(&srv->d->loop, &ls->lf, EPOLLIN);
-	if (ret)
-		goto err;
-	log_info("listening on %s (socket '%s' from systemd)", path, name);
-	return 0;
-err:
-	log_err("socket %s from systemd: %s", path, strerror(-ret));
-	close(fd);
-	ls->lf.fd = -1;
-	return ret;
+	return false;
 }
 
-/* Take the passed socket for @path if there is one: 1 if taken, 0 if none,
- * or a negative errno. */
-static int adopt_for(struct server *srv, struct activation *a, struct listener *ls,
-		     const char *path)
+/* A connection accepted on one of the listeners (listener.h). */
+static void on_accept(void *arg, int fd)
 {
-	for (int i = 0; i < a->n; i++) {
-		int fd = SD_LISTEN_FDS_START + i, ret;
+	struct server *srv = arg;
+	struct ibresd *d = srv->d;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	uid_t uid = (uid_t)-1; /* unknown: a uid of its own, under the quota */
+	struct client *cl;
 
-		if (a->used[i] || !passed_is(fd, path))
-			continue;
-		a->used[i] = true;
-		ret = listener_adopt(srv, ls, fd, path, passed_name(a, i));
-		return ret ? ret : 1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+		uid = cred.uid;
+	if (!admit(srv, uid)) {
+		close(fd);
+		return;
 	}
-	return 0;
-}
-
-/* Passed descriptors the configuration does not name: a listening Unix
- * stream socket is served too (systemd listens there for us, so someone
- * expects an answer); anything else is closed. */
-static int adopt_others(struct server *srv, struct activation *a)
-{
-	char path[CFG_SOCKET_MAX + 1];
-
-	for (int i = 0; i < a->n; i++) {
-		int fd = SD_LISTEN_FDS_START + i, ret;
-
-		if (a->used[i])
-			continue;
-		a->used[i] = true;
-		/* the kernel's path queries took a copy (frontend/kernel_paths.c) */
-		if (sd_is_socket(fd, AF_NETLINK, SOCK_RAW, -1) > 0) {
-			close(fd);
-			continue;
-		}
-		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
-			log_warn("descriptor %d ('%s') from systemd is not a listening Unix stream "
-				 "socket; closing it", fd, passed_name(a, i));
-			close(fd);
-			continue;
-		}
-		if (!bound_path(fd, path, sizeof(path))[0])
-			snprintf(path, sizeof(path), "descriptor %d", fd);
-		if (srv->n_ls == LISTENERS_MAX) {
-			log_warn("socket %s ('%s') from systemd: already serving %u sockets; "
-				 "closing it", path, passed_name(a, i), LISTENERS_MAX);
-			close(fd);
-			continue;
-		}
-		log_info("socket %s ('%s') from systemd is not in the configuration: serving it "
-			 "too", path, passed_name(a, i));
-		ret = listener_adopt(srv, &srv->ls[srv->n_ls], fd, path, passed_name(a, i));
-		if (ret)
-			return ret;
-		srv->n_ls++;
+	cl = calloc(1, sizeof(*cl));
+	if (!cl) {
+		close(fd);
+		return;
 	}
-	return 0;
-}
-
-/* Our socket @path: the one systemd passed, else one we make. */
-static int listener_setup(struct server *srv, struct activation *a, struct listener *ls,
-			  const char *path)
-{
-	int ret = adopt_for(srv, a, ls, path);
-
-	if (ret)
-		return ret < 0 ? ret : 0;
-	return listener_open(srv, ls, path);
+	cl->owner = admission_get(&srv->adm, uid);
+	if (!cl->owner) {
+		close(fd);
+		free(cl);
+		return;
+	}
+	cl->srv = srv;
+	cl->lf.fd = fd;
+	cl->out_fd = -1;
+	cl->req.pass_fd = -1;
+	cl->lf.cb = on_client;
+	cl->idle.cb = client_idle_timeout;
+	cl->req.owner = cl;
+	cl->req.complete = on_request_complete;
+	cl->req.d = d;
+	cl->req.uid = uid;
+	cl->wait_since = now_ms();
+	if (loop_add_fd(&d->loop, &cl->lf, EPOLLIN) < 0) {
+		admission_put(&srv->adm, cl->owner);
+		close(fd);
+		free(cl);
+		return;
+	}
+	list_add_tail(&srv->clients, &cl->node);
+	srv->n_clients++;
+	d->stats.clients_connected = srv->n_clients;
+	d->stats.clients_accepted++;
+	client_rearm(cl);
 }
 
 int server_open(struct ibresd *d)
 {
 	struct server *srv = calloc(1, sizeof(*srv));
-	struct activation a = { 0 };
 	int ret;
 
 	if (!srv)
@@ -746,46 +472,11 @@ int server_open(struct ibresd *d)
 	list_init(&srv->clients);
 	list_init(&srv->dead);
 	srv->reaper.cb = reap_clients;
+	admission_init(&srv->adm);
 	d->server = srv;
-
-	/* socket activation: what systemd passed, for this process only */
-	a.n = sd_listen_fds_with_names(1, &a.names);
-	if (a.n < 0) {
-		log_warn("sockets from systemd: %s; ignoring them", strerror(-a.n));
-		a.n = 0;
-	}
-	if (a.n > 0 && !(a.used = calloc((size_t)a.n, sizeof(*a.used)))) {
-		ret = -ENOMEM;
-		goto err;
-	}
-	ret = listener_setup(srv, &a, &srv->ls[0], d->cfg.socket_path);
+	ret = listeners_open(&srv->listeners, &d->loop, &d->cfg, on_accept, srv);
 	if (ret)
-		goto err;
-	srv->n_ls = 1;
-	if (d->cfg.acm_socket_path[0]) {
-		ret = listener_setup(srv, &a, &srv->ls[1], d->cfg.acm_socket_path);
-		if (ret)
-			goto err;
-		srv->n_ls = 2;
-		/* systemd makes its own link (Symlinks=) */
-		if (d->cfg.acm_link && !srv->ls[1].adopted)
-			make_acm_link(&srv->ls[1]);
-	}
-	ret = adopt_others(srv, &a);
-	if (ret)
-		goto err;
-	goto out;
-err:
-	server_close(d);
-out:
-	/* a descriptor nobody took (an error above) is not left open */
-	for (int i = 0; i < a.n; i++)
-		if (!a.used || !a.used[i])
-			close(SD_LISTEN_FDS_START + i);
-	for (int i = 0; a.names && i < a.n; i++)
-		free(a.names[i]);
-	free(a.names);
-	free(a.used);
+		server_close(d);
 	return ret;
 }
 
@@ -800,10 +491,10 @@ void server_close(struct ibresd *d)
 	{
 		client_close(list_entry(pos, struct client, node));
 	}
-	for (unsigned i = 0; i < srv->n_ls; i++)
-		listener_close(srv, &srv->ls[i]);
+	listeners_close(srv->listeners);
 	loop_timer_cancel(&d->loop, &srv->reaper);
 	reap_clients(&srv->reaper);
+	admission_fini(&srv->adm);
 	free(srv);
 	d->server = NULL;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The client side of the daemon: Unix stream listeners (its own socket and,
- * when configured, ibacm's), connections, framing, bounds on every client,
+ * The client side of the daemon: connections on the listeners
+ * (frontend/listener.h), framing, bounds on every client (who is admitted
+ * and whose connection goes when the socket is full: frontend/admission.h),
  * and one request in flight per connection (clients of the ibacm protocol
  * send a request and wait for its answer; its life is frontend/request.h).
  * The number of connected clients is the gauge d->stats.clients_connected.

@@ -92,6 +92,7 @@ static void test_defaults(void **state)
 	assert_false(cfg.acm_link);
 	assert_int_equal(cfg.log_level, LOG_LVL_INFO);
 	assert_int_equal(cfg.max_clients, 1024);
+	assert_int_equal(cfg.max_clients_per_uid, 0); /* a quarter of max_clients */
 	assert_int_equal(cfg.client_timeout_ms, 10000);
 	assert_int_equal(cfg.timeout_ms, 1000);
 	assert_int_equal(cfg.retries, 3);
@@ -198,6 +199,12 @@ static void test_daemon_keys(void **state)
 	assert_int_equal(cfg.max_clients, 1);
 	assert_int_equal(parse_kv("[daemon]", "max_clients", "65536"), 0);
 	assert_int_equal(cfg.max_clients, 65536);
+	assert_int_equal(parse_kv("[daemon]", "max_clients_per_uid", "0"), 0);
+	assert_int_equal(cfg.max_clients_per_uid, 0);
+	assert_int_equal(parse_kv("[daemon]", "max_clients_per_uid", "4"), 0);
+	assert_int_equal(cfg.max_clients_per_uid, 4);
+	assert_int_equal(parse_kv("[daemon]", "max_clients_per_uid", "65536"), 0);
+	assert_int_equal(cfg.max_clients_per_uid, 65536);
 	assert_int_equal(parse_kv("[daemon]", "max_clients", "0x100"), 0);
 	assert_int_equal(cfg.max_clients, 256);
 	assert_int_equal(parse_kv("[daemon]", "max_clients", "010"), 0);
@@ -516,6 +523,8 @@ static const struct bad_case bad_cases[] = {
 	{ "[daemon]", "user", "0123456789012345678901234567890123456789012345678901234567890123",
 	  "1..63 characters" },
 	{ "[daemon]", "max_clients", "65537", "an integer 1..65536" },
+	{ "[daemon]", "max_clients_per_uid", "65537", "an integer 0..65536" },
+	{ "[daemon]", "max_clients_per_uid", "-1", "an integer" },
 	{ "[daemon]", "max_clients", "abc", "an integer 1..65536" },
 	{ "[daemon]", "max_clients", "12abc", "an integer" },
 	{ "[daemon]", "max_clients", "-1", "an integer" },
@@ -994,7 +1003,8 @@ static void test_print_round_trip(void **state)
 	round_trip("");
 	round_trip(EP_OK);
 	round_trip("[daemon]\nsocket = /tmp/s p a c e.sock\nacm_socket = /run/ibacm-unix.sock\n"
-		   "acm_link = on\nlog_level = warning\nmax_clients = 3\nclient_timeout = 1500ms\n"
+		   "acm_link = on\nlog_level = warning\nmax_clients = 3\nmax_clients_per_uid = 2\n"
+		   "client_timeout = 1500ms\n"
 		   "user = ibres\n"
 		   "[resolve]\ntimeout = 1500\nretries = 0\naddr_ttl = 90\nroute_ttl = 7d\n"
 		   "negative_ttl = 0\ncache_size = 100\nroute_prot = sa\n"
@@ -1015,6 +1025,7 @@ static void test_print_round_trip(void **state)
 	static const char *const want[] = {
 		"[daemon]\n", "socket = /run/ibres/ibresd.sock\n", "acm_socket = none\n",
 		"acm_link = no\n", "log_level = info\n", "max_clients = 1024\n",
+		"max_clients_per_uid = 0\n",
 		"client_timeout = 10s\n", "user = none\n", "[resolve]\n", "timeout = 1s\n",
 		"retries = 3\n",
 		"addr_ttl = 1h\n", "route_ttl = 1h\n", "negative_ttl = 10s\n",

@@ -57,9 +57,10 @@ static const struct metric_desc metrics[] = {
 	{ "directory_bytes", G, "directory_size_bytes",
 	  "size of the shared host directory published now (0: none)" },
 	{ "directory_hosts", G, "directory_hosts", "hosts in the shared host directory" },
-	{ "directory_rebuilds", C, "directory_rebuilds", "shared host directory files written" },
+	{ "directory_rebuilds", C, "directory_rebuilds",
+	  "shared host directory generations written" },
 	{ "directory_failures", C, "directory_failures",
-	  "shared host directory files that could not be written" },
+	  "shared host directory generations that could not be made" },
 	/* the fabric protocol */
 	{ "fabric_tx_mcast", C, "fabric_tx_multicast_messages", "fabric messages sent multicast" },
 	{ "fabric_tx_ucast", C, "fabric_tx_unicast_messages", "fabric messages sent unicast" },

@@ -129,8 +129,12 @@ $(B)/libnss_ib.so.2: $(NSS_OBJ) $(B)/libibres-internal.a nss/nss_ib.map
 $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJ) $(B)/libibresd.a $(B)/libibres-internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lcmocka
-# nss/ is not in a library: its packing unit test links the object itself.
-$(B)/test/test_pack: $(B)/nss/pack.o
+# nss/ is not in a library: its packing unit test links the object itself,
+# before the archive whose record checks it calls.
+$(B)/test/test_pack: $(B)/test/unit/test_pack.o $(B)/nss/pack.o $(UNIT_SUPPORT_OBJ) \
+		$(B)/libibresd.a $(B)/libibres-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lcmocka
 
 # Fuzz targets also build as plain programs that replay a corpus directory,
 # so `make check` runs every saved input through them with any compiler. The

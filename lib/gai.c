@@ -276,6 +276,8 @@ static void set_ip(struct sockaddr_storage *ss, socklen_t *len, int af, const vo
 /* The IP form and GID of a host record, by the requested family. */
 static int from_record(struct ibc_gai *g, const struct ibres_hostrec *rec, int family)
 {
+	if (hostrec_check(rec))
+		return -EBADMSG;
 	if (rec->n_v4 && (family == AF_UNSPEC || family == AF_INET || family == AF_IB))
 		set_ip(&g->ip, &g->ip_len, AF_INET, &rec->v4[0], g->port);
 	else if (rec->n_v6 && (family == AF_UNSPEC || family == AF_INET6 || family == AF_IB))
@@ -379,7 +381,7 @@ IBRES_EXPORT int ibres_getaddrinfo(const char *node, const char *service,
 					     NULL);
 		if (!ret) {
 			ret = from_record(&g, rec, family);
-			g.canon = rec->names[0];
+			g.canon = ret ? NULL : rec->names[0];
 		}
 		if (ret)
 			goto out;

@@ -63,6 +63,8 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 		*statusp = -1;
 	/* the shared directory first: a hit, or a "no such host" it can tell */
 	ret = ibc_dir_query(h, key_type, key, key_len, rec);
+	if (ret == 0 && hostrec_check(rec))
+		ret = -EBADMSG; /* never from the reader's decoder: the daemon answers */
 	if (ret == 0 || ret == -ENODATA) {
 		if (statusp)
 			*statusp = ibres_errno_to_status(ret);
@@ -84,11 +86,11 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 	return hostrec_decode(ab, alen, rec) ? -EBADMSG : 0;
 }
 
-/* Copy a decoded record into one allocation laid out as
- * [struct][alias pointers][gids][ipv6][ipv4][strings]. */
+/* Copy a decoded record, one hostrec_check() accepts, into one allocation
+ * laid out as [struct][alias pointers][gids][ipv6][ipv4][strings]. */
 static struct ibres_host *host_from_rec(const struct ibres_hostrec *rec)
 {
-	size_t n_alias = rec->n_names - 1, size, strs = 0;
+	size_t n_alias, size, strs = 0;
 	struct ibres_host *host;
 	uint8_t *p;
 	char *s;
@@ -96,6 +98,7 @@ static struct ibres_host *host_from_rec(const struct ibres_hostrec *rec)
 
 	_Static_assert(alignof(union ibv_gid) <= alignof(char *), "layout");
 	_Static_assert(sizeof(union ibv_gid) == 16, "layout");
+	n_alias = rec->n_names - 1; /* n_names >= 1: checked by the caller */
 	for (i = 0; i < rec->n_names; i++)
 		strs += strlen(rec->names[i]) + 1;
 	size = sizeof(*host) + (n_alias + 1) * sizeof(char *) + rec->n_gids * 16u +
@@ -152,6 +155,9 @@ static int host_lookup(struct ibres *h, uint16_t type, const void *key, size_t l
 	if (!rec)
 		return -ENOMEM;
 	ret = ibc_host_query(h ? h : &ibc_default, type, key, len, wire_flags, rec, NULL);
+	/* its counts size and index the copy: checked here, whatever the source */
+	if (!ret && hostrec_check(rec))
+		ret = -EBADMSG;
 	if (!ret) {
 		*hostp = host_from_rec(rec);
 		if (!*hostp)

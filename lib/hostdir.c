@@ -102,22 +102,36 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
 	return (size_t)(p - out);
 }
 
+/* The record header's counts as the writer makes them (ibdir_rec_encode of a
+ * record hostrec_check() accepts): 1..IBRES_HOST_NAMES_MAX names, the other
+ * counts within their arrays, reserved 0, and data_len inside the copy's
+ * @len bytes and large enough for the fixed-size items and one byte of
+ * length and at least one of name each. Then *@fixed is the bytes of GIDs
+ * and addresses. 1 or 0. */
+static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len, size_t *fixed)
+{
+	if (len < sizeof(*hdr) || !hdr->n_names || hdr->n_names > IBRES_HOST_NAMES_MAX ||
+	    hdr->n_v4 > IBRES_HOST_ADDRS_MAX || hdr->n_v6 > IBRES_HOST_ADDRS_MAX ||
+	    hdr->n_gids > IBRES_HOST_GIDS_MAX || hdr->reserved ||
+	    hdr->data_len > len - sizeof(*hdr))
+		return 0;
+	*fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4;
+	return *fixed + 2u * hdr->n_names <= hdr->data_len;
+}
+
 int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 {
 	struct ibdir_rec hdr;
 	const uint8_t *p, *end;
+	size_t fixed;
 
 	if (len < sizeof(hdr))
 		return -EBADMSG;
 	memcpy(&hdr, rec, sizeof(hdr));
-	if (hdr.n_names > IBRES_HOST_NAMES_MAX || hdr.n_v4 > IBRES_HOST_ADDRS_MAX ||
-	    hdr.n_v6 > IBRES_HOST_ADDRS_MAX || hdr.n_gids > IBRES_HOST_GIDS_MAX ||
-	    sizeof(hdr) + hdr.data_len > len)
+	if (!rec_hdr_ok(&hdr, len, &fixed))
 		return -EBADMSG;
 	p = rec + sizeof(hdr);
 	end = p + hdr.data_len;
-	if ((size_t)(end - p) < 16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4)
-		return -EBADMSG;
 	memset(&out->n_names, 0, sizeof(*out) - offsetof(struct ibres_hostrec, n_names));
 	out->n_gids = hdr.n_gids;
 	memcpy(out->gids, p, 16u * hdr.n_gids);
@@ -134,13 +148,15 @@ int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 		if (p >= end)
 			return -EBADMSG;
 		l = *p++;
-		if (!l || l > (size_t)(end - p) || memchr(p, '\0', l))
+		/* only names the daemon can hold: no NUL, no byte a host name
+		 * never has */
+		if (l > (size_t)(end - p) || !hostrec_name_ok(p, l))
 			return -EBADMSG;
 		memcpy(out->names[i], p, l);
 		out->names[i][l] = '\0';
 		p += l;
 	}
-	if (p != end || (!hdr.n_names && !hdr.n_v4 && !hdr.n_v6 && !hdr.n_gids))
+	if (p != end)
 		return -EBADMSG;
 	out->n_names = hdr.n_names;
 	out->lid = hdr.lid;
@@ -159,6 +175,7 @@ int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *
 	if (len < sizeof(hdr))
 		return 0;
 	memcpy(&hdr, rec, sizeof(hdr));
+	/* only reads inside @len: refusing a record is ibdir_rec_decode's */
 	p = rec + sizeof(hdr);
 	end = p + (hdr.data_len < len - sizeof(hdr) ? hdr.data_len : len - sizeof(hdr));
 	fixed = 16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4;
@@ -372,10 +389,13 @@ static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd
 		memcpy(&hdr, buf, sizeof(hdr));
 		if (!hdr.expires_ms)
 			continue; /* a freed block: its slots are going */
-		if (!ibdir_rec_has_key((const uint8_t *)buf, rlen, tab, key, len))
-			continue; /* a collision, or the key moved to another host */
+		/* a block the writer never makes (damaged, or no name) is no
+		 * collision to probe past: that would end in an authoritative
+		 * "no such host" */
 		if (ibdir_rec_decode((const uint8_t *)buf, rlen, rec))
 			return -EBADMSG;
+		if (!ibdir_rec_has_key((const uint8_t *)buf, rlen, tab, key, len))
+			continue; /* a collision, or the key moved to another host */
 		if (hdr.expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */
 		rec->ttl = hostrec_ttl_left(hdr.expires_ms, now_ms);

@@ -141,7 +141,10 @@ int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *
 		      size_t klen);
 
 /* Expand a record copy @rec (@len bytes, header included) into @out, ttl
- * unset. 0, or -EBADMSG when its counts and lengths do not add up. */
+ * unset. 0, or -EBADMSG when its counts and lengths do not add up or it is
+ * not a record the writer makes: no name, a count past its array, a name
+ * hostrec_name_ok() refuses, reserved not 0. What it accepts, hostrec_check()
+ * accepts. */
 int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out);
 
 /* Is the header of the image @base (@size bytes) one a reader can use:

@@ -26,11 +26,56 @@ int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h)
 	return w->overflow ? -ENOSPC : 0;
 }
 
+int hostrec_name_ok(const void *name, size_t len)
+{
+	const uint8_t *s = name;
+	size_t label = 0;
+	int alpha = 0;
+
+	if (!len || len > IBRES_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = s[i];
+
+		if (c == '.') {
+			if (!label || s[i - 1] == '-')
+				return 0;
+			label = 0;
+			continue;
+		}
+		if (c == '-') {
+			if (!label)
+				return 0;
+		} else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+			alpha = 1;
+		} else if (c < '0' || c > '9') {
+			return 0;
+		}
+		if (++label > 63)
+			return 0;
+	}
+	return label && s[len - 1] != '-' && alpha;
+}
+
+int hostrec_check(const struct ibres_hostrec *h)
+{
+	if (!h->n_names || h->n_names > IBRES_HOST_NAMES_MAX || h->n_v4 > IBRES_HOST_ADDRS_MAX ||
+	    h->n_v6 > IBRES_HOST_ADDRS_MAX || h->n_gids > IBRES_HOST_GIDS_MAX)
+		return -EBADMSG;
+	for (unsigned i = 0; i < h->n_names; i++) {
+		size_t l = strnlen(h->names[i], sizeof(h->names[i]));
+
+		if (l == sizeof(h->names[i]) || !hostrec_name_ok(h->names[i], l))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
 static int add_name(struct ibres_hostrec *h, const struct tlv_item *it)
 {
-	if (h->n_names == IBRES_HOST_NAMES_MAX)
+	if (h->n_names == IBRES_HOST_NAMES_MAX || !hostrec_name_ok(it->value, it->length))
 		return -EBADMSG;
-	if (tlv_get_str(it, h->names[h->n_names], sizeof(h->names[0])) || it->length == 0)
+	if (tlv_get_str(it, h->names[h->n_names], sizeof(h->names[0])))
 		return -EBADMSG;
 	h->n_names++;
 	return 0;
@@ -93,9 +138,9 @@ int hostrec_decode(const void *buf, size_t len, struct ibres_hostrec *h)
 		if (ret)
 			return -EBADMSG;
 	}
-	if (ret < 0 || h->n_names == 0)
+	if (ret < 0)
 		return -EBADMSG;
-	return 0;
+	return hostrec_check(h);
 }
 
 /* AF_IB from <rdma/ib.h>, which the NSS module cannot include. */

@@ -32,8 +32,24 @@ int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h);
 
 /* Fill @h from a sequence of items; unknown item types are skipped so that
  * newer daemons can add items. 0, or -EBADMSG on a malformed or over-limit
- * item. */
+ * item, a name hostrec_name_ok() refuses, or no name: whatever passes is a
+ * record hostrec_check() accepts. */
 int hostrec_decode(const void *buf, size_t len, struct ibres_hostrec *h);
+
+/* Is the name (@len bytes at @name, not NUL-terminated) one the daemon can
+ * hold: 1..IBRES_NAME_MAX bytes of labels of 1..63 letters, digits and
+ * hyphens (none at a label's either end), dot-separated, with a letter
+ * somewhere (a name of digits and dots reads as an address)? The same rule
+ * as the daemon's configuration and static hosts (cfg_valid_hostname()), so
+ * that a reader refuses what the daemon never writes. 1 or 0. */
+int hostrec_name_ok(const void *name, size_t len);
+
+/* Is @h a record the daemon can write: 1..IBRES_HOST_NAMES_MAX names, each
+ * NUL-terminated inside its array and hostrec_name_ok(), and every other
+ * count within its array? Every consumer checks a record with this before
+ * it indexes names or addresses by its counts (names[n_names - 1] with
+ * n_names 0 is 8 bytes 32 GiB away). 0 or -EBADMSG. */
+int hostrec_check(const struct ibres_hostrec *h);
 
 /* The key item type for an address of family @af (AF_INET, AF_INET6, or
  * AF_IB for a GID) and length @len: 0, -EAFNOSUPPORT, or -EINVAL when the

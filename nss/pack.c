@@ -6,6 +6,12 @@
 #include <stdint.h>
 #include <string.h>
 
+/* What a record holds at most: addresses of one family, or GIDs, of up to
+ * 16 bytes each. */
+#define PACK_ADDRS_MAX	  (IBRES_HOST_ADDRS_MAX > IBRES_HOST_GIDS_MAX ? IBRES_HOST_ADDRS_MAX \
+								  : IBRES_HOST_GIDS_MAX)
+#define PACK_ADDR_LEN_MAX 16u
+
 void ibpack_init(struct ibpack *p, char *buf, size_t len)
 {
 	p->buf = buf;
@@ -44,19 +50,24 @@ int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ib
 	uint8_t *a;
 	size_t i;
 
+	/* the counts index arrays: only a record the daemon could have written,
+	 * and addresses no more than a record holds */
+	if (hostrec_check(rec) || n > PACK_ADDRS_MAX || !alen || alen > PACK_ADDR_LEN_MAX)
+		return -EBADMSG;
 	ibpack_init(&p, buf, buflen);
+	/* the aliases (names 1..n_names - 1) and their NULL */
 	aliases = ibpack_alloc(&p, rec->n_names * sizeof(char *), alignof(char *));
 	list = ibpack_alloc(&p, (n + 1) * sizeof(char *), alignof(char *));
 	a = ibpack_alloc(&p, n * alen, alignof(char *));
 	name = ibpack_str(&p, rec->names[0]);
 	if (!aliases || !list || (n && !a) || !name)
 		return -ERANGE;
-	for (i = 1; i < rec->n_names; i++) {
-		aliases[i - 1] = ibpack_str(&p, rec->names[i]);
-		if (!aliases[i - 1])
+	for (i = 0; i + 1 < rec->n_names; i++) {
+		aliases[i] = ibpack_str(&p, rec->names[i + 1]);
+		if (!aliases[i])
 			return -ERANGE;
 	}
-	aliases[rec->n_names - 1] = NULL;
+	aliases[i] = NULL;
 	for (i = 0; i < n; i++) {
 		list[i] = (char *)a + i * alen;
 		memcpy(list[i], (const uint8_t *)addrs + i * alen, alen);
@@ -74,11 +85,14 @@ int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ib
 int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
 		  const struct ibres_hostrec *rec)
 {
-	size_t n = rec->n_v6 + rec->n_v4, own, i;
 	struct gaih_addrtuple *t, *first;
 	struct ibpack p;
+	size_t n, own, i;
 	char *name;
 
+	if (hostrec_check(rec))
+		return -EBADMSG;
+	n = rec->n_v6 + rec->n_v4;
 	if (!n)
 		return -ENOENT;
 	own = *pat ? n - 1 : n; /* tuples that must come from the buffer */

@@ -31,7 +31,9 @@ char *ibpack_str(struct ibpack *p, const char *s);
 
 /*
  * A hostent: h_name = rec->names[0], h_aliases = the other names, and the
- * @n addresses of @alen bytes each at @addrs, family @af. 0 or -ERANGE.
+ * @n addresses of @alen bytes each at @addrs, family @af. 0, -ERANGE, or
+ * -EBADMSG (writing nothing) when @rec is not a record hostrec_check()
+ * accepts or @n and @alen are more than a record holds (8, 16 bytes).
  */
 int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ibres_hostrec *rec,
 		   int af, const void *addrs, size_t n, size_t alen);
@@ -40,7 +42,8 @@ int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ib
  * The gethostbyname4_r tuple list: one tuple per IPv6 then IPv4 address of
  * @rec, all named rec->names[0]. If *@pat is not NULL the caller supplied
  * the first tuple and it is filled in place; otherwise *@pat points into
- * @buf. 0, -ERANGE, or -ENOENT when @rec has no IP address.
+ * @buf. 0, -ERANGE, -ENOENT when @rec has no IP address, or -EBADMSG
+ * (writing nothing) when @rec is not a record hostrec_check() accepts.
  */
 int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
 		  const struct ibres_hostrec *rec);

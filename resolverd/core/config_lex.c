@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hostrec.h"
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static int hex_val(char c)
@@ -120,35 +122,12 @@ int cfg_parse_uint(const char *s, uint64_t *out)
 /* RFC 1123 host name: dot-separated labels of letters, digits and hyphens,
  * 1..63 characters each, no hyphen at either end of a label, at most
  * IBRES_NAME_MAX in all. Names made only of digits and dots are refused:
- * resolvers read them as numeric addresses. */
+ * resolvers read them as numeric addresses. The one copy of the rule is
+ * hostrec_name_ok(), which the readers of the daemon's answers and of the
+ * shared directory apply too: they refuse any name the daemon could not hold. */
 bool cfg_valid_hostname(const char *s)
 {
-	size_t n = strlen(s), label = 0, i;
-	bool alpha = false;
-
-	if (!n || n > IBRES_NAME_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '.') {
-			if (!label || s[i - 1] == '-')
-				return false;
-			label = 0;
-			continue;
-		}
-		if (c == '-') {
-			if (!label)
-				return false;
-		} else if (is_alpha(c)) {
-			alpha = true;
-		} else if (!is_digit(c)) {
-			return false;
-		}
-		if (++label > 63)
-			return false;
-	}
-	return label && s[n - 1] != '-' && alpha;
+	return hostrec_name_ok(s, strnlen(s, IBRES_NAME_MAX + 1));
 }
 
 int cfg_parse_unicast(const char *s, struct in_addr *v4, struct in6_addr *v6)

@@ -602,6 +602,225 @@ static void test_32_readers_and_a_busy_writer(void **state)
 	assert_true(st.rebuilds >= 2); /* replaced while they read */
 }
 
+/* ---- records the writer never makes (issue 21) ------------------------------------ */
+
+/* A record as the writer encodes it (seq even, cap its rounded size). */
+static size_t enc_rec(const struct ibres_hostrec *r, uint8_t *out)
+{
+	size_t len = ibdir_rec_encode(r, IBDIR_NEVER, out);
+	struct ibdir_rec hdr;
+
+	memcpy(&hdr, out, sizeof(hdr));
+	hdr.seq = 2;
+	hdr.cap = (uint32_t)((len + 7) & ~(size_t)7);
+	memcpy(out, &hdr, sizeof(hdr));
+	return len;
+}
+
+static void set_hdr_u8(uint8_t *rec, size_t at, uint8_t v)
+{
+	rec[at] = v;
+}
+
+/* Every shape the writer never makes is refused by the decoder: no name
+ * (nss/pack.c then wrote aliases[n_names - 1], 32 GiB away), counts past
+ * their arrays, lengths that do not add up, names no host has. */
+static void test_decoder_refuses_what_the_writer_never_makes(void **state)
+{
+	static const char *const bad_names[] = { "a_b", "-a", "a-", "a..b", "1.2.3.4", "a b",
+						 "a\x80", "a\n" };
+	uint8_t enc[IBDIR_REC_MAX], buf[IBDIR_REC_MAX];
+	struct ibres_hostrec r, out;
+	struct ibdir_rec hdr;
+	size_t len;
+
+	(void)state;
+	mkrec(&r, 7, 1);
+	len = enc_rec(&r, enc);
+	assert_int_equal(ibdir_rec_decode(enc, len, &out), 0);
+	assert_int_equal(hostrec_check(&out), 0);
+
+	/* no name: an address and a GID alone, as ibdir_rec_encode writes them */
+	r.n_names = 0;
+	len = enc_rec(&r, buf);
+	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	assert_int_equal(ibdir_rec_has_key(buf, len, IBDIR_TAB_IPV4, &r.v4[0], 4), 1);
+	mkrec(&r, 7, 1);
+	len = enc_rec(&r, enc);
+
+	/* each count past its array, the bytes otherwise as written */
+	for (unsigned k = 0; k < 4; k++) {
+		static const size_t at[4] = {
+			offsetof(struct ibdir_rec, n_names), offsetof(struct ibdir_rec, n_v4),
+			offsetof(struct ibdir_rec, n_v6), offsetof(struct ibdir_rec, n_gids) };
+		static const uint8_t over[4] = { IBRES_HOST_NAMES_MAX + 1, IBRES_HOST_ADDRS_MAX + 1,
+						 IBRES_HOST_ADDRS_MAX + 1, IBRES_HOST_GIDS_MAX + 1 };
+
+		memcpy(buf, enc, len);
+		set_hdr_u8(buf, at[k], over[k]);
+		assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+		set_hdr_u8(buf, at[k], 255);
+		assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	}
+	/* data_len past the copy, short of the data, reserved set */
+	memcpy(buf, enc, len);
+	memcpy(&hdr, buf, sizeof(hdr));
+	hdr.data_len++;
+	memcpy(buf, &hdr, sizeof(hdr));
+	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	hdr.data_len = 0;
+	memcpy(buf, &hdr, sizeof(hdr));
+	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	memcpy(buf, enc, len);
+	memcpy(&hdr, buf, sizeof(hdr));
+	hdr.reserved = 1;
+	memcpy(buf, &hdr, sizeof(hdr));
+	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	/* a copy shorter than its header */
+	assert_int_equal(ibdir_rec_decode(enc, sizeof(hdr) - 1, &out), -EBADMSG);
+
+	/* names no host has: the daemon holds only what hostrec_name_ok() takes */
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		mkrec(&r, 7, 1);
+		strcpy(r.names[1], bad_names[i]);
+		len = enc_rec(&r, buf);
+		assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	}
+	/* an empty name, a name with a NUL in its length */
+	mkrec(&r, 7, 1);
+	len = enc_rec(&r, buf);
+	memcpy(&hdr, buf, sizeof(hdr));
+	{
+		uint8_t *name1 = buf + sizeof(hdr) + 16u * r.n_gids + 16u * r.n_v6 + 4u * r.n_v4 +
+				 1 + strlen(r.names[0]);
+
+		name1[2] = '\0';
+		assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	}
+	r.names[1][0] = '\0';
+	r.n_names = 2;
+	len = enc_rec(&r, buf);
+	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+}
+
+/* A hand-made image (no writer): header, four tables of 32 slots, the
+ * record area; the records' keys in the tables. */
+#define IMG_SLOTS 32u
+#define IMG_AREA  8192u
+struct img {
+	_Alignas(4096) uint8_t b[IBDIR_HEADER_SPACE + IBDIR_TABLES * IMG_SLOTS * 8 + IMG_AREA];
+	uint32_t next;
+};
+
+static void img_init(struct img *m, uint64_t now)
+{
+	struct ibdir_header *hd = (void *)m->b;
+
+	memset(m->b, 0, sizeof(m->b));
+	memcpy(hd->magic, IBDIR_MAGIC, sizeof(hd->magic));
+	hd->version = IBDIR_VERSION;
+	hd->header_size = sizeof(*hd);
+	hd->file_size = sizeof(m->b);
+	hd->seed = 0x0123456789abcdefull;
+	hd->state = IBDIR_LIVE;
+	hd->heartbeat_ms = now;
+	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
+		hd->tables[t].off = IBDIR_HEADER_SPACE + t * IMG_SLOTS * 8;
+		hd->tables[t].n_slots = IMG_SLOTS;
+	}
+	hd->rec_off = IBDIR_HEADER_SPACE + IBDIR_TABLES * IMG_SLOTS * 8;
+	hd->rec_size = IMG_AREA;
+	m->next = hd->rec_off;
+	assert_int_equal(ibdir_header_check(m->b, sizeof(m->b)), 0);
+}
+
+static void img_slot(struct img *m, unsigned tab, const void *key, size_t len, uint32_t off)
+{
+	struct ibdir_header *hd = (void *)m->b;
+	uint64_t *slots = (uint64_t *)(m->b + hd->tables[tab].off);
+	uint32_t h = ibdir_hash(hd->seed, tab, key, len), i = h & (IMG_SLOTS - 1);
+
+	while ((uint32_t)slots[i] != IBDIR_SLOT_EMPTY)
+		i = (i + 1) & (IMG_SLOTS - 1);
+	slots[i] = (uint64_t)h << 32 | off;
+}
+
+/* @r as ibdir_rec_encode writes it, whatever its counts, its keys indexed. */
+static void img_put(struct img *m, const struct ibres_hostrec *r)
+{
+	uint8_t enc[IBDIR_REC_MAX];
+	size_t len = enc_rec(r, enc);
+	uint32_t off = m->next;
+
+	assert_true(off + len <= sizeof(m->b));
+	memcpy(m->b + off, enc, len);
+	m->next += (uint32_t)((len + 7) & ~(size_t)7);
+	for (unsigned i = 0; i < r->n_names; i++)
+		img_slot(m, IBDIR_TAB_NAME, r->names[i], strlen(r->names[i]), off);
+	for (unsigned i = 0; i < r->n_v4; i++)
+		img_slot(m, IBDIR_TAB_IPV4, &r->v4[i], 4, off);
+	for (unsigned i = 0; i < r->n_v6; i++)
+		img_slot(m, IBDIR_TAB_IPV6, &r->v6[i], 16, off);
+	for (unsigned i = 0; i < r->n_gids; i++)
+		img_slot(m, IBDIR_TAB_GID, r->gids[i], 16, off);
+}
+
+/* The finding of issue 21 through the reader: a record without a name,
+ * looked up by its address or GID, is -EBADMSG (the client asks the daemon),
+ * never a record with n_names 0; its neighbour still answers. */
+static void test_lookup_of_a_record_without_a_name(void **state)
+{
+	static struct img m;
+	struct ibres_hostrec good, bad, got;
+	uint64_t now = 1000000;
+
+	(void)state;
+	img_init(&m, now);
+	mkrec(&good, 1, 1);
+	img_put(&m, &good);
+	mkrec(&bad, 2, 1);
+	bad.n_names = 0;
+	img_put(&m, &bad);
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_IPV4, &bad.v4[0], 4, &got),
+			 -EBADMSG);
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_IPV6, &bad.v6[0], 16, &got),
+			 -EBADMSG);
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_GID, bad.gids[0], 16, &got),
+			 -EBADMSG);
+	memset(&got, 0, sizeof(got));
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_IPV4, &good.v4[0], 4, &got),
+			 0);
+	assert_int_equal(hostrec_check(&got), 0);
+	assert_string_equal(got.names[0], good.names[0]);
+	assert_int_equal(got.n_names, good.n_names);
+	/* a name no host has: refused too */
+	img_init(&m, now);
+	mkrec(&bad, 3, 1);
+	strcpy(bad.names[1], "under_score");
+	img_put(&m, &bad);
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, bad.names[0],
+				      strlen(bad.names[0]), &got),
+			 -EBADMSG);
+	/* a damaged record no longer holds the key its slot was made for: not
+	 * a collision to probe past into an authoritative "no such host" */
+	img_init(&m, now);
+	mkrec(&good, 4, 1);
+	img_put(&m, &good);
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, "h4", 2, &got), 0);
+	{
+		struct ibdir_header *hd = (void *)m.b;
+		uint8_t *name0 = m.b + hd->rec_off + sizeof(struct ibdir_rec) + 16u * good.n_gids +
+				 16u * good.n_v6 + 4u * good.n_v4;
+
+		assert_int_equal(name0[0], 2);
+		name0[2] = '_'; /* "h_" */
+	}
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, "h4", 2, &got),
+			 -EBADMSG);
+	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, "nothere", 7, &got),
+			 -ENODATA);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +831,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stop_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_images, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, setup, teardown),
+		cmocka_unit_test(test_decoder_refuses_what_the_writer_never_makes),
+		cmocka_unit_test(test_lookup_of_a_record_without_a_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

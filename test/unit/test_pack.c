@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* nss/pack.c: results packed into glibc's buffer, tried with every buffer
  * size from 1 byte up and with misaligned buffers; nothing may be written
- * outside the buffer, and everything returned must point inside it. */
+ * outside the buffer, and everything returned must point inside it. A record
+ * the daemon never writes (no name, counts past their arrays, names no host
+ * has) is refused whatever the buffer, with nothing written. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -30,7 +32,10 @@ static void make_rec(struct ibres_hostrec *r, unsigned names, unsigned v4, unsig
 	for (i = 0; i < names; i++) {
 		size_t l = name_len ? name_len : 5 + i;
 
+		/* a host name: labels of at most 63 bytes (255 = 4 labels) */
 		memset(r->names[i], 'a' + (int)i, l);
+		for (size_t d = 63; d + 1 < l; d += 64)
+			r->names[i][d] = '.';
 		r->names[i][l] = '\0';
 	}
 	r->n_names = names;
@@ -271,6 +276,131 @@ static void test_tuples(void **state)
 	assert_null(pat);
 }
 
+/* A record the daemon never writes is refused with -EBADMSG, and nothing is
+ * written, whatever the buffer: no index is computed from its counts. */
+static void refused(const struct ibres_hostrec *r)
+{
+	size_t max = 4096;
+	unsigned char *area = malloc(max + 2 * GUARD);
+	struct gaih_addrtuple mine, *pat;
+	struct hostent he;
+
+	assert_non_null(area);
+	assert_int_equal(hostrec_check(r), -EBADMSG);
+	for (size_t len = 0; len <= max; len += len < 64 ? 1 : 61) {
+		char *buf = (char *)area + GUARD;
+
+		memset(area, FILL, max + 2 * GUARD);
+		memset(&he, 0xee, sizeof(he));
+		assert_int_equal(ibpack_hostent(&he, buf, len, r, AF_INET, r->v4, 1, 4), -EBADMSG);
+		assert_int_equal(ibpack_hostent(&he, buf, len, r, 27, r->gids, 1, 16), -EBADMSG);
+		pat = NULL;
+		assert_int_equal(ibpack_tuples(&pat, buf, len, r), -EBADMSG);
+		assert_null(pat);
+		memset(&mine, 0xee, sizeof(mine));
+		pat = &mine;
+		assert_int_equal(ibpack_tuples(&pat, buf, len, r), -EBADMSG);
+		assert_ptr_equal(pat, &mine);
+		/* nothing written: not the buffer, not around it */
+		for (size_t i = 0; i < max + 2 * GUARD; i++)
+			assert_int_equal(area[i], FILL);
+		for (size_t i = 0; i < sizeof(mine); i++)
+			assert_int_equal(((unsigned char *)&mine)[i], 0xee);
+	}
+	free(area);
+}
+
+static void test_refused_records(void **state)
+{
+	static const char *const bad_names[] = {
+		"-node", "node-", "a..b", ".node", "node.", "198.18.0.2", "no de", "node_1",
+		"n\xc3\xa9", "node\n", "a/b",
+	};
+	struct ibres_hostrec r;
+
+	(void)state;
+	/* the finding of issue 21: no name (aliases[n_names - 1] was 32 GiB away) */
+	make_rec(&r, 0, 1, 1, 1, 0);
+	refused(&r);
+	/* counts past their arrays */
+	make_rec(&r, 1, 1, 0, 0, 0);
+	r.n_names = IBRES_HOST_NAMES_MAX + 1;
+	refused(&r);
+	r.n_names = UINT32_MAX;
+	refused(&r);
+	make_rec(&r, 1, 1, 0, 0, 0);
+	r.n_v4 = IBRES_HOST_ADDRS_MAX + 1;
+	refused(&r);
+	make_rec(&r, 1, 1, 0, 0, 0);
+	r.n_v6 = UINT32_MAX;
+	refused(&r);
+	make_rec(&r, 1, 1, 0, 0, 0);
+	r.n_gids = IBRES_HOST_GIDS_MAX + 1;
+	refused(&r);
+	/* a name that fills its array, without its NUL */
+	make_rec(&r, 2, 1, 0, 0, 0);
+	memset(r.names[1], 'x', sizeof(r.names[1]));
+	refused(&r);
+	/* an empty alias, and names no host has */
+	make_rec(&r, 2, 1, 0, 0, 0);
+	r.names[1][0] = '\0';
+	refused(&r);
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		make_rec(&r, 2, 1, 0, 0, 0);
+		strcpy(r.names[1], bad_names[i]);
+		refused(&r);
+	}
+	/* more addresses than a record holds, or an address longer than 16 bytes */
+	{
+		struct hostent he;
+		char buf[4096];
+
+		make_rec(&r, 1, 1, 0, 0, 0);
+		assert_int_equal(hostrec_check(&r), 0);
+		assert_int_equal(ibpack_hostent(&he, buf, sizeof(buf), &r, AF_INET, r.v4,
+						IBRES_HOST_ADDRS_MAX + 1, 4), -EBADMSG);
+		assert_int_equal(ibpack_hostent(&he, buf, sizeof(buf), &r, AF_INET, r.v4, 1, 17),
+				 -EBADMSG);
+		assert_int_equal(ibpack_hostent(&he, buf, sizeof(buf), &r, AF_INET, r.v4, 1, 4), 0);
+	}
+}
+
+/* The names the daemon's configuration accepts pass; the rule's edges. */
+static void test_name_rule(void **state)
+{
+	static const char *const good[] = {
+		"a", "node1", "NODE-3.Example.com", "1a", "a1.2.3", "x-y-z", "login1.ib0",
+	};
+	static const char *const bad[] = {
+		"", "-", "1", "1.2", "a-", "-a", "a.-b", "a-.b", "a..b", ".a", "a.", "a b", "a_b",
+		"a\tb", "a\x7f", "\xff",
+	};
+	char l63[64], l64[65], n255[256], n256[257];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(hostrec_name_ok(good[i], strlen(good[i])));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(hostrec_name_ok(bad[i], strlen(bad[i])));
+	/* a NUL inside the length is no name */
+	assert_false(hostrec_name_ok("ab\0c", 4));
+	memset(l63, 'a', 63);
+	l63[63] = '\0';
+	memset(l64, 'a', 64);
+	l64[64] = '\0';
+	assert_true(hostrec_name_ok(l63, 63));
+	assert_false(hostrec_name_ok(l64, 64));
+	memset(n255, 'a', 255);
+	for (size_t d = 63; d < 255; d += 64)
+		n255[d] = '.';
+	n255[255] = '\0';
+	assert_true(hostrec_name_ok(n255, 255));
+	memcpy(n256, n255, 255);
+	n256[255] = 'a';
+	n256[256] = '\0';
+	assert_false(hostrec_name_ok(n256, 256));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +408,8 @@ int main(void)
 		cmocka_unit_test(test_hostent_sizes),
 		cmocka_unit_test(test_hostent_limits),
 		cmocka_unit_test(test_tuples),
+		cmocka_unit_test(test_refused_records),
+		cmocka_unit_test(test_name_rule),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

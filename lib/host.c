@@ -63,7 +63,9 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 		*statusp = -1;
 	/* the shared directory first: a hit, or a "no such host" it can tell */
 	ret = ibc_dir_query(h, key_type, key, key_len, rec);
-	if (ret == 0 && hostrec_check(rec))
+	/* the reader's decoder checked it all (hostrec_check); its shape again,
+	 * cheaply, before anything indexes by its counts */
+	if (ret == 0 && hostrec_shape_ok(rec))
 		ret = -EBADMSG; /* never from the reader's decoder: the daemon answers */
 	if (ret == 0 || ret == -ENODATA) {
 		if (statusp)

@@ -57,11 +57,13 @@ uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
 	const uint8_t *p = key;
 	uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * (tab + 1)) ^ len;
 
-	for (size_t i = 0; i < len; i++) {
-		uint8_t c = p[i];
+	unsigned fold = tab == IBDIR_TAB_NAME;
 
-		if (tab == IBDIR_TAB_NAME && c >= 'A' && c <= 'Z')
-			c = (uint8_t)(c - 'A' + 'a');
+	for (size_t i = 0; i < len; i++) {
+		unsigned c = p[i];
+
+		/* lower case for names, without a branch per byte */
+		c += (fold & ((unsigned)(c - 'A') < 26u)) << 5;
 		h = (h ^ c) * 0x100000001b3ull;
 	}
 	h ^= h >> 33;
@@ -132,7 +134,9 @@ int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 		return -EBADMSG;
 	p = rec + sizeof(hdr);
 	end = p + hdr.data_len;
-	memset(&out->n_names, 0, sizeof(*out) - offsetof(struct ibres_hostrec, n_names));
+	/* every field is set below: no memset of the 2.4 KB record on the
+	 * readers' hot path (entries past a count are never read) */
+	out->ttl = 0;
 	out->n_gids = hdr.n_gids;
 	memcpy(out->gids, p, 16u * hdr.n_gids);
 	p += 16u * hdr.n_gids;
@@ -154,6 +158,7 @@ int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 			return -EBADMSG;
 		memcpy(out->names[i], p, l);
 		out->names[i][l] = '\0';
+		out->names[i][IBRES_NAME_MAX] = '\0'; /* hostrec_shape_ok's bound */
 		p += l;
 	}
 	if (p != end)

@@ -26,48 +26,68 @@ int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h)
 	return w->overflow ? -ENOSPC : 0;
 }
 
+/* What each byte can be in a host name, as bits: one table look-up per byte
+ * on the readers' hot path (every hit checks its names), and no jump table
+ * (an indirect branch per byte is mispredicted after every system call's
+ * branch-predictor flush). */
+enum { NC_ALPHA = 1, NC_UPPER = 2, NC_DIGIT = 4, NC_HYPHEN = 8, NC_DOT = 16 };
+
+static const uint8_t name_class[256] = {
+	['a' ... 'z'] = NC_ALPHA, ['A' ... 'Z'] = NC_ALPHA | NC_UPPER, ['0' ... '9'] = NC_DIGIT,
+	['-'] = NC_HYPHEN,	  ['.'] = NC_DOT,
+};
+
+/* @c in lower case (ASCII letters only). */
+static inline uint8_t fold(uint8_t c)
+{
+	return (uint8_t)(c + ((name_class[c] & NC_UPPER) << 4));
+}
+
 int hostrec_name_ok(const void *name, size_t len)
 {
 	const uint8_t *s = name;
+	unsigned all = 0, prev = NC_DOT; /* as if a dot came before the name */
 	size_t label = 0;
-	int alpha = 0;
 
 	if (!len || len > IBRES_NAME_MAX)
 		return 0;
 	for (size_t i = 0; i < len; i++) {
-		uint8_t c = s[i];
+		unsigned c = name_class[s[i]];
 
-		if (c == '.') {
-			if (!label || s[i - 1] == '-')
-				return 0;
-			label = 0;
-			continue;
-		}
-		if (c == '-') {
-			if (!label)
-				return 0;
-		} else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-			alpha = 1;
-		} else if (c < '0' || c > '9') {
+		/* a byte no name has; a dot or hyphen that starts a label, or a dot
+		 * after a hyphen (a hyphen that ends a label) */
+		if (!c || ((c & (NC_DOT | NC_HYPHEN)) && (prev & (NC_DOT | NC_HYPHEN)) &&
+			   !(c == NC_HYPHEN && prev == NC_HYPHEN)))
 			return 0;
-		}
-		if (++label > 63)
+		label = c == NC_DOT ? 0 : label + 1;
+		if (label > 63)
 			return 0;
+		all |= c;
+		prev = c;
 	}
-	return label && s[len - 1] != '-' && alpha;
+	return !(prev & (NC_DOT | NC_HYPHEN)) && (all & NC_ALPHA);
 }
 
-int hostrec_check(const struct ibres_hostrec *h)
+int hostrec_shape_ok(const struct ibres_hostrec *h)
 {
 	if (!h->n_names || h->n_names > IBRES_HOST_NAMES_MAX || h->n_v4 > IBRES_HOST_ADDRS_MAX ||
 	    h->n_v6 > IBRES_HOST_ADDRS_MAX || h->n_gids > IBRES_HOST_GIDS_MAX)
 		return -EBADMSG;
-	for (unsigned i = 0; i < h->n_names; i++) {
-		size_t l = strnlen(h->names[i], sizeof(h->names[i]));
-
-		if (l == sizeof(h->names[i]) || !hostrec_name_ok(h->names[i], l))
+	/* the last byte of a name's array is always NUL (the decoders see to
+	 * it), so a string function never reads past the array */
+	for (unsigned i = 0; i < h->n_names; i++)
+		if (!h->names[i][0] || h->names[i][IBRES_NAME_MAX])
 			return -EBADMSG;
-	}
+	return 0;
+}
+
+int hostrec_check(const struct ibres_hostrec *h)
+{
+	if (hostrec_shape_ok(h))
+		return -EBADMSG;
+	for (unsigned i = 0; i < h->n_names; i++)
+		if (!hostrec_name_ok(h->names[i], strlen(h->names[i])))
+			return -EBADMSG;
 	return 0;
 }
 
@@ -183,16 +203,10 @@ int hostrec_name_eq(const void *a, const void *b, size_t n)
 {
 	const uint8_t *x = a, *y = b;
 
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = x[i], d = y[i];
-
-		if (c >= 'A' && c <= 'Z')
-			c = (uint8_t)(c - 'A' + 'a');
-		if (d >= 'A' && d <= 'Z')
-			d = (uint8_t)(d - 'A' + 'a');
-		if (c != d)
+	/* names mostly match in case: fold only where the bytes differ */
+	for (size_t i = 0; i < n; i++)
+		if (x[i] != y[i] && fold(x[i]) != fold(y[i]))
 			return 0;
-	}
 	return 1;
 }
 

@@ -52,7 +52,7 @@ int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ib
 
 	/* the counts index arrays: only a record the daemon could have written,
 	 * and addresses no more than a record holds */
-	if (hostrec_check(rec) || n > PACK_ADDRS_MAX || !alen || alen > PACK_ADDR_LEN_MAX)
+	if (hostrec_shape_ok(rec) || n > PACK_ADDRS_MAX || !alen || alen > PACK_ADDR_LEN_MAX)
 		return -EBADMSG;
 	ibpack_init(&p, buf, buflen);
 	/* the aliases (names 1..n_names - 1) and their NULL */
@@ -90,7 +90,7 @@ int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
 	size_t n, own, i;
 	char *name;
 
-	if (hostrec_check(rec))
+	if (hostrec_shape_ok(rec))
 		return -EBADMSG;
 	n = rec->n_v6 + rec->n_v4;
 	if (!n)

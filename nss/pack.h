@@ -32,7 +32,7 @@ char *ibpack_str(struct ibpack *p, const char *s);
 /*
  * A hostent: h_name = rec->names[0], h_aliases = the other names, and the
  * @n addresses of @alen bytes each at @addrs, family @af. 0, -ERANGE, or
- * -EBADMSG (writing nothing) when @rec is not a record hostrec_check()
+ * -EBADMSG (writing nothing) when @rec is not a record hostrec_shape_ok()
  * accepts or @n and @alen are more than a record holds (8, 16 bytes).
  */
 int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ibres_hostrec *rec,
@@ -43,7 +43,7 @@ int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ib
  * @rec, all named rec->names[0]. If *@pat is not NULL the caller supplied
  * the first tuple and it is filled in place; otherwise *@pat points into
  * @buf. 0, -ERANGE, -ENOENT when @rec has no IP address, or -EBADMSG
- * (writing nothing) when @rec is not a record hostrec_check() accepts.
+ * (writing nothing) when @rec is not a record hostrec_shape_ok() accepts.
  */
 int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
 		  const struct ibres_hostrec *rec);

@@ -49,6 +49,10 @@ static size_t put_item(uint8_t *p, uint16_t type, const void *v, uint16_t len)
 
 static void test_hostrec_edges(void **state)
 {
+	static const char *const bad_names[] = {
+		"-node", "node-", "a..b", ".node", "node.", "198.18.0.2", "no de", "node_1",
+		"n\xc3\xa9", "node\n", "a/b",
+	};
 	static struct ibres_hostrec h;
 	uint8_t buf[4096], v4[4] = {198, 18, 0, 1}, v6[16] = {0x20, 1, 0xd, 0xb8};
 	size_t n;
@@ -78,6 +82,16 @@ static void test_hostrec_edges(void **state)
 	memset(buf + 4, 'x', 256);
 	n = put_item(buf, IBRES_T_NAME, buf + 4, 256);
 	assert_int_equal(hostrec_decode(buf, n, &h), -EBADMSG);
+	/* names no host has (hostrec_name_ok), as the name or an alias */
+	for (i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		size_t l = strlen(bad_names[i]);
+
+		n = put_item(buf, IBRES_T_NAME, bad_names[i], l);
+		assert_int_equal(hostrec_decode(buf, n, &h), -EBADMSG);
+		n = put_item(buf, IBRES_T_NAME, "node1", 5);
+		n += put_item(buf + n, IBRES_T_ALIAS, bad_names[i], l);
+		assert_int_equal(hostrec_decode(buf, n, &h), -EBADMSG);
+	}
 	/* wrong address length, truncated item */
 	n = put_item(buf, IBRES_T_NAME, "n", 1);
 	n += put_item(buf + n, IBRES_T_IPV4, v6, 16);

@@ -39,7 +39,7 @@
 enum { DIR_UNDECIDED = 0, DIR_ON = 1, DIR_OFF = -1 };
 
 /* The coarse monotonic clock: read from the vDSO, never a system call. */
-static uint64_t coarse_now_ms(void)
+IBRES_HOT static uint64_t coarse_now_ms(void)
 {
 	struct timespec ts;
 
@@ -91,7 +91,7 @@ static struct ibc_dirmap *map_fetched(struct ibres *h)
 		munmap(base, (size_t)st.st_size);
 		goto out;
 	}
-	*m = (struct ibc_dirmap){ .base = base, .size = (size_t)st.st_size };
+	*m = (struct ibc_dirmap){.base = base, .size = (size_t)st.st_size};
 out:
 	close(fd);
 	return m;
@@ -156,8 +156,8 @@ out:
 	return m;
 }
 
-int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
-		  struct ibres_hostrec *rec)
+IBRES_HOT int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
+			    struct ibres_hostrec *rec)
 {
 	struct ibc_dir *d = &h->dir;
 	int mode = __atomic_load_n(&d->mode, __ATOMIC_ACQUIRE);

@@ -49,8 +49,8 @@ IBRES_EXPORT void ibres_close(struct ibres *h)
 	free(h);
 }
 
-int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
-		   uint32_t flags, struct ibres_hostrec *rec, int *statusp)
+IBRES_HOT int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
+			     uint32_t flags, struct ibres_hostrec *rec, int *statusp)
 {
 	uint8_t body[4 + IBRES_NAME_MAX + 8], ans[HOST_ANSWER_MAX];
 	struct tlv_writer w;

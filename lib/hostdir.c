@@ -25,7 +25,7 @@ static uint32_t load32_acquire(const void *p)
 	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
 }
 
-int ibdir_table_of(uint16_t type)
+IBRES_HOT int ibdir_table_of(uint16_t type)
 {
 	switch (type) {
 	case IBRES_T_NAME:
@@ -52,7 +52,7 @@ uint8_t ibdir_key_type(unsigned tab)
 	return tab < IBDIR_TABLES ? types[tab] : 0;
 }
 
-uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
+IBRES_HOT uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
 {
 	const uint8_t *p = key;
 	uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * (tab + 1)) ^ len;
@@ -110,7 +110,7 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
  * @len bytes and large enough for the fixed-size items and one byte of
  * length and at least one of name each. Then *@fixed is the bytes of GIDs
  * and addresses. 1 or 0. */
-static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len, size_t *fixed)
+IBRES_HOT static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len, size_t *fixed)
 {
 	if (len < sizeof(*hdr) || !hdr->n_names || hdr->n_names > IBRES_HOST_NAMES_MAX ||
 	    hdr->n_v4 > IBRES_HOST_ADDRS_MAX || hdr->n_v6 > IBRES_HOST_ADDRS_MAX ||
@@ -121,7 +121,7 @@ static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len, size_t *fixed)
 	return *fixed + 2u * hdr->n_names <= hdr->data_len;
 }
 
-int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
+IBRES_HOT int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 {
 	struct ibdir_rec hdr;
 	const uint8_t *p, *end;
@@ -170,8 +170,8 @@ int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 	return 0;
 }
 
-int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
-		      size_t klen)
+IBRES_HOT int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
+				size_t klen)
 {
 	struct ibdir_rec hdr;
 	const uint8_t *p, *end;
@@ -220,7 +220,7 @@ int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *
 	return 0;
 }
 
-static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
+IBRES_HOT static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
 {
 	return off >= lo && off <= hi && len <= hi - off;
 }
@@ -251,8 +251,8 @@ int ibdir_header_check(const void *base, size_t size)
 
 /* Copy the record at @off (inside [@lo, @hi)) into @buf. 0 and *@len, -EAGAIN
  * when the writer kept changing it, -EBADMSG when it cannot be a record. */
-static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off, uint8_t *buf,
-		    size_t *len)
+IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off,
+			      uint8_t *buf, size_t *len)
 {
 	const struct ibdir_rec *r = (const void *)(base + off);
 
@@ -293,8 +293,8 @@ static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off,
 
 /* Is the name (@key, @len bytes) outside every pattern of @hd? Patterns are
  * read under scope_seq. 1, 0, or -EAGAIN. */
-static int outside_patterns(const struct ibdir_header *hd, const void *key, size_t len,
-			    uint64_t *auth_from)
+IBRES_HOT static int outside_patterns(const struct ibdir_header *hd, const void *key, size_t len,
+				      uint64_t *auth_from)
 {
 	char name[IBRES_NAME_MAX + 1], pats[IBDIR_PATTERNS_MAX][IBDIR_PATTERN_LEN];
 
@@ -324,7 +324,7 @@ static int outside_patterns(const struct ibdir_header *hd, const void *key, size
 	return -EAGAIN;
 }
 
-static int key_ok(unsigned tab, const void *key, size_t len)
+IBRES_HOT static int key_ok(unsigned tab, const void *key, size_t len)
 {
 	switch (tab) {
 	case IBDIR_TAB_NAME:
@@ -337,8 +337,8 @@ static int key_ok(unsigned tab, const void *key, size_t len)
 }
 
 /* Not in the tables: what the directory says of such a key. */
-static int miss_verdict(const struct ibdir_header *hd, unsigned tab, const void *key, size_t len,
-			uint64_t now_ms)
+IBRES_HOT static int miss_verdict(const struct ibdir_header *hd, unsigned tab, const void *key,
+				  size_t len, uint64_t now_ms)
 {
 	uint64_t auth_from = IBDIR_NEVER;
 	int outside;
@@ -361,8 +361,9 @@ static int miss_verdict(const struct ibdir_header *hd, unsigned tab, const void 
 }
 
 /* Probe table @tab for the key. 0 (found, *rec), 1 (not there), or < 0. */
-static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd, unsigned tab,
-		 const void *key, size_t len, uint64_t now_ms, struct ibres_hostrec *rec)
+IBRES_HOT static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd,
+			   unsigned tab, const void *key, size_t len, uint64_t now_ms,
+			   struct ibres_hostrec *rec)
 {
 	uint64_t buf[IBDIR_REC_MAX / 8];
 	uint32_t off = hd->tables[tab].off, n = hd->tables[tab].n_slots;
@@ -378,7 +379,8 @@ static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd
 	hash = ibdir_hash(hd->seed, tab, key, len);
 	i = hash & mask;
 	for (unsigned p = 0; p < n && p < IBDIR_PROBES_MAX; p++, i = (i + 1) & mask) {
-		uint64_t slot = __atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
+		uint64_t slot =
+			__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
 		uint32_t at = (uint32_t)slot;
 		struct ibdir_rec hdr;
 		size_t rlen;
@@ -409,8 +411,8 @@ static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd
 	return -EAGAIN; /* too long a run: not worth it */
 }
 
-int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,
-		 size_t len, struct ibres_hostrec *rec)
+IBRES_HOT int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type,
+			   const void *key, size_t len, struct ibres_hostrec *rec)
 {
 	const struct ibdir_header *hd = base;
 	uint64_t beat;

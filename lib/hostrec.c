@@ -33,8 +33,9 @@ int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h)
 enum { NC_ALPHA = 1, NC_UPPER = 2, NC_DIGIT = 4, NC_HYPHEN = 8, NC_DOT = 16 };
 
 static const uint8_t name_class[256] = {
-	['a' ... 'z'] = NC_ALPHA, ['A' ... 'Z'] = NC_ALPHA | NC_UPPER, ['0' ... '9'] = NC_DIGIT,
-	['-'] = NC_HYPHEN,	  ['.'] = NC_DOT,
+	['a' ... 'z'] = NC_ALPHA, ['A' ... 'Z'] = NC_ALPHA | NC_UPPER,
+	['0' ... '9'] = NC_DIGIT, ['-'] = NC_HYPHEN,
+	['.'] = NC_DOT,
 };
 
 /* @c in lower case (ASCII letters only). */
@@ -43,7 +44,7 @@ static inline uint8_t fold(uint8_t c)
 	return (uint8_t)(c + ((name_class[c] & NC_UPPER) << 4));
 }
 
-int hostrec_name_ok(const void *name, size_t len)
+IBRES_HOT int hostrec_name_ok(const void *name, size_t len)
 {
 	const uint8_t *s = name;
 	unsigned all = 0, prev = NC_DOT; /* as if a dot came before the name */
@@ -68,7 +69,7 @@ int hostrec_name_ok(const void *name, size_t len)
 	return !(prev & (NC_DOT | NC_HYPHEN)) && (all & NC_ALPHA);
 }
 
-int hostrec_shape_ok(const struct ibres_hostrec *h)
+IBRES_HOT int hostrec_shape_ok(const struct ibres_hostrec *h)
 {
 	if (!h->n_names || h->n_names > IBRES_HOST_NAMES_MAX || h->n_v4 > IBRES_HOST_ADDRS_MAX ||
 	    h->n_v6 > IBRES_HOST_ADDRS_MAX || h->n_gids > IBRES_HOST_GIDS_MAX)
@@ -199,7 +200,7 @@ int hostrec_same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec
 	       !memcmp(a->v6, b->v6, a->n_v6 * sizeof(a->v6[0]));
 }
 
-int hostrec_name_eq(const void *a, const void *b, size_t n)
+IBRES_HOT int hostrec_name_eq(const void *a, const void *b, size_t n)
 {
 	const uint8_t *x = a, *y = b;
 
@@ -242,7 +243,8 @@ int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *dat
 				return 1;
 		return 0;
 	case IBRES_KEY_LID:
-		return len == 2 && h->lid && d[0] == (uint8_t)(h->lid >> 8) && d[1] == (uint8_t)h->lid;
+		return len == 2 && h->lid && d[0] == (uint8_t)(h->lid >> 8) &&
+		       d[1] == (uint8_t)h->lid;
 	}
 	return 0;
 }
@@ -257,7 +259,7 @@ int hostrec_name_in_patterns(const char *name, const char *patterns, size_t stri
 	return 0;
 }
 
-uint32_t hostrec_ttl_left(uint64_t expires_ms, uint64_t now_ms)
+IBRES_HOT uint32_t hostrec_ttl_left(uint64_t expires_ms, uint64_t now_ms)
 {
 	if (expires_ms == UINT64_MAX)
 		return HOSTREC_TTL_NEVER;

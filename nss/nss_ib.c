@@ -44,7 +44,7 @@ nss_gethostbyname4_r _nss_ib_gethostbyname4_r;
 nss_gethostbyaddr_r _nss_ib_gethostbyaddr_r;
 nss_gethostbyaddr2_r _nss_ib_gethostbyaddr2_r;
 
-static enum nss_status fail(int err, int *errnop, int *h_errnop)
+IBRES_HOT static enum nss_status fail(int err, int *errnop, int *h_errnop)
 {
 	switch (err) {
 	case -ERANGE:
@@ -71,28 +71,27 @@ static enum nss_status fail(int err, int *errnop, int *h_errnop)
 	}
 }
 
-static int query(uint16_t type, const void *key, size_t len, struct ibres_hostrec *rec)
+IBRES_HOT static int query(uint16_t type, const void *key, size_t len, struct ibres_hostrec *rec)
 {
 	return ibc_host_query(&nss_conn, type, key, len, 0, rec, NULL);
 }
 
-static int name_ok(const char *name)
+IBRES_HOT static int name_ok(const char *name)
 {
 	size_t len = name ? strlen(name) : 0;
 
 	return len && len <= IBRES_NAME_MAX;
 }
 
-static void set_ttl(int32_t *ttlp, const struct ibres_hostrec *rec)
+IBRES_HOT static void set_ttl(int32_t *ttlp, const struct ibres_hostrec *rec)
 {
 	if (ttlp && rec->ttl)
 		*ttlp = rec->ttl > INT32_MAX ? INT32_MAX : (int32_t)rec->ttl;
 }
 
-NSS_EXPORT enum nss_status _nss_ib_gethostbyname3_r(const char *name, int af,
-						    struct hostent *result, char *buffer,
-						    size_t buflen, int *errnop, int *h_errnop,
-						    int32_t *ttlp, char **canonp)
+IBRES_HOT NSS_EXPORT enum nss_status
+_nss_ib_gethostbyname3_r(const char *name, int af, struct hostent *result, char *buffer,
+			 size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp, char **canonp)
 {
 	struct ibres_hostrec rec;
 	const void *addrs;
@@ -139,25 +138,27 @@ NSS_EXPORT enum nss_status _nss_ib_gethostbyname3_r(const char *name, int af,
 	return NSS_STATUS_SUCCESS;
 }
 
-NSS_EXPORT enum nss_status _nss_ib_gethostbyname2_r(const char *name, int af,
-						    struct hostent *result, char *buffer,
-						    size_t buflen, int *errnop, int *h_errnop)
+IBRES_HOT NSS_EXPORT enum nss_status _nss_ib_gethostbyname2_r(const char *name, int af,
+							      struct hostent *result, char *buffer,
+							      size_t buflen, int *errnop,
+							      int *h_errnop)
 {
 	return _nss_ib_gethostbyname3_r(name, af, result, buffer, buflen, errnop, h_errnop, NULL,
 					NULL);
 }
 
-NSS_EXPORT enum nss_status _nss_ib_gethostbyname_r(const char *name, struct hostent *result,
-						   char *buffer, size_t buflen, int *errnop,
-						   int *h_errnop)
+IBRES_HOT NSS_EXPORT enum nss_status _nss_ib_gethostbyname_r(const char *name,
+							     struct hostent *result, char *buffer,
+							     size_t buflen, int *errnop,
+							     int *h_errnop)
 {
 	return _nss_ib_gethostbyname3_r(name, AF_INET, result, buffer, buflen, errnop, h_errnop,
 					NULL, NULL);
 }
 
-NSS_EXPORT enum nss_status _nss_ib_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat,
-						    char *buffer, size_t buflen, int *errnop,
-						    int *h_errnop, int32_t *ttlp)
+IBRES_HOT NSS_EXPORT enum nss_status
+_nss_ib_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, char *buffer, size_t buflen,
+			 int *errnop, int *h_errnop, int32_t *ttlp)
 {
 	struct ibres_hostrec rec;
 	int ret;
@@ -181,10 +182,9 @@ NSS_EXPORT enum nss_status _nss_ib_gethostbyname4_r(const char *name, struct gai
 	return NSS_STATUS_SUCCESS;
 }
 
-NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr2_r(const void *addr, socklen_t len, int af,
-						    struct hostent *result, char *buffer,
-						    size_t buflen, int *errnop, int *h_errnop,
-						    int32_t *ttlp)
+IBRES_HOT NSS_EXPORT enum nss_status
+_nss_ib_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct hostent *result,
+			 char *buffer, size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp)
 {
 	struct ibres_hostrec rec;
 	uint16_t type;
@@ -212,9 +212,10 @@ NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr2_r(const void *addr, socklen_t 
 	return NSS_STATUS_SUCCESS;
 }
 
-NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr_r(const void *addr, socklen_t len, int af,
-						   struct hostent *result, char *buffer,
-						   size_t buflen, int *errnop, int *h_errnop)
+IBRES_HOT NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr_r(const void *addr, socklen_t len,
+							     int af, struct hostent *result,
+							     char *buffer, size_t buflen,
+							     int *errnop, int *h_errnop)
 {
 	return _nss_ib_gethostbyaddr2_r(addr, len, af, result, buffer, buflen, errnop, h_errnop,
 					NULL);

@@ -8,18 +8,18 @@
 
 /* What a record holds at most: addresses of one family, or GIDs, of up to
  * 16 bytes each. */
-#define PACK_ADDRS_MAX	  (IBRES_HOST_ADDRS_MAX > IBRES_HOST_GIDS_MAX ? IBRES_HOST_ADDRS_MAX \
-								  : IBRES_HOST_GIDS_MAX)
+#define PACK_ADDRS_MAX                                                                             \
+	(IBRES_HOST_ADDRS_MAX > IBRES_HOST_GIDS_MAX ? IBRES_HOST_ADDRS_MAX : IBRES_HOST_GIDS_MAX)
 #define PACK_ADDR_LEN_MAX 16u
 
-void ibpack_init(struct ibpack *p, char *buf, size_t len)
+IBRES_HOT void ibpack_init(struct ibpack *p, char *buf, size_t len)
 {
 	p->buf = buf;
 	p->len = len;
 	p->off = 0;
 }
 
-void *ibpack_alloc(struct ibpack *p, size_t size, size_t align)
+IBRES_HOT void *ibpack_alloc(struct ibpack *p, size_t size, size_t align)
 {
 	uintptr_t at = (uintptr_t)(p->buf + p->off);
 	size_t pad = (size_t)(-at & (align - 1));
@@ -32,7 +32,7 @@ void *ibpack_alloc(struct ibpack *p, size_t size, size_t align)
 	return (void *)at;
 }
 
-char *ibpack_str(struct ibpack *p, const char *s)
+IBRES_HOT char *ibpack_str(struct ibpack *p, const char *s)
 {
 	size_t l = strlen(s) + 1;
 	char *d = ibpack_alloc(p, l, 1);
@@ -42,8 +42,9 @@ char *ibpack_str(struct ibpack *p, const char *s)
 	return d;
 }
 
-int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ibres_hostrec *rec,
-		   int af, const void *addrs, size_t n, size_t alen)
+IBRES_HOT int ibpack_hostent(struct hostent *he, char *buf, size_t buflen,
+			     const struct ibres_hostrec *rec, int af, const void *addrs, size_t n,
+			     size_t alen)
 {
 	struct ibpack p;
 	char **aliases, **list, *name;
@@ -82,8 +83,8 @@ int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ib
 	return 0;
 }
 
-int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
-		  const struct ibres_hostrec *rec)
+IBRES_HOT int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
+			    const struct ibres_hostrec *rec)
 {
 	struct gaih_addrtuple *t, *first;
 	struct ibpack p;

@@ -409,7 +409,9 @@ int ibc_directory_fd(struct ibres *h, int *fdp, uint64_t *size)
 		ret = wait_fd(sock, POLLIN, deadline);
 		if (ret)
 			break;
-		n = recv_with_fd(sock, ans + have, want - have, &fd);
+		/* a connection of its own carries one answer: take all there is
+		 * (header and body come in one send), and check the length after */
+		n = recv_with_fd(sock, ans + have, sizeof(ans) - have, &fd);
 		if (n == -EINTR || n == -EAGAIN)
 			continue;
 		if (n <= 0) {
@@ -417,7 +419,7 @@ int ibc_directory_fd(struct ibres *h, int *fdp, uint64_t *size)
 			break;
 		}
 		have += (size_t)n;
-		if (want == IBRES_HDR_LEN && have == IBRES_HDR_LEN) {
+		if (want == IBRES_HDR_LEN && have >= IBRES_HDR_LEN) {
 			want = ibres_msg_get_length(an);
 			if (an->version != IBRES_ACM_VERSION ||
 			    (an->opcode & ~IBRES_OP_ACK) != IBRES_OP_DIRECTORY ||
@@ -425,6 +427,8 @@ int ibc_directory_fd(struct ibres *h, int *fdp, uint64_t *size)
 				ret = -EPROTO;
 		}
 	}
+	if (!ret && have != want)
+		ret = -EPROTO; /* more than one answer */
 	close(sock);
 	if (!ret && an->status != IBRES_STATUS_SUCCESS)
 		ret = -ENODATA;

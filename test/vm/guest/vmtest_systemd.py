@@ -137,6 +137,13 @@ def test_the_hardening_is_in_force_and_the_daemon_works_under_it():
     assert re.search(r"link rxe1/1 lqpn \d+ type UD state RTS .*pid %d comm ibresd" % pid,
                      r.stdout), r.stdout
     assert known("node2", "node1")
+    # and it publishes its host directory there (memfd_create, the seals and
+    # SCM_RIGHTS under the unit's system call filter): the NSS module maps it
+    r = run(["ibresctl", "stats"], check=True)
+    assert re.search(r"^directory_bytes\s+[1-9]", r.stdout, re.M), r.stdout
+    assert re.search(r"^directory_failures\s+0$", r.stdout, re.M), r.stdout
+    fds = [os.readlink("/proc/%d/fd/%s" % (pid, n)) for n in os.listdir("/proc/%d/fd" % pid)]
+    assert any(t.startswith("/memfd:ibres-hosts.db") for t in fds), fds
 
 
 def test_the_journal_holds_the_logs():

@@ -205,6 +205,13 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 	ssize_t n;
 
 	cl->req.pass_fd = -1;
+	/* one descriptor per connection, then it closes: a client that asked
+	 * again and again without reading would otherwise leave a descriptor
+	 * in flight per answer, counted against the daemon's open-file limit,
+	 * until passing any fails for every reader (ETOOMANYREFS). Readers
+	 * fetch on a connection of their own. */
+	if (pass >= 0)
+		cl->closing = true;
 	do {
 		n = send_with_fd(cl->lf.fd, buf, len, pass);
 	} while (n < 0 && errno == EINTR);

@@ -358,3 +358,46 @@ def user_lookup(nss_call, module, sock):
     env = dict(os.environ, IBRES_SOCKET=sock, IBRES_TIMEOUT_MS="2000")
     return subprocess.run([nss_call, module, "byname2", "node2", "2"], env=env,
                           capture_output=True, text=True, timeout=30).stdout
+
+
+def pipeline_directory_requests(sock_path, n):
+    """As the attacker: @n DIRECTORY requests in one send on one connection, then read
+    everything: (answers, descriptors) received before the daemon hung up."""
+    req = struct.pack(">BBB3sHQ", 1, OP_DIRECTORY, 0, b"", HDR_LEN, 0)
+    got, fds = b"", 0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(sock_path)
+        try:
+            s.sendall(req * n)
+        except OSError:
+            pass  # the daemon may close before it read them all
+        while True:
+            try:
+                data, passed, _, _ = socket.recv_fds(s, 4096, 8)
+            except OSError:
+                break
+            for fd in passed:
+                os.close(fd)
+            fds += len(passed)
+            if not data:
+                break
+            got += data
+    return "%d %d" % (len(got) // 28, fds)
+
+
+def test_one_descriptor_per_connection(daemon_factory, attacker, open_dir):
+    """Asking for the directory over and over on one connection without reading would
+    leave a passed descriptor in flight per answer, counted against the daemon's
+    open-file limit, until passing fails for every reader: the daemon answers one
+    DIRECTORY per connection and closes it."""
+    _, uid, gid = attacker
+    d = daemon_factory(static_hosts_config(), name="d",
+                       sock=os.path.join(open_dir, "ibresd.sock")).start()
+    out = as_user(uid, gid, pipeline_directory_requests, d.socket, 64)
+    assert out == "1 1", out
+    # and readers still get theirs
+    status, fd = fetch_directory(d.socket)
+    assert status == 0 and fd is not None
+    os.close(fd)
+    assert d.alive()

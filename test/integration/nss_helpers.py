@@ -3,6 +3,8 @@ test_libibres.py, test_ibresctl.py): the C helper programs, compiled once
 per session from test/integration/nss_*.c, and the environment that points
 libnss_ib / libibres / ibresctl at a test daemon."""
 import os
+import socket
+import struct
 import subprocess
 
 import pytest
@@ -66,3 +68,30 @@ def parse_kv(text):
             k, v = line.split("=", 1)
             out[k] = v
     return out
+
+
+# The shared host directory's extension opcode (DIRECTORY, include/ibres_proto.h), the
+# header's size, and the seal python's fcntl lacks (<linux/fcntl.h>).
+OP_DIRECTORY = 0x0d
+HDR_LEN = 16
+F_SEAL_FUTURE_WRITE = 0x0010
+
+
+def directory_request():
+    """A DIRECTORY request: the 16-byte header alone."""
+    return struct.pack(">BBB3sHQ", 1, OP_DIRECTORY, 0, b"", HDR_LEN, 0)
+
+
+def fetch_directory(sock_path):
+    """Ask the daemon at @sock_path for its directory as a reader does: (status,
+    descriptor or None)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(sock_path)
+        s.sendall(directory_request())
+        data, fds, _, _ = socket.recv_fds(s, 256, 4)
+        while len(data) < HDR_LEN or len(data) < struct.unpack_from(">H", data, 6)[0]:
+            more = s.recv(256)
+            assert more, data
+            data += more
+    return data[2], (fds[0] if fds else None)

@@ -19,7 +19,8 @@ import pytest
 
 from conftest import IBRESCTL, IBRESD, needs_root, not_sanitized, run
 from fabric_util import stats
-from nss_helpers import (NSS_MODULE, client_env, helpers, parse_kv,  # noqa: F401 (fixture)
+from nss_helpers import (HDR_LEN, F_SEAL_FUTURE_WRITE, NSS_MODULE, OP_DIRECTORY,  # noqa: F401
+                         client_env, fetch_directory, helpers, parse_kv,
                          static_hosts_config)
 
 AF_INET, AF_INET6, AF_IB = 2, 10, 27
@@ -157,24 +158,7 @@ def test_libibres_answers_from_the_file_as_from_the_socket(helpers, static):
     assert stats(static.socket)["host_lookups"] == 6  # the "off" half only
 
 
-OP_DIRECTORY = 0x0d
-HDR_LEN = 16
-F_SEAL_FUTURE_WRITE = 0x0010  # <linux/fcntl.h>; python's fcntl lacks it
 SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | F_SEAL_FUTURE_WRITE | fcntl.F_SEAL_SEAL
-
-
-def fetch_directory(sock_path):
-    """Ask the daemon for its directory as a reader does: (status, descriptor or None)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(sock_path)
-        s.sendall(struct.pack(">BBB3sHQ", 1, OP_DIRECTORY, 0, b"", HDR_LEN, 0))
-        data, fds, _, _ = socket.recv_fds(s, 256, 4)
-        while len(data) < HDR_LEN or len(data) < struct.unpack_from(">H", data, 6)[0]:
-            more = s.recv(256)
-            assert more, data
-            data += more
-    return data[2], (fds[0] if fds else None)
 
 
 def directory_bytes(sock_path):

@@ -28,13 +28,11 @@ import pytest
 
 from conftest import IBRESCTL, needs_root, run
 from fabric_util import stats
-from nss_helpers import (NSS_MODULE, client_env, helpers, parse_kv,  # noqa: F401 (fixture)
+from nss_helpers import (HDR_LEN, NSS_MODULE, client_env, directory_request,  # noqa: F401
+                         fetch_directory, helpers, parse_kv,
                          static_hosts_config)
 
 AF_INET = 2
-OP_DIRECTORY = 0x0d
-HDR_LEN = 16
-F_SEAL_FUTURE_WRITE = 0x0010  # <linux/fcntl.h>; python's fcntl lacks it
 
 pytestmark = needs_root
 
@@ -88,16 +86,6 @@ def as_user(uid, gid, fn, *args):
     os.close(r)
     os.waitpid(pid, 0)
     return b"".join(chunks).decode()
-
-
-def fetch_directory(sock_path):
-    """(status, descriptor or None), as a reader asks."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(sock_path)
-        s.sendall(struct.pack(">BBB3sHQ", 1, OP_DIRECTORY, 0, b"", HDR_LEN, 0))
-        data, fds, _, _ = socket.recv_fds(s, 256, 4)
-    return data[2], (fds[0] if fds else None)
 
 
 def try_all(fd):
@@ -363,7 +351,7 @@ def user_lookup(nss_call, module, sock):
 def pipeline_directory_requests(sock_path, n):
     """As the attacker: @n DIRECTORY requests in one send on one connection, then read
     everything: (answers, descriptors) received before the daemon hung up."""
-    req = struct.pack(">BBB3sHQ", 1, OP_DIRECTORY, 0, b"", HDR_LEN, 0)
+    req = directory_request()
     got, fds = b"", 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)

@@ -645,6 +645,16 @@ static void test_bad_values(void **state)
 	assert_int_equal(parse_kv("[endpoint e]", "lid", "abc"), -EINVAL);
 	assert_string_equal(err, "t.conf:2: invalid value 'abc' for 'lid': expected an integer "
 				 "1..49151");
+	/* host_directory: auto or none; a path (a file, once) is refused with the reason */
+	assert_int_equal(parse_kv("[daemon]", "host_directory", "none"), 0);
+	assert_string_equal(cfg.host_directory, "");
+	assert_int_equal(parse_kv("[daemon]", "host_directory", "auto"), 0);
+	assert_string_equal(cfg.host_directory, "auto");
+	assert_int_equal(parse_kv("[daemon]", "host_directory", "/run/ibres/hosts.db"), -EINVAL);
+	assert_non_null(strstr(err, "t.conf:2: "));
+	assert_non_null(strstr(err, "no longer a file"));
+	assert_int_equal(parse_kv("[daemon]", "host_directory", "maybe"), -EINVAL);
+	assert_non_null(strstr(err, "'auto' or 'none'"));
 }
 
 static void test_missing_value(void **state)

@@ -51,7 +51,6 @@ struct ibc_dir {
 	struct ibc_dirmap *retired[IBC_DIR_RETIRED]; /* replaced, unmapped later */
 	uint64_t next_try_ms;	  /* atomic: no mapping attempt before */
 	int mode;		  /* atomic: 0 not decided, 1 on, -1 off */
-	char path[IBC_PATH_MAX + 16];
 };
 
 struct ibres {

@@ -243,7 +243,8 @@ int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *dat
 				return 1;
 		return 0;
 	case IBRES_KEY_LID:
-		return len == 2 && h->lid && d[0] == (uint8_t)(h->lid >> 8) &&
+		/* a record knows no fabric: the daemon's third byte is its caller's */
+		return (len == 2 || len == 3) && h->lid && d[0] == (uint8_t)(h->lid >> 8) &&
 		       d[1] == (uint8_t)h->lid;
 	}
 	return 0;

@@ -78,7 +78,8 @@ int hostrec_same_addrs(const struct ibres_hostrec *a, const struct ibres_hostrec
 
 /* Does @h own the key (@type, @data, @len): one of its names (@data is the
  * name, compared without regard to ASCII case, not NUL-terminated), IPv4,
- * IPv6 addresses, GIDs, or its LID (@data big-endian, 2 bytes)? The one
+ * IPv6 addresses, GIDs, or its LID (@data big-endian, 2 bytes, or 3 with
+ * the daemon's fabric byte, which a record does not know and is not compared)? The one
  * copy of this rule for the daemon's store, its fabric protocol and its
  * endpoints. 1 or 0; 0 for an unknown type or a length that does not fit. */
 int hostrec_has_key(const struct ibres_hostrec *h, uint8_t type, const void *data, size_t len);

@@ -99,12 +99,13 @@ int config_parse(const char *name, const char *text, size_t len, struct ibres_co
 		 char *err, size_t errlen);
 
 /* Check the whole config once parsed (endpoints present, no duplicate
- * names/addresses...). 0 or -EINVAL with a message. */
+ * addresses or GID and P_Key; a name on several endpoints only when they are
+ * one host, of one first name...). 0 or -EINVAL with a message. */
 int config_validate(const struct ibres_config *cfg, char *err, size_t errlen);
 
-/* Give the first endpoint that has no name @hostname as its name (and, when
+/* Give every endpoint that has no name @hostname as its name (and, when
  * @hostname has dots, its first label as an alias), so that one config file
- * serves a whole cluster. Call before config_validate. 0 (also when every
+ * serves a whole cluster and a multi-rail node is one host. Call before config_validate. 0 (also when every
  * endpoint has names), or -EINVAL when @hostname is not a valid host name. */
 int config_default_names(struct ibres_config *cfg, const char *hostname);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Checks of a parsed ibresd.conf as a whole, which no single line can make
- * (endpoints present, their identities complete and unique), and the host
- * name that an endpoint without one takes (config_default_names).
+ * (endpoints present, their identities complete and unique; endpoints of
+ * one first name are one host's rails), and the host name that every
+ * endpoint without one takes (config_default_names).
  *
  * Nothing here logs or exits: errors come back as text.
  */
@@ -23,6 +24,12 @@ static bool name_in(const struct cfg_endpoint *ep, const char *name, unsigned sk
 		if (!strcasecmp(ep->id.names[i], name))
 			return true;
 	return false;
+}
+
+/* Are @a and @b endpoints of one host: the same first (canonical) name? */
+static bool one_host(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
+{
+	return a->id.n_names && b->id.n_names && !strcasecmp(a->id.names[0], b->id.names[0]);
 }
 
 static int validate_endpoint(const struct ibres_config *cfg, unsigned e, char *err,
@@ -68,18 +75,29 @@ static int validate_endpoint(const struct ibres_config *cfg, unsigned e, char *e
 			    ep->label);
 		return -EINVAL;
 	}
-	/* names and addresses: unique within the endpoint and across endpoints */
+	/* names: unique within an endpoint; endpoints of one canonical name are
+	 * one host (one per rail and partition) and may share names, other
+	 * endpoints may not. Addresses and GIDs: unique everywhere. */
 	for (j = 0; j <= e; j++) {
 		o = &cfg->eps[j];
+		if (j < e && ep->id.n_gids && o->id.n_gids &&
+		    !memcmp(ep->id.gids[0], o->id.gids[0], 16) && ep->id.pkey == o->id.pkey) {
+			cfg_set_err(err, errlen, "endpoints '%s' and '%s' have the same GID and P_Key",
+				    o->label, ep->label);
+			return -EINVAL;
+		}
 		for (i = 0; i < ep->id.n_names; i++) {
 			if (!name_in(o, ep->id.names[i], j == e ? i : UINT32_MAX))
+				continue;
+			if (j < e && one_host(o, ep))
 				continue;
 			if (j == e)
 				cfg_set_err(err, errlen, "endpoint '%s': name '%s' given twice",
 					    ep->label, ep->id.names[i]);
 			else
 				cfg_set_err(err, errlen,
-					    "name '%s' appears in endpoints '%s' and '%s'",
+					    "name '%s' appears in endpoints '%s' and '%s', which "
+					    "are not one host (their first names differ)",
 					    ep->id.names[i], o->label, ep->label);
 			return -EINVAL;
 		}
@@ -174,7 +192,7 @@ int config_default_names(struct ibres_config *cfg, const char *hostname)
 			else
 				memset(id->names[1], 0, sizeof(id->names[1]));
 		}
-		break;
+		/* every endpoint without a name: one host, one endpoint per rail */
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/clock.h"
 
@@ -46,13 +47,56 @@ void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 	}
 }
 
+static bool same_host(const struct endpoint *a, const struct endpoint *b)
+{
+	return a->cfg.id.n_names && b->cfg.id.n_names &&
+	       !strcasecmp(a->cfg.id.names[0], b->cfg.id.names[0]);
+}
+
+unsigned endpoint_rails(const struct endpoints *e, const struct endpoint *ep,
+			uint8_t gids[HOST_RAILS_MAX][16])
+{
+	unsigned n = 0, others = 0;
+
+	for (unsigned i = 0; i < e->n; i++) {
+		const struct endpoint *o = &e->ep[i];
+		unsigned at = 0;
+
+		if (!same_host(o, ep) || !o->cfg.id.n_gids)
+			continue;
+		others += o != ep;
+		/* insertion into an ascending, distinct list */
+		while (at < n && memcmp(gids[at], o->cfg.id.gids[0], 16) < 0)
+			at++;
+		if ((at < n && !memcmp(gids[at], o->cfg.id.gids[0], 16)) || n == HOST_RAILS_MAX)
+			continue;
+		memmove(gids[at + 1], gids[at], (size_t)(n - at) * 16);
+		memcpy(gids[at], o->cfg.id.gids[0], 16);
+		n++;
+	}
+	return others ? n : 0;
+}
+
+/* Store @ep's identity as a LOCAL record of its host. */
+static int publish_one(struct endpoints *e, const struct endpoint *ep, uint64_t now)
+{
+	uint8_t gids[HOST_RAILS_MAX][16];
+	unsigned n = endpoint_rails(e, ep, gids);
+
+	return store_insert(e->store, &ep->cfg.id,
+			    &(struct store_put){ .origin = IBRES_ORIGIN_LOCAL,
+						 .heard_on = 1u << ep->index,
+						 .rails = n ? rails_digest((const uint8_t(*)[16])gids, n)
+							    : 0 },
+			    now, NULL);
+}
+
 int endpoints_publish(struct endpoints *e, unsigned *failed_ep)
 {
 	uint64_t now = now_ms();
 
 	for (unsigned i = 0; i < e->n; i++) {
-		int ret = store_insert(e->store, &e->ep[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now,
-				       NULL);
+		int ret = publish_one(e, &e->ep[i], now);
 
 		if (ret) {
 			*failed_ep = i;
@@ -93,15 +137,14 @@ int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres
 	if (changes & EP_CHANGE_GID) {
 		store_remove_origin(e->store, IBRES_ORIGIN_LOCAL);
 		for (unsigned i = 0; i < e->n; i++) {
-			int r = store_insert(e->store, &e->ep[i].cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0,
-					     now, NULL);
+			int r = publish_one(e, &e->ep[i], now);
 
 			if (r && !ret)
 				ret = r;
 		}
 	} else {
 		/* same identity: replaced in place, keys it no longer has go */
-		ret = store_insert(e->store, &ep->cfg.id, IBRES_ORIGIN_LOCAL, 0, 0, 0, now, NULL);
+		ret = publish_one(e, ep, now);
 	}
 	/* paths from it carry its old LID or GID */
 	if (changes & (EP_CHANGE_GID | EP_CHANGE_PORT))

@@ -80,6 +80,11 @@ struct endpoint *endpoint_by_key(struct endpoints *e, const struct host_key *k);
 /* The endpoint to use towards a destination of key type @dst->type when the
  * client named no source: the first with an address of that family. */
 struct endpoint *endpoint_for_dest(struct endpoints *e, const struct host_key *dst);
+/* The GIDs of every endpoint of @ep's host (the endpoints of its first
+ * name), ascending and distinct, into @gids. Returns how many; 0 when @ep is
+ * a host alone (no other endpoint shares its first name). */
+unsigned endpoint_rails(const struct endpoints *e, const struct endpoint *ep,
+			uint8_t gids[HOST_RAILS_MAX][16]);
 /* Is @gid one of our endpoints' port GIDs (our own datagram came back)? */
 bool endpoints_own_gid(const struct endpoints *e, const uint8_t gid[16]);
 

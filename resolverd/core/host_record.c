@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/hoststore_impl.h"
 
@@ -38,7 +39,7 @@ void hs_key(const struct host *h, unsigned i, struct host_key *k)
 		host_key_addr(k, IBRES_KEY_GID, h_gid(h, i));
 		return;
 	}
-	host_key_lid(k, h->lid);
+	host_key_lid(k, h->lid, h_fabric(h));
 }
 
 /* Is key @i of @h equal to @k? Without building the key. */
@@ -71,16 +72,31 @@ bool hs_key_is(const struct host *h, unsigned i, const struct host_key *k)
 	if (i < h->n_gids)
 		return k->type == IBRES_KEY_GID && !memcmp(h_gid(h, i), k->data, 16);
 	return k->type == IBRES_KEY_LID && h->lid && k->data[0] == (uint8_t)(h->lid >> 8) &&
-	       k->data[1] == (uint8_t)h->lid;
+	       k->data[1] == (uint8_t)h->lid && k->data[2] == h_fabric(h);
 }
 
-/* The identity key: the first GID, else key 0. */
+bool hs_same_canonical(const struct host *a, const struct host *b)
+{
+	unsigned la, lb;
+	const uint8_t *na, *nb;
+
+	if (!a->n_names || !b->n_names)
+		return false;
+	na = h_name(a, 0, &la);
+	nb = h_name(b, 0, &lb);
+	return la == lb && hostrec_name_eq(na, nb, la);
+}
+
+/* The identity key: the first GID, else key 0 (a LID's without its fabric,
+ * which changes as more ports hear the host). */
 void hs_ident(const struct host *h, struct host_key *k)
 {
 	if (h->n_gids)
 		host_key_addr(k, IBRES_KEY_GID, h_gid(h, 0));
 	else
 		hs_key(h, 0, k);
+	if (k->type == IBRES_KEY_LID)
+		k->data[2] = HOST_FABRIC_NONE;
 }
 
 void hs_rec_ident(const struct ibres_hostrec *r, struct host_key *k)
@@ -94,7 +110,7 @@ void hs_rec_ident(const struct ibres_hostrec *r, struct host_key *k)
 	else if (r->n_v6)
 		host_key_addr(k, IBRES_KEY_IPV6, &r->v6[0]);
 	else
-		host_key_lid(k, r->lid);
+		host_key_lid(k, r->lid, HOST_FABRIC_NONE);
 }
 
 int hs_rec_validate(const struct ibres_hostrec *r)
@@ -111,7 +127,7 @@ int hs_rec_validate(const struct ibres_hostrec *r)
 	return r->n_names + r->n_v4 + r->n_v6 + r->n_gids + (r->lid ? 1 : 0) ? 0 : -EINVAL;
 }
 
-struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin)
+struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on)
 {
 	size_t size = sizeof(struct host) + 16 * (r->n_gids + r->n_v6) + 4 * r->n_v4;
 	struct host *h;
@@ -126,6 +142,7 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin)
 	h->lid = r->lid;
 	h->pkey = r->pkey;
 	h->origin = origin;
+	h->heard_on = heard_on;
 	h->n_names = (uint8_t)r->n_names;
 	h->n_v4 = (uint8_t)r->n_v4;
 	h->n_v6 = (uint8_t)r->n_v6;
@@ -194,6 +211,92 @@ void host_record(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 uint8_t host_origin(const struct host *h)
 {
 	return h->origin;
+}
+
+struct host *host_next_endpoint(const struct host *h, const struct host *e)
+{
+	return e->sib_next && e->sib_next != h ? e->sib_next : NULL;
+}
+
+uint32_t host_heard_on(const struct host *h)
+{
+	return h->heard_on;
+}
+
+uint64_t host_rails(const struct host *h)
+{
+	return h->rails;
+}
+
+bool host_key_shared(const struct host *h, const struct host_key *k)
+{
+	for (const struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+		if (host_has_key(e, k))
+			return true;
+	return false;
+}
+
+/* The preferred rail first: the lowest local endpoint that heard it. */
+static unsigned rail_rank(const struct host *h)
+{
+	return h->heard_on ? (unsigned)__builtin_ctz(h->heard_on) : 32;
+}
+
+static bool has_name(const struct ibres_hostrec *r, const char *name)
+{
+	for (unsigned i = 0; i < r->n_names; i++)
+		if (!strcasecmp(r->names[i], name))
+			return true;
+	return false;
+}
+
+static void add_unique(void *arr, unsigned *n, unsigned max, const void *item, size_t size)
+{
+	uint8_t *a = arr;
+
+	for (unsigned i = 0; i < *n; i++)
+		if (!memcmp(a + i * size, item, size))
+			return;
+	if (*n < max)
+		memcpy(a + (*n)++ * size, item, size);
+}
+
+#define RAILS_SEEN_MAX 64u
+
+uint64_t host_record_all(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
+{
+	const struct host *eps[RAILS_SEEN_MAX];
+	uint64_t soonest = h->expires_ms;
+	struct ibres_hostrec one;
+	unsigned n = 0;
+
+	for (const struct host *e = h; e && n < RAILS_SEEN_MAX; e = host_next_endpoint(h, e)) {
+		unsigned at = n++;
+
+		/* insertion by rank; the ring's order breaks ties, so it is stable */
+		while (at && rail_rank(eps[at - 1]) > rail_rank(e)) {
+			eps[at] = eps[at - 1];
+			at--;
+		}
+		eps[at] = e;
+		if (e->expires_ms < soonest)
+			soonest = e->expires_ms;
+	}
+	host_record(eps[0], r, now_ms);
+	for (unsigned i = 1; i < n; i++) {
+		host_record(eps[i], &one, now_ms);
+		for (unsigned j = 0; j < one.n_names && r->n_names < IBRES_HOST_NAMES_MAX; j++)
+			if (!has_name(r, one.names[j]))
+				memcpy(r->names[r->n_names++], one.names[j], sizeof(one.names[j]));
+		for (unsigned j = 0; j < one.n_v4; j++)
+			add_unique(r->v4, &r->n_v4, IBRES_HOST_ADDRS_MAX, &one.v4[j], 4);
+		for (unsigned j = 0; j < one.n_v6; j++)
+			add_unique(r->v6, &r->n_v6, IBRES_HOST_ADDRS_MAX, &one.v6[j], 16);
+		for (unsigned j = 0; j < one.n_gids; j++)
+			add_unique(r->gids, &r->n_gids, IBRES_HOST_GIDS_MAX, one.gids[j], 16);
+	}
+	r->ttl = soonest == UINT64_MAX ? 0 : hostrec_ttl_left(soonest, now_ms);
+	return soonest;
 }
 
 uint64_t host_expires_ms(const struct host *h)

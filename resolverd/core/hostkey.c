@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <endian.h>
+#include <openssl/sha.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,7 +116,7 @@ static unsigned key_type_len(uint8_t type)
 	case IBRES_KEY_GID:
 		return 16;
 	case IBRES_KEY_LID:
-		return 2;
+		return 3; /* the LID, big-endian, then the fabric it is unique in */
 	default:
 		return 0;
 	}
@@ -164,14 +165,15 @@ int host_key_addr(struct host_key *k, uint8_t type, const void *addr)
 	return 0;
 }
 
-int host_key_lid(struct host_key *k, uint16_t lid)
+int host_key_lid(struct host_key *k, uint16_t lid, uint8_t fabric)
 {
 	if (!k || !lid)
 		return -EINVAL;
 	k->type = IBRES_KEY_LID;
-	k->len = 2;
+	k->len = 3;
 	k->data[0] = (uint8_t)(lid >> 8);
 	k->data[1] = (uint8_t)lid;
+	k->data[2] = fabric;
 	return 0;
 }
 
@@ -244,7 +246,11 @@ const char *host_key_str(const struct host_key *k, char *buf, size_t len)
 		snprintf(buf, len, "gid:%s", addr);
 		break;
 	case IBRES_KEY_LID:
-		snprintf(buf, len, "lid:%u", (unsigned)k->data[0] << 8 | k->data[1]);
+		if (k->data[2] == HOST_FABRIC_NONE)
+			snprintf(buf, len, "lid:%u", (unsigned)k->data[0] << 8 | k->data[1]);
+		else
+			snprintf(buf, len, "lid:%u@%u", (unsigned)k->data[0] << 8 | k->data[1],
+				 k->data[2]);
 		break;
 	}
 	return buf;
@@ -266,7 +272,8 @@ uint64_t host_key_hash(const struct key_hasher *kh, const struct host_key *k)
 	return siphash24(kh->seed, msg, 2 + (size_t)k->len);
 }
 
-unsigned host_keys_of(const struct ibres_hostrec *h, struct host_key keys[HOST_KEYS_MAX])
+unsigned host_keys_of(const struct ibres_hostrec *h, uint8_t fabric,
+		      struct host_key keys[HOST_KEYS_MAX])
 {
 	unsigned n = 0, i;
 
@@ -279,7 +286,26 @@ unsigned host_keys_of(const struct ibres_hostrec *h, struct host_key keys[HOST_K
 		host_key_addr(&keys[n++], IBRES_KEY_IPV6, &h->v6[i]);
 	for (i = 0; i < h->n_gids && i < IBRES_HOST_GIDS_MAX; i++)
 		host_key_addr(&keys[n++], IBRES_KEY_GID, h->gids[i]);
-	if (h->lid && host_key_lid(&keys[n], h->lid) == 0)
+	if (h->lid && host_key_lid(&keys[n], h->lid, fabric) == 0)
 		n++;
 	return n;
+}
+
+uint64_t rails_digest(const uint8_t (*gids)[16], unsigned n)
+{
+	uint8_t md[SHA256_DIGEST_LENGTH];
+	uint64_t d = 0;
+
+	SHA256((const uint8_t *)gids, (size_t)n * 16, md);
+	for (unsigned i = 0; i < 8; i++)
+		d = d << 8 | md[i];
+	return d ? d : 1;
+}
+
+bool rails_sorted(const uint8_t (*gids)[16], unsigned n)
+{
+	for (unsigned i = 1; i < n; i++)
+		if (memcmp(gids[i - 1], gids[i], 16) >= 0)
+			return false;
+	return true;
 }

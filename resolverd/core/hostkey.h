@@ -27,10 +27,14 @@ struct host_key {
 };
 
 /* Build a key; names are lower-cased (ASCII). -EINVAL for an empty or too
- * long key, an unknown address type, or LID 0. LIDs are stored big-endian. */
+ * long key, an unknown address type, or LID 0. LIDs are stored big-endian,
+ * followed by their fabric: a LID is unique only within one subnet (planes
+ * each number theirs from 1), so its key names the local endpoint index the
+ * host was first heard on, or HOST_FABRIC_NONE (a static host). */
+#define HOST_FABRIC_NONE 0xff
 int host_key_name(struct host_key *k, const char *name);
 int host_key_addr(struct host_key *k, uint8_t type, const void *addr); /* IPV4/IPV6/GID */
-int host_key_lid(struct host_key *k, uint16_t lid);
+int host_key_lid(struct host_key *k, uint16_t lid, uint8_t fabric);
 /* A key of a known type and the right length (a name: 1..HOST_KEY_MAX). */
 bool host_key_valid(const struct host_key *k);
 static inline bool host_key_eq(const struct host_key *a, const struct host_key *b)
@@ -38,6 +42,7 @@ static inline bool host_key_eq(const struct host_key *a, const struct host_key *
 	return a->type == b->type && a->len == b->len && !__builtin_memcmp(a->data, b->data, a->len);
 }
 /* "name:node1", "ipv4:198.18.0.1", "ipv6:2001:db8::1", "gid:fe80::1", "lid:5"
+ * ("lid:5@2" on fabric 2)
  * into buf (always NUL-terminated when len > 0, truncated if too small; see
  * HOST_KEY_STR_MAX). Name bytes outside printable ASCII and '\' appear as
  * \xNN. A malformed key prints as "key<type>:<hex bytes>". Returns buf. */
@@ -45,9 +50,21 @@ const char *host_key_str(const struct host_key *k, char *buf, size_t len);
 
 /* Keys of one host record: every name, IPv4, IPv6 and GID, and the LID. */
 #define HOST_KEYS_MAX (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX + 1)
-/* Every key of @h (names, IPv4, IPv6, GIDs, the LID if nonzero), skipping
- * malformed names. Returns how many. */
-unsigned host_keys_of(const struct ibres_hostrec *h, struct host_key keys[HOST_KEYS_MAX]);
+/* Every key of @h (names, IPv4, IPv6, GIDs, the LID on @fabric if nonzero),
+ * skipping malformed names. Returns how many. */
+unsigned host_keys_of(const struct ibres_hostrec *h, uint8_t fabric,
+		      struct host_key keys[HOST_KEYS_MAX]);
+
+/* The most endpoints a host has: 8 rails x 4 partitions. */
+#define HOST_RAILS_MAX 32
+/* The rails digest of a host: the first 8 bytes of SHA-256 over the GIDs of
+ * all its endpoints (@n of them, ascending and distinct), never 0. Every
+ * endpoint announces the list; a new endpoint joins a known host only when
+ * the host's digest is its list's, so a forged port cannot join a host whose
+ * real endpoints never named it. */
+uint64_t rails_digest(const uint8_t (*gids)[16], unsigned n);
+/* Are the @n GIDs at @gids ascending and distinct (a rails list's order)? */
+bool rails_sorted(const uint8_t (*gids)[16], unsigned n);
 
 /* A random SipHash key (getrandom, without blocking on an early-boot pool). */
 struct key_hasher {

@@ -167,24 +167,112 @@ static void lru_append(struct host_store *s, struct host *h)
 	s->lru_tail = h;
 }
 
-/* Remove every slot of @h, unlink it and free it. Returns the slots removed. */
+/* ---- a host's endpoints: the ring ------------------------------------------ */
+
+static void ring_link(struct host *h, struct host *into)
+{
+	if (!into->sib_next)
+		into->sib_next = into;
+	h->sib_next = into->sib_next;
+	into->sib_next = h;
+}
+
+/* Take @h out of its ring. Returns a member that stays, or NULL. */
+static struct host *ring_unlink(struct host *h)
+{
+	struct host *prev = h;
+
+	if (!h->sib_next)
+		return NULL;
+	while (prev->sib_next != h)
+		prev = prev->sib_next;
+	prev->sib_next = h->sib_next;
+	if (prev->sib_next == prev)
+		prev->sib_next = NULL;
+	h->sib_next = NULL;
+	return prev;
+}
+
+static bool ring_has(const struct host *h, const struct host *other)
+{
+	for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
+		if (e == other)
+			return true;
+	return false;
+}
+
+/* A member of @h's ring other than @h that lists @k, and the key's number there. */
+static struct host *ring_lister(const struct host *h, const struct host_key *k, unsigned *kidx)
+{
+	for (struct host *e = h->sib_next; e && e != h; e = e->sib_next) {
+		unsigned nk = h_nkeys(e);
+
+		for (unsigned i = 0; i < nk; i++)
+			if (hs_key_is(e, i, k)) {
+				*kidx = i;
+				return e;
+			}
+	}
+	return NULL;
+}
+
+/* The member of @member's host that its canonical name leads to, or NULL. */
+static struct host *canonical_holder(const struct host_store *s, const struct host *member)
+{
+	struct host_key k;
+	long at;
+
+	if (!member || !member->n_names)
+		return NULL;
+	hs_key(member, 0, &k);
+	at = hs_slot_find(s, &k, hs_hash(s, &k));
+	if (at < 0 || (s->slots[at].h != member && !ring_has(member, s->slots[at].h)))
+		return NULL;
+	return s->slots[at].h;
+}
+
+/* The ring of @member changed: the record the canonical name leads to, which
+ * lists every endpoint, is due again (unless it is @skip, told already). */
+static void ring_changed(struct host_store *s, struct host *member, const struct host *skip)
+{
+	struct host *h = s->ob.put ? canonical_holder(s, member) : NULL;
+
+	if (h && h != skip)
+		s->ob.put(s->ob.arg, h);
+}
+
+/* Remove every slot of @h, unlink it and free it: a key another endpoint of
+ * its host lists passes to that one. Returns the slots removed. */
 unsigned hs_host_remove(struct host_store *s, struct host *h)
 {
 	unsigned n = 0, nk = h_nkeys(h);
+	struct host *left;
 	struct host_key k;
 
 	for (unsigned i = 0; i < nk && h->n_indexed; i++) {
+		struct host *to;
+		unsigned kidx;
 		long at;
 
 		hs_key(h, i, &k);
 		at = hs_slot_find(s, &k, hs_hash(s, &k));
-		if (at >= 0 && s->slots[at].h == h) {
-			slot_del(s, (unsigned)at);
-			n++;
+		if (at < 0 || s->slots[at].h != h)
+			continue;
+		to = ring_lister(h, &k, &kidx);
+		if (to) {
+			s->slots[at].h = to;
+			s->slots[at].kidx = (uint8_t)kidx;
+			to->n_indexed++;
+			h->n_indexed--;
+			continue;
 		}
+		slot_del(s, (unsigned)at);
+		n++;
 	}
 	if (s->ob.gone)
 		s->ob.gone(s->ob.arg, h);
+	left = ring_unlink(h);
+	ring_changed(s, left, NULL);
 	ident_unlink(s, h);
 	if (!origin_pinned(h->origin)) {
 		lru_unlink(s, h);
@@ -273,14 +361,17 @@ void store_observe(struct host_store *s, const struct store_observer *o)
 	s->ob = o ? *o : (struct store_observer){ 0 };
 }
 
-uint32_t host_cookie(const struct host *h)
+uint32_t host_cookie(const struct host *h, bool all)
 {
-	return h->cookie;
+	return all ? h->cookie_all : h->cookie;
 }
 
-void host_set_cookie(struct host *h, uint32_t cookie)
+void host_set_cookie(struct host *h, bool all, uint32_t cookie)
 {
-	h->cookie = cookie;
+	if (all)
+		h->cookie_all = cookie;
+	else
+		h->cookie = cookie;
 }
 
 const struct host *store_holder(const struct host_store *s, const struct host_key *k)
@@ -302,6 +393,27 @@ void store_foreach_host(struct host_store *s, void (*cb)(void *arg, struct host 
 
 /* ---- look-ups ------------------------------------------------------------ */
 
+/* A LID on fabric f that is keyed elsewhere: an endpoint first heard on a
+ * lower-numbered local endpoint that f heard too (one subnet), or a static
+ * host's. The slot, or -1. */
+static long lid_elsewhere(const struct host_store *s, const struct host_key *k)
+{
+	uint8_t f = k->data[2];
+	struct host_key o = *k;
+	long at;
+
+	if (f == HOST_FABRIC_NONE)
+		return -1;
+	for (uint8_t g = 0; g < f && f < 32; g++) {
+		o.data[2] = g;
+		at = hs_slot_find(s, &o, hs_hash(s, &o));
+		if (at >= 0 && (s->slots[at].h->heard_on >> f & 1))
+			return at;
+	}
+	o.data[2] = HOST_FABRIC_NONE;
+	return hs_slot_find(s, &o, hs_hash(s, &o));
+}
+
 struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64_t now_ms,
 			  bool count)
 {
@@ -314,6 +426,8 @@ struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64
 		return NULL;
 	}
 	at = hs_slot_find(s, k, hs_hash(s, k));
+	if (at < 0 && k->type == IBRES_KEY_LID)
+		at = lid_elsewhere(s, k);
 	if (at < 0) {
 		if (count)
 			s->stats.misses++;
@@ -339,10 +453,33 @@ struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64
 
 /* ---- insertion ------------------------------------------------------------ */
 
-int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t origin,
-		 uint32_t ttl_s, uint8_t grp_mtu, uint8_t grp_rate, uint64_t now_ms,
-		 struct host **out)
+/* A host is a set of endpoints: records with GIDs, of one origin, whose
+ * canonical names and rails digests match form a ring, and share their
+ * names' keys. @nh joins the ring of the
+ * record its canonical name leads to. */
+static void join_host(struct host_store *s, struct host *nh)
 {
+	struct host_key k;
+	struct host *holder;
+	long at;
+
+	if (!nh->n_names || !nh->n_gids || !nh->rails)
+		return; /* a host alone; an endpoint is a port, with a GID */
+	hs_key(nh, 0, &k);
+	at = hs_slot_find(s, &k, hs_hash(s, &k));
+	if (at < 0)
+		return;
+	holder = s->slots[at].h;
+	if (holder->rails == nh->rails && holder->origin == nh->origin &&
+	    hs_same_canonical(holder, nh))
+		ring_link(nh, holder);
+}
+
+int store_insert(struct host_store *s, const struct ibres_hostrec *r, const struct store_put *how,
+		 uint64_t now_ms, struct host **out)
+{
+	uint8_t origin = how ? how->origin : 0xff, grp_mtu, grp_rate;
+	uint32_t heard_on, ttl_s;
 	struct host *nh, *old;
 	struct host_key id, k;
 	unsigned nk, changed = 0;
@@ -353,6 +490,10 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 		*out = NULL;
 	if (!s || !r || origin > IBRES_ORIGIN_FABRIC)
 		return -EINVAL;
+	heard_on = how->heard_on;
+	ttl_s = how->ttl_s;
+	grp_mtu = how->grp_mtu;
+	grp_rate = how->grp_rate;
 	ret = hs_rec_validate(r);
 	if (ret)
 		return ret;
@@ -361,10 +502,15 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	if (old && origin_rank(old->origin) < origin_rank(origin))
 		return 0; /* a more authoritative record of this host wins */
 
+	/* a learned endpoint stays reachable through every port that heard it */
+	if (old && old->origin == origin && origin == IBRES_ORIGIN_FABRIC)
+		heard_on |= old->heard_on;
+
 	/* Everything that can fail, before anything changes. */
-	nh = hs_pack(r, origin);
+	nh = hs_pack(r, origin, heard_on);
 	if (!nh)
 		return -ENOMEM;
+	nh->rails = how->rails;
 	nk = h_nkeys(nh);
 	if (slots_reserve(s, nk) < 0 || idents_reserve(s) < 0) {
 		free(nh);
@@ -379,8 +525,9 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 			nh->paths = old->paths; /* paths carry the LID: still right */
 			old->paths = NULL;
 		}
-		nh->cookie = old->cookie; /* the observer's record follows the host */
-		old->cookie = 0;
+		nh->cookie = old->cookie; /* the observer's records follow the host */
+		nh->cookie_all = old->cookie_all;
+		old->cookie = old->cookie_all = 0;
 		if (!origin_pinned(origin) && !origin_pinned(old->origin)) {
 			/* a refresh is not a use: the host keeps its place in the LRU order */
 			nh->lru_prev = old;
@@ -394,6 +541,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 		}
 		changed += hs_host_remove(s, old);
 	}
+	join_host(s, nh);
 	if (grp_mtu) {
 		nh->grp_mtu = grp_mtu;
 		nh->grp_rate = grp_rate;
@@ -410,6 +558,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 
 			if (holder == nh)
 				continue; /* the record lists this key twice */
+			if (i < nh->n_names && ring_has(nh, holder))
+				continue; /* a name the host's endpoints share */
 			if (origin_rank(holder->origin) < origin_rank(origin))
 				continue; /* held by a more authoritative host */
 			/* a key that moved: it is this host's now */
@@ -429,9 +579,10 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	}
 	if (!nh->n_indexed) {
 		/* every key is held above: nothing of it is visible */
+		ring_changed(s, ring_unlink(nh), NULL);
 		if (placed)
 			lru_unlink(s, nh);
-		if (nh->cookie && s->ob.gone)
+		if ((nh->cookie || nh->cookie_all) && s->ob.gone)
 			s->ob.gone(s->ob.arg, nh);
 		hs_paths_free(nh->paths);
 		free(nh);
@@ -451,6 +602,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, uint8_t or
 	s->stats.keys = s->n_keys;
 	if (s->ob.put)
 		s->ob.put(s->ob.arg, nh);
+	if (nh->sib_next)
+		ring_changed(s, nh, nh);
 	if (out)
 		*out = nh;
 	return 0;
@@ -526,7 +679,13 @@ unsigned store_flush(struct host_store *s, const struct host_key *k)
 
 	if (at < 0 || origin_pinned(s->slots[at].h->origin))
 		return 0;
-	return hs_host_remove(s, s->slots[at].h);
+	/* the whole host: every endpoint of it */
+	struct host *h = s->slots[at].h;
+
+	n = 0;
+	while (h->sib_next)
+		n += hs_host_remove(s, h->sib_next);
+	return n + hs_host_remove(s, h);
 }
 
 static bool pred_expired(const struct host *h, void *arg)

@@ -86,16 +86,19 @@ void store_set_max_hosts(struct host_store *s, unsigned max_hosts);
 
 /* Follow the hosts from now on (@o NULL: stop). */
 void store_observe(struct host_store *s, const struct store_observer *o);
-/* The observer's word of @h, 0 until it sets one. */
-uint32_t host_cookie(const struct host *h);
-void host_set_cookie(struct host *h, uint32_t cookie);
+/* The observer's words of @h, 0 until it sets them: one for @h's own record,
+ * one for its host's (@all: host_record_all). */
+uint32_t host_cookie(const struct host *h, bool all);
+void host_set_cookie(struct host *h, bool all, uint32_t cookie);
 /* The host the index gives @k to, expired or not, without counting: for
  * the observer, which must not change the store. NULL when none. */
 const struct host *store_holder(const struct host_store *s, const struct host_key *k);
 /* Call @cb for every host once (it must not change the store). */
 void store_foreach_host(struct host_store *s, void (*cb)(void *arg, struct host *h), void *arg);
 
-/* The host holding @k, or NULL. An expired host is absent (and removed). With
+/* The host holding @k, or NULL. A LID on fabric f also finds an endpoint
+ * keyed on another fabric that f heard too, or a static one's (HOST_FABRIC_NONE).
+ * An expired host is absent (and removed). With
  * @count, a client asked: hits and misses are counted and the host becomes
  * the most recently used (a refresh by the fabric keeps its place); the
  * daemon's own bookkeeping passes false. */
@@ -111,8 +114,20 @@ int store_negative(struct host_store *s, const struct host_key *k, uint64_t now_
 int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t ttl_s,
 		       int status, uint64_t now_ms);
 
-/* Insert or refresh a host: one key per name, IPv4, IPv6, GID and LID (LID
- * only if nonzero). ttl_s 0 (and LOCAL or STATIC) never expires.
+/* Insert or refresh an endpoint record: one key per name, IPv4, IPv6, GID
+ * and LID (LID only if nonzero; keyed on the fabric of the first local
+ * endpoint in @heard_on, see host_key_lid()). ttl_s 0 (and LOCAL or STATIC)
+ * never expires.
+ * - A host is a set of endpoints: a record whose canonical name leads to a
+ *   record of the same origin, canonical name and rails digest (nonzero: the
+ *   digest of the GIDs of all the host's endpoints, which every endpoint
+ *   announces and whose list names it) joins that one's host; the
+ *   host's endpoints share their names' keys (the name leads to one of them,
+ *   host_next_endpoint() to the others), and a key one of them lists passes
+ *   to another when it goes. The observer hears put() for the record the
+ *   canonical name leads to whenever the set changes.
+ * - @how->heard_on: the local endpoints (bits) the record was heard on; a
+ *   learned endpoint refreshed keeps the bits it had.
  * - A key that another host holds moves to this one (an address that moved),
  *   unless that host is of higher authority (the key is skipped).
  * - An insert for an identity a higher-authority host holds changes nothing
@@ -127,9 +142,15 @@ int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t 
  *   exactly as before.
  * @grp_mtu/@grp_rate: the multicast group both ends share (0: keep / unknown).
  * *@out (may be NULL): the host, or NULL when the insert was ignored. */
-int store_insert(struct host_store *s, const struct ibres_hostrec *h, uint8_t origin,
-		 uint32_t ttl_s, uint8_t grp_mtu, uint8_t grp_rate, uint64_t now_ms,
-		 struct host **out);
+struct store_put {
+	uint8_t origin;
+	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
+	uint64_t rails;    /* rails_digest() of its host's endpoints; 0: a host alone */
+	uint32_t ttl_s;
+	uint8_t grp_mtu, grp_rate;
+};
+int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
+		 uint64_t now_ms, struct host **out);
 
 /* Remove the host with this GID as identity (GOODBYE) unless LOCAL/STATIC.
  * Returns the keys removed. */
@@ -137,7 +158,7 @@ unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16]);
 /* Remove every host of @origin (the STATIC hosts before a reload). Returns keys removed. */
 unsigned store_remove_origin(struct host_store *s, uint8_t origin);
 /* Remove learned hosts and negative answers (@k NULL), or the host holding
- * @k (every key of it) or the negative answer for @k. A LOCAL or STATIC host
+ * @k (every endpoint and key of it) or the negative answer for @k. A LOCAL or STATIC host
  * stays. Returns keys (and negative answers) removed. */
 unsigned store_flush(struct host_store *s, const struct host_key *k);
 /* Expire what is due: hosts, negatives and paths. Returns hosts and
@@ -147,6 +168,22 @@ unsigned store_sweep(struct host_store *s, uint64_t now_ms);
 /* The record of @h, expanded (ttl: the seconds left, 0 for never). */
 void host_record(const struct host *h, struct ibres_hostrec *out, uint64_t now_ms);
 uint8_t host_origin(const struct host *h);
+/* The next endpoint of @h's host after @e (start with @e = @h), or NULL once
+ * every one was seen: for (e = h; e; e = host_next_endpoint(h, e)). */
+struct host *host_next_endpoint(const struct host *h, const struct host *e);
+/* The local endpoints (bits, by index) @h was heard on; a LOCAL one's own. */
+uint32_t host_heard_on(const struct host *h);
+/* The rails digest it was stored with (0: a host alone). */
+uint64_t host_rails(const struct host *h);
+/* Does another endpoint of @h's host list @k too (a name of the whole host,
+ * not of one rail)? */
+bool host_key_shared(const struct host *h, const struct host_key *k);
+/* The record of @h's whole host: its endpoints in order of the local
+ * endpoint that heard them first (the preferred rail first; ours in config
+ * order), names and addresses of each after the ones before, without
+ * repeats, as many as the record holds; LID, QPN and P_Key of the first; the
+ * TTL of the soonest to expire. Returns the soonest expiry (UINT64_MAX: never). */
+uint64_t host_record_all(const struct host *h, struct ibres_hostrec *out, uint64_t now_ms);
 uint64_t host_expires_ms(const struct host *h); /* UINT64_MAX: never */
 uint16_t host_lid(const struct host *h);
 /* The first GID (16 zero bytes when the host has none). */

@@ -82,6 +82,21 @@ static int check_slots(struct host_store *s)
 	return keys == s->n_keys ? 0 : -EUCLEAN;
 }
 
+/* A ring closes within the store's hosts, and its members share origin and
+ * canonical name. */
+static int check_ring(const struct host_store *s, const struct host *h)
+{
+	uint64_t n = 0;
+
+	if (!h->sib_next)
+		return 0;
+	for (const struct host *e = h->sib_next; e != h; e = e->sib_next)
+		if (!e || ++n >= s->stats.hosts || e->origin != h->origin || !h->rails ||
+		    e->rails != h->rails || !hs_same_canonical(e, h))
+			return -EUCLEAN;
+	return n ? 0 : -EUCLEAN;
+}
+
 static int check_hosts(struct host_store *s)
 {
 	uint64_t hosts = 0, learned = 0, lru = 0;
@@ -105,7 +120,7 @@ static int check_hosts(struct host_store *s)
 				if (at >= 0 && s->slots[at].h == h && s->slots[at].kidx == j)
 					slots++;
 			}
-			if (slots != h->n_indexed)
+			if (slots != h->n_indexed || check_ring(s, h))
 				return -EUCLEAN;
 		}
 	for (struct host *h = s->lru_head; h; h = h->lru_next) {

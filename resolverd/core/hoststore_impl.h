@@ -36,10 +36,14 @@ struct host_path {
 struct host {
 	struct host *lru_prev, *lru_next; /* learned hosts only */
 	struct host *id_next;             /* identity chain */
+	struct host *sib_next; /* the ring of one host's endpoints; NULL: alone */
 	struct host_path *paths;
 	uint64_t expires_ms;
+	uint64_t rails; /* its host's rails digest; 0: a host alone */
 	uint32_t qpn;
-	uint32_t cookie; /* the observer's word (store_observe) */
+	uint32_t cookie;   /* the observer's words (store_observe) */
+	uint32_t cookie_all;
+	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
 	uint16_t lid, pkey;
 	uint8_t origin, grp_mtu, grp_rate;
 	uint8_t n_names, n_v4, n_v6, n_gids;
@@ -120,6 +124,14 @@ static inline const uint8_t *h_name(const struct host *h, unsigned i, unsigned *
 	return p + 1;
 }
 
+/* The fabric its LID is unique in: the first local endpoint that hears it
+ * (one subnet: every port hears every endpoint, and the first is the same
+ * for all; planes: the one port on that plane). */
+static inline uint8_t h_fabric(const struct host *h)
+{
+	return h->heard_on ? (uint8_t)__builtin_ctz(h->heard_on) : HOST_FABRIC_NONE;
+}
+
 static inline unsigned h_nkeys(const struct host *h)
 {
 	return h->n_names + h->n_v4 + h->n_v6 + h->n_gids + (h->lid ? 1 : 0);
@@ -131,7 +143,9 @@ bool hs_key_is(const struct host *h, unsigned i, const struct host_key *k);
 void hs_ident(const struct host *h, struct host_key *k);
 void hs_rec_ident(const struct ibres_hostrec *r, struct host_key *k);
 int hs_rec_validate(const struct ibres_hostrec *r);
-struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin);
+struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on);
+/* Do @a and @b have the same canonical name (ASCII case aside)? */
+bool hs_same_canonical(const struct host *a, const struct host *b);
 void hs_paths_free(struct host_path *p);
 
 /* The key of a host or a negative answer, hashed. */

@@ -70,7 +70,8 @@ static void on_learned(void *arg, const struct ibres_hostrec *h)
 {
 	struct host_key keys[HOST_KEYS_MAX];
 
-	end_answered(arg, keys, host_keys_of(h, keys));
+	/* a LID is never asked on the fabric: its fabric does not matter here */
+	end_answered(arg, keys, host_keys_of(h, HOST_FABRIC_NONE, keys));
 }
 
 static int on_query_key(void *arg, uint64_t tid, struct host_key *k)
@@ -143,8 +144,7 @@ static int load_authoritative(struct resolver *r, const struct cfg_hosts *hosts)
 		return ret;
 	}
 	for (unsigned i = 0; i < hosts->n_hosts; i++) {
-		ret = store_insert(r->store, &hosts->hosts[i], IBRES_ORIGIN_STATIC, 0, 0,
-				   0, now, NULL);
+		ret = store_insert(r->store, &hosts->hosts[i], &(struct store_put){ .origin = IBRES_ORIGIN_STATIC }, now, NULL);
 		if (ret) {
 			log_err("static host %s: cannot cache it: %s",
 				hosts->hosts[i].names[0], strerror(-ret));
@@ -247,9 +247,9 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	if (ret)
 		return ret;
 	for (unsigned i = 0; i < cfg->n_eps && !ret; i++)
-		ret = store_insert(&fresh, &cfg->eps[i].id, IBRES_ORIGIN_LOCAL, 0, 0, 0, 0, NULL);
+		ret = store_insert(&fresh, &cfg->eps[i].id, &(struct store_put){ .origin = IBRES_ORIGIN_LOCAL, .heard_on = 1u << i }, 0, NULL);
 	for (unsigned i = 0; i < hosts->n_hosts && !ret; i++)
-		ret = store_insert(&fresh, &hosts->hosts[i], IBRES_ORIGIN_STATIC, 0, 0, 0, 0, NULL);
+		ret = store_insert(&fresh, &hosts->hosts[i], &(struct store_put){ .origin = IBRES_ORIGIN_STATIC }, 0, NULL);
 	store_fini(&fresh);
 	if (ret)
 		return ret;
@@ -283,6 +283,36 @@ static void resolver_sweep(struct loop_timer *t)
 	if (n)
 		log_debug("store sweep: %u hosts and negative answers expired", n);
 	loop_timer_arm(r->loop, t, now_ms() + SWEEP_INTERVAL_MS);
+}
+
+static bool reaches(const struct host *h, const struct endpoint *ep)
+{
+	uint32_t on = host_heard_on(h);
+
+	return !on || (ep->index < 32 && (on >> ep->index & 1));
+}
+
+struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
+			      const struct endpoint *ep)
+{
+	if (k->type != IBRES_KEY_NAME || !host_key_shared(h, k))
+		return reaches(h, ep) ? (struct host *)h : NULL;
+	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
+		if (reaches(e, ep))
+			return (struct host *)e;
+	return NULL;
+}
+
+struct endpoint *resolver_pick_rail(struct resolver *r, struct host *h, const struct host_key *k,
+				    struct host **dst)
+{
+	for (unsigned i = 0; i < r->eps->n; i++) {
+		*dst = resolver_on_rail(h, k, &r->eps->ep[i]);
+		if (*dst)
+			return &r->eps->ep[i];
+	}
+	*dst = NULL;
+	return NULL;
 }
 
 enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,

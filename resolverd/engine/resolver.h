@@ -94,6 +94,21 @@ enum lookup_result {
 enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 				   const struct host_key *k, bool nodelay, struct host **h);
 
+/* Answers stay on the caller's rail: a remote endpoint is reachable through
+ * the local endpoints that heard it (planes share fe80::, LIDs repeat), a
+ * static host (heard on none) through any, one of ours through itself.
+ * @h is what key @k led to. The endpoint of its host that @ep reaches, or
+ * NULL: any endpoint of the host when @k is a name of the whole host (its
+ * endpoints share it), else @h itself (an address, GID, LID or a rail's own
+ * name names one endpoint). */
+struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
+			      const struct endpoint *ep);
+/* Without a source: the first local endpoint, in config order, that reaches
+ * @h (as resolver_on_rail), and the endpoint of @h's host it reaches in
+ * *@dst. NULL when none does. */
+struct endpoint *resolver_pick_rail(struct resolver *r, struct host *h, const struct host_key *k,
+				    struct host **dst);
+
 /* The path from @ep to @h, cached with the host, into @out. Sets *cached
  * when it came from the store. Returns @out. */
 const struct ibres_path_record *resolver_route(struct resolver *r, struct endpoint *ep,

@@ -81,6 +81,7 @@ static void msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	m->tid = tid;
 	m->sender = p->ep->cfg.id;
 	m->sender.ttl = p->f->cfg->addr_ttl_s;
+	m->n_rails = endpoint_rails(p->f->eps, p->ep, m->rails);
 	port_groups(p, m);
 }
 
@@ -119,13 +120,17 @@ static int port_send(struct fabric_port *p, const struct fw_msg *m,
 	return ret;
 }
 
-/* Does @h claim a name or address that another live host owns? First come,
- * first served while the owner lives: a forged identity cannot take a name
- * over, and local and static hosts are never taken over. */
-static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
+/* Does @h, heard on local endpoint @fabric, claim a name or address that
+ * another live host owns? First come, first served while the owner lives: a
+ * forged identity cannot take a name over, and local and static hosts are
+ * never taken over. A host is a set of endpoints: another endpoint under the
+ * same canonical name shares its names (one rail of a multi-rail node), but
+ * never an address, GID or LID. LIDs are compared within one fabric only. */
+static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, uint8_t fabric,
+				uint64_t rails)
 {
 	struct host_key keys[HOST_KEYS_MAX];
-	unsigned n = host_keys_of(h, keys);
+	unsigned n = host_keys_of(h, fabric, keys);
 	uint64_t now = now_ms();
 	char name[IBRES_NAME_MAX + 1];
 
@@ -137,9 +142,14 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
 			continue;
 		/* the same port (GID) under another canonical name is a forgery
 		 * too, while the known owner lives */
-		same = !memcmp(host_gid(e), h->gids[0], 16) &&
-		       !strcasecmp(host_name(e, name), h->names[0]);
-		if (same)
+		same = !strcasecmp(host_name(e, name), h->names[0]);
+		if (same && !memcmp(host_gid(e), h->gids[0], 16))
+			continue; /* itself */
+		/* another endpoint of its host, which named this one */
+		if (same && keys[i].type == IBRES_KEY_NAME && rails && host_rails(e) == rails)
+			continue;
+		/* a LID another fabric holds is another subnet's */
+		if (keys[i].type == IBRES_KEY_LID && !(host_heard_on(e) >> fabric & 1))
 			continue;
 		if (host_origin(e) != IBRES_ORIGIN_FABRIC || host_expires_ms(e) > now)
 			return true;
@@ -149,9 +159,21 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h)
 
 /* May the sender's identity be cached? -EEXIST (counted) if it claims what
  * another live host owns. */
-static int learn_check(struct fabric *f, const struct fw_msg *m)
+/* The rails digest of what @m says of its host: 0 for a host alone, or
+ * when its list does not name its own GID (then it is no endpoint of it). */
+static uint64_t msg_rails(const struct fw_msg *m)
 {
-	if (!identity_conflicts(f, &m->sender))
+	for (unsigned i = 0; i < m->n_rails; i++)
+		if (!memcmp(m->rails[i], m->sender.gids[0], 16))
+			return rails_digest((const uint8_t(*)[16])m->rails, m->n_rails);
+	return 0;
+}
+
+static int learn_check(struct fabric_port *p, const struct fw_msg *m)
+{
+	struct fabric *f = p->f;
+
+	if (!identity_conflicts(f, &m->sender, (uint8_t)p->ep->index, msg_rails(m)))
 		return 0;
 	f->c.rx_conflict++;
 	log_debug("fabric: %s claims a name or address another host owns; dropped",
@@ -175,7 +197,14 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 		mtu = p->opened.groups[group].mtu;
 		rate = p->opened.groups[group].rate;
 	}
-	ret = store_insert(f->store, h, IBRES_ORIGIN_FABRIC, ttl, mtu, rate, now_ms(), NULL);
+	ret = store_insert(f->store, h,
+			   &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+						.heard_on = 1u << p->ep->index,
+						.rails = msg_rails(m),
+						.ttl_s = ttl,
+						.grp_mtu = mtu,
+						.grp_rate = rate },
+			   now_ms(), NULL);
 	if (ret)
 		return ret;
 	if (f->ev.learned)
@@ -186,7 +215,7 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 /* Cache a peer's identity (overheard or answered). */
 static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
 {
-	int ret = learn_check(p->f, m);
+	int ret = learn_check(p, m);
 
 	return ret ? ret : learn_store(p, m, group);
 }
@@ -259,7 +288,7 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 			f->c.overheard++;
 		return;
 	}
-	if (learn_check(f, m))
+	if (learn_check(p, m))
 		return; /* a forged requester gets nothing from us */
 	msg_init(p, &r, FW_REPLY, m->tid);
 	r.has_chosen = true;

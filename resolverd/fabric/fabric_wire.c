@@ -101,6 +101,11 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 		tlv_put(&w, FW_T_CHOSEN, &m->chosen, 2);
 	if (m->has_stamp)
 		tlv_put_u64(&w, FW_T_STAMP, m->stamp);
+	if (m->n_rails) {
+		if (m->n_rails > HOST_RAILS_MAX)
+			return -EINVAL;
+		tlv_put(&w, FW_T_RAILS, m->rails, (size_t)m->n_rails * 16);
+	}
 	if (w.overflow)
 		return -ENOSPC;
 
@@ -184,6 +189,15 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 			if (m->has_stamp || tlv_get_u64(&it, &m->stamp) < 0)
 				return FW_ERR_MALFORMED;
 			m->has_stamp = true;
+			break;
+		case FW_T_RAILS:
+			if (m->n_rails || !it.length || it.length % 16 ||
+			    it.length / 16 > HOST_RAILS_MAX)
+				return FW_ERR_MALFORMED;
+			m->n_rails = it.length / 16;
+			memcpy(m->rails, it.value, it.length);
+			if (!rails_sorted((const uint8_t(*)[16])m->rails, m->n_rails))
+				return FW_ERR_MALFORMED;
 			break;
 		default:
 			break; /* identity items, and items of newer versions */

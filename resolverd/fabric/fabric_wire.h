@@ -36,6 +36,8 @@ enum {
 	FW_T_GROUP = 0x102,  /* 2 bytes: MTU enum, rate enum; repeated, lowest priority first */
 	FW_T_CHOSEN = 0x103, /* 2 bytes: the group a REPLY chose (MTU, rate) */
 	FW_T_STAMP = 0x104,  /* 8 bytes: the sender's freshness stamp (with a key) */
+	FW_T_RAILS = 0x105,  /* 16 bytes per GID: every endpoint of the sender's host,
+			      * ascending, distinct; only from a host of several */
 };
 
 struct fw_group {
@@ -56,6 +58,8 @@ struct fw_msg {
 	struct fw_group chosen;
 	bool has_stamp;
 	uint64_t stamp; /* wall-clock microseconds, strictly rising per sender */
+	uint8_t rails[HOST_RAILS_MAX][16]; /* FW_T_RAILS; n_rails 0: a host alone */
+	unsigned n_rails;
 };
 
 /* Why a datagram was dropped. */

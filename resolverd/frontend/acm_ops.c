@@ -161,7 +161,7 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 {
 	enum lookup_result res;
 	struct endpoint *ep;
-	struct host *h;
+	struct host *h, *dst;
 
 	if (req->ep >= d->eps.n) {
 		/* a reload took the endpoint away while the request waited */
@@ -176,7 +176,24 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 		return answer_lookup(d, req, ep, res, first, reply, len);
 	if (first)
 		count(d, ep, IBRES_CNTR_ADDR_CACHE);
-	return answer_path(d, req, ep, h, reply, len);
+	/* the destination's endpoint on the source's fabric; with a source of
+	 * our choosing, the first rail that reaches it */
+	dst = resolver_on_rail(h, &req->key, ep);
+	if (!dst && req->has_src && req->key.type == IBRES_KEY_NAME) {
+		struct endpoint *other = resolver_pick_rail(&d->res, h, &req->key, &dst);
+
+		if (other && source_entry(other, req->src.type, &req->src) == 0) {
+			ep = other;
+			req->ep = ep->index;
+		} else {
+			dst = NULL;
+		}
+	}
+	if (!dst) {
+		count(d, ep, IBRES_CNTR_ERROR);
+		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);
+	}
+	return answer_path(d, req, ep, dst, reply, len);
 }
 
 static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_resolve_req *r,
@@ -254,7 +271,8 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		host_key_addr(&skey, IBRES_KEY_GID, in->sgid);
 		ep = endpoint_by_key(&d->eps, &skey);
 	} else if (in->slid) {
-		host_key_lid(&skey, be16toh(in->slid));
+		/* planes each number LIDs from 1: the first endpoint with it */
+		host_key_lid(&skey, be16toh(in->slid), HOST_FABRIC_NONE);
 		ep = endpoint_by_key(&d->eps, &skey);
 	} else if (d->eps.n) {
 		ep = &d->eps.ep[0];
@@ -268,7 +286,7 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 	if (!gid_is_zero(in->dgid)) {
 		host_key_addr(&dkey, IBRES_KEY_GID, in->dgid);
 	} else if (in->dlid) {
-		host_key_lid(&dkey, be16toh(in->dlid));
+		host_key_lid(&dkey, be16toh(in->dlid), (uint8_t)ep->index);
 	} else {
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);

@@ -140,8 +140,14 @@ static int host_answer(struct ibresd *d, struct request *req, bool cache_only, u
 	default:
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	}
-	host_record(h, &rec, now_ms());
-	rec.ttl = hostrec_ttl_left(host_expires_ms(h), now_ms());
+	/* a name of the whole host: every rail's addresses, the preferred first;
+	 * an address, GID or a rail's own name: that endpoint's */
+	if (req->key.type == IBRES_KEY_NAME && host_key_shared(h, &req->key)) {
+		rec.ttl = hostrec_ttl_left(host_record_all(h, &rec, now_ms()), now_ms());
+	} else {
+		host_record(h, &rec, now_ms());
+		rec.ttl = hostrec_ttl_left(host_expires_ms(h), now_ms());
+	}
 	ext_begin(&r, req, reply);
 	if (hostrec_encode(&r.w, &rec) < 0)
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);

@@ -103,6 +103,11 @@ static void step(struct kernel_query *kq)
 		return;
 	}
 	ep = &d->eps.ep[kq->ep];
+	/* never a path across fabrics: the GID must be one this port heard */
+	if (!resolver_on_rail(h, &key, ep)) {
+		refuse(kq);
+		return;
+	}
 	res = resolver_route_wait(&d->res, &kq->waiter, ep, h, &err);
 	if (res == LOOKUP_WAIT)
 		return;

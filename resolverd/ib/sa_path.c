@@ -145,7 +145,7 @@ int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host 
 		memcpy(pr.dgid, host_gid(h), 16);
 		mask |= PR_COMP_DGID;
 	} else if (host_lid(h)) {
-		host_key_lid(&k, host_lid(h));
+		host_key_lid(&k, host_lid(h), (uint8_t)ep->index);
 		pr.dlid = htobe16(host_lid(h));
 		mask |= PR_COMP_DLID;
 	} else {

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The shared host directory's writer (hostdir_pub.h; the format is
- * lib/hostdir.h). A host's record is one block of the record area; its
- * struct host keeps the block's offset as the store's observer cookie.
+ * lib/hostdir.h). An endpoint's record is one block of the record area; its
+ * struct host keeps the block's offset as the store's observer cookie. An
+ * endpoint of a host of several (one per rail) that holds a name they share
+ * has a second block, its host's record (host_record_all: every rail's
+ * addresses), which those names lead to; its own addresses and names lead
+ * to its own.
  *
  * In place: a refreshed record that fits its block is rewritten between two
  * increments of the block's seq; one that does not gets a new block, its
@@ -101,8 +105,10 @@ static unsigned rec_keys(const struct ibres_hostrec *r, struct dkey *k)
 	return n;
 }
 
-/* Does the store give this key to @h? Only then does its slot point at @h. */
-static bool holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k)
+/* Does the store give this key to @h? Only then does its slot point at @h.
+ * And is it a key of @h's view: a name every endpoint of its host shares
+ * leads to the host's record (@all), any other key to @h's own. */
+static bool holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k, bool all)
 {
 	struct host_key hk;
 
@@ -111,7 +117,18 @@ static bool holds(const struct hostdir_pub *p, const struct host *h, const struc
 		host_key_name(&hk, k->data); /* a record's names are NUL-terminated */
 	else
 		host_key_addr(&hk, ibdir_key_type(k->tab), k->data);
-	return store_holder(p->store, &hk) == h;
+	if (store_holder(p->store, &hk) != h)
+		return false;
+	return all == (k->tab == IBDIR_TAB_NAME && host_key_shared(h, &hk));
+}
+
+/* The record of @h's view into @r; returns its expiry. */
+static uint64_t view_of(const struct host *h, bool all, struct ibres_hostrec *r)
+{
+	if (all)
+		return host_record_all(h, r, 0);
+	host_record(h, r, 0);
+	return host_expires_ms(h);
 }
 
 /* ---- writing under the readers' feet ------------------------------------------ */
@@ -302,9 +319,9 @@ static void drop_record(struct hostdir_pub *p, uint32_t off)
 	rec_free(p, off);
 }
 
-/* @h could not be written: its records go (its keys now miss, and a miss is
- * no longer authoritative), and a new file is due. */
-static void lose_host(struct hostdir_pub *p, struct host *h, uint32_t off, uint32_t to)
+/* @h's view could not be written: its records go (its keys now miss, and a
+ * miss is no longer authoritative), and a new file is due. */
+static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t off, uint32_t to)
 {
 	p->rebuild = true;
 	p->incomplete = true;
@@ -312,47 +329,48 @@ static void lose_host(struct hostdir_pub *p, struct host *h, uint32_t off, uint3
 	drop_record(p, to);
 	if (off != to)
 		drop_record(p, off);
-	host_set_cookie(h, 0);
+	host_set_cookie(h, all, 0);
 }
 
-static void on_put(void *arg, struct host *h)
+/* Write one view of @h (its own record, or its host's) and the slots of the
+ * keys that lead to it. */
+static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 {
-	struct hostdir_pub *p = arg;
 	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
-	uint32_t off = host_cookie(h), to;
-	unsigned n, n_old;
+	uint32_t off = host_cookie(h, all), to;
+	unsigned n, n_old, mine = 0;
+	uint64_t expires;
 	size_t len;
 
-	if (!p->map)
-		return;
-	section_begin(p);
 	if (off && rec_read(p, off, &p->prev))
 		off = 0;
-	host_record(h, &p->cur, 0);
-	len = ibdir_rec_encode(&p->cur, host_expires_ms(h), p->enc);
+	expires = view_of(h, all, &p->cur);
 	n = rec_keys(&p->cur, keys);
-	if (!n) {
-		/* nothing a reader could ask for (a LID alone) */
+	for (unsigned i = 0; i < n; i++)
+		mine += holds(p, h, &keys[i], all);
+	if (!mine) {
+		/* nothing a reader could ask for (a LID alone; no name the host shares) */
 		drop_record(p, off);
-		host_set_cookie(h, 0);
+		host_set_cookie(h, all, 0);
 		return;
 	}
+	len = ibdir_rec_encode(&p->cur, expires, p->enc);
 	if (off && len <= block(p, off)->cap) {
 		to = off;
 		rec_write(p, to, len, false);
 	} else {
 		to = rec_alloc(p, len);
 		if (!to) {
-			lose_host(p, h, off, off);
+			lose_host(p, h, all, off, off);
 			return;
 		}
 		rec_write(p, to, len, true);
 		p->stats.records++;
 	}
-	host_set_cookie(h, to);
+	host_set_cookie(h, all, to);
 	for (unsigned i = 0; i < n; i++)
-		if (holds(p, h, &keys[i]) && slot_set(p, &keys[i], to)) {
-			lose_host(p, h, off, to);
+		if (holds(p, h, &keys[i], all) && slot_set(p, &keys[i], to)) {
+			lose_host(p, h, all, off, to);
 			return;
 		}
 	if (!off)
@@ -362,7 +380,7 @@ static void on_put(void *arg, struct host *h)
 		const struct dkey *k = &old_keys[i];
 
 		if (to == off && hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) &&
-		    holds(p, h, k))
+		    holds(p, h, k, all))
 			continue;
 		slot_del(p, k, off);
 	}
@@ -370,15 +388,28 @@ static void on_put(void *arg, struct host *h)
 		rec_free(p, off);
 }
 
+static void on_put(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+
+	if (!p->map)
+		return;
+	section_begin(p);
+	put_view(p, h, false);
+	put_view(p, h, true);
+}
+
 static void on_gone(void *arg, struct host *h)
 {
 	struct hostdir_pub *p = arg;
 
-	if (!p->map || !host_cookie(h))
+	if (!p->map)
 		return;
 	section_begin(p);
-	drop_record(p, host_cookie(h));
-	host_set_cookie(h, 0);
+	for (int all = 0; all < 2; all++) {
+		drop_record(p, host_cookie(h, all));
+		host_set_cookie(h, all, 0);
+	}
 }
 
 /* ---- files ------------------------------------------------------------------------ */
@@ -401,6 +432,11 @@ static void size_host(void *arg, struct host *h)
 		z->keys[keys[i].tab]++;
 	if (n)
 		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
+	if (host_next_endpoint(h, h)) {
+		/* one of several endpoints: room for its host's record too */
+		host_record_all(h, &z->p->cur, 0);
+		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
+	}
 }
 
 static uint32_t pow2_at_least(uint64_t n)
@@ -434,7 +470,8 @@ static void write_host(void *arg, struct host *h)
 {
 	struct hostdir_pub *p = arg;
 
-	host_set_cookie(h, 0);
+	host_set_cookie(h, false, 0);
+	host_set_cookie(h, true, 0);
 	if (!p->rebuild)
 		on_put(p, h);
 }

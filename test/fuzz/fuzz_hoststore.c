@@ -129,7 +129,7 @@ static void make_key(uint8_t b, struct host_key *k)
 			k->type = (uint8_t)(b & 1 ? 9 : IBRES_KEY_IPV4);
 			k->len = (uint8_t)(b & 1 ? 3 : 0);
 		} else {
-			check(host_key_lid(k, (uint16_t)idx) == 0);
+			check(host_key_lid(k, (uint16_t)idx, HOST_FABRIC_NONE) == 0);
 		}
 		break;
 	}
@@ -177,7 +177,21 @@ static bool record_valid(const struct ibres_hostrec *h, uint8_t origin)
 	return h->n_names + h->n_v4 + h->n_v6 + h->n_gids + (h->lid ? 1 : 0) > 0;
 }
 
-static unsigned record_keys(const struct ibres_hostrec *h, struct host_key *keys)
+static uint8_t fabric_of(uint32_t heard_on)
+{
+	return heard_on ? (uint8_t)__builtin_ctz(heard_on) : HOST_FABRIC_NONE;
+}
+
+/* Is @e one of @h's host's endpoints? */
+static bool same_host(const struct host *h, const struct host *e)
+{
+	for (const struct host *x = h; x; x = host_next_endpoint(h, x))
+		if (x == e)
+			return true;
+	return false;
+}
+
+static unsigned record_keys(const struct ibres_hostrec *h, uint8_t fabric, struct host_key *keys)
 {
 	unsigned i, n = 0;
 
@@ -190,7 +204,7 @@ static unsigned record_keys(const struct ibres_hostrec *h, struct host_key *keys
 	for (i = 0; i < h->n_gids; i++)
 		check(host_key_addr(&keys[n++], IBRES_KEY_GID, h->gids[i]) == 0);
 	if (h->lid)
-		check(host_key_lid(&keys[n++], h->lid) == 0);
+		check(host_key_lid(&keys[n++], h->lid, fabric) == 0);
 	return n;
 }
 
@@ -206,7 +220,7 @@ static void record_ident(const struct ibres_hostrec *h, struct host_key *k)
 	else if (h->n_v6)
 		check(host_key_addr(k, IBRES_KEY_IPV6, &h->v6[0]) == 0);
 	else
-		check(host_key_lid(k, h->lid) == 0);
+		check(host_key_lid(k, h->lid, HOST_FABRIC_NONE) == 0);
 }
 
 static void host_ident(const struct host *h, struct host_key *k)
@@ -353,7 +367,19 @@ static void op_insert(struct fstate *s)
 	if (o & 0x20)
 		h.n_v4 = IBRES_HOST_ADDRS_MAX + 1;
 	valid = record_valid(&h, origin);
-	ret = store_insert(&s->s, &h, origin, ttl, g & 7, g >> 3, s->now, &out);
+	/* heard on none, or on local endpoints 0 and 1 (one subnet) or 2 */
+	uint32_t heard_on = (uint32_t)(o >> 2) & 5;
+	/* a host alone, or one of two hosts of several endpoints */
+	uint64_t rails = (o >> 4) & 1 ? 1 + (o >> 7) : 0;
+
+	ret = store_insert(&s->s, &h,
+			   &(struct store_put){ .origin = origin,
+						.heard_on = heard_on,
+						.rails = rails,
+						.ttl_s = ttl,
+						.grp_mtu = g & 7,
+						.grp_rate = g >> 3 },
+			   s->now, &out);
 	trace("insert origin %u ttl %u grp %u -> %d (%s)\n", origin, ttl, g & 7, ret,
 	      out ? "host" : "none");
 	if (!valid) {
@@ -363,7 +389,7 @@ static void op_insert(struct fstate *s)
 	}
 	check(ret == 0);
 	walk(s);
-	n = record_keys(&h, keys);
+	n = record_keys(&h, out ? fabric_of(host_heard_on(out)) : fabric_of(heard_on), keys);
 	record_ident(&h, &id);
 	if (!out) {
 		/* ignored: a more authoritative host of this identity, or every
@@ -373,7 +399,7 @@ static void op_insert(struct fstate *s)
 			return;
 		for (i = 0; i < n; i++) {
 			held = find(&keys[i], NULL);
-			check(held && host_origin(held) < origin);
+			check(held && (host_origin(held) < origin || i < h.n_names));
 		}
 		return;
 	}
@@ -391,7 +417,9 @@ static void op_insert(struct fstate *s)
 
 		held = find(&keys[i], &neg);
 		check(held && !neg);
-		check(held == out || host_origin(held) < origin);
+		/* or a name another endpoint of its host leads to */
+		check(held == out || host_origin(held) < origin ||
+		      (i < h.n_names && same_host(out, held)));
 	}
 }
 

@@ -887,11 +887,22 @@ static void test_validate(void **state)
 	assert_int_not_equal(parse(EP_OK "pkey_index = 128\n"), 0);
 	assert_int_equal(parse("[resolve]\nport_poll_interval = 500ms\n"), 0);
 	assert_int_equal(cfg.port_poll_ms, 500);
-	/* names and addresses unique across endpoints */
-	expect_invalid("name 'node1' appears in endpoints 'ib0' and 'ib1'",
-		       EP_OK "[endpoint ib1]\nname = node1\ngid = fe80::2\nlid = 2\n");
-	expect_invalid("name 'NODE1' appears in endpoints 'ib0' and 'ib1'",
+	/* endpoints of one first name are one host: they share names */
+	assert_int_equal(validate(EP_OK "name = node1-ib0\nname = node1.cluster\n"
+				  "[endpoint ib1]\nname = NODE1\nname = node1-ib1\n"
+				  "name = node1.cluster\ngid = fe80::2\nlid = 1\n"),
+			 0);
+	/* other endpoints do not; addresses, and GID with P_Key, are unique */
+	expect_invalid("name 'NODE1' appears in endpoints 'ib0' and 'ib1', which are not one host",
 		       EP_OK "[endpoint ib1]\nname = x\nname = NODE1\ngid = fe80::2\nlid = 2\n");
+	expect_invalid("name 'x' appears in endpoints 'ib0' and 'ib1', which are not one host",
+		       EP_OK "name = x\n[endpoint ib1]\nname = x\ngid = fe80::2\nlid = 2\n");
+	expect_invalid("endpoints 'ib0' and 'ib1' have the same GID and P_Key",
+		       EP_OK "[endpoint ib1]\nname = node1\ngid = fe80::1\nlid = 1\n");
+	/* a second partition of the port: the same GID, another P_Key */
+	assert_int_equal(validate(EP_OK "[endpoint ib1]\nname = node1\ngid = fe80::1\nlid = 1\n"
+				  "pkey = 0x8001\n"),
+			 0);
 	expect_invalid("address 198.18.0.1 appears in endpoints 'ib0' and 'ib1'",
 		       EP_OK "address = 198.18.0.1\n[endpoint ib1]\nname = x\n"
 		       "address = 198.18.0.1\ngid = fe80::2\nlid = 2\n");
@@ -954,9 +965,10 @@ static void test_default_names(void **state)
 	assert_int_equal(cfg.eps[0].id.n_names, 2);
 	assert_string_equal(cfg.eps[0].id.names[0], "node7.cluster.example");
 	assert_string_equal(cfg.eps[0].id.names[1], "node7");
-	assert_int_equal(cfg.eps[1].id.n_names, 0); /* only the first */
-	assert_int_equal(config_validate(&cfg, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "endpoint 'b': no name given");
+	/* every endpoint without a name: one host of two rails */
+	assert_int_equal(cfg.eps[1].id.n_names, 2);
+	assert_string_equal(cfg.eps[1].id.names[0], "node7.cluster.example");
+	assert_int_equal(config_validate(&cfg, err, sizeof(err)), 0);
 
 	expect_ok("[endpoint a]\ndevice = mlx5_0\n");
 	assert_int_equal(config_default_names(&cfg, "node7"), 0);

@@ -107,7 +107,7 @@ static void put(struct fx *f, unsigned i, unsigned gen, uint8_t origin, uint32_t
 	struct ibres_hostrec r;
 
 	mkrec(&r, i, gen);
-	assert_int_equal(store_insert(&f->store, &r, origin, ttl, 0, 0, now_ms(), NULL), 0);
+	assert_int_equal(store_insert(&f->store, &r, &(struct store_put){ .origin = origin, .ttl_s = ttl }, now_ms(), NULL), 0);
 }
 
 /* Map the generation published now (read-only, as a reader): its
@@ -170,6 +170,80 @@ static void test_every_key_type(void **state)
 	munmap(m, size);
 }
 
+/* Rail @i of node 5: names "h5" and "h5-ibI", 10.I.0.5, GID fe80::5:I, LID 1
+ * on every plane, heard on local endpoint @i. */
+static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
+{
+	struct ibres_hostrec r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.names[0], sizeof(r.names[0]), "h5");
+	snprintf(r.names[1], sizeof(r.names[1]), "h5-ib%u", i);
+	r.n_names = 2;
+	r.v4[0].s_addr = htonl(0x0a000005u | i << 16);
+	r.n_v4 = 1;
+	r.gids[0][0] = 0xfe;
+	r.gids[0][1] = 0x80;
+	r.gids[0][13] = 5;
+	r.gids[0][15] = (uint8_t)i;
+	r.n_gids = 1;
+	r.lid = 1;
+	r.pkey = 0xffff;
+	assert_int_equal(store_insert(&f->store, &r,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 1u << i,
+							   .rails = 0x55,
+							   .ttl_s = ttl },
+				      now_ms(), NULL),
+			 0);
+	assert_int_equal(store_check(&f->store), 0);
+}
+
+/* A host of several rails: its name leads to a record of every rail's
+ * addresses (the first heard first); a rail's own name and addresses to that
+ * rail's; a rail that goes takes its addresses out of the host's record. */
+static void test_rails(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec got;
+	uint32_t a0 = htonl(0x0a000005u), a1 = htonl(0x0a010005u), a2 = htonl(0x0a020005u);
+	uint8_t gid1[16] = { 0xfe, 0x80, [13] = 5, [15] = 1 };
+	size_t size;
+	void *m;
+
+	put_rail(f, 1, 60);
+	put_rail(f, 0, 60);
+	put_rail(f, 2, 60);
+	loop_run_due(&f->loop);
+	m = map_now(f, &size);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h5", 2, &got), 0);
+	assert_int_equal(got.n_v4, 3);
+	assert_int_equal(got.v4[0].s_addr, a0);
+	assert_int_equal(got.v4[1].s_addr, a1);
+	assert_int_equal(got.v4[2].s_addr, a2);
+	assert_int_equal(got.n_gids, 3);
+	assert_int_equal(got.n_names, 4); /* h5, h5-ib0, h5-ib1, h5-ib2 */
+	assert_string_equal(got.names[0], "h5");
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h5-ib1", 6, &got), 0);
+	assert_int_equal(got.n_v4, 1);
+	assert_int_equal(got.v4[0].s_addr, a1);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &a2, 4, &got), 0);
+	assert_string_equal(got.names[0], "h5");
+	assert_int_equal(got.n_v4, 1);
+	assert_int_equal(look(m, size, IBRES_T_GID, gid1, 16, &got), 0);
+	assert_string_equal(got.names[1], "h5-ib1");
+	/* rail 1 says goodbye */
+	assert_true(store_remove_gid(&f->store, gid1) > 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h5", 2, &got), 0);
+	assert_int_equal(got.n_v4, 2);
+	assert_int_equal(got.v4[0].s_addr, a0);
+	assert_int_equal(got.v4[1].s_addr, a2);
+	assert_int_not_equal(look(m, size, IBRES_T_NAME, "h5-ib1", 6, &got), 0);
+	assert_int_not_equal(look(m, size, IBRES_T_IPV4, &a1, 4, &got), 0);
+	munmap(m, size);
+}
+
 static void test_scope_of_a_miss(void **state)
 {
 	struct fx *f = *state;
@@ -215,21 +289,21 @@ static void test_refresh_move_remove_expire(void **state)
 								      .len = 2, .data = "h1" },
 					now_ms(), false);
 	assert_non_null(h);
-	cookie = host_cookie(h);
+	cookie = host_cookie(h, false);
 	assert_true(cookie >= IBDIR_HEADER_SPACE);
 	/* a refresh of the same size is written in place */
 	put(f, 1, 2, IBRES_ORIGIN_FABRIC, 120);
 	h = (struct host *)store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
 								      .len = 2, .data = "h1" },
 					now_ms(), false);
-	assert_int_equal(host_cookie(h), cookie);
+	assert_int_equal(host_cookie(h, false), cookie);
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
 	assert_int_equal(got.qpn, 2);
 	assert_in_range(got.ttl, 119, 120);
 	/* an address that moved to another host answers with that host */
 	mkrec(&a, 2, 1);
 	a.v4[0].s_addr = htonl(0x0a000001u);
-	assert_int_equal(store_insert(&f->store, &a, IBRES_ORIGIN_FABRIC, 60, 0, 0, now_ms(), NULL),
+	assert_int_equal(store_insert(&f->store, &a, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60 }, now_ms(), NULL),
 			 0);
 	loop_run_due(&f->loop);
 	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
@@ -570,8 +644,7 @@ static void test_32_readers_and_a_busy_writer(void **state)
 			if (seed & 2)
 				snprintf(r.names[1], sizeof(r.names[1]), "a-much-longer-alias-%u-%u",
 					 i, w % 1000);
-			assert_int_equal(store_insert(&f->store, &r, IBRES_ORIGIN_FABRIC, 600, 0, 0,
-						      now_ms(), NULL),
+			assert_int_equal(store_insert(&f->store, &r, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600 }, now_ms(), NULL),
 					 0);
 		}
 		/* a loop turn every few changes: sections end, generations get replaced */
@@ -826,6 +899,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_every_key_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_closes, setup, teardown),

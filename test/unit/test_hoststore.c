@@ -84,7 +84,7 @@ static struct host_key klid(uint16_t lid)
 {
 	struct host_key k;
 
-	assert_int_equal(host_key_lid(&k, lid), 0);
+	assert_int_equal(host_key_lid(&k, lid, HOST_FABRIC_NONE), 0);
 	return k;
 }
 
@@ -199,7 +199,7 @@ static void set_max(struct host_store *s, unsigned max)
 static int insert_grp(struct host_store *s, const struct ibres_hostrec *h, uint8_t origin,
 		      uint32_t ttl, uint8_t mtu, uint8_t rate, uint64_t now, struct host **out)
 {
-	int ret = store_insert(s, h, origin, ttl, mtu, rate, now, out);
+	int ret = store_insert(s, h, &(struct store_put){ .origin = origin, .ttl_s = ttl, .grp_mtu = mtu, .grp_rate = rate }, now, out);
 
 	check(s);
 	return ret;
@@ -411,12 +411,13 @@ static void test_key_addr_lid(void **state)
 	assert_int_equal(host_key_addr(&k, IBRES_KEY_LID, a), -EINVAL);
 	assert_int_equal(host_key_addr(&k, 99, a), -EINVAL);
 	assert_int_equal(host_key_addr(&k, IBRES_KEY_IPV4, NULL), -EINVAL);
-	assert_int_equal(host_key_lid(&k, 0x1234), 0);
+	assert_int_equal(host_key_lid(&k, 0x1234, HOST_FABRIC_NONE), 0);
 	assert_int_equal(k.type, IBRES_KEY_LID);
-	assert_int_equal(k.len, 2);
+	assert_int_equal(k.len, 3);
 	assert_int_equal(k.data[0], 0x12);
 	assert_int_equal(k.data[1], 0x34);
-	assert_int_equal(host_key_lid(&k, 0), -EINVAL);
+	assert_int_equal(k.data[2], HOST_FABRIC_NONE);
+	assert_int_equal(host_key_lid(&k, 0, HOST_FABRIC_NONE), -EINVAL);
 }
 
 static void test_key_valid_and_hash(void **state)
@@ -2065,8 +2066,10 @@ static void test_record_exact(void **state)
 	assert_ptr_equal(lk_name(&s, "\xc3\x89T\xc3\xa9", 1000), out);
 	assert_null(lk_name(&s, "\xc3\xa9t\xc3\xa9", 1000)); /* not UTF-8 folding */
 	/* host_has_key: exactly the keys of the record */
-	assert_true(host_has_key(out, &(struct host_key){IBRES_KEY_LID, 2, {0xc0, 0x01}}));
-	assert_false(host_has_key(out, &(struct host_key){IBRES_KEY_LID, 2, {0x01, 0xc0}}));
+	assert_true(host_has_key(out, &(struct host_key){IBRES_KEY_LID, 3, {0xc0, 0x01, 0xff}}));
+	assert_false(host_has_key(out, &(struct host_key){IBRES_KEY_LID, 3, {0x01, 0xc0, 0xff}}));
+	/* a LID is keyed on its fabric */
+	assert_false(host_has_key(out, &(struct host_key){IBRES_KEY_LID, 3, {0xc0, 0x01, 0}}));
 	assert_true(host_has_key(out, &(struct host_key){IBRES_KEY_IPV4, 4, {10, 0, 0, 1}}));
 	assert_false(host_has_key(out, &(struct host_key){IBRES_KEY_IPV4, 4, {10, 0, 0, 2}}));
 	for (i = 0; i < h.n_v6; i++) {
@@ -2276,7 +2279,7 @@ static void test_many_hosts(void **state)
 	assert_int_equal(store_init(&s, BIG_HOSTS), 0);
 	for (i = 0; i < BIG_HOSTS; i++) {
 		big_record(&h, i);
-		assert_int_equal(store_insert(&s, &h, IBRES_ORIGIN_FABRIC, 60, 0, 0, i / 10, NULL),
+		assert_int_equal(store_insert(&s, &h, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60 }, i / 10, NULL),
 				 0);
 		if (i % 5000 == 0)
 			check(&s);
@@ -2511,7 +2514,7 @@ static int m_rec_ident(struct model *m, const struct ibres_hostrec *r)
 	else if (r->n_v6)
 		assert_int_equal(host_key_addr(&k, IBRES_KEY_IPV6, &r->v6[0]), 0);
 	else
-		assert_int_equal(host_key_lid(&k, r->lid), 0);
+		assert_int_equal(host_key_lid(&k, r->lid, HOST_FABRIC_NONE), 0);
 	return m_key_index(m, &k);
 }
 
@@ -2908,13 +2911,17 @@ static void m_compare(struct model *m)
 static void m_random_record(struct model *m, struct ibres_hostrec *h)
 {
 	bool has_gid = m_rnd(m, 100) < 80;
-	unsigned i, n;
+	unsigned i, n, gid0 = m_rnd(m, M_GIDS);
 
 	rec_init(h, NULL);
 	n = m_rnd(m, 4);
+	/* one canonical name per identity: records of one canonical name with
+	 * GIDs would be endpoints of one host, which this model does not know
+	 * (test_rails does) */
 	for (i = 0; i < n; i++)
 		snprintf(h->names[h->n_names++], sizeof(h->names[0]),
-			 m_rnd(m, 4) ? "host%u" : "HoSt%u", m_rnd(m, M_NAMES));
+			 m_rnd(m, 4) ? "host%u" : "HoSt%u",
+			 i == 0 && has_gid ? gid0 : m_rnd(m, M_NAMES));
 	n = m_rnd(m, 3);
 	for (i = 0; i < n; i++) {
 		uint8_t v4[4] = {198, 18, 0, (uint8_t)(1 + m_rnd(m, M_V4))};
@@ -2926,7 +2933,7 @@ static void m_random_record(struct model *m, struct ibres_hostrec *h)
 	if (has_gid) {
 		n = m_rnd(m, 4) ? 1 : 2;
 		for (i = 0; i < n; i++)
-			m_addr((int)m_rnd(m, M_GIDS), h->gids[h->n_gids++]);
+			m_addr(i ? (int)m_rnd(m, M_GIDS) : (int)gid0, h->gids[h->n_gids++]);
 	}
 	if (m_rnd(m, 2) || !(h->n_names + h->n_v4 + h->n_v6 + h->n_gids))
 		h->lid = (uint16_t)(1 + m_rnd(m, M_LIDS));
@@ -2982,13 +2989,13 @@ static void m_step(struct model *m)
 		}
 		if (m_rnd(m, 40) == 0) {
 			m_invalid_record(m, &h, &origin);
-			ret = store_insert(&m->s, &h, origin, ttl, mtu, rate, m->now, &sh);
+			ret = store_insert(&m->s, &h, &(struct store_put){ .origin = origin, .ttl_s = ttl, .grp_mtu = mtu, .grp_rate = rate }, m->now, &sh);
 			assert_int_equal(ret, -EINVAL);
 			assert_null(sh);
 			m->einval++;
 		} else {
 			m_insert(m, &h, origin, ttl, mtu, rate);
-			ret = store_insert(&m->s, &h, origin, ttl, mtu, rate, m->now, &sh);
+			ret = store_insert(&m->s, &h, &(struct store_put){ .origin = origin, .ttl_s = ttl, .grp_mtu = mtu, .grp_rate = rate }, m->now, &sh);
 			assert_int_equal(ret, 0);
 			mh = m_rec_ident(m, &h);
 			mh = m_find_ident(m, mh);
@@ -3117,6 +3124,178 @@ static void m_run(unsigned max, unsigned pinned_pct, uint64_t seed, unsigned ops
 	free(m);
 }
 
+/* ---- multi-rail hosts ------------------------------------------------------ */
+
+/* Rail @i of node @node: names NODE and NODE-ibI, 198.18.I.N, GID fe80::N:I,
+ * LID 1 on every plane. */
+static void rail_rec(struct ibres_hostrec *h, const char *node, unsigned n, unsigned i)
+{
+	char buf[64];
+
+	rec_init(h, node);
+	snprintf(buf, sizeof(buf), "%s-ib%u", node, i);
+	rec_name(h, buf);
+	snprintf(buf, sizeof(buf), "198.18.%u.%u", i, n);
+	rec_v4(h, buf);
+	snprintf(buf, sizeof(buf), "fe80::%u:%u", n, i);
+	rec_gid(h, buf);
+	h->lid = 1;
+}
+
+static int rail_put(struct host_store *s, const char *node, unsigned n, unsigned i,
+		    uint32_t heard_on, struct host **out)
+{
+	struct ibres_hostrec h;
+	int ret;
+
+	rail_rec(&h, node, n, i);
+	/* a stand-in for the digest of the node's GIDs: one per node */
+	ret = store_insert(s, &h,
+			   &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+						.heard_on = heard_on,
+						.rails = 0x1000 + n,
+						.ttl_s = 60 },
+			   0, out);
+	check(s);
+	return ret;
+}
+
+static unsigned n_endpoints(const struct host *h)
+{
+	unsigned n = 0;
+
+	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
+		n++;
+	return n;
+}
+
+static struct host *lk_lid(struct host_store *s, uint16_t lid, uint8_t fabric)
+{
+	struct host_key k;
+
+	assert_int_equal(host_key_lid(&k, lid, fabric), 0);
+	return peek(s, k, 1);
+}
+
+static unsigned puts_seen;
+static struct host *last_put;
+
+static void count_put(void *arg, struct host *h)
+{
+	(void)arg;
+	puts_seen++;
+	last_put = h;
+}
+
+static void test_rails(void **state)
+{
+	struct host *r0, *r1, *r2, *b0, *h;
+	struct host_store s;
+	char name[IBRES_NAME_MAX + 1];
+
+	(void)state;
+	assert_int_equal(store_init(&s, 64), 0);
+	store_observe(&s, &(struct store_observer){ .put = count_put });
+	/* three planes: each rail heard on its own local endpoint, LID 1 on each */
+	assert_int_equal(rail_put(&s, "nodeA", 1, 0, 1u << 0, &r0), 0);
+	assert_int_equal(rail_put(&s, "nodeA", 1, 1, 1u << 1, &r1), 0);
+	puts_seen = 0;
+	assert_int_equal(rail_put(&s, "nodeA", 1, 2, 1u << 2, &r2), 0);
+	/* the new endpoint, then the record the canonical name leads to */
+	assert_int_equal(puts_seen, 2);
+	assert_true(last_put == r0 || last_put == r1);
+	assert_non_null(r0);
+	assert_non_null(r1);
+	assert_non_null(r2);
+	assert_int_equal(s.stats.hosts, 3);
+	/* one host: the name leads to one endpoint, which leads to the others */
+	h = lk_name(&s, "nodeA", 1);
+	assert_non_null(h);
+	assert_int_equal(n_endpoints(h), 3);
+	assert_int_equal(n_endpoints(r2), 3);
+	/* a rail's own name, address and GID lead to that rail */
+	assert_ptr_equal(lk_name(&s, "nodeA-ib1", 1), r1);
+	assert_ptr_equal(lk_v4(&s, "198.18.2.1", 1), r2);
+	assert_ptr_equal(lk_gid(&s, "fe80::1:0", 1), r0);
+	/* LIDs repeat across planes: each is its fabric's */
+	assert_ptr_equal(lk_lid(&s, 1, 0), r0);
+	assert_ptr_equal(lk_lid(&s, 1, 1), r1);
+	assert_ptr_equal(lk_lid(&s, 1, 2), r2);
+	assert_null(lk_lid(&s, 1, 3));
+	assert_int_equal(host_heard_on(r1), 1u << 1);
+
+	/* another node on plane 1 with LID 2: no conflict with anything */
+	assert_int_equal(rail_put(&s, "nodeB", 2, 1, 1u << 1, &b0), 0);
+	assert_int_equal(n_endpoints(b0), 1);
+	assert_ptr_equal(lk_name(&s, "nodeB", 1), b0);
+
+	/* rail 0 says goodbye: the name passes to another rail */
+	assert_int_equal(remove_gid(&s, "fe80::1:0"), 4); /* -ib0, v4, GID, LID */
+	h = lk_name(&s, "nodeA", 1);
+	assert_true(h == r1 || h == r2);
+	assert_int_equal(n_endpoints(h), 2);
+	assert_null(lk_name(&s, "nodeA-ib0", 1));
+	assert_null(lk_lid(&s, 1, 0));
+	assert_string_equal(host_name(h, name), "nodeA");
+
+	/* a refresh keeps the host together */
+	assert_int_equal(rail_put(&s, "nodeA", 1, 1, 1u << 1, &r1), 0);
+	assert_int_equal(n_endpoints(lk_name(&s, "nodeA", 1)), 2);
+	assert_ptr_equal(lk_name(&s, "nodeA-ib1", 1), r1);
+
+	/* flushing any key of it takes the whole host */
+	assert_true(flush_key(&s, kname("nodeA-ib2")) > 0);
+	assert_null(lk_name(&s, "nodeA", 1));
+	assert_null(lk_name(&s, "nodeA-ib1", 1));
+	assert_ptr_equal(lk_name(&s, "nodeB", 1), b0);
+	assert_int_equal(s.stats.hosts, 1);
+	store_fini(&s);
+}
+
+/* One subnet: every local endpoint hears every remote one. */
+static void test_rails_one_subnet(void **state)
+{
+	struct host *r0;
+	struct host_store s;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 64), 0);
+	assert_int_equal(rail_put(&s, "nodeA", 1, 0, 1u << 1, &r0), 0);
+	assert_int_equal(host_heard_on(r0), 1u << 1);
+	/* heard on endpoint 0 too: the bits add up, the LID is keyed on the first */
+	assert_int_equal(rail_put(&s, "nodeA", 1, 0, 1u << 0, &r0), 0);
+	assert_int_equal(host_heard_on(r0), 3u);
+	assert_ptr_equal(lk_lid(&s, 1, 0), r0);
+	/* endpoint 1 heard it too: its LID look-up finds it */
+	assert_ptr_equal(lk_lid(&s, 1, 1), r0);
+	/* endpoint 2 did not */
+	assert_null(lk_lid(&s, 1, 2));
+	/* an endpoint whose host's digest differs is not one of it: the name
+	 * moves to it, as an address that moved would */
+	{
+		struct ibres_hostrec h;
+		struct host *x;
+
+		rail_rec(&h, "nodeA", 1, 5);
+		assert_int_equal(store_insert(&s, &h,
+					      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+								   .heard_on = 1,
+								   .rails = 0x2222,
+								   .ttl_s = 60 },
+					      0, &x),
+				 0);
+		check(&s);
+		assert_int_equal(n_endpoints(x), 1);
+		assert_ptr_equal(lk_name(&s, "nodeA", 1), x);
+		assert_int_equal(n_endpoints(r0), 1);
+	}
+	/* a host without a GID is a host alone, as before */
+	assert_int_equal(insert_simple(&s, "nodeA", "198.18.9.9", NULL, IBRES_ORIGIN_FABRIC, 60, 0),
+			 0);
+	assert_int_equal(n_endpoints(r0), 1);
+	store_fini(&s);
+}
+
 static void test_random_model_roomy(void **state)
 {
 	(void)state;
@@ -3133,6 +3312,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_name),
+		cmocka_unit_test(test_rails),
+		cmocka_unit_test(test_rails_one_subnet),
 		cmocka_unit_test(test_key_addr_lid),
 		cmocka_unit_test(test_key_valid_and_hash),
 		cmocka_unit_test(test_key_str),

@@ -622,8 +622,7 @@ static void test_waits_for_the_fabric(void **state)
 	node9.qpn = 1;
 	node9.pkey = 0xffff;
 	node9.ttl = 60;
-	assert_int_equal(store_insert(&ctx.store, &node9, IBRES_ORIGIN_FABRIC, 60, 4, 3, fake_now,
-				      NULL),
+	assert_int_equal(store_insert(&ctx.store, &node9, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60, .grp_mtu = 4, .grp_rate = 3 }, fake_now, NULL),
 			 0);
 	ev = resolver_fabric_events(&ctx.res);
 	ev.learned(ev.arg, &node9);

@@ -446,7 +446,8 @@ static struct host_key key_lid(uint16_t lid)
 {
 	struct host_key k;
 
-	assert_int_equal(host_key_lid(&k, lid), 0);
+	/* the one endpoint, index 0: the fabric every peer is heard on */
+	assert_int_equal(host_key_lid(&k, lid, 0), 0);
 	return k;
 }
 
@@ -559,7 +560,7 @@ static struct host *assert_peer_stored(unsigned n)
 	unsigned nk;
 
 	peer_id(&want, n);
-	nk = host_keys_of(&want, keys);
+	nk = host_keys_of(&want, 0, keys);
 	assert_int_equal(nk, 6); /* 2 names, IPv4, IPv6, GID, LID */
 	h = find(keys[0]);
 	assert_non_null(h);
@@ -591,7 +592,7 @@ static void assert_peer_absent(unsigned n)
 	unsigned nk;
 
 	peer_id(&id, n);
-	nk = host_keys_of(&id, keys);
+	nk = host_keys_of(&id, 0, keys);
 	for (unsigned i = 0; i < nk; i++)
 		assert_null(find(keys[i]));
 }
@@ -859,7 +860,7 @@ static void test_reply_completes(void **state)
 	assert_int_equal(counter("fabric_rx_mismatch"), 0);
 
 	peer_id(&id, 2);
-	nk = host_keys_of(&id, keys);
+	nk = host_keys_of(&id, 0, keys);
 	for (unsigned i = 0; i < nk; i++) {
 		assert_int_equal(lookup(&w, keys[i], &found), LOOKUP_FOUND);
 		assert_ptr_equal(found, h);

@@ -12,8 +12,10 @@ private data only in its ai_connect. nss-ib(8), "RDMA_CM AND AF_IB", says why th
 answer carries no path."""
 import os
 import re
+import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -140,6 +142,24 @@ def test_own_socket_keeps_ibacms_answer(daemon_factory, tmp_path, programs):
     ib, ip = getaddrinfo(programs, d.socket, EP["ipv4"])
     assert ib["family"] == family("ib") and ib["connect_len"] == str(CONNECT_HDR_LEN), ib
     assert ip["family"] == family("inet") and ip["route_len"] == str(PATH_DATA_LEN), ip
+
+
+def test_af_ib_follows_a_reload(daemon_factory, tmp_path, programs):
+    """SIGHUP applies acm_af_ib to the next lookup."""
+    d = acm_daemon(daemon_factory, tmp_path)
+    (e,) = getaddrinfo(programs, d.acm, EP["ipv4"])
+    assert e["family"] == family("inet"), e
+    with open(d.config) as f:
+        text = f.read()
+    with open(d.config, "w") as f:
+        f.write(text.replace("[daemon]\n", "[daemon]\nacm_af_ib = yes\n", 1))
+    d.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "configuration reloaded" not in d.logtext():
+        time.sleep(0.05)
+    assert "configuration reloaded" in d.logtext()
+    ib, _ = getaddrinfo(programs, d.acm, EP["ipv4"])
+    assert ib["family"] == family("ib"), ib
 
 
 # --- ib_acme on ibacm's socket with the default -------------------------------------------

@@ -98,6 +98,17 @@ static void map_log_level(struct imp *m, FILE *f, const char *v)
 	fprintf(f, "log_level = %s\n", levels[n]);
 }
 
+/* ibacm gave librdmacm a path for an address, so AF_IB entries first; ibresd does not by
+ * default (nss-ib(8), RDMA_CM AND AF_IB): say so where the user reads the result. */
+static void print_acm_socket(FILE *f)
+{
+	fprintf(f, "acm_socket = /run/ibacm-unix.sock\nacm_link = yes\n"
+		   "# ibacm answered librdmacm's lookups by IP address with a path (AF_IB entries\n"
+		   "# first); ibresd answers with the source address: \"yes\" for ibacm's answer,\n"
+		   "# see RDMA_CM AND AF_IB in nss-ib(8)\n"
+		   "acm_af_ib = no\n");
+}
+
 static void map_server_mode(struct imp *m, FILE *f, const char *v)
 {
 	(void)m;
@@ -105,13 +116,13 @@ static void map_server_mode(struct imp *m, FILE *f, const char *v)
 		note(m, f, "server_mode", v,
 		     "ibresd serves ibacm's clients (librdmacm, ib_acme) on ibacm's socket; "
 		     "use ibresd-acm.socket instead of ibacm.socket");
-		fprintf(f, "acm_socket = /run/ibacm-unix.sock\nacm_link = yes\n");
+		print_acm_socket(f);
 		return;
 	}
 	note(m, f, "server_mode", v,
 	     "no equivalent: ibresd serves clients on Unix sockets only (no TCP server_port); "
 	     "librdmacm reaches it on ibacm's Unix socket");
-	fprintf(f, "acm_socket = /run/ibacm-unix.sock\nacm_link = yes\n");
+	print_acm_socket(f);
 }
 
 static void map_timeout(struct imp *m, FILE *f, const char *v)

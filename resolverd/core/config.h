@@ -58,6 +58,7 @@ struct ibres_config {
 	char socket_path[CFG_SOCKET_MAX];
 	char acm_socket_path[CFG_SOCKET_MAX]; /* "" = not served */
 	bool acm_link;                        /* make /run/ibacm.sock point at it */
+	bool acm_af_ib; /* a RESOLVE by IP address there gets the path (librdmacm: AF_IB first) */
 	enum cfg_log_level log_level;
 	unsigned max_clients;
 	unsigned max_clients_per_uid; /* 0: a quarter of max_clients (frontend/admission.h) */

@@ -405,6 +405,7 @@ static const struct key_def daemon_keys[] = {
 	{ .name = "socket", .type = KT_PATH, D(socket_path) },
 	{ .name = "acm_socket", .type = KT_PATH, .flags = KF_NONE, D(acm_socket_path) },
 	{ .name = "acm_link", .type = KT_BOOL, D(acm_link) },
+	{ .name = "acm_af_ib", .type = KT_BOOL, D(acm_af_ib) },
 	{ .name = "log_level", .type = KT_ENUM, D(log_level), .enums = log_levels },
 	{ .name = "max_clients", .type = KT_INT, D(max_clients), .min = 1, .max = 65536 },
 	{ .name = "max_clients_per_uid", .type = KT_INT, D(max_clients_per_uid), .min = 0,
@@ -523,6 +524,7 @@ void config_defaults(struct ibres_config *cfg)
 	memcpy(cfg->socket_path, IBRES_DEFAULT_SOCKET, sizeof(IBRES_DEFAULT_SOCKET));
 	strcpy(cfg->host_directory, "auto");
 	cfg->acm_link = false;
+	cfg->acm_af_ib = false;
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->max_clients = 1024;
 	cfg->client_timeout_ms = 10 * MS_PER_S;

@@ -37,22 +37,39 @@ static void count(struct ibresd *d, struct endpoint *ep, unsigned counter)
 		ep->counters[counter]++;
 }
 
-/* A RoCE path (GRH-routed, no LID at either end) answering an address:
- * what librdmacm's rdma_getaddrinfo() asks. A path in the answer makes it put
- * an AF_IB address first, which the kernel's rdma_cm refuses on a RoCE port
- * (ENODEV: it resolves AF_IB on InfiniBand ports only), and rdma_cm builds
- * RoCE routes itself from IP routes and neighbours. So such an answer carries
- * the source address only; a name (ib_acme -f n) still gets the path. */
+/* Whether an answer to a RESOLVE by address leaves the path out, so that the
+ * path reaches the kernel's rdma_cm through its own query (kernel_paths.c,
+ * answered from the same store) rather than through the client. A path in
+ * the answer makes librdmacm's rdma_getaddrinfo() put an AF_IB rdma_addrinfo
+ * first, whose IP header for the CM's private data rides only in ai_connect:
+ *  - on RoCE (a GRH-routed path, no LID at either end) the kernel's rdma_cm
+ *    refuses AF_IB (it resolves AF_IB on InfiniBand ports only) and builds
+ *    RoCE routes itself from IP routes and neighbours; so always there;
+ *  - on InfiniBand a program that takes that entry's addresses into
+ *    rdma_resolve_addr() and connects itself (libfabric's verbs provider
+ *    unless asked for FI_SOCKADDR_IB) sends a connection request without the
+ *    header, which a server bound to one IP address rejects; so on ibacm's
+ *    socket, where librdmacm connects, unless acm_af_ib asks for ibacm's
+ *    answer. ib_acme -S on the daemon's own socket still gets the path.
+ * A RESOLVE by name (ib_acme -f n) always gets it: librdmacm never asks one. */
 static bool path_left_to_rdma_cm(const struct request *req, const struct ibres_path_record *path)
 {
-	return !path->slid && !path->dlid && req->key.type != IBRES_KEY_NAME;
+	if (!req->by_addr || req->key.type == IBRES_KEY_NAME)
+		return false;
+	if (!path->slid && !path->dlid)
+		return true;
+	return req->acm_socket && !req->d->cfg.acm_af_ib;
 }
 
 /* The answer to a successful RESOLVE: the path first, then the source we
- * chose when the client named none (librdmacm fills ai_src_addr from it). */
+ * chose when the client named none (librdmacm fills ai_src_addr from it).
+ * Without the path, the client's own source comes back when it named one,
+ * so that the answer holds an entry: ib_acme reads the first entry of the
+ * answer as its path and would read past an empty one. */
 static size_t build_resolve_reply(const struct request *req, uint8_t *reply,
 				  const struct ibres_path_record *path,
-				  const struct ibres_ep_entry *src_entry)
+				  const struct ibres_ep_entry *src_entry,
+				  const struct ibres_ep_entry *client_src)
 {
 	struct ibres_hdr h = *request_hdr(req);
 	struct ibres_ep_entry *out = (void *)(reply + IBRES_HDR_LEN);
@@ -65,6 +82,8 @@ static size_t build_resolve_reply(const struct request *req, uint8_t *reply,
 		memcpy(&out->info.path, path, sizeof(*path));
 		out++;
 		len += IBRES_EP_LEN;
+	} else if (!src_entry) {
+		src_entry = client_src;
 	}
 	if (src_entry) {
 		memcpy(out, src_entry, IBRES_EP_LEN);
@@ -149,7 +168,8 @@ static int answer_path(struct ibresd *d, struct request *req, struct endpoint *e
 	resolver_route(&d->res, ep, h, &path, &cached);
 	if (!req->route_asked)
 		count(d, ep, cached ? IBRES_CNTR_ROUTE_CACHE : IBRES_CNTR_ROUTE_QUERY);
-	*len = build_resolve_reply(req, reply, &path, req->has_src ? &req->src : NULL);
+	*len = build_resolve_reply(req, reply, &path, req->has_src ? &req->src : NULL,
+				   req->src_given ? &req->src : NULL);
 	return 0;
 }
 
@@ -211,6 +231,8 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 			count(d, NULL, IBRES_CNTR_ERROR);
 			return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
 		}
+		memcpy(&req->src, r->src, sizeof(req->src));
+		req->src_given = true;
 	} else {
 		/* A local destination is reached through its own endpoint. */
 		ep = endpoint_by_key(&d->eps, &dkey);
@@ -225,6 +247,7 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 		req->has_src = true;
 	}
 	req->key = dkey;
+	req->by_addr = true;
 	req->ep = ep->index;
 	req->nodelay = r->dst_flags & IBRES_FLAG_NODELAY;
 	return answer_route(d, req, true, reply, len);
@@ -314,7 +337,7 @@ int resolve_start(struct ibresd *d, struct request *req, uint8_t *reply, size_t 
 int resolve_finish(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len)
 {
 	if (req->stage == REQ_STAGE_VERIFY) {
-		*len = build_resolve_reply(req, reply, &req->sa_path, NULL);
+		*len = build_resolve_reply(req, reply, &req->sa_path, NULL, NULL);
 		return 0;
 	}
 	/* the host (or its SA path) is in the store now: answer from there */

@@ -48,6 +48,7 @@ struct listener {
 	int lock_fd;
 	bool adopted;   /* passed by systemd: its file is not ours to remove */
 	bool link_made; /* ACM_LINK_NAME in dir_fd points at this socket */
+	bool acm;       /* ibacm's socket: librdmacm's clients come here */
 	struct loop_timer pause;
 };
 
@@ -87,7 +88,7 @@ static void on_listener(struct loop_fd *lf, uint32_t events)
 			}
 			return;
 		}
-		set->fn(set->arg, fd);
+		set->fn(set->arg, fd, ls->acm);
 	}
 }
 
@@ -454,6 +455,8 @@ static int adopt_others(struct listeners *set, struct activation *a)
 		ret = listener_adopt(set, &set->ls[set->n], fd, path, passed_name(a, i));
 		if (ret)
 			return ret;
+		/* ibresd-acm.socket's, when ibresd.conf names no acm_socket */
+		set->ls[set->n].acm = !strcmp(passed_name(a, i), "acm");
 		set->n++;
 	}
 	return 0;
@@ -503,6 +506,7 @@ int listeners_open(struct listeners **out, struct loop *loop, const struct ibres
 		if (ret)
 			goto err;
 		set->n = 2;
+		set->ls[1].acm = true;
 		/* systemd makes its own link (Symlinks=) */
 		if (cfg->acm_link && !set->ls[1].adopted)
 			make_acm_link(&set->ls[1]);

@@ -10,13 +10,16 @@
 #ifndef IBRESD_LISTENER_H
 #define IBRESD_LISTENER_H
 
+#include <stdbool.h>
+
 struct loop;
 struct ibres_config;
 struct listeners;
 
 /* A connection accepted on one of the sockets: @fd is non-blocking, close-on-exec and now
- * the callee's. */
-typedef void (*listeners_accept_fn)(void *arg, int fd);
+ * the callee's; @acm: it came through ibacm's socket (acm_socket, or one systemd passed
+ * named "acm"), where librdmacm connects. */
+typedef void (*listeners_accept_fn)(void *arg, int fd, bool acm);
 
 /* Serve cfg's socket_path and acm_socket_path (and its link with acm_link), and every
  * listening Unix stream socket systemd passed. 0, or a negative errno (logged); nothing is

@@ -81,6 +81,7 @@ int request_start(struct ibresd *d, struct request *req, uint8_t *reply, size_t 
 	req->op = op;
 	req->stage = REQ_STAGE_LOOKUP;
 	req->has_src = req->nodelay = req->route_asked = false;
+	req->by_addr = req->src_given = false;
 	req->waiter.done = request_woken;
 	list_init(&req->waiter.node);
 	req->deadline.cb = request_resume;

@@ -40,6 +40,7 @@ struct request {
 	void (*complete)(struct request *req, const void *reply, size_t len);
 	void *owner; /* the server's connection */
 	uid_t uid;   /* peer's uid (SO_PEERCRED) */
+	bool acm_socket; /* the connection came through ibacm's socket (librdmacm's) */
 	/* a descriptor to pass with the answer (SCM_RIGHTS), set by a handler that
 	 * answers at once; -1: none. Still the handler's: the server passes a copy. */
 	int pass_fd;
@@ -56,7 +57,9 @@ struct request {
 	struct host_key key;     /* what is looked up */
 	unsigned ep;             /* the local endpoint it is asked from */
 	bool nodelay;
+	bool by_addr;            /* a RESOLVE by name or address (not by path) */
 	bool has_src;            /* RESOLVE without a source: the one we chose */
+	bool src_given;          /* RESOLVE with a source: src is the client's */
 	struct ibres_ep_entry src;
 	bool route_asked;        /* counted its SA route query */
 	struct ibres_path_record sa_path; /* QUERY_SA: the SA's record */

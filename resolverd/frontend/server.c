@@ -418,7 +418,7 @@ static bool admit(struct server *srv, uid_t uid)
 }
 
 /* A connection accepted on one of the listeners (listener.h). */
-static void on_accept(void *arg, int fd)
+static void on_accept(void *arg, int fd, bool acm)
 {
 	struct server *srv = arg;
 	struct ibresd *d = srv->d;
@@ -454,6 +454,7 @@ static void on_accept(void *arg, int fd)
 	cl->req.complete = on_request_complete;
 	cl->req.d = d;
 	cl->req.uid = uid;
+	cl->req.acm_socket = acm;
 	cl->wait_since = now_ms();
 	if (loop_add_fd(&d->loop, &cl->lf, EPOLLIN) < 0) {
 		admission_put(&srv->adm, cl->owner);

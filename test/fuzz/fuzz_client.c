@@ -6,7 +6,8 @@
  * on a daemon with static hosts, a fabric on a fake transport and a fake
  * clock (daemon_fake.h).
  *
- * The first byte picks the client (uid 0 or not) and the daemon
+ * The first byte picks the client (uid 0 or not; on ibacm's socket or the
+ * daemon's own, where a RESOLVE by address gets a path or not) and the daemon
  * (announcements on or off); the rest is the stream. It is cut into
  * messages as frontend/server.c cuts it (msg_frame_length(); a bad length
  * ends the connection, as does a handler's -EPROTO) and each goes through
@@ -118,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	req.d = &fake_d;
 	req.complete = on_complete;
 	req.uid = mode & 1 ? 0 : 1000;
+	req.acm_socket = mode & 4;
 
 	/* the server's framing: whole messages, one at a time */
 	while (size >= IBRES_HDR_LEN) {

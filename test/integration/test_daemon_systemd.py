@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from conftest import (IBRESD, SINGLE_NODE, Client, config_with, have, parse_hdr, run,
-                      wait_for_socket)
+from conftest import (IBRESD, SINGLE_NODE, Client, acm_hdr, config_with, ep_entry, have,
+                      parse_hdr, run, wait_for_socket)
 from test_daemon import resolve_name
 
 ACTIVATE = "systemd-socket-activate"
@@ -137,6 +137,30 @@ def test_activation_acm_socket_and_strays(activated, tmp_path):
     assert d.stop() == 0
     for path in (sock, acm, extra):
         assert os.path.exists(path), path
+
+
+@needs_activate
+def test_activation_socket_named_acm_answers_as_for_librdmacm(activated, tmp_path):
+    """A passed socket named "acm" (ibresd-acm.socket's FileDescriptorName=) is ibacm's
+    socket even when ibresd.conf names no acm_socket: a RESOLVE by IP address there gets
+    the source and no path (nss-ib(8), RDMA_CM AND AF_IB); the daemon's own socket the
+    path."""
+    sock, acm = str(tmp_path / "own.sock"), str(tmp_path / "acm-unix.sock")
+    d = activated([sock, acm], names=["ibresd", "acm"])
+    wait_path(acm)
+    body = ep_entry(2, 2, socket.inet_pton(socket.AF_INET, "198.18.0.1"))
+    req = acm_hdr(1, 16 + len(body)) + body
+    types = {}
+    for path in (acm, sock):
+        c = Client(path, timeout=10)
+        ans = c.request(req)
+        c.close()
+        assert parse_hdr(ans)["status"] == 0, path
+        types[path] = [int.from_bytes(ans[o + 4:o + 6], "little")
+                       for o in range(16, len(ans), 72)]
+    assert types[acm] == [2], types     # the source (ADDRESS_IP) alone
+    assert types[sock] == [0x10, 2], types  # PATH, then the source
+    assert d.stop() == 0
 
 
 @needs_activate

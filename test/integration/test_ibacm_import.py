@@ -85,6 +85,8 @@ def test_real_ib_acme_options_every_option_reported_and_accepted(tmp_path):
     assert s[("resolve", "addr_ttl")] == ["1440m"]
     assert s[("resolve", "sa_window")] == ["1"]
     assert s[("daemon", "acm_socket")] == ["/run/ibacm-unix.sock"]
+    assert s[("daemon", "acm_af_ib")] == ["no"]  # said, not silently changed
+    assert re.search(r"^# .*RDMA_CM AND AF_IB in nss-ib\(8\)$", r.stdout, re.M), r.stdout
     assert s[("endpoint", "device")] == ["mlx5_0"]  # the IB port, not the Ethernet one
     assert s[("endpoint", "group")] == ["239.255.73.1 mtu=2048 rate=10"]
     out = check(r.stdout, tmp_path)

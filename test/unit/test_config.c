@@ -90,6 +90,7 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.socket_path, IBRES_DEFAULT_SOCKET);
 	assert_string_equal(cfg.acm_socket_path, "");
 	assert_false(cfg.acm_link);
+	assert_false(cfg.acm_af_ib); /* rdma_getaddrinfo: no AF_IB entry (nss-ib(8)) */
 	assert_int_equal(cfg.log_level, LOG_LVL_INFO);
 	assert_int_equal(cfg.max_clients, 1024);
 	assert_int_equal(cfg.max_clients_per_uid, 0); /* a quarter of max_clients */
@@ -160,10 +161,12 @@ static void test_daemon_keys(void **state)
 
 	(void)state;
 	expect_ok("[daemon]\nsocket = /tmp/x.sock\nacm_socket = /run/ibacm-unix.sock\n"
-		  "acm_link = yes\nlog_level = debug\nmax_clients = 7\nclient_timeout = 2m\n");
+		  "acm_link = yes\nacm_af_ib = yes\nlog_level = debug\nmax_clients = 7\n"
+		  "client_timeout = 2m\n");
 	assert_string_equal(cfg.socket_path, "/tmp/x.sock");
 	assert_string_equal(cfg.acm_socket_path, "/run/ibacm-unix.sock");
 	assert_true(cfg.acm_link);
+	assert_true(cfg.acm_af_ib);
 	assert_int_equal(cfg.log_level, LOG_LVL_DEBUG);
 	assert_int_equal(cfg.max_clients, 7);
 	assert_int_equal(cfg.client_timeout_ms, 120000);

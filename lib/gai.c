@@ -13,6 +13,7 @@
 #include <infiniband/ib.h>
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,6 +327,92 @@ static int add_route(struct ibc_gai *g, const struct rdma_addrinfo *hints, struc
 	return 0;
 }
 
+/* The source hint as the IP source of @g's entries, when it fits. */
+static void hint_source(struct ibc_gai *g, const struct rdma_addrinfo *hints)
+{
+	if (!g->passive && hints && hints->ai_src_addr && !g->ip_src_len && g->ip_len &&
+	    hints->ai_src_addr->sa_family == g->ip.ss_family &&
+	    hints->ai_src_len <= sizeof(g->ip_src)) {
+		memcpy(&g->ip_src, hints->ai_src_addr, hints->ai_src_len);
+		g->ip_src_len = hints->ai_src_len;
+	}
+}
+
+/* Append @g's entries to the list at *@tail; *@tail moves to its end. */
+static int append(const struct ibc_gai *g, struct rdma_addrinfo ***tail)
+{
+	int ret = ibc_gai_build(g, *tail);
+
+	if (ret)
+		return ret;
+	while (**tail)
+		*tail = &(**tail)->ai_next;
+	return 0;
+}
+
+#define GAI_RAILS_MAX 16 /* destination addresses tried for one host name */
+
+/* A host name: one result per address of the wanted family that a path
+ * reaches (every rail of a multi-rail host, the preferred first, each with
+ * its own source and path, as getaddrinfo(3) gives every address of a
+ * multi-homed host); none reached, the first address alone, as before. */
+static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int family,
+		   const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	struct ibc_route rt[GAI_RAILS_MAX];
+	struct ibc_gai gs[GAI_RAILS_MAX];
+	struct rdma_addrinfo *head = NULL, **tail = &head;
+	bool v4 = rec->n_v4 && family != AF_INET6;
+	unsigned n = v4 ? rec->n_v4 : family == AF_INET ? 0 : rec->n_v6, routed = 0;
+	int ret = from_record(g, rec, family);
+
+	if (ret)
+		return ret;
+	g->canon = rec->names[0];
+	if (n > GAI_RAILS_MAX)
+		n = GAI_RAILS_MAX;
+	if (!n || g->passive || (g->flags & RAI_NOROUTE))
+		n = 0;
+	memset(rt, 0, sizeof(rt));
+	for (unsigned i = 0; i < n; i++) {
+		gs[i] = *g;
+		gs[i].ip_src_len = 0;
+		if (v4)
+			set_ip(&gs[i].ip, &gs[i].ip_len, AF_INET, &rec->v4[i], g->port);
+		else
+			set_ip(&gs[i].ip, &gs[i].ip_len, AF_INET6, &rec->v6[i], g->port);
+		ret = add_route(&gs[i], hints, &rt[i]);
+		if (ret)
+			goto out;
+		routed += gs[i].n_paths > 0;
+	}
+	if (!routed) {
+		/* no path anywhere (or none asked for): the first address, as before */
+		if (n) {
+			gs[0].paths = NULL;
+			gs[0].n_paths = 0;
+		}
+		hint_source(n ? &gs[0] : g, hints);
+		ret = append(n ? &gs[0] : g, &tail);
+		goto out;
+	}
+	for (unsigned i = 0; i < n && !ret; i++) {
+		if (!gs[i].n_paths)
+			continue;
+		hint_source(&gs[i], hints);
+		ret = append(&gs[i], &tail);
+	}
+out:
+	for (unsigned i = 0; i < n; i++)
+		free(rt[i].paths);
+	if (ret) {
+		ibres_freeaddrinfo(head);
+		return ret;
+	}
+	*res = head;
+	return 0;
+}
+
 IBRES_EXPORT int ibres_getaddrinfo(const char *node, const char *service,
 				   const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
@@ -379,12 +466,9 @@ IBRES_EXPORT int ibres_getaddrinfo(const char *node, const char *service,
 		if (*node && strlen(node) <= IBRES_NAME_MAX)
 			ret = ibc_host_query(&ibc_default, IBRES_T_NAME, node, strlen(node), 0, rec,
 					     NULL);
-		if (!ret) {
-			ret = from_record(&g, rec, family);
-			g.canon = ret ? NULL : rec->names[0];
-		}
-		if (ret)
-			goto out;
+		if (!ret)
+			ret = by_name(&g, rec, family, hints, res);
+		goto out;
 	}
 
 	if (!g.passive && !(g.flags & RAI_NOROUTE)) {
@@ -392,12 +476,7 @@ IBRES_EXPORT int ibres_getaddrinfo(const char *node, const char *service,
 		if (ret)
 			goto out;
 	}
-	if (!g.passive && hints && hints->ai_src_addr && !g.ip_src_len && g.ip_len &&
-	    hints->ai_src_addr->sa_family == g.ip.ss_family &&
-	    hints->ai_src_len <= sizeof(g.ip_src)) {
-		memcpy(&g.ip_src, hints->ai_src_addr, hints->ai_src_len);
-		g.ip_src_len = hints->ai_src_len;
-	}
+	hint_source(&g, hints);
 	ret = ibc_gai_build(&g, res);
 out:
 	free(rt.paths);

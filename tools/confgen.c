@@ -28,6 +28,7 @@ struct ipoib_if {
 	char device[64];
 	unsigned port;
 	unsigned lid; /* 0: unknown */
+	bool down;    /* the port's state is known and not ACTIVE */
 };
 
 /* The first line of a sysfs file, without its newline; -errno if unreadable. */
@@ -69,6 +70,16 @@ static int gid_from_hwaddr(const char *hw, char *out, size_t len)
 }
 
 /* The HCA behind an IPoIB interface: sysfs net/X/device/infiniband/NAME. */
+/* Is the port ACTIVE ("4: ACTIVE")? One whose state cannot be read is taken
+ * as active. */
+static bool port_active(const char *sysfs, const char *device, unsigned port)
+{
+	char path[PATH_MAX], buf[32];
+
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/state", sysfs, device, port);
+	return read_line(path, buf, sizeof(buf)) || strstr(buf, "ACTIVE");
+}
+
 static void ipoib_device(const char *sysfs, struct ipoib_if *ifc)
 {
 	char path[PATH_MAX], buf[32];
@@ -95,6 +106,7 @@ static void ipoib_device(const char *sysfs, struct ipoib_if *ifc)
 		 ifc->port);
 	if (read_line(path, buf, sizeof(buf)) == 0)
 		ifc->lid = (unsigned)strtoul(buf, NULL, 16);
+	ifc->down = !port_active(sysfs, ifc->device, ifc->port);
 }
 
 static int find_ipoib(const char *sysfs, struct ipoib_if *ifs, unsigned max)
@@ -225,7 +237,7 @@ static int find_roce(const char *sysfs, const char *device, struct roce_port *rp
 				 sysfs, rp->device, rp->port);
 			if (!rp->port || read_line(path, buf, sizeof(buf)) || strcmp(buf, "Ethernet"))
 				continue;
-			if (roce_gid(sysfs, rp))
+			if (roce_gid(sysfs, rp) || !port_active(sysfs, rp->device, rp->port))
 				continue;
 			roce_limits(sysfs, rp);
 			n++;
@@ -287,11 +299,52 @@ static void write_header(FILE *out, const char *hostname)
 		hostname);
 }
 
-/* A RoCE port's endpoint, named @hostname (@suffixed: host name and device). */
-static void write_roce(FILE *out, const struct roce_port *rp, const char *hostname, bool suffixed)
+/* Stable order, so that identical nodes get identical files: by device,
+ * port, P_Key (the default partition first; then interface name), never
+ * readdir's order. */
+/* The default partition (the port's own interface) first, then by P_Key,
+ * membership bit aside. */
+static unsigned pkey_rank(unsigned pkey)
+{
+	return (pkey & 0x7fff) == 0x7fff ? 0 : (pkey & 0x7fff) + 1;
+}
+
+static int cmp_ipoib(const void *a, const void *b)
+{
+	const struct ipoib_if *x = a, *y = b;
+	int c = strcmp(x->device, y->device);
+
+	if (c)
+		return c;
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
+	if (pkey_rank(x->pkey) != pkey_rank(y->pkey))
+		return pkey_rank(x->pkey) < pkey_rank(y->pkey) ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_roce(const void *a, const void *b)
+{
+	const struct roce_port *x = a, *y = b;
+	int c = strcmp(x->device, y->device);
+
+	return c ? c : x->port < y->port ? -1 : x->port > y->port;
+}
+
+/* The names of one endpoint of a host of @total: the host name on every one
+ * (one host), and with several, an alias naming this rail. */
+static void write_names(FILE *out, const char *hostname, const char *rail, int total)
+{
+	fprintf(out, "name = %s\n", hostname);
+	if (total > 1)
+		fprintf(out, "name = %s-%s\n", hostname, rail);
+}
+
+/* A RoCE port's endpoint, one of @total. */
+static void write_roce(FILE *out, const struct roce_port *rp, const char *hostname, int total)
 {
 	fprintf(out, "\n[endpoint %s]\n", rp->device);
-	fprintf(out, "name = %s%s%s\n", hostname, suffixed ? "-" : "", suffixed ? rp->device : "");
+	write_names(out, hostname, rp->device, total);
 	fprintf(out, "# RoCE v2 on %s: GRH-routed, no LID, no Subnet Administrator\n", rp->ndev);
 	fprintf(out, "device = %s\nport_num = %u\n", rp->device, rp->port);
 	fprintf(out, "gid = %s\n", rp->gid);
@@ -307,15 +360,20 @@ int confgen_write(FILE *out, const char *sysfs, const char *hostname, const char
 {
 	struct ipoib_if ifs[MAX_IFACES];
 	struct roce_port rps[MAX_ROCE_PORTS];
-	int n = find_ipoib(sysfs, ifs, MAX_IFACES), m, kept = 0, written = 0;
+	int n = find_ipoib(sysfs, ifs, MAX_IFACES), m, kept = 0, written = 0, total;
 
-	/* only the chosen device's interfaces */
+	/* only the chosen device's interfaces, on active ports */
 	for (int i = 0; i < n; i++)
-		if (!device || !strcmp(ifs[i].device, device))
+		if ((!device || !strcmp(ifs[i].device, device)) && !ifs[i].down)
 			ifs[kept++] = ifs[i];
 	if (n >= 0)
 		n = kept;
 	m = find_roce(sysfs, device, rps, MAX_ROCE_PORTS);
+	if (n > 0)
+		qsort(ifs, (size_t)n, sizeof(ifs[0]), cmp_ipoib);
+	if (m > 0)
+		qsort(rps, (size_t)m, sizeof(rps[0]), cmp_roce);
+	total = (n > 0 ? n : 0) + (m > 0 ? m : 0);
 	write_header(out, hostname);
 	if (n <= 0 && m <= 0) {
 		fprintf(out,
@@ -330,11 +388,9 @@ int confgen_write(FILE *out, const char *sysfs, const char *hostname, const char
 		n = 0;
 	for (int i = 0; i < n; i++) {
 		fprintf(out, "\n[endpoint %s]\n", ifs[i].name);
-		/* the host name names the first endpoint; others by interface */
-		if (written++ == 0)
-			fprintf(out, "name = %s\n", hostname);
-		else
-			fprintf(out, "name = %s-%s\n", hostname, ifs[i].name);
+		/* one host: its name on every rail, and each rail's own */
+		write_names(out, hostname, ifs[i].name, total);
+		written++;
 		fprintf(out, "gid = %s\n", ifs[i].gid);
 		if (ifs[i].device[0])
 			fprintf(out, "device = %s\nport_num = %u\n", ifs[i].device, ifs[i].port);
@@ -347,7 +403,7 @@ int confgen_write(FILE *out, const char *sysfs, const char *hostname, const char
 		fprintf(out, "transport = ip\ninterface = %s\n"
 			     "group = 239.255.73.1 mtu=2048 rate=10\n", ifs[i].name);
 	}
-	for (int i = 0; i < m; i++)
-		write_roce(out, &rps[i], hostname, written++ > 0);
+	for (int i = 0; i < m; i++, written++)
+		write_roce(out, &rps[i], hostname, total);
 	return written;
 }

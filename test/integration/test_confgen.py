@@ -125,3 +125,53 @@ def test_generated_roce_endpoint(tmp_path):
     # the options belong to config generate only
     r = run([IBRESCTL, "--device", "rxe0", "stats"])
     assert r.returncode == 2
+
+
+def fake_rail(root, ifname, device, port, pkey, guid, state="4: ACTIVE"):
+    """An IPoIB interface on @device's port @port (a partition's child
+    interface when @pkey is not 0xffff)."""
+    net = root / "class" / "net" / ifname
+    (net / "device" / "infiniband" / device).mkdir(parents=True, exist_ok=True)
+    (net / "type").write_text("32\n")
+    (net / "address").write_text("80:00:01:07:fe:80:00:00:00:00:00:00:00:02:c9:03:00:0a:0b:%02x\n"
+                                 % guid)
+    (net / "pkey").write_text("0x%04x\n" % pkey)
+    (net / "dev_port").write_text("%d\n" % (port - 1))
+    p = root / "class" / "infiniband" / device / "ports" / str(port)
+    p.mkdir(parents=True, exist_ok=True)
+    (p / "lid").write_text("0x1\n")      # every plane numbers its LIDs from 1
+    (p / "state").write_text(state + "\n")
+
+
+RAILS = [("ib3", "mlx5_1", 2, 0xffff, 4), ("ib0", "mlx5_0", 1, 0xffff, 1),
+         ("ib1", "mlx5_0", 2, 0xffff, 2), ("ib0.8001", "mlx5_0", 1, 0x8001, 1),
+         ("ib2", "mlx5_1", 1, 0xffff, 3)]
+
+
+def test_generated_multi_rail_config(tmp_path):
+    """Every active port and partition, in (device, port, P_Key) order
+    whatever order the directory lists them in: one host, the host name on
+    every endpoint and one alias per rail; a port that is not ACTIVE is
+    left out. Two nodes built in different orders get the same file."""
+    outs = []
+    for order in (RAILS, list(reversed(RAILS))):
+        sysfs = tmp_path / ("sys%d" % len(outs))
+        for r in order:
+            fake_rail(sysfs, *r)
+        fake_rail(sysfs, "ib9", "mlx5_9", 1, 0xffff, 9, state="1: DOWN")
+        r = run([IBRESCTL, "config", "generate", "--name", "node7", str(sysfs)])
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1]
+    out = outs[0]
+    labels = [l[len("[endpoint "):-1] for l in out.splitlines() if l.startswith("[endpoint ")]
+    assert labels == ["ib0", "ib0.8001", "ib1", "ib2", "ib3"]
+    for label in labels:
+        section = out.split("[endpoint %s]\n" % label)[1].split("\n[")[0]
+        names = [l.split(" = ")[1] for l in section.splitlines() if l.startswith("name = ")]
+        assert names == ["node7", "node7-" + label]
+    assert "ib9" not in out
+    conf = tmp_path / "gen.conf"
+    conf.write_text(out)
+    r = run([IBRESCTL, "config", "check", str(conf)])
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -248,6 +248,7 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	unsigned n = 0, nk = h_nkeys(h);
 	struct host *left;
 	struct host_key k;
+	bool alone = !h->sib_next;
 
 	for (unsigned i = 0; i < nk && h->n_indexed; i++) {
 		struct host *to;
@@ -276,7 +277,9 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	ident_unlink(s, h);
 	if (!origin_pinned(h->origin)) {
 		lru_unlink(s, h);
-		s->stats.learned--;
+		/* max_hosts counts hosts: the last endpoint of one takes it */
+		if (alone)
+			s->stats.learned--;
 	}
 	s->stats.hosts--;
 	s->stats.keys = s->n_keys;
@@ -595,7 +598,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	if (!origin_pinned(origin)) {
 		if (!placed)
 			lru_append(s, nh);
-		s->stats.learned++;
+		if (!nh->sib_next)
+			s->stats.learned++; /* a new host, not one more endpoint of one */
 		evict_over_bound(s, nh);
 	}
 	s->stats.inserts++;

@@ -17,7 +17,9 @@
  * first name, else its first IPv4, IPv6 address or its LID: at most one host
  * per identity exists, and a new record of a known identity replaces it.
  * LOCAL and STATIC hosts never expire and are never evicted; learned hosts
- * are bounded (max_hosts) and the least recently used one makes room.
+ * are bounded (max_hosts, a host of several endpoints counting once) and the
+ * least recently used endpoint makes room, endpoint by endpoint until a
+ * whole host went.
  *
  * All times are CLOCK_MONOTONIC milliseconds passed in by the caller. A
  * struct host pointer is valid until the next call that changes the store.
@@ -41,7 +43,8 @@ struct host;
 struct store_slot;
 struct store_neg;
 
-/* hosts, keys, negatives: live counts (learned: the hosts max_hosts bounds).
+/* hosts, keys, negatives: live counts (hosts: endpoint records; learned: the
+ * learned hosts max_hosts bounds, a host of several endpoints once).
  * hits: look-ups answered (a host or a negative); misses: the others.
  * inserts: store_insert calls that changed something. evictions: learned
  * hosts dropped to make room. expirations: hosts and negatives whose time

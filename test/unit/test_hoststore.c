@@ -3250,6 +3250,23 @@ static void test_rails(void **state)
 	assert_ptr_equal(lk_name(&s, "nodeB", 1), b0);
 	assert_int_equal(s.stats.hosts, 1);
 	store_fini(&s);
+
+	/* max_hosts counts hosts: two 3-rail hosts fit a bound of 2; a third
+	 * host takes the least recently used one, every endpoint of it */
+	assert_int_equal(store_init(&s, 2), 0);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(rail_put(&s, "nodeA", 1, i, 1u << i, NULL), 0);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(rail_put(&s, "nodeB", 2, i, 1u << i, NULL), 0);
+	assert_int_equal(s.stats.learned, 2);
+	assert_int_equal(s.stats.hosts, 6);
+	assert_int_equal(s.stats.evictions, 0);
+	assert_int_equal(rail_put(&s, "nodeC", 3, 0, 1, NULL), 0);
+	assert_int_equal(s.stats.learned, 2);
+	assert_int_equal(s.stats.evictions, 3);
+	assert_null(lk_name(&s, "nodeA", 1));
+	assert_non_null(lk_name(&s, "nodeB", 1));
+	store_fini(&s);
 }
 
 /* One subnet: every local endpoint hears every remote one. */

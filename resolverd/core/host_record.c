@@ -87,22 +87,38 @@ bool hs_same_canonical(const struct host *a, const struct host *b)
 	return la == lb && hostrec_name_eq(na, nb, la);
 }
 
-/* The identity key: the first GID, else key 0 (a LID's without its fabric,
- * which changes as more ports hear the host). */
+/* An endpoint's identity: its port GID and P_Key (the partitions of one
+ * port are endpoints of their own), a key of the store's own making. */
+static void gid_ident(struct host_key *k, const uint8_t gid[16], uint16_t pkey)
+{
+	host_key_addr(k, IBRES_KEY_GID, gid);
+	k->data[16] = (uint8_t)(pkey >> 8);
+	k->data[17] = (uint8_t)pkey;
+	k->len = 18;
+}
+
+/* The identity key: the first GID with the P_Key, else key 0 (a LID's
+ * without its fabric, which changes as more ports hear the host). */
 void hs_ident(const struct host *h, struct host_key *k)
 {
-	if (h->n_gids)
-		host_key_addr(k, IBRES_KEY_GID, h_gid(h, 0));
-	else
-		hs_key(h, 0, k);
+	if (h->n_gids) {
+		gid_ident(k, h_gid(h, 0), h->pkey);
+		return;
+	}
+	hs_key(h, 0, k);
 	if (k->type == IBRES_KEY_LID)
 		k->data[2] = HOST_FABRIC_NONE;
+}
+
+void hs_gid_ident(const uint8_t gid[16], uint16_t pkey, struct host_key *k)
+{
+	gid_ident(k, gid, pkey);
 }
 
 void hs_rec_ident(const struct ibres_hostrec *r, struct host_key *k)
 {
 	if (r->n_gids)
-		host_key_addr(k, IBRES_KEY_GID, r->gids[0]);
+		gid_ident(k, r->gids[0], r->pkey);
 	else if (r->n_names)
 		host_key_name(k, r->names[0]);
 	else if (r->n_v4)

@@ -73,6 +73,15 @@ static int slots_reserve(struct host_store *s, unsigned more)
 static unsigned ident_bucket(const struct host_store *s, const struct host_key *k,
 			     unsigned mask)
 {
+	struct host_key gid;
+
+	/* a GID identity hashes without its P_Key: a port's partitions share a
+	 * bucket, so that store_remove_gid() finds them all */
+	if (k->type == IBRES_KEY_GID && k->len == 18) {
+		gid = *k;
+		gid.len = 16;
+		k = &gid;
+	}
 	return (unsigned)(host_key_hash(&s->kh, k) >> 32) & mask;
 }
 
@@ -561,8 +570,9 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 
 			if (holder == nh)
 				continue; /* the record lists this key twice */
-			if (i < nh->n_names && ring_has(nh, holder))
-				continue; /* a name the host's endpoints share */
+			if ((k.type == IBRES_KEY_NAME || k.type == IBRES_KEY_GID) &&
+			    ring_has(nh, holder))
+				continue; /* a name or port GID the host's endpoints share */
 			if (origin_rank(holder->origin) < origin_rank(origin))
 				continue; /* held by a more authoritative host */
 			/* a key that moved: it is this host's now */
@@ -615,16 +625,38 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 
 /* ---- removal ------------------------------------------------------------- */
 
-unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
+unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey)
 {
 	struct host_key k;
 	struct host *h;
 
-	host_key_addr(&k, IBRES_KEY_GID, gid);
+	hs_gid_ident(gid, pkey, &k);
 	h = hs_ident_find(s, &k);
 	if (!h || origin_pinned(h->origin))
 		return 0;
 	return hs_host_remove(s, h);
+}
+
+unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
+{
+	struct host_key k;
+	unsigned n = 0;
+	bool again = true;
+
+	/* a port's partitions share their identity's bucket (ident_bucket) */
+	hs_gid_ident(gid, 0, &k);
+	while (again) {
+		again = false;
+		for (struct host *h = s->idents[ident_bucket(s, &k, s->ident_mask)]; h;
+		     h = h->id_next) {
+			if (!h->n_gids || memcmp(h_gid(h, 0), gid, 16) || origin_pinned(h->origin))
+				continue;
+			n += hs_host_remove(s, h);
+			again = true; /* the chain changed under us */
+			break;
+		}
+	}
+	return n;
 }
 
 /* Remove the hosts @pred selects. */

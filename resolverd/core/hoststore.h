@@ -13,9 +13,11 @@
  * hosts that are talked to.
  *
  * Authority: LOCAL (this node's endpoints) > STATIC (the hosts file) >
- * FABRIC (learned). A host is identified by its first GID, or (no GID) its
- * first name, else its first IPv4, IPv6 address or its LID: at most one host
- * per identity exists, and a new record of a known identity replaces it.
+ * FABRIC (learned). An endpoint record is identified by its first GID and
+ * its P_Key (a port's partitions are endpoints of their own), or (no GID) its
+ * first name, else its first IPv4, IPv6 address or its LID: at most one
+ * record per identity exists, and a new record of a known identity replaces
+ * it.
  * LOCAL and STATIC hosts never expire and are never evicted; learned hosts
  * are bounded (max_hosts, a host of several endpoints counting once) and the
  * least recently used endpoint makes room, endpoint by endpoint until a
@@ -155,8 +157,11 @@ struct store_put {
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
 		 uint64_t now_ms, struct host **out);
 
-/* Remove the host with this GID as identity (GOODBYE) unless LOCAL/STATIC.
- * Returns the keys removed. */
+/* Remove the endpoint of port GID @gid and P_Key @pkey (its GOODBYE) unless
+ * LOCAL/STATIC. Returns the keys removed. */
+unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey);
+/* Remove every endpoint with port GID @gid, every partition of the port
+ * (it left the subnet), unless LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16]);
 /* Remove every host of @origin (the STATIC hosts before a reload). Returns keys removed. */
 unsigned store_remove_origin(struct host_store *s, uint8_t origin);

@@ -142,6 +142,8 @@ void hs_key(const struct host *h, unsigned i, struct host_key *k);
 bool hs_key_is(const struct host *h, unsigned i, const struct host_key *k);
 void hs_ident(const struct host *h, struct host_key *k);
 void hs_rec_ident(const struct ibres_hostrec *r, struct host_key *k);
+/* The identity of the endpoint of port GID @gid and P_Key @pkey. */
+void hs_gid_ident(const uint8_t gid[16], uint16_t pkey, struct host_key *k);
 int hs_rec_validate(const struct ibres_hostrec *r);
 struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on);
 /* Do @a and @b have the same canonical name (ASCII case aside)? */

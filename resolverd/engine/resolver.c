@@ -295,10 +295,11 @@ static bool reaches(const struct host *h, const struct endpoint *ep)
 struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
 			      const struct endpoint *ep)
 {
-	if (k->type != IBRES_KEY_NAME || !host_key_shared(h, k))
+	if (!host_key_shared(h, k))
 		return reaches(h, ep) ? (struct host *)h : NULL;
+	/* a name of the host, or a port GID its partitions share */
 	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
-		if (reaches(e, ep))
+		if (host_has_key(e, k) && reaches(e, ep))
 			return (struct host *)e;
 	return NULL;
 }

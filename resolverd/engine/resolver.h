@@ -98,9 +98,10 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
  * the local endpoints that heard it (planes share fe80::, LIDs repeat), a
  * static host (heard on none) through any, one of ours through itself.
  * @h is what key @k led to. The endpoint of its host that @ep reaches, or
- * NULL: any endpoint of the host when @k is a name of the whole host (its
- * endpoints share it), else @h itself (an address, GID, LID or a rail's own
- * name names one endpoint). */
+ * NULL: of the host's endpoints that list @k (every one for a name of the
+ * whole host, every partition for a port's GID), the first that @ep
+ * reaches; else @h itself (an address, LID or a rail's own name names one
+ * endpoint). */
 struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
 			      const struct endpoint *ep);
 /* Without a source: the first local endpoint, in config order, that reaches

@@ -328,10 +328,13 @@ static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint
 
 	for (unsigned i = 0; i < 16; i++)
 		hash = (hash ^ h->gids[0][i]) * 1099511628211ULL;
-	slot = &f->newcomers[hash % NEWCOMER_SLOTS];
-	if (!memcmp(slot->gid, h->gids[0], 16) && slot->burst == burst && now < slot->until_ms)
+	hash = (hash ^ h->pkey) * 1099511628211ULL;
+	slot = &f->newcomers[hash & f->newcomer_mask];
+	if (!memcmp(slot->gid, h->gids[0], 16) && slot->pkey == h->pkey && slot->burst == burst &&
+	    now < slot->until_ms)
 		return false;
 	memcpy(slot->gid, h->gids[0], 16);
+	slot->pkey = h->pkey;
 	slot->burst = burst;
 	slot->until_ms = now + f->cfg->settle_ms + 1000;
 	return true;
@@ -370,7 +373,8 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	f->c.goodbyes_rx++;
-	store_remove_gid(f->store, m->sender.gids[0]);
+	/* that endpoint only: the node's other rails and partitions stay */
+	store_remove_endpoint(f->store, m->sender.gids[0], m->sender.pkey);
 }
 
 /* An authenticated datagram: is it new, or a copy of an old one? Only
@@ -557,6 +561,7 @@ static void port_event(struct transport *t, const char *what)
 int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 {
 	struct endpoints *eps = deps->eps;
+	uint64_t senders, n_slots;
 	struct fabric *f;
 	int ret = 0;
 
@@ -573,10 +578,22 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->announce_timer.cb = on_announce_timer;
 	f->reannounce_timer.cb = on_reannounce;
 	jitter_seed(&f->rng);
+	/* tables of senders: every endpoint of a full cache, the hosts having
+	 * as many endpoints as this one (identical nodes) */
+	senders = (uint64_t)f->cfg->cache_size * (eps->n ? eps->n : 1);
+	n_slots = NEWCOMER_SLOTS;
+	while (NEWCOMER_SIZED && n_slots < senders && n_slots < NEWCOMER_SLOTS_MAX)
+		n_slots <<= 1;
+	f->newcomers = calloc(n_slots, sizeof(*f->newcomers));
+	if (!f->newcomers) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	f->newcomer_mask = (unsigned)n_slots - 1;
 	if (f->cfg->cluster_key_file[0]) {
 		ret = fabric_keys_load(&f->keys, f->cfg->cluster_key_file);
 		if (!ret)
-			ret = fresh_init(&f->fresh);
+			ret = fresh_init(&f->fresh, senders);
 		if (ret)
 			goto err;
 	}
@@ -631,6 +648,8 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 			 p->t.ops->name, p->opened.n_groups);
 	}
 	if (!f->n_ports) {
+		fresh_fini(&f->fresh);
+		free(f->newcomers);
 		free(f);
 		return 0;
 	}
@@ -736,6 +755,7 @@ void fabric_stop(struct fabric *f)
 		}
 	}
 	fresh_fini(&f->fresh);
+	free(f->newcomers);
 	explicit_bzero(&f->keys, sizeof(f->keys));
 	free(f);
 }

@@ -99,10 +99,16 @@ int fabric_keys_load(struct fabric_keys *k, const char *path)
 	return ret;
 }
 
-int fresh_init(struct freshness *fr)
+int fresh_init(struct freshness *fr, uint64_t senders)
 {
+	uint64_t n = FRESH_BUCKETS;
+
+	/* half full at most */
+	while (FRESH_SIZED && n * FRESH_WAYS < senders * 2 && n < FRESH_BUCKETS_MAX)
+		n <<= 1;
 	fr->last_sent = 0;
-	fr->b = calloc(FRESH_BUCKETS, sizeof(*fr->b));
+	fr->mask = (unsigned)n - 1;
+	fr->b = calloc(n, sizeof(*fr->b));
 	return fr->b ? 0 : -ENOMEM;
 }
 
@@ -119,7 +125,7 @@ static struct fresh_bucket *bucket_of(struct freshness *fr, const uint8_t gid[16
 	/* only key holders can name a sender: no need for a keyed hash */
 	for (unsigned i = 0; i < 16; i++)
 		hash = (hash ^ gid[i]) * 1099511628211ULL;
-	return &fr->b[hash % FRESH_BUCKETS];
+	return &fr->b[hash & fr->mask];
 }
 
 static bool forgotten(uint64_t seen_ms, uint64_t now_ms)

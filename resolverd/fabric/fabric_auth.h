@@ -44,13 +44,19 @@ int fabric_keys_load(struct fabric_keys *k, const char *path);
  * ahead of ours by one). */
 #define FRESH_FORGET_MS (2 * FRESH_WINDOW_US / 1000)
 
-/* 16,384 buckets of 8 senders (by port GID): 131,072 senders in 4.25 MiB,
- * for 49,000 nodes of one or two ports. A full bucket forgets its least
- * recently heard sender but keeps its newest stamp as the bucket's floor,
- * which every sender of that bucket it does not know must exceed. */
-#ifndef FRESH_BUCKETS /* fuzzing builds use a small table, to reach its overflow */
+/* Buckets of 8 senders (by port GID): at least 16,384 (131,072 senders in
+ * 4.25 MiB), and room for every endpoint of a full cache twice over (the
+ * hosts of cache_size times this node's endpoints: identical nodes have as
+ * many rails). A full bucket forgets its least recently heard sender but
+ * keeps its newest stamp as the bucket's floor, which every sender of that
+ * bucket it does not know must exceed. */
+#ifdef FRESH_BUCKETS /* fuzzing builds: a small table of that size, to reach its overflow */
+#define FRESH_SIZED 0
+#else
 #define FRESH_BUCKETS 16384
+#define FRESH_SIZED 1
 #endif
+#define FRESH_BUCKETS_MAX (1u << 22)
 #define FRESH_WAYS 8
 
 struct fresh_sender {
@@ -66,7 +72,8 @@ struct fresh_bucket {
 };
 
 struct freshness {
-	struct fresh_bucket *b; /* FRESH_BUCKETS of them */
+	struct fresh_bucket *b; /* mask + 1 of them */
+	unsigned mask;
 	uint64_t last_sent;     /* the last stamp this node sent */
 };
 
@@ -77,7 +84,8 @@ enum fresh_verdict {
 	FRESH_REPLAYED,  /* older than what was taken from that sender */
 };
 
-int fresh_init(struct freshness *fr);
+/* A table for about @senders senders (0: the fewest buckets). 0 or -ENOMEM. */
+int fresh_init(struct freshness *fr, uint64_t senders);
 void fresh_fini(struct freshness *fr);
 
 /* May a datagram of the sender with port GID @gid and stamp @stamp be taken

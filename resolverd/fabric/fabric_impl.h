@@ -33,16 +33,23 @@ struct fabric_counters {
 		requests_sent, replies_sent, announces_sent, goodbyes_rx;
 };
 
-/* Newcomers answered lately, by GID hash: a whole cluster can boot at once
- * (1,024 slots answered a 48k storm's peers 2.7 times each; a collision
- * only costs one more answer). 16,384 slots of 32 bytes. */
-#ifndef NEWCOMER_SLOTS /* fuzzing builds use a few, to reach their collisions */
+/* Newcomers answered lately, by GID and P_Key hash: a whole cluster can
+ * boot at once (1,024 slots answered a 48k storm's peers 2.7 times each; a
+ * collision only costs one more answer). At least 16,384 slots of 40 bytes,
+ * and one for every endpoint of a full cache (cache_size hosts times this
+ * node's endpoints). */
+#ifdef NEWCOMER_SLOTS /* fuzzing builds: a few, to reach their collisions */
+#define NEWCOMER_SIZED 0
+#else
 #define NEWCOMER_SLOTS 16384
+#define NEWCOMER_SIZED 1
 #endif
+#define NEWCOMER_SLOTS_MAX (1u << 22)
 
 
 struct newcomer_slot {
 	uint8_t gid[16];
+	uint16_t pkey; /* an endpoint is a port GID and a partition */
 	uint64_t burst;
 	uint64_t until_ms;
 };
@@ -53,7 +60,8 @@ struct fabric {
 	struct endpoints *eps;
 	struct host_store *store;
 	struct sa_client *sa;
-	struct newcomer_slot newcomers[NEWCOMER_SLOTS];
+	struct newcomer_slot *newcomers;
+	unsigned newcomer_mask;
 	struct fabric_port ports[CFG_MAX_ENDPOINTS];
 	unsigned n_ports;
 	struct loop_timer announce_timer;

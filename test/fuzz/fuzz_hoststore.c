@@ -399,7 +399,8 @@ static void op_insert(struct fstate *s)
 			return;
 		for (i = 0; i < n; i++) {
 			held = find(&keys[i], NULL);
-			check(held && (host_origin(held) < origin || i < h.n_names));
+			check(held && (host_origin(held) < origin || keys[i].type == IBRES_KEY_NAME ||
+				       keys[i].type == IBRES_KEY_GID));
 		}
 		return;
 	}
@@ -419,7 +420,8 @@ static void op_insert(struct fstate *s)
 		check(held && !neg);
 		/* or a name another endpoint of its host leads to */
 		check(held == out || host_origin(held) < origin ||
-		      (i < h.n_names && same_host(out, held)));
+		      ((keys[i].type == IBRES_KEY_NAME || keys[i].type == IBRES_KEY_GID) &&
+		       same_host(out, held)));
 	}
 }
 

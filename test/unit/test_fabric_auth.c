@@ -89,7 +89,7 @@ static void test_fresh_order(void **state)
 	uint8_t a[16], b[16];
 
 	(void)state;
-	assert_int_equal(fresh_init(&fr), 0);
+	assert_int_equal(fresh_init(&fr, 0), 0);
 	gid_of(a, 1);
 	gid_of(b, 2);
 	assert_int_equal(fresh_check(&fr, a, T0, T0, 1000), FRESH_OK);
@@ -121,6 +121,23 @@ static void test_fresh_order(void **state)
 	fresh_fini(&fr);
 }
 
+/* Sized for the senders of a full cache: half full at most, never fewer
+ * than FRESH_BUCKETS buckets. */
+static void test_fresh_sizing(void **state)
+{
+	struct freshness fr;
+
+	(void)state;
+	assert_int_equal(fresh_init(&fr, 0), 0);
+	assert_int_equal(fr.mask + 1, FRESH_BUCKETS);
+	fresh_fini(&fr);
+	/* 48,000 hosts of 8 rails */
+	assert_int_equal(fresh_init(&fr, 48000ull * 8), 0);
+	assert_int_equal(fr.mask + 1, 131072);
+	assert_true((uint64_t)(fr.mask + 1) * FRESH_WAYS >= 48000ull * 8 * 2);
+	fresh_fini(&fr);
+}
+
 /* More senders than the table holds: every bucket overflows, yet no stamp
  * a sender used is ever taken again, and every sender's next one is. */
 static void test_fresh_overflow(void **state)
@@ -131,7 +148,7 @@ static void test_fresh_overflow(void **state)
 	unsigned refused = 0;
 
 	(void)state;
-	assert_int_equal(fresh_init(&fr), 0);
+	assert_int_equal(fresh_init(&fr, 0), 0);
 	for (unsigned i = 0; i < n; i++) {
 		gid_of(gid, i);
 		assert_int_equal(fresh_check(&fr, gid, T0 + i, T0 + i, 5000 + i / 1000), FRESH_OK);
@@ -158,7 +175,7 @@ static void test_fresh_stamp(void **state)
 	struct freshness fr;
 
 	(void)state;
-	assert_int_equal(fresh_init(&fr), 0);
+	assert_int_equal(fresh_init(&fr, 0), 0);
 	assert_true(fresh_stamp(&fr, T0) == T0);
 	assert_true(fresh_stamp(&fr, T0) == T0 + 1);        /* the clock did not move */
 	assert_true(fresh_stamp(&fr, T0 - SEC) == T0 + 2);  /* it stepped back */
@@ -170,7 +187,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keys_parse),     cmocka_unit_test(test_keys_load),
-		cmocka_unit_test(test_fresh_order),    cmocka_unit_test(test_fresh_overflow),
+		cmocka_unit_test(test_fresh_order),    cmocka_unit_test(test_fresh_sizing),
+		cmocka_unit_test(test_fresh_overflow),
 		cmocka_unit_test(test_fresh_stamp),
 	};
 

@@ -2938,7 +2938,8 @@ static void m_random_record(struct model *m, struct ibres_hostrec *h)
 	if (m_rnd(m, 2) || !(h->n_names + h->n_v4 + h->n_v6 + h->n_gids))
 		h->lid = (uint16_t)(1 + m_rnd(m, M_LIDS));
 	h->qpn = m_rnd(m, 4);
-	h->pkey = (uint16_t)(0xffff - m_rnd(m, 2));
+	/* one partition: a GID's identity here; test_partitions has the others */
+	h->pkey = 0xffff;
 }
 
 /* A record store_insert must refuse, or an unknown origin. */
@@ -3269,6 +3270,80 @@ static void test_rails(void **state)
 	store_fini(&s);
 }
 
+/* A port with two partitions: two endpoints sharing a GID and a LID, each
+ * heard on the local endpoint of its P_Key. */
+static void test_partitions(void **state)
+{
+	struct ibres_hostrec h;
+	struct host *p0, *p1, *e;
+	struct host_store s;
+	uint8_t gid[16];
+
+	(void)state;
+	assert_int_equal(store_init(&s, 64), 0);
+	rail_rec(&h, "nodeA", 1, 0);
+	memcpy(gid, h.gids[0], 16);
+	h.pkey = 0xffff;
+	assert_int_equal(store_insert(&s, &h,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 1,
+							   .rails = 7,
+							   .ttl_s = 60 },
+				      0, &p0),
+			 0);
+	rail_rec(&h, "nodeA", 1, 0);
+	h.pkey = 0x8001;
+	h.v4[0].s_addr = htonl(0xc6130001); /* the partition's own subnet */
+	snprintf(h.names[1], sizeof(h.names[1]), "nodeA-ib0.8001");
+	assert_int_equal(store_insert(&s, &h,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 2,
+							   .rails = 7,
+							   .ttl_s = 60 },
+				      0, &p1),
+			 0);
+	check(&s);
+	assert_non_null(p0);
+	assert_non_null(p1);
+	assert_ptr_not_equal(p0, p1);
+	assert_int_equal(s.stats.hosts, 2);
+	assert_int_equal(s.stats.learned, 1);
+	assert_int_equal(n_endpoints(p0), 2);
+	/* the GID leads to one of them; the other shares it */
+	e = lk_gid(&s, "fe80::1:0", 1);
+	assert_true(e == p0 || e == p1);
+	{
+		struct host_key gk = kaddr(IBRES_KEY_GID, "fe80::1:0");
+		struct host_key ak = kname("nodeA-ib0.8001");
+
+		assert_true(host_key_shared(e, &gk));
+		assert_true(host_key_shared(p0, &ak)); /* p1 lists it */
+		assert_false(host_key_shared(p1, &ak)); /* only p1 does */
+	}
+	assert_ptr_equal(lk_lid(&s, 1, 0), p0);
+	assert_ptr_equal(lk_lid(&s, 1, 1), p1);
+	/* one partition says goodbye: the other stays */
+	assert_true(store_remove_endpoint(&s, gid, 0x8001) > 0);
+	check(&s);
+	assert_ptr_equal(lk_gid(&s, "fe80::1:0", 1), p0);
+	assert_null(lk_name(&s, "nodeA-ib0.8001", 1));
+	assert_int_equal(n_endpoints(p0), 1);
+	/* the port left the subnet: every partition of it goes */
+	h.pkey = 0x8001;
+	assert_int_equal(store_insert(&s, &h,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 2,
+							   .rails = 7,
+							   .ttl_s = 60 },
+				      0, &p1),
+			 0);
+	assert_int_equal(s.stats.hosts, 2);
+	assert_true(store_remove_gid(&s, gid) > 0);
+	check(&s);
+	assert_int_equal(s.stats.hosts, 0);
+	store_fini(&s);
+}
+
 /* One subnet: every local endpoint hears every remote one. */
 static void test_rails_one_subnet(void **state)
 {
@@ -3331,6 +3406,7 @@ int main(void)
 		cmocka_unit_test(test_key_name),
 		cmocka_unit_test(test_rails),
 		cmocka_unit_test(test_rails_one_subnet),
+		cmocka_unit_test(test_partitions),
 		cmocka_unit_test(test_key_addr_lid),
 		cmocka_unit_test(test_key_valid_and_hash),
 		cmocka_unit_test(test_key_str),

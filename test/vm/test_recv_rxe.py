@@ -1,7 +1,8 @@
 """The ib transport's receive queue under a burst: one boot with three nodes
 and their daemons (test/vm/run --daemons) running
 test/vm/guest/vmtest_recv.py (a small recv_depth, a raw UD QP's burst,
-overruns counted, the directory converging)."""
+overruns counted, the directory converging; the clamp to the device's limits
+and the halving under a locked-memory limit)."""
 from conftest import run_guest_suite
 
 

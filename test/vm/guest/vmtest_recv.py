@@ -6,7 +6,8 @@ that their start-up announcements find node2's queue full. Then: the daemon
 counts the overrun (its own count; rxe keeps no out_of_buffer counter, so
 the HCA's stays 0), says so in STATS and the Prometheus output, and its
 directory converges through the periodic announcements (announce_interval
-2 s here)."""
+2 s here). Also: a recv_depth above the device's limits is clamped and
+logged, and one the locked-memory limit cannot hold is halved until it fits."""
 import os
 import re
 import signal
@@ -132,3 +133,22 @@ def test_burst_overruns_counted_and_directory_converges(sender):
     # and the queue works again: a lookup across it answers
     r = ctl("node2", "host", "node1")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_queue_the_locked_memory_limit_cannot_hold_is_halved():
+    """node3's daemon without CAP_IPC_LOCK (as under the systemd unit) and
+    with 8 MiB of locked memory: 16384 buffers (34 MiB) do not fit, nor
+    8192 or 4096; 2048 (4.3 MiB) do, and the log says what happened."""
+    stop_daemon("node3", signal.SIGTERM)
+    set_key("node3", "endpoint", "recv_depth = 16384")
+    # root keeps no capability its bounding set lost across an exec
+    start_daemon("node3", argv_prefix=["setpriv", "--bounding-set=-ipc_lock",
+                                       "--inh-caps=-ipc_lock", "prlimit",
+                                       "--memlock=%d" % (8 << 20), "--"])
+    assert stats("node3")["fabric_rx_queue_slots"] == 2048
+    log3 = open("%s/node3.log" % VMDIR).read()
+    for depth in (16384, 8192, 4096):
+        assert "no room for %d receive buffers" % depth in log3, log3[-3000:]
+    # and it works: node3 and node2 find each other
+    wait_until(lambda: known("node3", "node2") and known("node2", "node3"), 4 * ANNOUNCE_S + 10,
+               "node2 and node3 know each other")

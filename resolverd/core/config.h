@@ -22,10 +22,11 @@
 #define CFG_LINE_MAX 1024     /* longer lines are errors */
 #define CFG_ERR_MAX 512
 #define CFG_SOCKET_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
-/* ib transport: receive buffers of an endpoint's UD QP (recv_depth). The
- * default holds a third of the first wave of a 48,000-node boot (47,999
- * announces in 100 ms) while the daemon drains the rest, at 2,088 bytes a
- * buffer (34 MiB of registered memory); the device's limits clamp it. */
+/* ib transport: receive buffers of an endpoint's UD QP (recv_depth), 2,088
+ * bytes of registered memory each. The default, 34 MiB, holds a third of the
+ * first wave of a 48,000-node boot (47,999 announces within 100 ms); the rest
+ * must be drained as it arrives, and the overrun counters say when it was
+ * not. It is rxe's max_qp_wr and half of mlx5's; a device's limits clamp it. */
 #define CFG_RECV_DEPTH_DEFAULT 16384
 #define CFG_RECV_DEPTH_MIN 64
 #define CFG_RECV_DEPTH_MAX 1048576

@@ -26,7 +26,8 @@
  * bytes of registered memory each. The default, 34 MiB, holds a third of the
  * first wave of a 48,000-node boot (47,999 announces within 100 ms); the rest
  * must be drained as it arrives, and the overrun counters say when it was
- * not. It is rxe's max_qp_wr and half of mlx5's; a device's limits clamp it. */
+ * not. A device's limits clamp it: ConnectX (mlx5) takes 32,768 (max_qp_wr);
+ * soft-RoCE in Linux 6.1 32,703 (max_cqe 32,767, less the sends). */
 #define CFG_RECV_DEPTH_DEFAULT 16384
 #define CFG_RECV_DEPTH_MIN 64
 #define CFG_RECV_DEPTH_MAX 1048576

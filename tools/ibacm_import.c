@@ -306,7 +306,8 @@ static const struct opt opts[] = {
 	{ "send_depth", "1", S_RESOLVE, NULL,
 	  "no equivalent: the transport sizes its send queue itself" },
 	{ "recv_depth", "1024", S_RESOLVE, NULL,
-	  "no equivalent: the transport sizes its receive queue itself" },
+	  "not carried over: each ib endpoint's recv_depth (16384 by default) sizes its UD "
+	  "QP's receive queue for a whole cluster booting at once" },
 	{ "route_preload", "none", S_RESOLVE, NULL,
 	  "no equivalent: paths come from the SA once and are cached, or are built from the "
 	  "multicast group; an OpenSM path dump is not read" },

@@ -91,6 +91,15 @@ static const struct metric_desc metrics[] = {
 	{ "fabric_replies_sent", C, "fabric_replies_sent", "fabric REPLY messages sent" },
 	{ "fabric_announces_sent", C, "fabric_announces_sent", "fabric ANNOUNCE messages sent" },
 	{ "fabric_goodbyes_rx", C, "fabric_goodbyes_received", "fabric GOODBYE messages received" },
+	/* the ib transport's receive queues (recv_depth) */
+	{ "fabric_rx_queue_empty", C, "fabric_rx_queue_empty",
+	  "times an ib endpoint's receive queue was found empty: datagrams arriving then were "
+	  "dropped (the daemon's own count)" },
+	{ "fabric_rx_hca_out_of_buffer", C, "fabric_rx_hca_out_of_buffer",
+	  "datagrams the HCA ports dropped for want of a receive buffer since the daemon started "
+	  "(the port's out_of_buffer counter, every QP on it; 0 where the device has none)" },
+	{ "fabric_rx_queue_slots", G, "fabric_rx_queue_slots",
+	  "receive buffers of the ib endpoints' UD QPs (recv_depth within the device's limits)" },
 	{ "fabric_query_retries", C, "fabric_query_retries", "fabric queries sent again" },
 	{ "fabric_query_timeouts", C, "fabric_query_timeouts", "fabric queries that got no answer" },
 	{ "fabric_queries_joined", C, "fabric_queries_joined",

@@ -22,6 +22,15 @@
 #define CFG_LINE_MAX 1024     /* longer lines are errors */
 #define CFG_ERR_MAX 512
 #define CFG_SOCKET_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
+/* ib transport: receive buffers of an endpoint's UD QP (recv_depth), 2,088
+ * bytes of registered memory each. The default, 34 MiB, holds a third of the
+ * first wave of a 48,000-node boot (47,999 announces within 100 ms); the rest
+ * must be drained as it arrives, and the overrun counters say when it was
+ * not. A device's limits clamp it: ConnectX (mlx5) takes 32,768 (max_qp_wr);
+ * soft-RoCE in Linux 6.1 32,703 (max_cqe 32,767, less the sends). */
+#define CFG_RECV_DEPTH_DEFAULT 16384
+#define CFG_RECV_DEPTH_MIN 64
+#define CFG_RECV_DEPTH_MAX 1048576
 
 enum cfg_route_prot { ROUTE_PROT_MCAST = 0, ROUTE_PROT_SA = 1 };
 enum cfg_transport { TRANSPORT_NONE = 0, TRANSPORT_IP = 1, TRANSPORT_IB = 2 };
@@ -46,6 +55,7 @@ struct cfg_endpoint {
 	uint8_t port_num;          /* reported by EP_QUERY; 1 by default */
 	char device[64];           /* IB port: discovery, SA client, ib transport */
 	uint16_t pkey_index;       /* with device: the P_Key table entry to use */
+	unsigned recv_depth;       /* ib transport: receive buffers of the UD QP */
 	enum cfg_transport transport;
 	char interface[16];
 	uint16_t udp_port;         /* ip transport */

@@ -473,6 +473,8 @@ static const struct key_def endpoint_keys[] = {
 	{ .name = "port_num", .type = KT_INT, E(port_num), .min = 1, .max = 254 },
 	{ .name = "device", .type = KT_STRING, E(device) },
 	{ .name = "pkey_index", .type = KT_INT, E(pkey_index), .min = 0, .max = 127 },
+	{ .name = "recv_depth", .type = KT_INT, E(recv_depth), .min = CFG_RECV_DEPTH_MIN,
+	  .max = CFG_RECV_DEPTH_MAX },
 	{ .name = "transport", .type = KT_ENUM, E(transport), .enums = transports },
 	{ .name = "interface", .type = KT_STRING, E(interface) },
 	{ .name = "udp_port", .type = KT_INT, E(udp_port), .min = 1, .max = 65535 },
@@ -511,6 +513,7 @@ static void endpoint_defaults(struct cfg_endpoint *ep)
 	ep->port_num = 1;
 	ep->transport = TRANSPORT_NONE;
 	ep->udp_port = DEFAULT_UDP_PORT;
+	ep->recv_depth = CFG_RECV_DEPTH_DEFAULT;
 }
 
 static const struct cfg_schema schema = {

@@ -760,6 +760,30 @@ void fabric_stop(struct fabric *f)
 	free(f);
 }
 
+/* The transports' receive paths, summed; a port's out_of_buffer counter
+ * once however many endpoints (P_Keys) share the port. */
+static void rx_stats(const struct fabric *f, struct transport_rx_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned i = 0; f && i < f->n_ports; i++) {
+		const struct fabric_port *p = &f->ports[i];
+		struct transport_rx_stats s;
+		bool seen = false;
+
+		if (!p->t.priv || !p->t.ops->rx_stats)
+			continue;
+		p->t.ops->rx_stats((struct transport *)&p->t, &s);
+		sum->queue_empty += s.queue_empty;
+		sum->slots += s.slots;
+		for (unsigned j = 0; j < i && s.hw_counted; j++)
+			seen |= f->ports[j].t.priv && f->ports[j].t.ops->rx_stats &&
+				!strcmp(f->ports[j].opened.device, p->opened.device) &&
+				f->ports[j].opened.port_num == p->opened.port_num;
+		if (s.hw_counted && !seen)
+			sum->hw_out_of_buffer += s.hw_out_of_buffer;
+	}
+}
+
 void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 {
 	static const struct fabric_counters zero;
@@ -790,8 +814,24 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_goodbyes_rx", c->goodbyes_rx },
 	};
 
+	struct transport_rx_stats rx_sum;
+
+	rx_stats(f, &rx_sum);
+	const struct {
+		const char *name;
+		uint64_t value;
+	} rx_rows[] = {
+		{ "fabric_rx_queue_empty", rx_sum.queue_empty },
+		{ "fabric_rx_hca_out_of_buffer", rx_sum.hw_out_of_buffer },
+		{ "fabric_rx_queue_slots", rx_sum.slots },
+	};
+
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
 		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
+	}
+	for (size_t i = 0; i < sizeof(rx_rows) / sizeof(rx_rows[0]); i++) {
+		tlv_put_str(w, IBRES_T_NAME, rx_rows[i].name);
+		tlv_put_u64(w, IBRES_T_COUNTER, rx_rows[i].value);
 	}
 }

@@ -7,6 +7,7 @@
 #ifndef IBRESD_TRANSPORT_H
 #define IBRESD_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -25,6 +26,16 @@ struct transport_addr {
 
 struct transport;
 
+/* The receive path's state, for STATS: how often the transport found its
+ * receive queue empty (datagrams arriving then were dropped), and what the
+ * device itself counted. */
+struct transport_rx_stats {
+	uint64_t queue_empty;     /* the daemon's own count */
+	uint64_t hw_out_of_buffer; /* the port's out_of_buffer counter, since open */
+	bool hw_counted;          /* the device has that counter */
+	unsigned slots;           /* receive buffers, once the device's limits applied */
+};
+
 struct transport_ops {
 	const char *name;
 	/* Open sockets (or a QP) for @ep and register them with @loop. */
@@ -36,6 +47,8 @@ struct transport_ops {
 	int (*send_mcast)(struct transport *t, unsigned g, const void *buf, size_t len);
 	int (*send_ucast)(struct transport *t, const struct transport_addr *to, const void *buf,
 			  size_t len);
+	/* Optional: fill @s with the receive path's counters (NULL: none kept). */
+	void (*rx_stats)(struct transport *t, struct transport_rx_stats *s);
 };
 
 struct transport {

@@ -13,7 +13,13 @@
  *   its configured IP address, joined as an IP group on the port's netdev
  *   too; the sender's GID comes from the IP header before the payload.
  * Completions and verbs async events (port events) come through the event
- * loop: both descriptors are non-blocking. test/vm/ runs it on soft-RoCE in a
+ * loop: both descriptors are non-blocking.
+ * The receive queue holds the endpoint's recv_depth buffers (clamped to what
+ * the device takes); each poll's consumed buffers go back in one chained
+ * ibv_post_recv. A UD QP with no buffer posted drops what arrives without a
+ * trace, so the transport counts the times it found every buffer consumed
+ * (the queue ran dry) and reads the port's out_of_buffer counter where the
+ * device has one (mlx5; not rxe, which drops in silence). test/vm/ runs it on soft-RoCE in a
  * guest; doc/hardware-testing.md says what only an IB cluster can verify.
  */
 #include "fabric/transport_ib.h"
@@ -21,6 +27,8 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -28,18 +36,22 @@
 
 #include "fabric/fabric_wire.h"
 #include "fabric/transport_roce.h"
+#include "core/clock.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "ib/sa_mad.h"
 
-#define RECV_DEPTH	256
 #define SEND_DEPTH	64
 #define SLOT_LEN	2048 /* a datagram: FW_MAX_LEN fits the smallest usual UD MTU */
 #define RECV_SLOT	(IB_GRH_LEN + SLOT_LEN)
 #define AH_CACHE	64   /* unicast address handles kept */
 #define ATTACH_RETRY_MS 1000 /* a group not joined yet: look again */
-#define POLL_BATCH	32
+#define POLL_BATCH	32   /* completions per poll; their buffers reposted as one chain */
 #define MCAST_QPN	0xffffff
+#define WRID_RECV	(1ull << 32) /* a receive's work request id: this bit and the slot */
+#define DRY_LOG_MS	60000 /* at most one "receive queue ran dry" warning a minute */
+#define HW_COUNTER_PATH_MAX 256
+#define SYSFS_IB	"/sys/class/infiniband"
 
 _Static_assert(FW_MAX_LEN <= SLOT_LEN, "a datagram fits a slot");
 
@@ -69,7 +81,17 @@ struct ib_priv {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
-	uint8_t *buf; /* RECV_DEPTH receive slots, then SEND_DEPTH send slots */
+	uint8_t *buf; /* recv_depth receive slots, then SEND_DEPTH send slots */
+	unsigned recv_depth;  /* receive slots, after the device's limits */
+	unsigned recv_posted; /* of which the HCA holds now */
+	struct ibv_wc *wcs;   /* polled completions not handled yet: a ring */
+	unsigned wc_cap, wc_head, wc_n;
+	uint64_t queue_empty; /* times every posted buffer was found consumed */
+	bool dry;             /* and the last time is not over */
+	uint64_t dry_warned_ms; /* when that was last logged */
+	uint64_t dry_warned_at; /* queue_empty then */
+	char hw_oob[HW_COUNTER_PATH_MAX]; /* the port's out_of_buffer counter, "" none */
+	uint64_t hw_last, hw_total;       /* its last reading, its growth since open */
 	bool send_busy[SEND_DEPTH];
 	unsigned send_next;
 	struct loop_fd cq_lf, async_lf;
@@ -156,6 +178,49 @@ int ib_parse_recv(const uint8_t *buf, size_t byte_len, bool has_grh, uint16_t sl
 	return 0;
 }
 
+unsigned ib_recv_depth_fit(unsigned want, int max_qp_wr, int max_cqe, unsigned send_depth)
+{
+	unsigned depth = want;
+
+	if (max_qp_wr > 0 && (unsigned)max_qp_wr < depth)
+		depth = (unsigned)max_qp_wr;
+	/* sends and receives share one completion queue */
+	if (max_cqe > 0 && (unsigned)max_cqe < depth + send_depth)
+		depth = (unsigned)max_cqe > send_depth ? (unsigned)max_cqe - send_depth : 1;
+	return depth ? depth : 1;
+}
+
+int ib_read_counter(const char *path, uint64_t *value)
+{
+	char text[32], *end;
+	ssize_t n;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, text, sizeof(text) - 1);
+	if (n < 0)
+		ret = -errno;
+	close(fd);
+	if (ret)
+		return ret;
+	text[n] = 0;
+	errno = 0;
+	*value = strtoull(text, &end, 10);
+	if (end == text || errno || (*end && *end != '\n') || text[0] == '-')
+		return -EBADMSG;
+	return 0;
+}
+
+void ib_counter_advance(uint64_t *last, uint64_t *total, uint64_t now)
+{
+	/* a counter that went back was reset (a driver or firmware reset):
+	 * what it holds now is new */
+	*total += now >= *last ? now - *last : now;
+	*last = now;
+}
+
 /* --- the QP ----------------------------------------------------------------------- */
 
 static uint8_t *recv_slot(struct ib_priv *p, unsigned i)
@@ -165,19 +230,36 @@ static uint8_t *recv_slot(struct ib_priv *p, unsigned i)
 
 static uint8_t *send_slot(struct ib_priv *p, unsigned i)
 {
-	return p->buf + (size_t)RECV_DEPTH * RECV_SLOT + (size_t)i * SLOT_LEN;
+	return p->buf + (size_t)p->recv_depth * RECV_SLOT + (size_t)i * SLOT_LEN;
 }
 
-static int post_recv(struct ib_priv *p, unsigned i)
+static size_t buf_len(unsigned recv_depth)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)recv_slot(p, i),
-		.length = RECV_SLOT,
-		.lkey = p->mr->lkey,
-	};
-	struct ibv_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
+	return (size_t)recv_depth * RECV_SLOT + (size_t)SEND_DEPTH * SLOT_LEN;
+}
 
-	return -ibv_post_recv(p->qp, &wr, &bad);
+/* Hand receive slots @slots[0..n) (n <= POLL_BATCH) back to the HCA in one
+ * chained post. 0 or -errno; what went in before a failure stays posted. */
+static int post_recvs(struct ib_priv *p, const unsigned *slots, unsigned n)
+{
+	struct ibv_recv_wr wr[POLL_BATCH], *bad = NULL;
+	struct ibv_sge sge[POLL_BATCH];
+	int ret;
+
+	if (!n)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		sge[i].addr = (uintptr_t)recv_slot(p, slots[i]);
+		sge[i].length = RECV_SLOT;
+		sge[i].lkey = p->mr->lkey;
+		wr[i].wr_id = WRID_RECV | slots[i];
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	ret = ibv_post_recv(p->qp, wr, &bad);
+	p->recv_posted += ret && bad ? (unsigned)(bad - wr) : ret ? 0 : n;
+	return -ret;
 }
 
 static int qp_to_rts(struct ib_priv *p)
@@ -206,31 +288,68 @@ static int qp_to_rts(struct ib_priv *p)
 	return -ret;
 }
 
-static void on_recv(struct ib_priv *p, const struct ibv_wc *wc)
+static void on_recv(struct ib_priv *p, const struct ibv_wc *wc, unsigned slot)
 {
 	struct transport_addr from;
 	const uint8_t *payload;
 	size_t len;
 
 	if (wc->status == IBV_WC_SUCCESS &&
-	    ib_parse_recv(recv_slot(p, (unsigned)wc->wr_id), wc->byte_len,
-			  wc->wc_flags & IBV_WC_GRH, wc->slid, wc->src_qp, &from, &payload,
-			  &len) == 0) {
+	    ib_parse_recv(recv_slot(p, slot), wc->byte_len, wc->wc_flags & IBV_WC_GRH, wc->slid,
+			  wc->src_qp, &from, &payload, &len) == 0) {
 		if (p->roce) /* no LIDs; the "GRH" may be an IPv4 header */
-			roce_grh_sgid(recv_slot(p, (unsigned)wc->wr_id), from.gid);
+			roce_grh_sgid(recv_slot(p, slot), from.gid);
 		p->t->recv(p->t, payload, len, &from);
 	}
-	if (post_recv(p, (unsigned)wc->wr_id))
-		log_warn("endpoint %s: cannot post a receive buffer", p->t->ep->label);
+}
+
+/* Every buffer the HCA held came back before we gave any again: the queue
+ * was empty from the last one's arrival until now, and what arrived in
+ * between was dropped. */
+static void ran_dry(struct ib_priv *p)
+{
+	uint64_t now = now_ms();
+
+	p->queue_empty++;
+	if (p->dry_warned_ms && now < p->dry_warned_ms + DRY_LOG_MS)
+		return;
+	log_warn("endpoint %s: its receive queue ran dry (%" PRIu64 " time%s since the last "
+		 "warning): datagrams were lost; recv_depth is %u",
+		 p->t->ep->label, p->queue_empty - p->dry_warned_at,
+		 p->queue_empty - p->dry_warned_at == 1 ? "" : "s", p->recv_depth);
+	p->dry_warned_ms = now ? now : 1;
+	p->dry_warned_at = p->queue_empty;
+}
+
+/* Move what the completion queue holds into the ring of polled completions
+ * (room for every work request outstanding, so it never overflows); then
+ * the HCA holds recv_posted buffers exactly. */
+static void poll_all(struct ib_priv *p)
+{
+	for (int calls = 0; calls < 3 && p->wc_n < p->wc_cap; calls++) {
+		unsigned tail = (p->wc_head + p->wc_n) % p->wc_cap;
+		unsigned room = p->wc_cap - p->wc_n;
+		int n;
+
+		if (room > p->wc_cap - tail)
+			room = p->wc_cap - tail; /* up to the ring's end, then from its start */
+		n = ibv_poll_cq(p->cq, (int)room, &p->wcs[tail]);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++)
+			if ((p->wcs[tail + i].wr_id & WRID_RECV) && p->recv_posted)
+				p->recv_posted--;
+		p->wc_n += (unsigned)n;
+		if ((unsigned)n < room)
+			return; /* the completion queue is empty */
+	}
 }
 
 static void on_cq(struct loop_fd *lf, uint32_t events)
 {
 	struct ib_priv *p = container_of(lf, struct ib_priv, cq_lf);
-	struct ibv_wc wc[POLL_BATCH];
 	struct ibv_cq *cq;
 	void *ctx;
-	int n;
 
 	(void)events;
 	if (ibv_get_cq_event(p->ch, &cq, &ctx) == 0 && ++p->cq_events >= 64) {
@@ -238,17 +357,46 @@ static void on_cq(struct loop_fd *lf, uint32_t events)
 		p->cq_events = 0;
 	}
 	ibv_req_notify_cq(p->cq, 0);
-	/* drain after re-arming: nothing slips between the two */
-	for (int round = 0; round < RECV_DEPTH / POLL_BATCH; round++) {
-		n = ibv_poll_cq(p->cq, POLL_BATCH, wc);
-		if (n <= 0)
+	/* Drain after re-arming: nothing slips between the two. Then, batch by
+	 * batch: poll everything, and if the HCA holds no buffer the queue ran
+	 * dry (the HCA's own count only ever falls between two of our posts, so
+	 * a look just before each post sees every time it reached zero); hand
+	 * the batch to the protocol; post its buffers again in one chain. At
+	 * most a queue's worth of batches polled, then the loop serves the
+	 * others: what arrived since the re-arm raises the next event. */
+	for (unsigned round = 0; round <= p->wc_cap / POLL_BATCH + 1; round++) {
+		unsigned slots[POLL_BATCH], n_slots = 0;
+
+		if (round <= p->wc_cap / POLL_BATCH)
+			poll_all(p);
+		if (!p->wc_n)
 			return;
-		for (int i = 0; i < n; i++) {
-			if (wc[i].opcode & IBV_WC_RECV)
-				on_recv(p, &wc[i]);
-			else if (wc[i].wr_id < SEND_DEPTH)
-				p->send_busy[wc[i].wr_id] = false;
+		if (!p->recv_posted && !p->dry) {
+			p->dry = true;
+			ran_dry(p);
 		}
+		for (unsigned i = 0; i < POLL_BATCH && p->wc_n; i++) {
+			const struct ibv_wc *wc = &p->wcs[p->wc_head];
+
+			/* the work request id, not the opcode: an error
+			 * completion's opcode is undefined */
+			if (wc->wr_id & WRID_RECV) {
+				unsigned slot = (unsigned)(wc->wr_id & ~WRID_RECV);
+
+				if (slot < p->recv_depth) {
+					slots[n_slots++] = slot;
+					on_recv(p, wc, slot);
+				}
+			} else if (wc->wr_id < SEND_DEPTH) {
+				p->send_busy[wc->wr_id] = false;
+			}
+			p->wc_head = (p->wc_head + 1) % p->wc_cap;
+			p->wc_n--;
+		}
+		if (post_recvs(p, slots, n_slots))
+			log_warn("endpoint %s: cannot post receive buffers again", p->t->ep->label);
+		else if (n_slots)
+			p->dry = false;
 	}
 }
 
@@ -564,6 +712,128 @@ static int ib_send_ucast(struct transport *t, const struct transport_addr *to, c
 
 /* --- open / close ------------------------------------------------------------------- */
 
+/* The queues and their memory (a QP, its CQ, the registered buffers). */
+static void queues_destroy(struct ib_priv *p)
+{
+	if (p->qp)
+		ibv_destroy_qp(p->qp);
+	if (p->mr)
+		ibv_dereg_mr(p->mr);
+	if (p->cq) {
+		if (p->cq_events)
+			ibv_ack_cq_events(p->cq, p->cq_events);
+		ibv_destroy_cq(p->cq);
+	}
+	free(p->buf);
+	free(p->wcs);
+	p->qp = NULL;
+	p->mr = NULL;
+	p->cq = NULL;
+	p->buf = NULL;
+	p->wcs = NULL;
+	p->cq_events = 0;
+}
+
+static int queues_create(struct ib_priv *p, unsigned depth)
+{
+	struct ibv_qp_init_attr qa;
+
+	p->recv_depth = depth;
+	p->wc_cap = depth + SEND_DEPTH;
+	p->wc_head = p->wc_n = 0;
+	p->buf = calloc(1, buf_len(depth));
+	p->wcs = calloc(p->wc_cap, sizeof(*p->wcs));
+	if (!p->buf || !p->wcs)
+		return -ENOMEM;
+	p->cq = ibv_create_cq(p->ctx, (int)p->wc_cap, NULL, p->ch, 0);
+	if (!p->cq)
+		return errno ? -errno : -ENOMEM;
+	p->mr = ibv_reg_mr(p->pd, p->buf, buf_len(depth), IBV_ACCESS_LOCAL_WRITE);
+	if (!p->mr)
+		return errno ? -errno : -ENOMEM;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = p->cq;
+	qa.recv_cq = p->cq;
+	qa.cap.max_send_wr = SEND_DEPTH;
+	qa.cap.max_recv_wr = depth;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.qp_type = IBV_QPT_UD;
+	p->qp = ibv_create_qp(p->pd, &qa);
+	if (!p->qp)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/* The queues for @want receive buffers, or as many as the device and the
+ * locked-memory limit allow: the device's maxima first, then halving on
+ * a failure for want of memory. */
+static int queues_fit(struct ib_priv *p, const struct cfg_endpoint *ep)
+{
+	struct ibv_device_attr da;
+	unsigned depth;
+	int ret;
+
+	if (ibv_query_device(p->ctx, &da)) {
+		ret = errno ? -errno : -EIO;
+		log_err("endpoint %s: %s: cannot query the device: %s", ep->label, ep->device,
+			strerror(-ret));
+		return ret;
+	}
+	depth = ib_recv_depth_fit(ep->recv_depth, da.max_qp_wr, da.max_cqe, SEND_DEPTH);
+	if (depth < ep->recv_depth)
+		log_info("endpoint %s: recv_depth %u is more than %s takes (max_qp_wr %d, "
+			 "max_cqe %d): %u receive buffers",
+			 ep->label, ep->recv_depth, ep->device, da.max_qp_wr, da.max_cqe, depth);
+	for (;;) {
+		ret = queues_create(p, depth);
+		if (!ret)
+			return 0;
+		queues_destroy(p);
+		if ((ret != -ENOMEM && ret != -EAGAIN && ret != -EINVAL && ret != -EPERM) ||
+		    depth / 2 < CFG_RECV_DEPTH_MIN)
+			break;
+		log_warn("endpoint %s: no room for %u receive buffers (%s; %zu KiB of locked "
+			 "memory: see LimitMEMLOCK): trying %u",
+			 ep->label, depth, strerror(-ret), buf_len(depth) / 1024, depth / 2);
+		depth /= 2;
+	}
+	log_err("endpoint %s: cannot create a UD QP with %u receive buffers: %s", ep->label,
+		depth, strerror(-ret));
+	return ret;
+}
+
+/* The port's out_of_buffer counter (datagrams dropped for want of a receive
+ * buffer, every QP of the port together) where the device keeps one. */
+static void hw_counter_open(struct ib_priv *p, const struct cfg_endpoint *ep)
+{
+	int n = snprintf(p->hw_oob, sizeof(p->hw_oob), SYSFS_IB "/%s/ports/%u/hw_counters/"
+			 "out_of_buffer", ep->device, ep->port_num);
+
+	if (n < 0 || (size_t)n >= sizeof(p->hw_oob) || ib_read_counter(p->hw_oob, &p->hw_last)) {
+		p->hw_oob[0] = 0;
+		log_info("endpoint %s: %s counts no receive-queue drops (no out_of_buffer "
+			 "counter): only the daemon's own count of its queue running dry",
+			 ep->label, ep->device);
+	}
+}
+
+static void ib_rx_stats(struct transport *t, struct transport_rx_stats *s)
+{
+	struct ib_priv *p = t->priv;
+	uint64_t now;
+
+	memset(s, 0, sizeof(*s));
+	if (!p)
+		return;
+	s->queue_empty = p->queue_empty;
+	s->slots = p->recv_depth;
+	if (p->hw_oob[0] && ib_read_counter(p->hw_oob, &now) == 0)
+		ib_counter_advance(&p->hw_last, &p->hw_total, now);
+	s->hw_counted = p->hw_oob[0] != 0;
+	s->hw_out_of_buffer = p->hw_total;
+}
+
 static void ib_close(struct transport *t, struct loop *loop)
 {
 	struct ib_priv *p = t->priv;
@@ -581,22 +851,13 @@ static void ib_close(struct transport *t, struct loop *loop)
 	for (int i = 0; i < 2; i++)
 		if (p->mfd[i] >= 0)
 			close(p->mfd[i]);
-	if (p->qp)
-		ibv_destroy_qp(p->qp);
-	if (p->mr)
-		ibv_dereg_mr(p->mr);
-	if (p->cq) {
-		if (p->cq_events)
-			ibv_ack_cq_events(p->cq, p->cq_events);
-		ibv_destroy_cq(p->cq);
-	}
+	queues_destroy(p);
 	if (p->ch)
 		ibv_destroy_comp_channel(p->ch);
 	if (p->pd)
 		ibv_dealloc_pd(p->pd);
 	if (p->ctx)
 		ibv_close_device(p->ctx);
-	free(p->buf);
 	free(p);
 	t->priv = NULL;
 }
@@ -630,7 +891,6 @@ static int set_nonblock(int fd)
 
 static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endpoint *ep)
 {
-	struct ibv_qp_init_attr qa;
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
 	struct ib_priv *p;
@@ -685,45 +945,35 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 		ret = -EPROTONOSUPPORT;
 		goto err;
 	}
-	p->buf = calloc(1, (size_t)RECV_DEPTH * RECV_SLOT + (size_t)SEND_DEPTH * SLOT_LEN);
 	p->pd = ibv_alloc_pd(p->ctx);
 	p->ch = ibv_create_comp_channel(p->ctx);
-	if (!p->buf || !p->pd || !p->ch) {
+	if (!p->pd || !p->ch) {
 		ret = -ENOMEM;
 		goto err;
 	}
-	p->cq = ibv_create_cq(p->ctx, RECV_DEPTH + SEND_DEPTH, NULL, p->ch, 0);
-	p->mr = ibv_reg_mr(p->pd, p->buf,
-			   (size_t)RECV_DEPTH * RECV_SLOT + (size_t)SEND_DEPTH * SLOT_LEN,
-			   IBV_ACCESS_LOCAL_WRITE);
-	if (!p->cq || !p->mr) {
-		ret = -ENOMEM;
+	ret = queues_fit(p, ep);
+	if (ret)
 		goto err;
-	}
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = p->cq;
-	qa.recv_cq = p->cq;
-	qa.cap.max_send_wr = SEND_DEPTH;
-	qa.cap.max_recv_wr = RECV_DEPTH;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.qp_type = IBV_QPT_UD;
-	p->qp = ibv_create_qp(p->pd, &qa);
-	if (!p->qp) {
-		ret = errno ? -errno : -EIO;
-		log_err("endpoint %s: cannot create a UD QP: %s", ep->label, strerror(-ret));
-		goto err;
-	}
 	ret = qp_to_rts(p);
 	if (ret) {
 		log_err("endpoint %s: UD QP to RTS: %s", ep->label, strerror(-ret));
 		goto err;
 	}
-	for (unsigned i = 0; i < RECV_DEPTH; i++) {
-		ret = post_recv(p, i);
-		if (ret)
+	for (unsigned i = 0; i < p->recv_depth; i += POLL_BATCH) {
+		unsigned slots[POLL_BATCH], n = 0;
+
+		while (n < POLL_BATCH && i + n < p->recv_depth) {
+			slots[n] = i + n;
+			n++;
+		}
+		ret = post_recvs(p, slots, n);
+		if (ret) {
+			log_err("endpoint %s: cannot post receive buffers: %s", ep->label,
+				strerror(-ret));
 			goto err;
+		}
 	}
+	hw_counter_open(p, ep);
 	ret = ibv_req_notify_cq(p->cq, 0);
 	if (ret) {
 		ret = -ret;
@@ -750,11 +1000,14 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 	}
 	t->qpn = p->qp->qp_num;
 	if (p->roce)
-		log_info("endpoint %s: UD QP 0x%06x on %s port %u (RoCE v2, GID index %u)",
-			 ep->label, t->qpn, ep->device, p->port_num, p->rgid.index);
+		log_info("endpoint %s: UD QP 0x%06x on %s port %u (RoCE v2, GID index %u), %u "
+			 "receive buffers (%zu KiB)",
+			 ep->label, t->qpn, ep->device, p->port_num, p->rgid.index, p->recv_depth,
+			 buf_len(p->recv_depth) / 1024);
 	else
-		log_info("endpoint %s: UD QP 0x%06x on %s port %u", ep->label, t->qpn,
-			 ep->device, p->port_num);
+		log_info("endpoint %s: UD QP 0x%06x on %s port %u, %u receive buffers (%zu KiB)",
+			 ep->label, t->qpn, ep->device, p->port_num, p->recv_depth,
+			 buf_len(p->recv_depth) / 1024);
 	return 0;
 err:
 	ib_close(t, loop);
@@ -769,4 +1022,5 @@ const struct transport_ops transport_ib_ops = {
 	.leave = ib_leave,
 	.send_mcast = ib_send_mcast,
 	.send_ucast = ib_send_ucast,
+	.rx_stats = ib_rx_stats,
 };

@@ -39,4 +39,18 @@ void ib_ah_attr_mcast(const uint8_t mgid[16], uint16_t mlid, uint8_t sl, uint8_t
 int ib_parse_recv(const uint8_t *buf, size_t byte_len, bool has_grh, uint16_t slid, uint32_t src_qp,
 		  struct transport_addr *from, const uint8_t **payload, size_t *len);
 
+/* The receive buffers a UD QP gets for @want asked: at most the device's
+ * @max_qp_wr, and with @send_depth sends at most @max_cqe completions in
+ * the one completion queue (a limit of 0 or less: none known). At least 1. */
+unsigned ib_recv_depth_fit(unsigned want, int max_qp_wr, int max_cqe, unsigned send_depth);
+
+/* A counter file's value (sysfs hw_counters: a decimal number and a
+ * newline). 0, -errno from open/read, or -EBADMSG. */
+int ib_read_counter(const char *path, uint64_t *value);
+
+/* Add to @total what a counter gained from its reading @last to @now (and
+ * make @now the last); a counter that went back was reset, and counts
+ * from zero. */
+void ib_counter_advance(uint64_t *last, uint64_t *total, uint64_t now);
+
 #endif

@@ -84,6 +84,12 @@ def test_every_statistic_is_described_and_typed(single):
     assert fams["ibresd_cache_size_bytes"][0] == "gauge"
     assert fams["ibresd_clients_connected"][0] == "gauge"
     assert fams["ibresd_cache_hits_total"][0] == "counter"
+    # the ib transport's receive queues: overruns are counters, the size a gauge
+    # (an ip-only daemon: no buffers, nothing dropped)
+    assert fams["ibresd_fabric_rx_queue_empty_total"][0] == "counter"
+    assert fams["ibresd_fabric_rx_hca_out_of_buffer_total"][0] == "counter"
+    assert fams["ibresd_fabric_rx_queue_slots"][0] == "gauge"
+    assert counters["fabric_rx_queue_slots"] == counters["fabric_rx_queue_empty"] == 0
     # the same numbers as the JSON form (those that a request does not move)
     assert fams["ibresd_cache_hosts"][2] == counters["cache_hosts"]
     assert fams["ibresd_cache_size_bytes"][2] == counters["cache_bytes"]

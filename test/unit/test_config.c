@@ -146,6 +146,8 @@ static void test_endpoint_defaults(void **state)
 	assert_int_equal(ep->transport, TRANSPORT_NONE);
 	assert_string_equal(ep->interface, "");
 	assert_int_equal(ep->udp_port, 4790);
+	assert_int_equal(ep->recv_depth, CFG_RECV_DEPTH_DEFAULT);
+	assert_int_equal(ep->recv_depth, 16384);
 	assert_int_equal(ep->n_groups, 0);
 	assert_int_equal(ep->id.n_v4, 0);
 	assert_int_equal(ep->id.n_v6, 0);
@@ -617,6 +619,8 @@ static const struct bad_case bad_cases[] = {
 	{ "[endpoint e]", "interface", "ib/0", "1..15 characters" },
 	{ "[endpoint e]", "udp_port", "0", "an integer 1..65535" },
 	{ "[endpoint e]", "udp_port", "65536", "an integer 1..65535" },
+	{ "[endpoint e]", "recv_depth", "63", "an integer 64..1048576" },
+	{ "[endpoint e]", "recv_depth", "1048577", "an integer 64..1048576" },
 	{ "[endpoint e]", "group", "198.18.0.1", "multicast ADDRESS" },
 	{ "[endpoint e]", "group", "239.255.73.1 mtu=1500", "'ADDRESS [mtu=BYTES] [rate=GBPS]'" },
 	{ "[endpoint e]", "group", "239.255.73.1 rate=3", "'ADDRESS" },
@@ -884,6 +888,11 @@ static void test_validate(void **state)
 	assert_int_equal(cfg.sa_window, 64);
 	assert_int_equal(cfg.port_poll_ms, 0);
 	assert_int_equal(cfg.eps[0].pkey_index, 127);
+	/* the ib transport's receive queue, both ends of its range */
+	assert_int_equal(parse(EP_OK "recv_depth = 64\n"), 0);
+	assert_int_equal(cfg.eps[0].recv_depth, 64);
+	assert_int_equal(parse(EP_OK "recv_depth = 1048576\n"), 0);
+	assert_int_equal(cfg.eps[0].recv_depth, 1048576);
 	assert_int_not_equal(parse("[resolve]\nsa_window = 0\n"), 0);
 	assert_int_not_equal(parse("[resolve]\nsa_window = 65\n"), 0);
 	assert_int_not_equal(parse("[resolve]\nport_poll_interval = 50ms\n"), 0);

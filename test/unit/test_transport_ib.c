@@ -12,6 +12,9 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/loop.h"
@@ -248,6 +251,75 @@ static void test_roce_grh_sgid(void **state)
 	assert_memory_equal(sgid, grh + 8, 16);
 }
 
+static void test_recv_depth_fit(void **state)
+{
+	(void)state;
+	/* within the device's limits: as asked */
+	assert_int_equal(ib_recv_depth_fit(16384, 32768, 4194303, 64), 16384);
+	/* max_qp_wr (an older HCA's 16351, rxe's 16384) */
+	assert_int_equal(ib_recv_depth_fit(32768, 16351, 4194303, 64), 16351);
+	/* one completion queue for both: max_cqe less the sends */
+	assert_int_equal(ib_recv_depth_fit(32768, 1 << 20, 32767, 64), 32767 - 64);
+	/* limits not known (0 or negative): as asked */
+	assert_int_equal(ib_recv_depth_fit(1024, 0, -1, 64), 1024);
+	/* a completion queue smaller than the sends: still one buffer */
+	assert_int_equal(ib_recv_depth_fit(1024, 1024, 32, 64), 1);
+	assert_int_equal(ib_recv_depth_fit(0, 1024, 4096, 64), 1);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_read_counter(void **state)
+{
+	char path[] = "/tmp/test_transport_ib.XXXXXX";
+	uint64_t v = 7;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	write_file(path, "18446744073709551615\n");
+	assert_int_equal(ib_read_counter(path, &v), 0);
+	assert_true(v == UINT64_MAX);
+	write_file(path, "42");
+	assert_int_equal(ib_read_counter(path, &v), 0);
+	assert_int_equal(v, 42);
+	write_file(path, "");
+	assert_int_equal(ib_read_counter(path, &v), -EBADMSG);
+	write_file(path, "-1\n");
+	assert_int_equal(ib_read_counter(path, &v), -EBADMSG);
+	write_file(path, "12 apples\n");
+	assert_int_equal(ib_read_counter(path, &v), -EBADMSG);
+	write_file(path, "99999999999999999999999\n");
+	assert_int_equal(ib_read_counter(path, &v), -EBADMSG);
+	unlink(path);
+	assert_int_equal(ib_read_counter(path, &v), -ENOENT);
+}
+
+static void test_counter_advance(void **state)
+{
+	uint64_t last = 100, total = 0;
+
+	(void)state;
+	ib_counter_advance(&last, &total, 100);
+	assert_int_equal(total, 0);
+	ib_counter_advance(&last, &total, 130);
+	assert_int_equal(total, 30);
+	assert_int_equal(last, 130);
+	/* reset under us: what it holds now is new */
+	ib_counter_advance(&last, &total, 5);
+	assert_int_equal(total, 35);
+	ib_counter_advance(&last, &total, 9);
+	assert_int_equal(total, 39);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +332,9 @@ int main(void)
 		cmocka_unit_test(test_roce_ah),
 		cmocka_unit_test(test_roce_grh_sgid),
 		cmocka_unit_test(test_open_without_device),
+		cmocka_unit_test(test_recv_depth_fit),
+		cmocka_unit_test(test_read_counter),
+		cmocka_unit_test(test_counter_advance),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,8 +40,10 @@ void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 		struct endpoint *ep = &e->ep[i];
 
 		/* counters survive a reload of the same endpoint */
-		if (strcmp(ep->cfg.label, cfg->eps[i].label))
+		if (strcmp(ep->cfg.label, cfg->eps[i].label)) {
 			memset(ep->counters, 0, sizeof(ep->counters));
+			ep->down = false; /* another port: its state is news */
+		}
 		ep->index = i;
 		ep->cfg = cfg->eps[i];
 	}
@@ -152,6 +154,19 @@ int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres
 	for (unsigned i = 0; i < e->n_listeners; i++)
 		e->listeners[i].fn(e->listeners[i].arg, ep, &old, changes);
 	return ret ? ret : (int)changes;
+}
+
+void endpoint_set_down(struct endpoints *e, struct endpoint *ep, bool down)
+{
+	if (ep->down == down)
+		return;
+	ep->down = down;
+	if (down) {
+		store_forget_fabric(e->store, ep->index);
+		store_drop_routes(e->store, (int)ep->index, NULL);
+	}
+	for (unsigned i = 0; i < e->n_listeners; i++)
+		e->listeners[i].fn(e->listeners[i].arg, ep, &ep->cfg.id, EP_CHANGE_STATE);
 }
 
 struct endpoint *endpoint_by_key(struct endpoints *e, const struct host_key *k)

@@ -22,6 +22,7 @@
 
 struct endpoint {
 	unsigned index; /* 0-based; ibacm clients count from 1 */
+	bool down;      /* its port or link is not up: it is no rail now */
 	struct cfg_endpoint cfg; /* cfg.id is the live identity (this module's) */
 	uint64_t counters[IBRES_CNTR_MAX];
 };
@@ -32,6 +33,7 @@ enum endpoint_change {
 	EP_CHANGE_PORT = 1u << 1,  /* LID or P_Key */
 	EP_CHANGE_GID = 1u << 2,   /* a new port GID: a new identity */
 	EP_CHANGE_QPN = 1u << 3,   /* the UD QP peers reach it at */
+	EP_CHANGE_STATE = 1u << 4, /* it went down, or came back up (ep->down) */
 };
 
 /* @old: the identity before; @changes: enum endpoint_change bits. */
@@ -74,6 +76,14 @@ int endpoints_publish(struct endpoints *e, unsigned *failed_ep);
  * store refused the record (the endpoint keeps the new identity; the
  * listeners are still told). */
 int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres_hostrec *id);
+
+/* @ep's port or link went down (@down) or came back up: the only way to
+ * change ep->down. Going down, the endpoints learned through it only are
+ * forgotten (store_forget_fabric) with the paths from it, so nothing is
+ * answered on that rail from the cache; the listeners hear EP_CHANGE_STATE
+ * (the fabric says GOODBYE for it on the other rails, and announces it when
+ * it is back). Nothing happens when the state is unchanged. */
+void endpoint_set_down(struct endpoints *e, struct endpoint *ep, bool down);
 
 /* The endpoint that owns @k (name, address, GID or LID), or NULL. */
 struct endpoint *endpoint_by_key(struct endpoints *e, const struct host_key *k);

@@ -659,6 +659,62 @@ unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
 	return n;
 }
 
+/* @h is heard on @on from now on: its LID key moves to the fabric that gives. */
+static void set_heard_on(struct host_store *s, struct host *h, uint32_t on)
+{
+	unsigned lid_kidx = h_nkeys(h) - 1; /* the LID is the last key */
+	struct host_key k;
+	uint32_t hash;
+	long at;
+
+	if (!h->lid || fabric_of_bits(on) == h_fabric(h)) {
+		h->heard_on = on;
+		return;
+	}
+	hs_key(h, lid_kidx, &k);
+	at = hs_slot_find(s, &k, hs_hash(s, &k));
+	h->heard_on = on;
+	if (at < 0 || s->slots[at].h != h)
+		return; /* its LID was another's: it still is */
+	slot_del(s, (unsigned)at);
+	hs_key(h, lid_kidx, &k);
+	hash = hs_hash(s, &k);
+	if (hs_slot_find(s, &k, hash) >= 0)
+		return; /* taken on that fabric: the first there keeps it */
+	/* one slot freed, one taken: no growth */
+	slot_put(s->slots, s->slot_mask, h, (uint8_t)lid_kidx, hash);
+	h->n_indexed++;
+	s->n_keys++;
+}
+
+unsigned store_forget_fabric(struct host_store *s, unsigned ep)
+{
+	uint32_t bit = ep < 32 ? 1u << ep : 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; bit && i <= s->ident_mask; i++) {
+		struct host *h = s->idents[i], *next;
+
+		/* removing @h unlinks @h alone (the observer changes nothing) */
+		for (; h; h = next) {
+			next = h->id_next;
+			if (h->origin != IBRES_ORIGIN_FABRIC || !(h->heard_on & bit))
+				continue;
+			set_heard_on(s, h, h->heard_on & ~bit);
+			if (!h->heard_on || !h->n_indexed) {
+				hs_host_remove(s, h);
+				n++;
+				continue;
+			}
+			if (s->ob.put)
+				s->ob.put(s->ob.arg, h);
+			ring_changed(s, h, h);
+		}
+	}
+	s->stats.keys = s->n_keys;
+	return n;
+}
+
 /* Remove the hosts @pred selects. */
 static unsigned remove_hosts(struct host_store *s, bool (*pred)(const struct host *h, void *arg),
 			     void *arg)

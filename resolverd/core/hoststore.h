@@ -163,6 +163,11 @@ unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint
 /* Remove every endpoint with port GID @gid, every partition of the port
  * (it left the subnet), unless LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16]);
+/* Local endpoint @ep went down: no learned endpoint is reachable through
+ * it any more. Each forgets it heard anything there; one heard there only
+ * goes (the observer hears of it as of any other). Returns the endpoints
+ * that went. */
+unsigned store_forget_fabric(struct host_store *s, unsigned ep);
 /* Remove every host of @origin (the STATIC hosts before a reload). Returns keys removed. */
 unsigned store_remove_origin(struct host_store *s, uint8_t origin);
 /* Remove learned hosts and negative answers (@k NULL), or the host holding

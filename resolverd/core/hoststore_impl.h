@@ -127,9 +127,14 @@ static inline const uint8_t *h_name(const struct host *h, unsigned i, unsigned *
 /* The fabric its LID is unique in: the first local endpoint that hears it
  * (one subnet: every port hears every endpoint, and the first is the same
  * for all; planes: the one port on that plane). */
+static inline uint8_t fabric_of_bits(uint32_t heard_on)
+{
+	return heard_on ? (uint8_t)__builtin_ctz(heard_on) : HOST_FABRIC_NONE;
+}
+
 static inline uint8_t h_fabric(const struct host *h)
 {
-	return h->heard_on ? (uint8_t)__builtin_ctz(h->heard_on) : HOST_FABRIC_NONE;
+	return fabric_of_bits(h->heard_on);
 }
 
 static inline unsigned h_nkeys(const struct host *h)

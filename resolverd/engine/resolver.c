@@ -289,6 +289,8 @@ static bool reaches(const struct host *h, const struct endpoint *ep)
 {
 	uint32_t on = host_heard_on(h);
 
+	if (ep->down)
+		return false; /* a rail that is down answers nothing */
 	return !on || (ep->index < 32 && (on >> ep->index & 1));
 }
 

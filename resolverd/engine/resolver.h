@@ -96,7 +96,8 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 
 /* Answers stay on the caller's rail: a remote endpoint is reachable through
  * the local endpoints that heard it (planes share fe80::, LIDs repeat), a
- * static host (heard on none) through any, one of ours through itself.
+ * static host (heard on none) through any, one of ours through itself; an
+ * endpoint that is down (endpoint_set_down) reaches nothing.
  * @h is what key @k led to. The endpoint of its host that @ep reaches, or
  * NULL: of the host's endpoints that list @k (every one for a name of the
  * whole host, every partition for a port's GID), the first that @ep

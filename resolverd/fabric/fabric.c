@@ -254,7 +254,7 @@ int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
-		if (!p->open)
+		if (!p->open || p->ep->down)
 			continue;
 		msg_init(p, &m, FW_REQUEST, tid);
 		m.has_target = true;
@@ -419,6 +419,8 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	enum fw_error err;
 
 	f->c.rx++;
+	if (p->ep->down)
+		return; /* a datagram from before the rail went down: nothing to learn there */
 	err = fw_decode(buf, len, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], &m);
 	if (err == FW_ERR_AUTH && f->keys.n > 1) {
 		/* a key change in progress: the other key of the file */
@@ -469,7 +471,7 @@ static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
-		if (!p->open)
+		if (!p->open || p->ep->down)
 			continue;
 		msg_init(p, &m, type, tid);
 		m.flags = flags;
@@ -701,6 +703,33 @@ void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep)
 			ep->cfg.id.qpn = f->ports[i].t.qpn;
 }
 
+/* A rail went down: the node's other rails say GOODBYE for its endpoint, so
+ * that peers drop that endpoint only (its own port cannot say it). Back up:
+ * it announces itself as a newcomer, and peers answer with theirs, which it
+ * forgot when it went down. */
+static void rail_state(struct fabric *f, const struct endpoint *ep)
+{
+	struct fw_msg m;
+
+	if (!ep->down) {
+		log_info("fabric: endpoint %s is up again: announcing it", ep->cfg.label);
+		fabric_resync(f);
+		return;
+	}
+	log_info("fabric: endpoint %s is down: its rail answers nothing, peers are told on "
+		 "the others", ep->cfg.label);
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		if (!p->open || p->ep == ep || p->ep->down || !ep->cfg.id.n_gids)
+			continue;
+		msg_init(p, &m, FW_GOODBYE, 0);
+		m.sender = ep->cfg.id;
+		m.n_rails = 0;
+		port_send(p, &m, NULL);
+	}
+}
+
 /* An endpoint's identity changed (core/endpoints.h): a GOODBYE for a GID
  * that went, then an announcement now and once more a little later (for a
  * lost datagram, and for a peer that heard the new owner of a moved address
@@ -711,6 +740,10 @@ static void on_identity(void *arg, const struct endpoint *ep, const struct ibres
 	struct fabric *f = arg;
 	struct fw_msg m;
 
+	if (changes & EP_CHANGE_STATE) {
+		rail_state(f, ep);
+		return;
+	}
 	if (!(changes & (EP_CHANGE_ADDRS | EP_CHANGE_PORT | EP_CHANGE_GID)))
 		return;
 	/* a new GID is a new identity: peers let a name move only after its

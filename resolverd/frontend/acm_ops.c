@@ -191,6 +191,11 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 	ep = &d->eps.ep[req->ep];
 	if (first)
 		ep->counters[IBRES_CNTR_RESOLVE]++;
+	if (ep->down && !req->has_src) {
+		/* the caller's own source is on a rail that is down */
+		count(d, ep, IBRES_CNTR_ERROR);
+		return reply_status(req, reply, len, IBRES_STATUS_ENOTCONN);
+	}
 	res = resolver_lookup(&d->res, &req->waiter, &req->key, req->nodelay, &h);
 	if (res != LOOKUP_FOUND)
 		return answer_lookup(d, req, ep, res, first, reply, len);
@@ -210,8 +215,10 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 		}
 	}
 	if (!dst) {
+		/* no rail that is up reaches it; or it is on another fabric */
 		count(d, ep, IBRES_CNTR_ERROR);
-		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);
+		return reply_status(req, reply, len,
+				    ep->down ? IBRES_STATUS_ENOTCONN : IBRES_STATUS_EDESTADDR);
 	}
 	return answer_path(d, req, ep, dst, reply, len);
 }

@@ -80,8 +80,8 @@ static void step(struct kernel_query *kq)
 				    q->ip);
 	else
 		err = host_key_addr(&key, IBRES_KEY_GID, q->dgid);
-	if (err || (q->op == KPATH_OP_RESOLVE && kq->ep >= d->eps.n)) {
-		refuse(kq); /* a reload took the endpoint away */
+	if (err || (q->op == KPATH_OP_RESOLVE && (kq->ep >= d->eps.n || d->eps.ep[kq->ep].down))) {
+		refuse(kq); /* a reload took the endpoint away, or its rail is down */
 		return;
 	}
 	res = resolver_lookup(&d->res, &kq->waiter, &key, false, &h);

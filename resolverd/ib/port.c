@@ -109,6 +109,9 @@ static void port_apply(struct sa_port *p)
 
 	if (!ep || !p->have_info)
 		return;
+	/* a port that is not ACTIVE is no rail now (answers withdrawn, peers
+	 * told on the other rails); ACTIVE again, it is announced */
+	endpoint_set_down(p->sa->eps, ep, p->pi.state != SA_PORT_ACTIVE);
 	id = ep->cfg.id;
 	fill_endpoint(p, ep, &id);
 	if (endpoint_update(p->sa->eps, ep, &id) == 0)

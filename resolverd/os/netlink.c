@@ -233,8 +233,11 @@ static int on_link(struct nl_tables *t, struct nlmsghdr *h)
 	}
 	if (!strcmp(l->name, n.name) && l->ipoib == n.ipoib && !memcmp(l->gid, n.gid, 16) &&
 	    l->pkey == n.pkey && (l->flags & IFF_LOOPBACK) == (n.flags & IFF_LOOPBACK)) {
+		/* up or down (carrier): an ip endpoint's rail state */
+		bool state = (l->flags ^ n.flags) & (IFF_UP | IFF_RUNNING);
+
 		l->flags = n.flags;
-		return 0;
+		return state ? NL_CHANGED : 0;
 	}
 	*l = n;
 	return NL_CHANGED;
@@ -530,6 +533,26 @@ static void log_diff(const struct endpoint *ep, const struct ibres_hostrec *a,
 				 inet_ntop(AF_INET6, &a->v6[i], s, sizeof(s)), what);
 }
 
+/* An ip transport endpoint without a device is a rail only while its
+ * interface is up with a carrier (one with a device has its port's state,
+ * ib/port.c). */
+static void link_state(struct netlink *nl, struct endpoint *ep)
+{
+	if (ep->cfg.transport != TRANSPORT_IP || !ep->cfg.interface[0] || ep->cfg.device[0])
+		return; /* an endpoint with a device has its port's state */
+	for (unsigned i = 0; i < nl->t->n_links; i++) {
+		const struct nl_link *l = &nl->t->links[i];
+
+		if (strcmp(l->name, ep->cfg.interface) || (l->flags & IFF_LOOPBACK))
+			continue;
+		if (ep->down != !((l->flags & IFF_UP) && (l->flags & IFF_RUNNING)))
+			log_info("endpoint %s: interface %s is %s", ep->cfg.label, l->name,
+				 ep->down ? "up again" : "down (no carrier)");
+		endpoint_set_down(nl->eps, ep, !((l->flags & IFF_UP) && (l->flags & IFF_RUNNING)));
+		return;
+	}
+}
+
 void netlink_refresh(struct netlink *nl)
 {
 	if (!nl)
@@ -539,6 +562,7 @@ void netlink_refresh(struct netlink *nl)
 		unsigned dropped;
 		int ret;
 
+		link_state(nl, ep);
 		nl->after = ep->cfg.id;
 		dropped = netlink_merge(nl, ep, &nl->after);
 		if (hostrec_same_addrs(&nl->after, &ep->cfg.id))

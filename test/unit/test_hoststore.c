@@ -3386,6 +3386,28 @@ static void test_rails_one_subnet(void **state)
 			 0);
 	assert_int_equal(n_endpoints(r0), 1);
 	store_fini(&s);
+
+	/* local endpoint 0 goes down: heard there and on 1, it stays, its LID
+	 * now keyed on 1; local endpoint 1 goes down too: it goes */
+	assert_int_equal(store_init(&s, 64), 0);
+	{
+		struct host *y;
+
+		assert_int_equal(rail_put(&s, "nodeY", 7, 0, 3u, &y), 0);
+		assert_ptr_equal(lk_lid(&s, 1, 0), y);
+		assert_int_equal(store_forget_fabric(&s, 0), 0);
+		check(&s);
+		assert_int_equal(host_heard_on(y), 2u);
+		assert_null(lk_lid(&s, 1, 0));
+		assert_ptr_equal(lk_lid(&s, 1, 1), y);
+		assert_int_equal(store_forget_fabric(&s, 1), 1);
+		check(&s);
+		assert_null(lk_name(&s, "nodeY", 1));
+		/* nothing learned there: nothing goes */
+		assert_int_equal(store_forget_fabric(&s, 5), 0);
+		assert_int_equal(store_forget_fabric(&s, 40), 0);
+	}
+	store_fini(&s);
 }
 
 static void test_random_model_roomy(void **state)

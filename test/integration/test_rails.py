@@ -470,3 +470,79 @@ def test_config_same_gid_and_pkey_refused(r4, tmp_path):
     p.write_text(ok)
     r = check_config(p)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# --- more shapes: the host name as source, one subnet, IPv6 groups, restarts --------
+
+def test_host_name_as_source_is_the_first_rail(r4):
+    """-s nodeS (the name every rail carries) to nodeD: rail 0's path, as
+    ibacm's short host name names the first port."""
+    for s, d in itertools.permutations(sorted(r4.nodes), 2):
+        assert_rail_path(r4, s, d, 0, "n", r4.nodes[s]["name"], r4.nodes[d]["name"])
+        assert_rail_path(r4, s, d, 0, "n", r4.nodes[s]["name"], rail(r4, d, 0)["alias"])
+
+
+@pytest.fixture
+def cluster_factory(tmp_path):
+    made = []
+
+    def make(nodes, *args):
+        c = Cluster(tmp_path / ("c%d" % len(made)), nodes, *args)
+        made.append(c)
+        c.up()
+        return c
+
+    yield make
+    for c in made:
+        c.down()
+
+
+@pytest.mark.timeout(120)
+def test_one_subnet_unique_lids(cluster_factory):
+    """Without --planes (one subnet, LID K + 1000*R): the same rail-to-rail
+    answers, each with its rail's LIDs."""
+    c = cluster_factory(2, "--rails", 3)
+    wait_rails(c)
+    for k in c.nodes:
+        assert [rl["lid"] for rl in c.rails[k]] == [k, k + 1000, k + 2000]
+    for r in range(3):
+        for s, d in itertools.permutations(sorted(c.nodes), 2):
+            assert_rail_path(c, s, d, r, "n", rail(c, s, r)["alias"], c.nodes[d]["name"])
+            assert_rail_path(c, s, d, r, "i", rail(c, s, r)["ipv4"], rail(c, d, r)["ipv4"])
+    for k in c.nodes:
+        assert stats(c.sock(k))["fabric_rx_conflict"] == 0
+
+
+@pytest.mark.timeout(120)
+def test_ipv6_groups_per_rail(cluster_factory):
+    """--ipv6: each rail's groups are ff15::49XX of its own, asked on the fabric
+    (announcements off): still rail to rail."""
+    c = cluster_factory(2, "--rails", 3, "--planes", "--ipv6",
+                        "--set", "resolve.announce_interval=0")
+    c.wait_settled()
+    for r in range(3):
+        for s, d in itertools.permutations(sorted(c.nodes), 2):
+            assert_rail_path(c, s, d, r, "n", rail(c, s, r)["alias"], rail(c, d, r)["alias"])
+            assert_rail_path(c, s, d, r, "i", rail(c, s, r)["ipv6"], rail(c, d, r)["ipv6"])
+    for k in c.nodes:
+        assert stats(c.sock(k))["fabric_rx_conflict"] == 0
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", ["TERM", "KILL"])
+def test_restarted_node_rejoins_on_every_rail(cluster_factory, sig):
+    """A node restarted (after a GOODBYE, or killed without one) is its own
+    host again on every rail: its rails join, no conflict, every rail resolves."""
+    c = cluster_factory(2, "--rails", RAILS, "--planes")
+    wait_rails(c)
+    c.kill(2, sig)
+    c.start(2)
+    wait_rails(c)
+    for r in range(RAILS):
+        for s, d in itertools.permutations(sorted(c.nodes), 2):
+            assert_rail_path(c, s, d, r, "n", rail(c, s, r)["alias"], c.nodes[d]["name"])
+    for k in c.nodes:
+        assert stats(c.sock(k))["fabric_rx_conflict"] == 0, c.logs()
+    for s in c.nodes:
+        r = getent(c, s, "ahostsv4", "node2")
+        assert unique_addrs(r) == [rl["ipv4"] for rl in c.rails[2]], r.stdout

@@ -236,6 +236,37 @@ def test_no_path_across_rails(r4):
             cl.close()
 
 
+def test_path_query_by_gid(r4):
+    """A path query (ib_acme -f g): rail R's SGID to rail R's DGID gives rail
+    R's path; to another rail's DGID, EDESTADDR."""
+    for s, d in itertools.permutations(sorted(r4.nodes), 2):
+        for r, q in itertools.product(range(RAILS), repeat=2):
+            src, dst = rail(r4, s, r)["gid"], rail(r4, d, q)["gid"]
+            if r == q:
+                assert_rail_path(r4, s, d, r, "g", src, dst)
+            else:
+                f, out = acme_path(r4, s, "g", src, dst)
+                assert f is None and "Cannot assign requested address" in out, \
+                    "node%d rail %d -> rail %d's GID: %s" % (s, r, q, out)
+
+
+@pytest.mark.xfail(strict=True, reason="resolve_path (resolverd/frontend/acm_ops.c) takes "
+                   "the source endpoint d->eps.ep[0] when the query has neither SGID nor "
+                   "SLID, and answers EDESTADDR when rail 0 does not reach the DGID, instead "
+                   "of the first local rail that reaches it (resolver_pick_rail)")
+def test_path_query_by_gid_without_source(r4):
+    """A path query with only a DGID (ib_acme -f g -d GID): the first local
+    rail that reaches it, so rail R's path for rail R's GID."""
+    for s, d in itertools.permutations(sorted(r4.nodes), 2):
+        for r in range(RAILS):
+            r_ = acme(r4.sock(s), "-f", "g", "-d", rail(r4, d, r)["gid"])
+            assert "return status 0x0" in r_.stdout, \
+                "node%d -> node%d's rail %d GID, no source:\n%s" % (s, d, r, r_.stdout)
+            f = path_fields(r_.stdout)
+            assert str(ipaddress.IPv6Address(f["sgid"])) == rail(r4, s, r)["gid"], r_.stdout
+            assert str(ipaddress.IPv6Address(f["dgid"])) == rail(r4, d, r)["gid"], r_.stdout
+
+
 def test_repeating_lids_are_no_conflict(r4):
     """LIDs repeat across planes (node K is LID K on all four): after every
     rail resolved every other node, no daemon counted a conflict, and each

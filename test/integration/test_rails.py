@@ -27,9 +27,10 @@ import re
 import pytest
 
 from conftest import Client, have, needs_root, run
-from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, ORIGIN_FABRIC, ST_SUCCESS, Cluster, acme,
-                         cache_list, emulate, fabric_msg, group_items, host, identity_items,
-                         path_fields, rails_item, resolve, send_datagrams, stats, wait_until)
+from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, ORIGIN_FABRIC, ST_SUCCESS,
+                         Cluster, acme, cache_list, emulate, fabric_msg, group_items, host,
+                         identity_items, path_fields, rails_item, resolve, send_datagrams,
+                         stats, wait_until)
 from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401 (fixture)
 
 pytestmark = [needs_root,
@@ -662,3 +663,35 @@ def test_eight_rails_every_alias(r8):
     """getent hosts node2: the host name and every rail's alias."""
     r = getent(r8, 1, "hosts", "node2")
     assert rows(r)[0][1:] == ["node2"] + [rl["alias"] for rl in r8.rails[2]], r.stdout
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", [
+    "evil-gid",
+    pytest.param("rail0-gid", marks=pytest.mark.xfail(strict=True, reason=(
+        "on_goodbye (resolverd/fabric/fabric.c, before store_remove_gid) checks "
+        "the sender's GID, name and origin but not that the local endpoint that received "
+        "it is one that heard that endpoint (heard_on): rail 0's GID said goodbye on "
+        "rail 1 removes node2's rail-0 endpoint")))])
+def test_goodbye_on_another_rail(cluster_factory, kind):
+    """A GOODBYE sent on rail 1 for node2's name from a GID that is not
+    there (another GID, or node2's rail-0 GID, which fabric 1 never heard)
+    removes nothing: every rail of node2 still resolves, rail 0 included."""
+    c = cluster_factory(3, "--rails", 2, "--planes")
+    wait_rails(c)
+    c.wait_settled()
+    n2 = c.rails[2]
+    gid = EVIL_GID if kind == "evil-gid" else n2[0]["gid"]
+    items = identity_items("node2", gid, lid=0x99 if kind == "evil-gid" else n2[0]["lid"],
+                           aliases=[] if kind == "evil-gid" else [n2[0]["alias"]])
+    before = {k: stats(c.sock(k)) for k in (1, 2)}
+    send_datagrams(c.netns(FORGER), "239.255.73.3", FABRIC_PORT,
+                   [fabric_msg(FW_GOODBYE, items)], src=rail(c, FORGER, 1)["ipv4"])
+    wait_until(lambda: stats(c.sock(1))["fabric_rx"] > before[1]["fabric_rx"], 2.0,
+               what="node1 received the GOODBYE")
+    for r in (0, 1):
+        status, rec = host(c.sock(1), n2[r]["alias"], cache_only=True)
+        assert status == ST_SUCCESS and rec["gids"] == [n2[r]["gid"]], \
+            "node1 lost node2's rail %d: %s %s" % (r, status, rec)
+        assert_rail_path(c, 1, 2, r, "n", rail(c, 1, r)["alias"], "node2")
+    assert stats(c.sock(1))["fabric_goodbyes_rx"] == before[1]["fabric_goodbyes_rx"]

@@ -422,12 +422,31 @@ def forgery(kind, c):
         return identity_items("node2", r0["gid"], [r0["ipv4"]], [r0["ipv6"]], lid=r0["lid"],
                               aliases=[r0["alias"]]) + \
             rails_item([rl["gid"] for rl in n2]) + g
+    if kind == "rail0-newlid":    # node2's rail 0 identity with a new LID, on rail 1:
+        # a LID change of rail 0's endpoint that fabric 1 cannot have seen
+        r0 = n2[0]
+        return identity_items("node2", r0["gid"], [r0["ipv4"]], [r0["ipv6"]], lid=0x99,
+                              aliases=[r0["alias"]]) + \
+            rails_item([rl["gid"] for rl in n2]) + g
     raise ValueError(kind)
+
+
+RAIL0_NEWLID_BUG = (
+    "identity_conflicts (resolverd/fabric/fabric.c) takes a sender with a known endpoint's "
+    "name and GID for 'itself' whatever fabric it arrives on (it does not check that "
+    "endpoint's heard_on), so learn_store overwrites rail 0's endpoint with what was heard "
+    "on rail 1: its LID key on fabric 0 becomes 153@0 and node1's rail-0 path to node2 "
+    "gets DLID 153")
 
 
 def assert_rails_intact(c):
     """Every node still maps every node's host name, rail aliases, rail
-    addresses, GIDs and LIDs to the real endpoints, and holds nothing forged."""
+    addresses, GIDs and LIDs to the real endpoints, and holds nothing forged;
+    the paths on rail 0 and rail 1 are the real ones."""
+    for s, d in ((1, 2), (2, 1)):
+        for r in (0, 1):
+            assert_rail_path(c, s, d, r, "n", rail(c, s, r)["alias"], c.nodes[d]["name"])
+            assert_rail_path(c, s, d, r, "i", rail(c, s, r)["ipv4"], rail(c, d, r)["ipv4"])
     for k in (1, 2):
         sock = c.sock(k)
         for j in c.nodes:
@@ -447,20 +466,19 @@ def assert_rails_intact(c):
             assert "node98" not in e["names"], (k, e)
             assert not {EVIL_V4, EVIL_V6} & set(e["ipv4"] + e["ipv6"]), (k, e)
             if e.get("keytype") == KEY_LID and e.get("origin") == ORIGIN_FABRIC:
-                lid, fabric = lid_key(e)
-                assert e["names"][0] == "node%d" % lid, (k, e)
-                assert e["gids"][0] == rail(c, lid, fabric)["gid"], (k, e)
-    # and the paths on rail 0 and rail 1 are the real ones
-    for s, d in ((1, 2), (2, 1)):
-        for r in (0, 1):
-            assert_rail_path(c, s, d, r, "n", rail(c, s, r)["alias"], c.nodes[d]["name"])
-            assert_rail_path(c, s, d, r, "i", rail(c, s, r)["ipv4"], rail(c, d, r)["ipv4"])
+                lid, fabric = lid_key(e)   # planes: node K is LID K on every fabric
+                assert lid in c.nodes and e["names"][0] == "node%d" % lid and \
+                    e["gids"][0] == rail(c, lid, fabric)["gid"], \
+                    "node%d: LID %d on fabric %d means %s" % (k, lid, fabric, e)
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", ["name", "name-lid", "rails-join", "rails-copy",
                                   "rail1-alias", "rail0-alias", "rail1-addr", "rail0-addr",
-                                  "rail1-gid", "rail0-gid", "rail0-replay"])
+                                  "rail1-gid", "rail0-gid", "rail0-replay",
+                                  # last: when it poisons, nothing after it uses f3
+                                  pytest.param("rail0-newlid", marks=pytest.mark.xfail(
+                                      strict=True, reason=RAIL0_NEWLID_BUG))])
 def test_forged_endpoint_on_one_rail(f3, kind):
     """A forged endpoint sent on rail 1 claiming node2's name (or its LID on
     that plane, a place among its rails, a rail's alias, address or GID) is
@@ -474,7 +492,7 @@ def test_forged_endpoint_on_one_rail(f3, kind):
     send_datagrams(c.netns(FORGER), group, FABRIC_PORT,
                    [fabric_msg(FW_ANNOUNCE, forgery(kind, c))], src=rl3["ipv4"])
     allowed = {1: ("fabric_rx_conflict",), 2: ("fabric_rx_conflict",)}
-    if kind in ("rail1-gid", "rail0-gid", "rail0-replay"):
+    if kind in ("rail1-gid", "rail0-gid", "rail0-replay", "rail0-newlid"):
         allowed[2] = ("fabric_rx_conflict", "fabric_rx_self")
 
     def counted():

@@ -48,6 +48,7 @@ class Cluster:
         self.n = nodes
         self.up_args = [str(a) for a in up_args]
         self.nodes = {}
+        self.rails = {}     # k -> [rails.tsv row of rail 0, rail 1, ...]
         self.started = None
 
     def up(self, timeout=120):
@@ -68,6 +69,16 @@ class Cluster:
             row["lid"] = int(row["lid"])
             row["k"] = int(row["name"][4:])
             self.nodes[row["k"]] = row
+        rails = os.path.join(self.dir, "rails.tsv")
+        if os.path.exists(rails):   # emulate --rails: one row per node and rail
+            with open(rails) as f:
+                lines = f.read().splitlines()
+            head = lines[0].split("\t")
+            for line in lines[1:]:
+                row = dict(zip(head, line.split("\t")))
+                row["lid"], row["rail"] = int(row["lid"]), int(row["rail"])
+                row["k"] = int(row["name"][4:])
+                self.rails.setdefault(row["k"], []).append(row)
         return self
 
     def wait_settled(self, settle=1.0):
@@ -101,8 +112,9 @@ class Cluster:
     def start(self, k):
         return emulate("start", "--dir", self.dir, "--node", k, timeout=60)
 
-    def link(self, k, state):
-        return emulate("link", "--dir", self.dir, "--node", k, state, timeout=30)
+    def link(self, k, state, rail=None):
+        extra = [] if rail is None else ["--rail", rail]
+        return emulate("link", "--dir", self.dir, "--node", k, *extra, state, timeout=30)
 
     def loss(self, pct, where="node"):
         return emulate("loss", "--dir", self.dir, pct, "--loss-at", where, timeout=60)
@@ -292,7 +304,7 @@ if fam == socket.AF_INET:
 else:
     s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 1)
     s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_LOOP, 0)
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(job.get("ifname", "ib0")))
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, socket.if_nametoindex(job.get("ifname") or "ib0"))
 sent = 0
 for p in job["payloads"]:
     s.sendto(base64.b64decode(p), (job["dst"], job["port"]))
@@ -301,10 +313,11 @@ print(sent)
 """
 
 
-def send_datagrams(netns, dst, port, payloads, src=None, sport=0, timeout=30):
+def send_datagrams(netns, dst, port, payloads, src=None, sport=0, timeout=30, ifname=None):
     """Send each of @payloads (bytes) as one UDP datagram to @dst:@port from
-    inside namespace @netns; returns how many were sent."""
-    job = dict(dst=dst, port=port, src=src, sport=sport,
+    inside namespace @netns (IPv6 multicast out of @ifname, default ib0);
+    returns how many were sent."""
+    job = dict(dst=dst, port=port, src=src, sport=sport, ifname=ifname,
                payloads=[base64.b64encode(p).decode() for p in payloads])
     r = subprocess.run(["ip", "netns", "exec", netns, PYTHON, "-c", _SENDER],
                        input=json.dumps(job), capture_output=True, text=True, timeout=timeout)
@@ -333,6 +346,7 @@ FW_MAGIC, FW_VERSION, FW_HDR = 0x49425253, 1, struct.Struct(">IBBHQH6x")
 FW_REQUEST, FW_REPLY, FW_ANNOUNCE, FW_GOODBYE = 1, 2, 3, 4
 FW_FLAG_HMAC, FW_FLAG_NEWCOMER = 1, 2
 FW_T_TARGET, FW_T_GROUP, FW_T_CHOSEN, FW_T_STAMP = 0x101, 0x102, 0x103, 0x104
+FW_T_RAILS = 0x105   # every endpoint's GID of a multi-rail sender's host, ascending
 FW_MAX_LEN = 1400
 FABRIC_PORT = 4790
 
@@ -362,6 +376,13 @@ def stamp_item(us=None):
     """The freshness stamp a node with a cluster key sends: its wall clock in
     microseconds (now, unless @us)."""
     return tlv(FW_T_STAMP, struct.pack(">Q", int(time.time() * 1e6) if us is None else us))
+
+
+def rails_item(gids):
+    """FW_T_RAILS: the GIDs of every endpoint of the sender's host, ascending
+    and distinct, as a multi-rail node sends it."""
+    packed = sorted({ipaddress.IPv6Address(g).packed for g in gids})
+    return tlv(FW_T_RAILS, b"".join(packed))
 
 
 def group_items(groups=((4, 3), (5, 16))):
@@ -408,8 +429,8 @@ while time.monotonic() < deadline:
     if s not in r:
         continue
     frame, addr = s.recvfrom(65535)
-    # every frame once: as it enters the bridge from a node's port
-    if addr[2] == socket.PACKET_OUTGOING or ifs.get(addr[1]) == "br0":
+    # every frame once: as it enters a bridge (one per rail) from a node's port
+    if addr[2] == socket.PACKET_OUTGOING or ifs.get(addr[1], "").startswith("br"):
         continue
     if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
         continue

@@ -220,9 +220,16 @@ enum ibres_origin {
 
 /* Limits a client can rely on. */
 #define IBRES_NAME_MAX 255     /* host name length, bytes, without NUL */
-#define IBRES_HOST_NAMES_MAX 8 /* canonical name + aliases per host */
-#define IBRES_HOST_ADDRS_MAX 8 /* per family, per host */
-#define IBRES_HOST_GIDS_MAX 4
+/* One host record: a host of several endpoints (one per rail and
+ * partition) has every rail's names and addresses in one. */
+#define IBRES_HOST_NAMES_MAX 16 /* canonical name + aliases per record */
+#define IBRES_HOST_ADDRS_MAX 32 /* per family, per record */
+#define IBRES_HOST_GIDS_MAX 32
+/* One endpoint's own: what the config, the hosts file and the kernel give it
+ * (its announcements stay small). */
+#define IBRES_EP_NAMES_MAX 8
+#define IBRES_EP_ADDRS_MAX 8
+#define IBRES_EP_GIDS_MAX 4
 
 #define IBRES_DEFAULT_SOCKET "/run/ibres/ibresd.sock"
 #define IBRES_SOCKET_ENV "IBRES_SOCKET"

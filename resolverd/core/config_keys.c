@@ -81,8 +81,8 @@ static int set_name(struct parser *p, const struct key_def *k, void *obj, char *
 		if (!strcasecmp(ep->id.names[i], val))
 			return cfg_perr(p, "name '%s' given twice in [endpoint %s]",
 					cfg_quote(val, qb), ep->label);
-	if (ep->id.n_names == IBRES_HOST_NAMES_MAX)
-		return too_many(p, k, IBRES_HOST_NAMES_MAX);
+	if (ep->id.n_names == IBRES_EP_NAMES_MAX)
+		return too_many(p, k, IBRES_EP_NAMES_MAX);
 	memset(ep->id.names[ep->id.n_names], 0, sizeof(ep->id.names[0]));
 	memcpy(ep->id.names[ep->id.n_names], val, strlen(val));
 	ep->id.n_names++;
@@ -113,16 +113,16 @@ static int set_address(struct parser *p, const struct key_def *k, void *obj, cha
 		for (i = 0; i < ep->id.n_v4; i++)
 			if (ep->id.v4[i].s_addr == v4.s_addr)
 				goto dup;
-		if (ep->id.n_v4 == IBRES_HOST_ADDRS_MAX)
-			return too_many(p, k, IBRES_HOST_ADDRS_MAX);
+		if (ep->id.n_v4 == IBRES_EP_ADDRS_MAX)
+			return too_many(p, k, IBRES_EP_ADDRS_MAX);
 		ep->id.v4[ep->id.n_v4++] = v4;
 		return 0;
 	case AF_INET6:
 		for (i = 0; i < ep->id.n_v6; i++)
 			if (!memcmp(&ep->id.v6[i], &v6, sizeof(v6)))
 				goto dup;
-		if (ep->id.n_v6 == IBRES_HOST_ADDRS_MAX)
-			return too_many(p, k, IBRES_HOST_ADDRS_MAX);
+		if (ep->id.n_v6 == IBRES_EP_ADDRS_MAX)
+			return too_many(p, k, IBRES_EP_ADDRS_MAX);
 		ep->id.v6[ep->id.n_v6++] = v6;
 		return 0;
 	default:

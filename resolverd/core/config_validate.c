@@ -157,9 +157,9 @@ int config_validate(const struct ibres_config *cfg, char *err, size_t errlen)
 	for (e = 0; e < cfg->n_eps; e++) {
 		const struct cfg_endpoint *ep = &cfg->eps[e];
 
-		if (ep->id.n_names > IBRES_HOST_NAMES_MAX || ep->id.n_v4 > IBRES_HOST_ADDRS_MAX ||
-		    ep->id.n_v6 > IBRES_HOST_ADDRS_MAX || ep->n_groups > CFG_MAX_GROUPS ||
-		    ep->id.n_gids > IBRES_HOST_GIDS_MAX) {
+		if (ep->id.n_names > IBRES_EP_NAMES_MAX || ep->id.n_v4 > IBRES_EP_ADDRS_MAX ||
+		    ep->id.n_v6 > IBRES_EP_ADDRS_MAX || ep->n_groups > CFG_MAX_GROUPS ||
+		    ep->id.n_gids > IBRES_EP_GIDS_MAX) {
 			cfg_set_err(err, errlen, "endpoint '%.63s': too many values", ep->label);
 			return -EINVAL;
 		}

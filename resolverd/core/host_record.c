@@ -320,6 +320,11 @@ uint64_t host_expires_ms(const struct host *h)
 	return h->expires_ms;
 }
 
+uint16_t host_pkey(const struct host *h)
+{
+	return h->pkey;
+}
+
 uint16_t host_lid(const struct host *h)
 {
 	return h->lid;

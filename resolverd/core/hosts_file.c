@@ -268,16 +268,16 @@ static int hosts_line(void *ctx, char *line)
 			   inet_pton(AF_INET6, tok, &v6) == 1) {
 			switch (cfg_parse_unicast(tok, &v4, &v6)) {
 			case AF_INET:
-				if (r->n_v4 == IBRES_HOST_ADDRS_MAX)
+				if (r->n_v4 == IBRES_EP_ADDRS_MAX)
 					return herr(hp, "too many IPv4 addresses: at most %u",
-						    IBRES_HOST_ADDRS_MAX);
+						    IBRES_EP_ADDRS_MAX);
 				r->v4[r->n_v4++] = v4;
 				ret = hosts_dedup(hp, DK_V4, (uint8_t)(r->n_v4 - 1), tok);
 				break;
 			case AF_INET6:
-				if (r->n_v6 == IBRES_HOST_ADDRS_MAX)
+				if (r->n_v6 == IBRES_EP_ADDRS_MAX)
 					return herr(hp, "too many IPv6 addresses: at most %u",
-						    IBRES_HOST_ADDRS_MAX);
+						    IBRES_EP_ADDRS_MAX);
 				r->v6[r->n_v6++] = v6;
 				ret = hosts_dedup(hp, DK_V6, (uint8_t)(r->n_v6 - 1), tok);
 				break;
@@ -286,8 +286,8 @@ static int hosts_line(void *ctx, char *line)
 					    cfg_quote(tok, qb));
 			}
 		} else if (cfg_valid_hostname(tok)) {
-			if (r->n_names == IBRES_HOST_NAMES_MAX)
-				return herr(hp, "too many names: at most %u", IBRES_HOST_NAMES_MAX);
+			if (r->n_names == IBRES_EP_NAMES_MAX)
+				return herr(hp, "too many names: at most %u", IBRES_EP_NAMES_MAX);
 			memcpy(r->names[r->n_names++], tok, strlen(tok));
 			ret = hosts_dedup(hp, DK_NAME, (uint8_t)(r->n_names - 1), tok);
 		} else {

@@ -199,6 +199,7 @@ bool host_key_shared(const struct host *h, const struct host_key *k);
 uint64_t host_record_all(const struct host *h, struct ibres_hostrec *out, uint64_t now_ms);
 uint64_t host_expires_ms(const struct host *h); /* UINT64_MAX: never */
 uint16_t host_lid(const struct host *h);
+uint16_t host_pkey(const struct host *h);
 /* The first GID (16 zero bytes when the host has none). */
 const uint8_t *host_gid(const struct host *h);
 /* The canonical name into @buf (IBRES_NAME_MAX + 1 bytes); "" when none. */

@@ -120,6 +120,25 @@ static int port_send(struct fabric_port *p, const struct fw_msg *m,
 	return ret;
 }
 
+/* Is the known endpoint @e what @h says, in every word (names, addresses,
+ * LID, QPN, P_Key)? */
+static bool same_endpoint(struct fabric *f, const struct host *e, const struct ibres_hostrec *h)
+{
+	struct ibres_hostrec *k = &f->scratch;
+
+	host_record(e, k, 0);
+	if (k->lid != h->lid || k->qpn != h->qpn || k->pkey != h->pkey ||
+	    k->n_names != h->n_names || k->n_gids != h->n_gids || !hostrec_same_addrs(k, h))
+		return false;
+	for (unsigned i = 0; i < k->n_names; i++)
+		if (strcasecmp(k->names[i], h->names[i]))
+			return false;
+	for (unsigned i = 0; i < k->n_gids; i++)
+		if (memcmp(k->gids[i], h->gids[i], 16))
+			return false;
+	return true;
+}
+
 /* Does @h, heard on local endpoint @fabric, claim a name or address that
  * another live host owns? First come, first served while the owner lives: a
  * forged identity cannot take a name over, and local and static hosts are
@@ -143,8 +162,16 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, 
 		/* the same port (GID) under another canonical name is a forgery
 		 * too, while the known owner lives */
 		same = !strcasecmp(host_name(e, name), h->names[0]);
-		if (same && !memcmp(host_gid(e), h->gids[0], 16))
-			continue; /* itself */
+		if (same && !memcmp(host_gid(e), h->gids[0], 16) && host_pkey(e) == h->pkey) {
+			/* itself: as heard before on this fabric, or, first heard
+			 * elsewhere (one subnet: every port hears it), word for word
+			 * what is known; never another plane rewriting it */
+			if ((host_heard_on(e) >> fabric & 1) || same_endpoint(f, e, h))
+				continue;
+		} else if (same && keys[i].type == IBRES_KEY_GID && rails &&
+			   host_rails(e) == rails) {
+			continue; /* another partition of the port */
+		}
 		/* another endpoint of its host, which named this one */
 		if (same && keys[i].type == IBRES_KEY_NAME && rails && host_rails(e) == rails)
 			continue;
@@ -357,24 +384,61 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 	}
 }
 
+/* The endpoint of port GID @gid and P_Key @pkey, learned from the fabric
+ * under canonical name @name and heard on @p; NULL when there is none. */
+static struct host *heard_endpoint(struct fabric_port *p, const uint8_t gid[16], uint16_t pkey,
+				   const char *name)
+{
+	struct fabric *f = p->f;
+	char known[IBRES_NAME_MAX + 1];
+	struct host_key gk;
+	struct host *h;
+
+	host_key_addr(&gk, IBRES_KEY_GID, gid);
+	h = store_lookup(f->store, &gk, now_ms(), false);
+	for (struct host *e = h; e; e = host_next_endpoint(h, e))
+		if (host_origin(e) == IBRES_ORIGIN_FABRIC && !memcmp(host_gid(e), gid, 16) &&
+		    host_pkey(e) == pkey && (host_heard_on(e) >> p->ep->index & 1) &&
+		    !strcasecmp(host_name(e, known), name))
+			return e;
+	return NULL;
+}
+
 static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
-	char name[IBRES_NAME_MAX + 1];
-	struct host_key gk;
-	struct host *e;
 
-	host_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
-	e = store_lookup(f->store, &gk, now_ms(), false);
-	/* only the identity we know may say goodbye for it */
-	if (!e || host_origin(e) != IBRES_ORIGIN_FABRIC || memcmp(host_gid(e), m->sender.gids[0], 16) ||
-	    strcasecmp(host_name(e, name), m->sender.names[0])) {
+	/* only the identity we know, heard here, may say goodbye for it: not
+	 * a forger on another rail */
+	if (!heard_endpoint(p, m->sender.gids[0], m->sender.pkey, m->sender.names[0])) {
 		f->c.rx_mismatch++;
 		return;
 	}
 	f->c.goodbyes_rx++;
 	/* that endpoint only: the node's other rails and partitions stay */
 	store_remove_endpoint(f->store, m->sender.gids[0], m->sender.pkey);
+}
+
+/* Another endpoint of the sender's host went down (its port cannot say so):
+ * the sender must be an endpoint heard here, the target one of its host's. */
+static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
+{
+	struct fabric *f = p->f;
+	struct host *sender = heard_endpoint(p, m->sender.gids[0], m->sender.pkey,
+					     m->sender.names[0]);
+	struct host *target = NULL;
+
+	for (struct host *e = sender ? host_next_endpoint(sender, sender) : NULL; e;
+	     e = host_next_endpoint(sender, e))
+		if (!memcmp(host_gid(e), m->target.data, 16))
+			target = e;
+	if (!target) {
+		f->c.rx_mismatch++;
+		return;
+	}
+	f->c.goodbyes_rx++;
+	/* the port is down: every partition of it */
+	store_remove_gid(f->store, m->target.data);
 }
 
 /* An authenticated datagram: is it new, or a copy of an old one? Only
@@ -458,6 +522,9 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	case FW_GOODBYE:
 		on_goodbye(p, &m);
+		break;
+	case FW_RAIL_DOWN:
+		on_rail_down(p, &m);
 		break;
 	}
 }
@@ -703,8 +770,8 @@ void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep)
 			ep->cfg.id.qpn = f->ports[i].t.qpn;
 }
 
-/* A rail went down: the node's other rails say GOODBYE for its endpoint, so
- * that peers drop that endpoint only (its own port cannot say it). Back up:
+/* A rail went down: the node's other rails say so (RAIL_DOWN, naming its
+ * GID), so that peers drop that endpoint only (its own port cannot say it). Back up:
  * it announces itself as a newcomer, and peers answer with theirs, which it
  * forgot when it went down. */
 static void rail_state(struct fabric *f, const struct endpoint *ep)
@@ -723,9 +790,9 @@ static void rail_state(struct fabric *f, const struct endpoint *ep)
 
 		if (!p->open || p->ep == ep || p->ep->down || !ep->cfg.id.n_gids)
 			continue;
-		msg_init(p, &m, FW_GOODBYE, 0);
-		m.sender = ep->cfg.id;
-		m.n_rails = 0;
+		msg_init(p, &m, FW_RAIL_DOWN, 0);
+		m.has_target = true;
+		host_key_addr(&m.target, IBRES_KEY_GID, ep->cfg.id.gids[0]);
 		port_send(p, &m, NULL);
 	}
 }

@@ -61,6 +61,7 @@ struct fabric {
 	struct host_store *store;
 	struct sa_client *sa;
 	struct newcomer_slot *newcomers;
+	struct ibres_hostrec scratch; /* a known endpoint's record, compared */
 	unsigned newcomer_mask;
 	struct fabric_port ports[CFG_MAX_ENDPOINTS];
 	unsigned n_ports;

@@ -230,7 +230,7 @@ enum fw_error fw_decode(const uint8_t *buf, size_t len, const uint8_t *key, size
 	m->flags = get_be16(buf + 6);
 	memcpy(&tid, buf + 8, 8);
 	m->tid = be64toh(tid);
-	if (m->type < FW_REQUEST || m->type > FW_GOODBYE)
+	if (m->type < FW_REQUEST || m->type > FW_RAIL_DOWN)
 		return FW_ERR_MALFORMED;
 
 	if (key) {
@@ -248,6 +248,8 @@ enum fw_error fw_decode(const uint8_t *buf, size_t len, const uint8_t *key, size
 	if (decode_items(buf + FW_HDR_LEN, len - FW_HDR_LEN - trailer, m) != FW_OK)
 		return FW_ERR_MALFORMED;
 	if (m->type == FW_REQUEST && !m->has_target)
+		return FW_ERR_MALFORMED;
+	if (m->type == FW_RAIL_DOWN && (!m->has_target || m->target.type != IBRES_KEY_GID))
 		return FW_ERR_MALFORMED;
 	if (m->type == FW_REPLY && !m->has_chosen)
 		return FW_ERR_MALFORMED;

@@ -23,6 +23,7 @@ enum fw_type {
 	FW_REPLY = 2,    /* unicast, from the owner of TARGET only */
 	FW_ANNOUNCE = 3, /* multicast (or unicast to a newcomer): here I am */
 	FW_GOODBYE = 4,  /* multicast: I am leaving */
+	FW_RAIL_DOWN = 5, /* multicast: TARGET (a GID), another endpoint of my host, is down */
 };
 
 enum fw_flags {

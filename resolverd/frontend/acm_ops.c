@@ -191,7 +191,7 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 	ep = &d->eps.ep[req->ep];
 	if (first)
 		ep->counters[IBRES_CNTR_RESOLVE]++;
-	if (ep->down && !req->has_src) {
+	if (ep->down && !req->pick_rail) {
 		/* the caller's own source is on a rail that is down */
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_ENOTCONN);
@@ -204,10 +204,10 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 	/* the destination's endpoint on the source's fabric; with a source of
 	 * our choosing, the first rail that reaches it */
 	dst = resolver_on_rail(h, &req->key, ep);
-	if (!dst && req->has_src && req->key.type == IBRES_KEY_NAME) {
+	if (!dst && req->pick_rail) {
 		struct endpoint *other = resolver_pick_rail(&d->res, h, &req->key, &dst);
 
-		if (other && source_entry(other, req->src.type, &req->src) == 0) {
+		if (other && (!req->has_src || source_entry(other, req->src.type, &req->src) == 0)) {
 			ep = other;
 			req->ep = ep->index;
 		} else {
@@ -252,6 +252,7 @@ static int resolve_addr(struct ibresd *d, struct request *req, const struct acm_
 			return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
 		}
 		req->has_src = true;
+		req->pick_rail = true;
 	}
 	req->key = dkey;
 	req->by_addr = true;
@@ -305,7 +306,9 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		host_key_lid(&skey, be16toh(in->slid), HOST_FABRIC_NONE);
 		ep = endpoint_by_key(&d->eps, &skey);
 	} else if (d->eps.n) {
+		/* no source: the first rail that reaches the destination */
 		ep = &d->eps.ep[0];
+		req->pick_rail = true;
 	}
 	if (!ep) {
 		count(d, NULL, IBRES_CNTR_ERROR);

@@ -60,6 +60,7 @@ struct request {
 	bool by_addr;            /* a RESOLVE by name or address (not by path) */
 	bool has_src;            /* RESOLVE without a source: the one we chose */
 	bool src_given;          /* RESOLVE with a source: src is the client's */
+	bool pick_rail;          /* no source given: the first rail that reaches it */
 	struct ibres_ep_entry src;
 	bool route_asked;        /* counted its SA route query */
 	struct ibres_path_record sa_path; /* QUERY_SA: the SA's record */

@@ -507,9 +507,9 @@ unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibr
 		if (!l || !link_serves(l, ep, id) || id_has_addr(id, a->family, a->addr) ||
 		    addr_claimed(nl, ep, a))
 			continue;
-		if (a->family == AF_INET && id->n_v4 < IBRES_HOST_ADDRS_MAX)
+		if (a->family == AF_INET && id->n_v4 < IBRES_EP_ADDRS_MAX)
 			memcpy(&id->v4[id->n_v4++], a->addr, 4);
-		else if (a->family == AF_INET6 && id->n_v6 < IBRES_HOST_ADDRS_MAX)
+		else if (a->family == AF_INET6 && id->n_v6 < IBRES_EP_ADDRS_MAX)
 			memcpy(&id->v6[id->n_v6++], a->addr, 16);
 		else
 			dropped++;
@@ -571,7 +571,7 @@ void netlink_refresh(struct netlink *nl)
 		log_diff(ep, &ep->cfg.id, &nl->after, "removed");
 		if (dropped)
 			log_warn("endpoint %s: %u addresses left out (at most %u per family)",
-				 ep->cfg.label, dropped, IBRES_HOST_ADDRS_MAX);
+				 ep->cfg.label, dropped, IBRES_EP_ADDRS_MAX);
 		/* the owner of the identity updates the store and tells the
 		 * fabric, which announces the change */
 		ret = endpoint_update(nl->eps, ep, &nl->after);

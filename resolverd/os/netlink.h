@@ -32,7 +32,7 @@ struct netlink *netlink_start(struct loop *loop, const struct ibres_config *cfg,
 void netlink_stop(struct netlink *nl);
 
 /* Give identity @id of @ep its addresses: the config's first, then the
- * kernel's, at most IBRES_HOST_ADDRS_MAX per family; an address another
+ * kernel's, at most IBRES_EP_ADDRS_MAX per family; an address another
  * endpoint's config lists, or an earlier endpoint already has, is left out.
  * Returns how many kernel addresses found no room. No-op without netlink. */
 unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibres_hostrec *id);

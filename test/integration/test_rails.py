@@ -251,10 +251,6 @@ def test_path_query_by_gid(r4):
                     "node%d rail %d -> rail %d's GID: %s" % (s, r, q, out)
 
 
-@pytest.mark.xfail(strict=True, reason="resolve_path (resolverd/frontend/acm_ops.c) takes "
-                   "the source endpoint d->eps.ep[0] when the query has neither SGID nor "
-                   "SLID, and answers EDESTADDR when rail 0 does not reach the DGID, instead "
-                   "of the first local rail that reaches it (resolver_pick_rail)")
 def test_path_query_by_gid_without_source(r4):
     """A path query with only a DGID (ib_acme -f g -d GID): the first local
     rail that reaches it, so rail R's path for rail R's GID."""
@@ -431,14 +427,6 @@ def forgery(kind, c):
     raise ValueError(kind)
 
 
-RAIL0_NEWLID_BUG = (
-    "identity_conflicts (resolverd/fabric/fabric.c) takes a sender with a known endpoint's "
-    "name and GID for 'itself' whatever fabric it arrives on (it does not check that "
-    "endpoint's heard_on), so learn_store overwrites rail 0's endpoint with what was heard "
-    "on rail 1: its LID key on fabric 0 becomes 153@0 and node1's rail-0 path to node2 "
-    "gets DLID 153")
-
-
 def assert_rails_intact(c):
     """Every node still maps every node's host name, rail aliases, rail
     addresses, GIDs and LIDs to the real endpoints, and holds nothing forged;
@@ -477,8 +465,7 @@ def assert_rails_intact(c):
                                   "rail1-alias", "rail0-alias", "rail1-addr", "rail0-addr",
                                   "rail1-gid", "rail0-gid", "rail0-replay",
                                   # last: when it poisons, nothing after it uses f3
-                                  pytest.param("rail0-newlid", marks=pytest.mark.xfail(
-                                      strict=True, reason=RAIL0_NEWLID_BUG))])
+                                  "rail0-newlid"])
 def test_forged_endpoint_on_one_rail(f3, kind):
     """A forged endpoint sent on rail 1 claiming node2's name (or its LID on
     that plane, a place among its rails, a rail's alias, address or GID) is
@@ -662,9 +649,6 @@ def test_eight_rails(r8):
         assert stats(r8.sock(k))["fabric_rx_conflict"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="a merged host record holds IBRES_HOST_GIDS_MAX (4) "
-                   "GIDs (lib/hostrec.h, host_record_all): gethostbyname2(AF_IB) of an "
-                   "8-rail host gives rails 0-3's GIDs only; issue 20 wants every GID")
 def test_eight_rails_af_ib_every_gid(r8, helpers):
     """gethostbyname2(node2, AF_IB): every rail's GID, rail 0 first."""
     res = run([helpers["nss_glibc"], "ib", "byname2", "node2", str(AF_IB)],
@@ -674,9 +658,6 @@ def test_eight_rails_af_ib_every_gid(r8, helpers):
     assert kv["addrs"].split(",") == [rl["gid"] for rl in r8.rails[2]], res.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="a merged host record holds IBRES_HOST_NAMES_MAX (8) "
-                   "names (lib/hostrec.h): the host name plus 8 rail aliases loses the last "
-                   "alias (node2-ib7) in the answer for the host name")
 def test_eight_rails_every_alias(r8):
     """getent hosts node2: the host name and every rail's alias."""
     r = getent(r8, 1, "hosts", "node2")
@@ -686,11 +667,7 @@ def test_eight_rails_every_alias(r8):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", [
     "evil-gid",
-    pytest.param("rail0-gid", marks=pytest.mark.xfail(strict=True, reason=(
-        "on_goodbye (resolverd/fabric/fabric.c, before store_remove_gid) checks "
-        "the sender's GID, name and origin but not that the local endpoint that received "
-        "it is one that heard that endpoint (heard_on): rail 0's GID said goodbye on "
-        "rail 1 removes node2's rail-0 endpoint")))])
+    "rail0-gid"])
 def test_goodbye_on_another_rail(cluster_factory, kind):
     """A GOODBYE sent on rail 1 for node2's name from a GID that is not
     there (another GID, or node2's rail-0 GID, which fabric 1 never heard)
@@ -713,3 +690,53 @@ def test_goodbye_on_another_rail(cluster_factory, kind):
             "node1 lost node2's rail %d: %s %s" % (r, status, rec)
         assert_rail_path(c, 1, 2, r, "n", rail(c, 1, r)["alias"], "node2")
     assert stats(c.sock(1))["fabric_goodbyes_rx"] == before[1]["fabric_goodbyes_rx"]
+
+
+ST_ENOTCONN = 5             # IBRES_STATUS_ENOTCONN
+
+
+def knows(c, k, key):
+    return host(c.sock(k), key, cache_only=True)[0] == ST_SUCCESS
+
+
+@pytest.mark.timeout(120)
+def test_rail_down_and_back(cluster_factory):
+    """Node 2's rail 1 loses its link. Node 2 says so on its other rails and
+    node 1 drops that endpoint only: rail 1's name, address and GID no
+    longer answer there, rails 0 and 2 do, and the host name lists two rails.
+    Node 2 answers nothing on rail 1 (it forgot what it learned there): its
+    source there gets ENOTCONN, no source takes rail 0. Back up, node 2
+    announces itself, and both know rail 1 again."""
+    c = cluster_factory(2, "--rails", 3, "--planes")
+    wait_rails(c)
+    c.wait_settled()
+    n1r1, n2r1 = rail(c, 1, 1), rail(c, 2, 1)
+    before = stats(c.sock(1))["fabric_goodbyes_rx"]
+    c.link(2, "down", rail=1)
+    wait_until(lambda: not knows(c, 1, n2r1["alias"]), 5,
+               what="node1 drops node2's rail 1 when node2 says it is down")
+    assert stats(c.sock(1))["fabric_goodbyes_rx"] > before
+    for key in (n2r1["ipv4"], n2r1["ipv6"]):
+        assert not knows(c, 1, key), key
+    assert host(c.sock(1), n2r1["gid"], cache_only=True, gid=True)[0] != ST_SUCCESS
+    for r in (0, 2):
+        assert knows(c, 1, rail(c, 2, r)["alias"]), r
+    status, rec = host(c.sock(1), "node2", cache_only=True)
+    assert status == ST_SUCCESS and rec["ipv4"] == [rail(c, 2, 0)["ipv4"], rail(c, 2, 2)["ipv4"]]
+    # node 2's own side: nothing learned on rail 1 is served from its cache
+    wait_until(lambda: not knows(c, 2, n1r1["alias"]), 5, what="node2 forgets rail 1's peers")
+    cl = Client(c.sock(2))
+    try:
+        status, path = resolve(cl, "node1", n2r1["ipv4"])
+        assert status == ST_ENOTCONN and path is None, (status, path)
+        status, path = resolve(cl, "node1")
+        assert status == ST_SUCCESS, status
+        assert path["sgid"] == rail(c, 2, 0)["gid"], path
+    finally:
+        cl.close()
+    # back up: announced, and answered
+    c.link(2, "up", rail=1)
+    wait_until(lambda: knows(c, 1, n2r1["alias"]) and knows(c, 2, n1r1["alias"]), 10,
+               what="rail 1 known again on both nodes")
+    f, out = acme_path(c, 2, "n", n2r1["alias"], "node1")
+    assert f is not None and str(ipaddress.IPv6Address(f["dgid"])) == n1r1["gid"], out

@@ -810,22 +810,22 @@ static void test_limits(void **state)
 
 	/* names */
 	n = (size_t)snprintf(text, sizeof(text), "[endpoint e]\n");
-	for (i = 0; i < IBRES_HOST_NAMES_MAX; i++)
+	for (i = 0; i < IBRES_EP_NAMES_MAX; i++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, "name = n%u\n", i);
 	expect_ok(text);
-	assert_int_equal(cfg.eps[0].id.n_names, IBRES_HOST_NAMES_MAX);
+	assert_int_equal(cfg.eps[0].id.n_names, IBRES_EP_NAMES_MAX);
 	snprintf(text + n, sizeof(text) - n, "name = more\n");
 	expect_error(text, "t.conf:10: too many 'name' values in [endpoint e]: at most 8");
 
 	/* addresses, per family */
 	n = (size_t)snprintf(text, sizeof(text), "[endpoint e]\n");
-	for (i = 0; i < IBRES_HOST_ADDRS_MAX; i++)
+	for (i = 0; i < IBRES_EP_ADDRS_MAX; i++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n,
 				      "address = 198.18.0.%u\naddress = 2001:db8::%u\n", i + 1,
 				      i + 1);
 	expect_ok(text);
-	assert_int_equal(cfg.eps[0].id.n_v4, IBRES_HOST_ADDRS_MAX);
-	assert_int_equal(cfg.eps[0].id.n_v6, IBRES_HOST_ADDRS_MAX);
+	assert_int_equal(cfg.eps[0].id.n_v4, IBRES_EP_ADDRS_MAX);
+	assert_int_equal(cfg.eps[0].id.n_v6, IBRES_EP_ADDRS_MAX);
 	snprintf(text + n, sizeof(text) - n, "address = 198.18.1.1\n");
 	expect_error(text, "too many 'address' values in [endpoint e]: at most 8");
 	snprintf(text + n, sizeof(text) - n, "address = 2001:db8::1:1\n");
@@ -953,7 +953,7 @@ static void test_validate(void **state)
 	assert_string_equal(err, "endpoint 'b': address 0.0.0.0 given twice");
 	cfg2.eps[1].id.n_v4 = 0;
 	assert_int_equal(config_validate(&cfg2, err, sizeof(err)), 0);
-	cfg2.eps[1].id.n_names = IBRES_HOST_NAMES_MAX + 1;
+	cfg2.eps[1].id.n_names = IBRES_EP_NAMES_MAX + 1;
 	assert_int_equal(config_validate(&cfg2, err, sizeof(err)), -EINVAL);
 	cfg2.eps[1].id.n_names = 1;
 	cfg2.n_eps = CFG_MAX_ENDPOINTS + 1;

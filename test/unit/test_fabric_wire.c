@@ -212,14 +212,17 @@ static void test_encode_limits(void **state)
 	(void)state;
 	sample(&m, FW_ANNOUNCE);
 	assert_int_equal(fw_encode(&m, NULL, 0, buf, 30), -ENOSPC);
-	/* a maximal identity still fits one datagram */
-	m.sender.n_names = IBRES_HOST_NAMES_MAX;
-	for (unsigned i = 0; i < IBRES_HOST_NAMES_MAX; i++) {
-		memset(m.sender.names[i], 'a', 100);
-		m.sender.names[i][100] = '\0';
+	/* a maximal endpoint, of an 8-rail host, still fits one datagram */
+	m.sender.n_names = IBRES_EP_NAMES_MAX;
+	for (unsigned i = 0; i < IBRES_EP_NAMES_MAX; i++) {
+		memset(m.sender.names[i], 'a', 80);
+		m.sender.names[i][80] = '\0';
 	}
-	m.sender.n_v4 = m.sender.n_v6 = IBRES_HOST_ADDRS_MAX;
-	m.sender.n_gids = IBRES_HOST_GIDS_MAX;
+	m.sender.n_v4 = m.sender.n_v6 = IBRES_EP_ADDRS_MAX;
+	m.sender.n_gids = IBRES_EP_GIDS_MAX;
+	m.n_rails = 8;
+	for (unsigned i = 0; i < m.n_rails; i++)
+		m.rails[i][15] = (uint8_t)i;
 	m.has_stamp = true;
 	m.stamp = ~0ULL;
 	assert_true(fw_encode(&m, KEY, sizeof(KEY) - 1, buf, sizeof(buf)) > 0);

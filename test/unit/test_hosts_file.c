@@ -149,15 +149,15 @@ static void test_hosts_errors(void **state)
 	hosts_free(&hosts);
 	/* per-line limits */
 	n = (size_t)snprintf(text, sizeof(text), "fe80::1 1");
-	for (i = 0; i < IBRES_HOST_NAMES_MAX; i++)
+	for (i = 0; i < IBRES_EP_NAMES_MAX; i++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, " n%u", i);
 	assert_int_equal(hparse(text), 0);
-	assert_int_equal(hosts.hosts[0].n_names, IBRES_HOST_NAMES_MAX);
+	assert_int_equal(hosts.hosts[0].n_names, IBRES_EP_NAMES_MAX);
 	hosts_free(&hosts);
 	snprintf(text + n, sizeof(text) - n, " more");
 	expect_hosts_error(text, "too many names: at most 8");
 	n = (size_t)snprintf(text, sizeof(text), "fe80::1 1 a");
-	for (i = 0; i < IBRES_HOST_ADDRS_MAX; i++)
+	for (i = 0; i < IBRES_EP_ADDRS_MAX; i++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, " 198.18.0.%u 2001:db8::%u",
 				      i + 1, i + 1);
 	assert_int_equal(hparse(text), 0);

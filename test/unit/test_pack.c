@@ -219,7 +219,7 @@ static void check_tuples(const struct gaih_addrtuple *t, const struct ibres_host
 
 static void sweep_tuples(const struct ibres_hostrec *r, int prealloc)
 {
-	size_t max = 2048, len, off, fit;
+	size_t max = 4096, len, off, fit; /* 64 tuples of 32 bytes and a name */
 	unsigned char *area = malloc(max + 8 + 2 * GUARD);
 	struct gaih_addrtuple mine, *pat;
 	int ret;

@@ -49,6 +49,7 @@ class Cluster:
         self.up_args = [str(a) for a in up_args]
         self.nodes = {}
         self.rails = {}     # k -> [rails.tsv row of rail 0, rail 1, ...]
+        self.parts = {}     # k -> [partitions.tsv row of each partition beyond a rail's own]
         self.started = None
 
     def up(self, timeout=120):
@@ -79,6 +80,17 @@ class Cluster:
                 row["lid"], row["rail"] = int(row["lid"]), int(row["rail"])
                 row["k"] = int(row["name"][4:])
                 self.rails.setdefault(row["k"], []).append(row)
+        parts = os.path.join(self.dir, "partitions.tsv")
+        if os.path.exists(parts):   # emulate --partitions
+            with open(parts) as f:
+                lines = f.read().splitlines()
+            head = lines[0].split("\t")
+            for line in lines[1:]:
+                row = dict(zip(head, line.split("\t")))
+                row["lid"], row["rail"] = int(row["lid"]), int(row["rail"])
+                row["pkey"] = int(row["pkey"], 16)
+                row["k"] = int(row["name"][4:])
+                self.parts.setdefault(row["k"], []).append(row)
         return self
 
     def wait_settled(self, settle=1.0):

@@ -740,3 +740,58 @@ def test_rail_down_and_back(cluster_factory):
                what="rail 1 known again on both nodes")
     f, out = acme_path(c, 2, "n", n2r1["alias"], "node1")
     assert f is not None and str(ipaddress.IPv6Address(f["dgid"])) == n1r1["gid"], out
+
+
+@pytest.fixture(scope="module")
+def r4p2(tmp_path_factory):
+    """2 nodes x 4 rails x 2 partitions, separate planes: 8 endpoints a node,
+    the partitions of a rail sharing its GID and LID; read-only."""
+    c = Cluster(tmp_path_factory.mktemp("r4p2"), 2, "--rails", RAILS, "--partitions", 2,
+                "--planes")
+    c.up()
+    try:
+        assert all(len(c.parts[k]) == RAILS for k in c.nodes), c.parts
+        wait_until(lambda: all(knows(c, s, e["alias"]) for s in c.nodes for d in c.nodes
+                               if s != d for e in c.parts[d] + c.rails[d]), 10, interval=0.1,
+                   what="every node knows every endpoint of every other")
+        c.wait_settled()
+        yield c
+    finally:
+        c.down()
+
+
+@pytest.mark.timeout(180)
+def test_partitions_rail_to_rail(r4p2):
+    """4 rails x 2 partitions: from each partition's own endpoint, the host
+    name gives the path to the destination's endpoint of that rail and
+    P_Key (the rail's GIDs and LIDs, the partition's P_Key); its addresses
+    too; a partition's address from the rail's default partition gives
+    EDESTADDR (another P_Key); the host name lists all 8 endpoints'
+    addresses, rail 0's first; the shared GIDs and LIDs are no conflict."""
+    c = r4p2
+    for s, d in itertools.permutations(sorted(c.nodes), 2):
+        for e in c.parts[s]:
+            r = e["rail"]
+            dst = next(x for x in c.parts[d] if x["rail"] == r)
+            for dest in (c.nodes[d]["name"], dst["alias"]):
+                f, out = acme_path(c, s, "n", e["alias"], dest)
+                assert f is not None, out
+                assert str(ipaddress.IPv6Address(f["sgid"])) == rail(c, s, r)["gid"], out
+                assert str(ipaddress.IPv6Address(f["dgid"])) == rail(c, d, r)["gid"], out
+                assert int(f["slid"]) == s and int(f["dlid"]) == d, out
+                assert int(f["pkey"], 16) == e["pkey"], out
+            f, out = acme_path(c, s, "i", e["ipv4"], dst["ipv4"])
+            assert f is not None and int(f["pkey"], 16) == e["pkey"], out
+            cl = Client(c.sock(s))
+            try:
+                status, path = resolve(cl, dst["ipv4"], rail(c, s, r)["ipv4"])
+            finally:
+                cl.close()
+            assert status == ST_EDESTADDR and path is None, (s, r, status, path)
+        status, rec = host(c.sock(s), c.nodes[d]["name"], cache_only=True)
+        assert status == ST_SUCCESS
+        want = sorted([x["ipv4"] for x in c.rails[d]] + [x["ipv4"] for x in c.parts[d]])
+        assert sorted(rec["ipv4"]) == want, rec
+        assert rec["ipv4"][0] == rail(c, d, 0)["ipv4"], rec
+    for k in c.nodes:
+        assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k

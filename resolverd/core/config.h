@@ -15,7 +15,7 @@
 
 #include "hostrec.h"
 
-#define CFG_MAX_ENDPOINTS 16
+#define CFG_MAX_ENDPOINTS 32 /* 8 rails x 4 partitions; heard_on is 32 bits */
 #define CFG_MAX_GROUPS 4      /* multicast priority classes per endpoint */
 #define CFG_MAX_PATTERNS 16   /* cluster name patterns */
 #define CFG_PATTERN_MAX 128
@@ -46,6 +46,7 @@ struct cfg_group {
 
 struct cfg_endpoint {
 	char label[64];            /* from "[endpoint LABEL]" */
+	unsigned line;             /* that header's line (0: not from a file) */
 	struct ibres_hostrec id;   /* names, addresses, GID (gids[0]), LID, QPN, P_Key */
 	uint8_t mtu;               /* IB MTU enum */
 	uint8_t rate;              /* IB rate enum */
@@ -64,6 +65,7 @@ struct cfg_endpoint {
 };
 
 struct ibres_config {
+	char source[256]; /* the file it was parsed from, for file:line messages */
 	/* [daemon] */
 	char socket_path[CFG_SOCKET_MAX];
 	char acm_socket_path[CFG_SOCKET_MAX]; /* "" = not served */

@@ -513,6 +513,7 @@ static int parse_section(struct parser *p, char *line)
 	p->schema->endpoint_defaults(p->ep);
 	memcpy(p->ep->label, label, strlen(label));
 	p->ep_line[cfg->n_eps] = p->r.lineno;
+	p->ep->line = p->r.lineno;
 	p->seen = p->seen_ep[cfg->n_eps];
 	cfg->n_eps++;
 	p->sect = SECT_ENDPOINT;

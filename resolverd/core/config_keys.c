@@ -550,6 +550,7 @@ int config_parse(const char *name, const char *text, size_t len, struct ibres_co
 		 char *err, size_t errlen)
 {
 	config_defaults(cfg);
+	snprintf(cfg->source, sizeof(cfg->source), "%s", name ? name : "");
 	return cfg_parse_text(&schema, name, text, len, cfg, err, errlen);
 }
 

@@ -132,6 +132,18 @@ dup_addr:
 	return -EINVAL;
 }
 
+/* "file:line: " of @ep's section before the message in @err. */
+static void at_line(const struct ibres_config *cfg, const struct cfg_endpoint *ep, char *err,
+		    size_t errlen)
+{
+	char msg[CFG_ERR_MAX];
+
+	if (!err || !errlen || !ep->line || !cfg->source[0])
+		return;
+	snprintf(msg, sizeof(msg), "%s", err);
+	cfg_set_err(err, errlen, "%.200s:%u: %s", cfg->source, ep->line, msg);
+}
+
 int config_validate(const struct ibres_config *cfg, char *err, size_t errlen)
 {
 	unsigned e;
@@ -164,8 +176,10 @@ int config_validate(const struct ibres_config *cfg, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		ret = validate_endpoint(cfg, e, err, errlen);
-		if (ret)
+		if (ret) {
+			at_line(cfg, ep, err, errlen);
 			return ret;
+		}
 	}
 	return 0;
 }

@@ -34,8 +34,13 @@ static void check_round_trip(void)
 	}
 	/* config_print is documented to produce a file that parses to the same
 	 * settings: anything else is a bug worth a crash report */
-	if (config_parse("printed", buf, len, &cfg2, err, sizeof(err)) ||
-	    memcmp(&cfg, &cfg2, sizeof(cfg)))
+	if (config_parse("printed", buf, len, &cfg2, err, sizeof(err)))
+		abort();
+	/* where it was read from is not configuration */
+	memcpy(cfg2.source, cfg.source, sizeof(cfg.source));
+	for (unsigned i = 0; i < cfg.n_eps && i < CFG_MAX_ENDPOINTS; i++)
+		cfg2.eps[i].line = cfg.eps[i].line;
+	if (memcmp(&cfg, &cfg2, sizeof(cfg)))
 		abort();
 	free(buf);
 }

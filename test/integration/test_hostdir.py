@@ -282,13 +282,18 @@ class DirectoryProxy:
         self.ls.bind(path)
         self.ls.listen(64)
         self.passed = 0
-        threading.Thread(target=self.serve, daemon=True).start()
+        self.closed = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
 
     def serve(self):
         while True:
             try:
                 c, _ = self.ls.accept()
             except OSError:
+                return
+            if self.closed:
+                c.close()
                 return
             threading.Thread(target=self.client, args=(c,), daemon=True).start()
 
@@ -324,6 +329,15 @@ class DirectoryProxy:
                 up.close()
 
     def close(self):
+        # Wake the accept() first and wait for the thread: a descriptor closed
+        # under a blocked accept() is reused by the next test's socket, whose
+        # connections this proxy would then take (to a daemon that is gone).
+        self.closed = True
+        try:
+            self.ls.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.thread.join(5)
         self.ls.close()
 
 

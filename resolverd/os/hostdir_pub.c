@@ -426,14 +426,22 @@ static void size_host(void *arg, struct host *h)
 	struct dkey keys[REC_KEYS_MAX];
 	unsigned n;
 
+	bool shared = false;
+
 	host_record(h, &z->p->cur, 0);
 	n = rec_keys(&z->p->cur, keys);
-	for (unsigned i = 0; i < n; i++)
-		z->keys[keys[i].tab]++;
+	/* a slot for every key the store gives @h (a name the host's endpoints
+	 * share is counted once, with the one that holds it) */
+	for (unsigned i = 0; i < n; i++) {
+		if (holds(z->p, h, &keys[i], false))
+			z->keys[keys[i].tab]++;
+		else if (holds(z->p, h, &keys[i], true))
+			z->keys[keys[i].tab]++, shared = true;
+	}
 	if (n)
 		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
-	if (host_next_endpoint(h, h)) {
-		/* one of several endpoints: room for its host's record too */
+	if (shared) {
+		/* it holds its host's shared names: room for the host's record */
 		host_record_all(h, &z->p->cur, 0);
 		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
 	}

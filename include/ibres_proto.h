@@ -167,7 +167,7 @@ enum {
 	IBRES_T_PKEY = 8,      /* u16 */
 	IBRES_T_TTL = 9,       /* u32 seconds left */
 	IBRES_T_FLAGS = 10,    /* u32: request flags (IBRES_HOST_*), answer flags (IBRES_LIST_*) */
-	IBRES_T_STATE = 11,    /* u8: enum ibres_entry_state */
+	IBRES_T_STATE = 11,    /* u8: enum ibres_entry_state (an ENDPOINTS record: ibres_ep_state) */
 	IBRES_T_ORIGIN = 12,   /* u8: enum ibres_origin */
 	IBRES_T_NEST = 13,     /* a nested sequence: one record */
 	IBRES_T_COUNTER = 14,  /* u64 counter value; follows the NAME of a counter */
@@ -210,6 +210,13 @@ enum ibres_entry_state {
 	IBRES_STATE_RESOLVED = 2,
 	IBRES_STATE_ROUTED = 3,
 	IBRES_STATE_NEGATIVE = 4,
+};
+
+/* An endpoint's state in an ENDPOINTS answer: a rail that is down (its port
+ * not ACTIVE, or an ip endpoint's interface without carrier) answers nothing. */
+enum ibres_ep_state {
+	IBRES_EP_UP = 1,
+	IBRES_EP_DOWN = 2,
 };
 
 enum ibres_origin {

@@ -357,7 +357,7 @@ static int show_endpoint(struct ctl *c, const struct tlv_item *nest)
 	struct tlv_reader r;
 	struct tlv_item it;
 	char label[IBRES_NAME_MAX + 1] = "";
-	uint8_t mtu = 0, rate = 0, sl = 0;
+	uint8_t mtu = 0, rate = 0, sl = 0, state = 0;
 	int ret;
 
 	if (hostrec_decode(nest->value, nest->length, &rec))
@@ -372,6 +372,8 @@ static int show_endpoint(struct ctl *c, const struct tlv_item *nest)
 			ret = tlv_get_u8(&it, &rate);
 		else if (it.type == IBRES_T_SL)
 			ret = tlv_get_u8(&it, &sl);
+		else if (it.type == IBRES_T_STATE)
+			ret = tlv_get_u8(&it, &state);
 		if (ret < 0)
 			return -EBADMSG;
 	}
@@ -386,6 +388,8 @@ static int show_endpoint(struct ctl *c, const struct tlv_item *nest)
 		json_u64(&c->j, "rate", rate);
 		json_str(&c->j, "rate_gbps", ib_rate_to_gbps(rate));
 		json_u64(&c->j, "sl", sl);
+		if (state)
+			json_str(&c->j, "state", state == IBRES_EP_DOWN ? "down" : "up");
 		json_obj_end(&c->j);
 	} else {
 		printf("endpoint %s: ", label);
@@ -393,6 +397,8 @@ static int show_endpoint(struct ctl *c, const struct tlv_item *nest)
 		printf("  mtu      %u (%u bytes)\n", mtu, ib_mtu_to_bytes(mtu));
 		printf("  rate     %u (%s Gb/s)\n", rate, ib_rate_to_gbps(rate));
 		printf("  sl       %u\n", sl);
+		if (state)
+			printf("  state    %s\n", state == IBRES_EP_DOWN ? "down" : "up");
 	}
 	return 0;
 }

@@ -390,6 +390,7 @@ int endpoints_query(struct ibresd *d, struct request *req, uint8_t *reply, size_
 		tlv_put_u8(&r.w, IBRES_T_MTU, ep->mtu);
 		tlv_put_u8(&r.w, IBRES_T_RATE, ep->rate);
 		tlv_put_u8(&r.w, IBRES_T_SL, ep->sl);
+		tlv_put_u8(&r.w, IBRES_T_STATE, d->eps.ep[i].down ? IBRES_EP_DOWN : IBRES_EP_UP);
 		tlv_nest_end(&r.w, nest);
 	}
 	if (r.w.overflow)

@@ -26,7 +26,7 @@ import re
 
 import pytest
 
-from conftest import Client, have, needs_root, run
+from conftest import IBRESCTL, Client, have, needs_root, run
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, ORIGIN_FABRIC, ST_SUCCESS,
                          Cluster, acme, cache_list, emulate, fabric_msg, group_items, host,
                          identity_items, path_fields, rails_item, resolve, send_datagrams,
@@ -695,6 +695,14 @@ def test_goodbye_on_another_rail(cluster_factory, kind):
 ST_ENOTCONN = 5             # IBRES_STATUS_ENOTCONN
 
 
+def endpoint_states(c, k):
+    """`ibresctl endpoints --json` of node @k: label -> state."""
+    r = run([IBRESCTL, "--json", "endpoints"], env=dict(os.environ, IBRES_SOCKET=c.sock(k)),
+            timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return {e["label"]: e["state"] for e in json.loads(r.stdout)["endpoints"]}
+
+
 def knows(c, k, key):
     return host(c.sock(k), key, cache_only=True)[0] == ST_SUCCESS
 
@@ -723,8 +731,9 @@ def test_rail_down_and_back(cluster_factory):
         assert knows(c, 1, rail(c, 2, r)["alias"]), r
     status, rec = host(c.sock(1), "node2", cache_only=True)
     assert status == ST_SUCCESS and rec["ipv4"] == [rail(c, 2, 0)["ipv4"], rail(c, 2, 2)["ipv4"]]
-    # node 2's own side: nothing learned on rail 1 is served from its cache
+    # node 2's own side: the rail is down, nothing learned on it is served
     wait_until(lambda: not knows(c, 2, n1r1["alias"]), 5, what="node2 forgets rail 1's peers")
+    assert endpoint_states(c, 2) == {"ib0": "up", "ib1": "down", "ib2": "up"}
     cl = Client(c.sock(2))
     try:
         status, path = resolve(cl, "node1", n2r1["ipv4"])
@@ -740,6 +749,7 @@ def test_rail_down_and_back(cluster_factory):
                what="rail 1 known again on both nodes")
     f, out = acme_path(c, 2, "n", n2r1["alias"], "node1")
     assert f is not None and str(ipaddress.IPv6Address(f["dgid"])) == n1r1["gid"], out
+    assert set(endpoint_states(c, 2).values()) == {"up"}
 
 
 @pytest.fixture(scope="module")

@@ -281,12 +281,13 @@ static void add_unique(void *arr, unsigned *n, unsigned max, const void *item, s
 
 uint64_t host_record_all(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 {
-	const struct host *eps[RAILS_SEEN_MAX];
+	const struct host *eps[RAILS_SEEN_MAX] = { h };
 	uint64_t soonest = h->expires_ms;
 	struct ibres_hostrec one;
-	unsigned n = 0;
+	unsigned n = 1;
 
-	for (const struct host *e = h; e && n < RAILS_SEEN_MAX; e = host_next_endpoint(h, e)) {
+	for (const struct host *e = host_next_endpoint(h, h); e && n < RAILS_SEEN_MAX;
+	     e = host_next_endpoint(h, e)) {
 		unsigned at = n++;
 
 		/* insertion by rank; the ring's order breaks ties, so it is stable */

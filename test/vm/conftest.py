@@ -12,11 +12,14 @@ VM_RUN = os.path.join(ROOT, "test", "vm", "run")
 SKIP = 77
 
 
-def vm_run(*command, nodes=3, daemons=False, systemd=False, debs=None, timeout=240, env=None):
+def vm_run(*command, nodes=3, rails=1, daemons=False, systemd=False, debs=None, timeout=240,
+           env=None):
     """Boot the VM, run @command in it; the CompletedProcess. Skips the test
     when this machine cannot run a guest (status 77). @debs: a folder of
-    Debian packages to install (with @systemd)."""
+    Debian packages to install (with @systemd); @rails: rails per node."""
     args = [VM_RUN, "--nodes", str(nodes), "--timeout", str(timeout)]
+    if rails != 1:
+        args += ["--rails", str(rails)]
     if daemons:
         args.append("--daemons")
     if systemd:

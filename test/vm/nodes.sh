@@ -8,8 +8,14 @@
 # in `local`; what leaves from K's address (or is bound to nK) takes table
 # 100+K, which routes the subnets and multicast out of nK; the `local` rule
 # moves behind them.
+#
+# With 2 rails (test/vm/run --rails 2) node K has a second netdev nKr1
+# (198.19.1.K/24, 2001:db8:0:1::K/64) whose peer pKr1 sits on a second bridge
+# vmbr1, with its own device rxeKr1 and the same policy routing through table
+# 120+K; both rails' endpoints are one host in each daemon's config.
 
 vm_mac() { printf '02:00:c6:12:00:%02x' "$1"; }
+vm_mac1() { printf '02:00:c6:13:00:%02x' "$1"; }
 
 setup_nodes() {
 	local n=$1 k j t
@@ -49,9 +55,15 @@ setup_nodes() {
 			ip -6 neigh replace "2001:db8::$j" lladdr "$(vm_mac "$j")" dev "n$k" nud permanent
 		done
 	done
+	if [ "${VM_RAILS:-1}" = 2 ]; then
+		setup_rail1 "$n" || return 1
+	fi
 	modprobe rdma_rxe || return 1
 	for ((k = 1; k <= n; k++)); do
 		rdma link add "rxe$k" type rxe netdev "n$k" || return 1
+		if [ "${VM_RAILS:-1}" = 2 ]; then
+			rdma link add "rxe${k}r1" type rxe netdev "n${k}r1" || return 1
+		fi
 	done
 	# the GID table fills from the addresses asynchronously
 	local gid tries
@@ -67,6 +79,88 @@ setup_nodes() {
 		printf 'node%d\t198.18.0.%d\t2001:db8::%d\trxe%d\t%s\t%s\n' "$k" "$k" "$k" "$k" \
 			"$gid" "$(vm_socket_of "$k")" >>"$VMDIR/nodes.tsv"
 	done
+	[ "${VM_RAILS:-1}" = 2 ] || return 0
+	# every rail of every node: $VM_RAILS_TSV
+	printf 'name\trail\talias\tipv4\tipv6\tdevice\tnetdev\tpeer\tgid\tsocket\n' \
+		>"$VMDIR/rails.tsv"
+	local r dev ndev peer v4 v6
+	for ((k = 1; k <= n; k++)); do
+		for r in 0 1; do
+			if [ $r = 0 ]; then
+				dev=rxe$k ndev=n$k peer=p$k v4=198.18.0.$k v6=2001:db8::$k
+			else
+				dev=rxe${k}r1 ndev=n${k}r1 peer=p${k}r1 v4=198.19.1.$k
+				v6=2001:db8:0:1::$k
+			fi
+			gid=
+			for ((tries = 0; tries < 100; tries++)); do
+				gid=$(vm_gid_of "$dev" "$v4") && break
+				sleep 0.1
+			done
+			[ -n "$gid" ] || { echo "vm: $dev has no GID for $v4" >&2; return 1; }
+			printf 'node%d\t%d\tnode%d-ib%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$r" \
+				"$k" "$r" "$v4" "$v6" "$dev" "$ndev" "$peer" "$gid" \
+				"$(vm_socket_of "$k")" >>"$VMDIR/rails.tsv"
+		done
+	done
+}
+
+# The second rail (--rails 2): netdev nKr1 (198.19.1.K/24, 2001:db8:0:1::K/64)
+# with its peer pKr1 on the bridge vmbr1, routed like rail 0 through table
+# 120+K (rules 20+K: iif -> local, 120+K: oif, 220+K: from), static neighbours.
+setup_rail1() {
+	local n=$1 k j t
+	ip link add vmbr1 type bridge mcast_snooping 0 || return 1
+	ip link set vmbr1 up
+	for ((k = 1; k <= n; k++)); do
+		t=$((120 + k))
+		ip link add "n${k}r1" address "$(vm_mac1 "$k")" type veth peer name "p${k}r1" ||
+			return 1
+		ip link set "p${k}r1" master vmbr1 up
+		sysctl -qw "net.ipv6.conf.p${k}r1.disable_ipv6=1" >/dev/null
+		sysctl -qw "net.ipv4.conf.n${k}r1.rp_filter=0" \
+			"net.ipv4.conf.n${k}r1.accept_local=1" >/dev/null
+		ip link set "n${k}r1" up
+		ip addr add "198.19.1.$k/24" dev "n${k}r1"
+		ip -6 addr add "2001:db8:0:1::$k/64" dev "n${k}r1" nodad
+		for fam in -4 -6; do
+			ip "$fam" rule add pref $((20 + k)) iif "n${k}r1" lookup local
+			ip "$fam" rule add pref $((120 + k)) oif "n${k}r1" lookup "$t"
+		done
+		ip -4 rule add pref $((220 + k)) from "198.19.1.$k" lookup "$t"
+		ip -6 rule add pref $((220 + k)) from "2001:db8:0:1::$k" lookup "$t"
+		ip -4 route add 198.19.1.0/24 dev "n${k}r1" src "198.19.1.$k" table "$t"
+		ip -4 route add 224.0.0.0/4 dev "n${k}r1" src "198.19.1.$k" table "$t"
+		ip -6 route add 2001:db8:0:1::/64 dev "n${k}r1" src "2001:db8:0:1::$k" table "$t"
+		ip -6 route add ff00::/8 dev "n${k}r1" table "$t"
+		ip -6 route add fe80::/64 dev "n${k}r1" table "$t"
+	done
+	for ((k = 1; k <= n; k++)); do
+		for ((j = 1; j <= n; j++)); do
+			[ "$j" = "$k" ] && continue
+			ip -4 neigh replace "198.19.1.$j" lladdr "$(vm_mac1 "$j")" dev "n${k}r1" \
+				nud permanent
+			ip -6 neigh replace "2001:db8:0:1::$j" lladdr "$(vm_mac1 "$j")" \
+				dev "n${k}r1" nud permanent
+		done
+	done
+}
+
+# Node @1's ibresd.conf on standard output: `ibresctl config generate
+# --device rxeK --name nodeK`; with 2 rails, rxeKr1's endpoint appended, both
+# under the host name nodeK, with the aliases nodeK-ib0 and nodeK-ib1.
+vm_config() {
+	local k=$1 ctl=$2 r0 r1
+	if [ "${VM_RAILS:-1}" != 2 ]; then
+		"$ctl" config generate --device "rxe$k" --name "node$k"
+		return
+	fi
+	r0=$("$ctl" config generate --device "rxe$k" --name "node$k") || return 1
+	r1=$("$ctl" config generate --device "rxe${k}r1" --name "node$k") || return 1
+	printf '%s\n' "$r0" | sed -e "/^name = node$k\$/a name = node$k-ib0"
+	echo
+	printf '%s\n' "$r1" | sed -n -e '/^\[endpoint /,$p' |
+		sed -e "/^name = node$k\$/a name = node$k-ib1"
 }
 
 # Whether @1's port 1 GID table holds ::ffff:@2 (an IPv4-mapped GID); print it.
@@ -90,23 +184,23 @@ vm_socket_of() {
 	return 0
 }
 
-# --daemons: one ibresd per node, its config from `ibresctl config generate
-# --device rxeK --name nodeK` with its own socket /run/ibres/nodeK.sock (which
+# --daemons: one ibresd per node (from $VM_BUILD, default the checkout's
+# build/), its config from `ibresctl config generate --device rxeK --name
+# nodeK` (vm_config: with 2 rails, both devices' endpoints) with its own socket /run/ibres/nodeK.sock (which
 # speaks ibacm's protocol too); node1's also serves ibacm's socket
 # /run/ibacm.sock for librdmacm, and is the daemon the NSS module asks
 # (/run/ibres/ibresd.sock, which passes its host directory), with `ib`
 # on the hosts line of nsswitch.conf.
 # Configs and logs: /run/nss-ib-vm/nodeK.conf, nodeK.log.
 start_daemons() {
-	local n=$1 first=$2 k conf build=$VM_CHECKOUT/build tries
+	local n=$1 first=$2 k conf build=${VM_BUILD:-$VM_CHECKOUT/build} tries
 	for f in ibresd ibresctl libnss_ib.so.2; do
 		[ -e "$build/$f" ] || { echo "vm: --daemons: no $build/$f (run make)" >&2; return 1; }
 	done
 	mkdir -p /run/ibres
 	for ((k = first; k <= n; k++)); do
 		conf=$VMDIR/node$k.conf
-		"$build/ibresctl" config generate --device "rxe$k" --name "node$k" >"$conf.gen" ||
-			return 1
+		vm_config "$k" "$build/ibresctl" >"$conf.gen" || return 1
 		# each daemon passes its own host directory over its own socket
 		sed -e "s|^socket = .*|socket = /run/ibres/node$k.sock|" "$conf.gen" >"$conf"
 		[ "$k" = 1 ] && sed -i -e '/^socket = /a acm_socket = /run/ibacm.sock' "$conf"
@@ -173,7 +267,7 @@ setup_systemd() {
 			>"$VMDIR/install.log" 2>&1 || { cat "$VMDIR/install.log" >&2; return 1; }
 		systemctl --quiet enable ibresd.socket ibresd-acm.socket || return 1
 	fi
-	"$ctl" config generate --device rxe1 --name node1 |
+	vm_config 1 "$ctl" |
 		sed -e '/^socket = /a acm_socket = /run/ibacm-unix.sock' >/etc/ibres/ibresd.conf ||
 		return 1
 	systemctl --quiet mask ibacm.socket ibacm.service || return 1

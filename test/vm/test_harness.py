@@ -83,7 +83,8 @@ def test_cannot_run_is_77():
 
 
 def test_usage_errors():
-    for args in (["--nodes", "9", "--", "true"], ["--timeout", "x", "--", "true"], []):
+    for args in (["--nodes", "9", "--", "true"], ["--timeout", "x", "--", "true"],
+                 ["--rails", "3", "--", "true"], ["--rails", "", "--", "true"], []):
         proc = subprocess.run([VM_RUN] + args, capture_output=True, text=True, timeout=30)
         assert proc.returncode == 2, args
         assert "usage:" in proc.stderr

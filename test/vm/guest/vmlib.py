@@ -8,7 +8,7 @@ import subprocess
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BUILD = os.path.join(ROOT, "build")
+BUILD = os.environ.get("VM_BUILD") or os.path.join(ROOT, "build")  # test/vm/run's
 IBRESD = os.path.join(BUILD, "ibresd")
 IBRESCTL = os.path.join(BUILD, "ibresctl")
 VMDIR = "/run/nss-ib-vm"

@@ -234,6 +234,15 @@ struct host *host_next_endpoint(const struct host *h, const struct host *e)
 	return e->sib_next && e->sib_next != h ? e->sib_next : NULL;
 }
 
+unsigned host_endpoint_count(const struct host *h)
+{
+	unsigned n = 1;
+
+	for (const struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+		n++;
+	return n;
+}
+
 uint32_t host_heard_on(const struct host *h)
 {
 	return h->heard_on;

@@ -225,29 +225,17 @@ static struct host *ring_lister(const struct host *h, const struct host_key *k, 
 	return NULL;
 }
 
-/* The member of @member's host that its canonical name leads to, or NULL. */
-static struct host *canonical_holder(const struct host_store *s, const struct host *member)
-{
-	struct host_key k;
-	long at;
-
-	if (!member || !member->n_names)
-		return NULL;
-	hs_key(member, 0, &k);
-	at = hs_slot_find(s, &k, hs_hash(s, &k));
-	if (at < 0 || (s->slots[at].h != member && !ring_has(member, s->slots[at].h)))
-		return NULL;
-	return s->slots[at].h;
-}
-
-/* The ring of @member changed: the record the canonical name leads to, which
- * lists every endpoint, is due again (unless it is @skip, told already). */
+/* The ring of @member changed: every endpoint of it is due again (unless it
+ * is @skip, told already): the one its canonical name leads to lists every
+ * endpoint, and keys (a shared name, a port's GID) may have passed from one
+ * to another. A ring has at most HOST_RAILS_MAX endpoints. */
 static void ring_changed(struct host_store *s, struct host *member, const struct host *skip)
 {
-	struct host *h = s->ob.put ? canonical_holder(s, member) : NULL;
-
-	if (h && h != skip)
-		s->ob.put(s->ob.arg, h);
+	if (!member || !s->ob.put)
+		return;
+	for (struct host *e = member; e; e = host_next_endpoint(member, e))
+		if (e != skip)
+			s->ob.put(s->ob.arg, e);
 }
 
 /* Remove every slot of @h, unlink it and free it: a key another endpoint of
@@ -343,15 +331,20 @@ void store_fini(struct host_store *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* The least recently used learned hosts go, a whole host at a time (every
+ * endpoint of it), never @keep's. */
 static void evict_over_bound(struct host_store *s, const struct host *keep)
 {
 	while (s->stats.learned > s->max_hosts && s->lru_head) {
 		struct host *victim = s->lru_head;
 
-		if (victim == keep) {
-			if (!victim->lru_next)
-				return;
+		while (victim && (victim == keep || (keep && ring_has(keep, victim))))
 			victim = victim->lru_next;
+		if (!victim)
+			return;
+		while (victim->sib_next) {
+			hs_host_remove(s, victim->sib_next);
+			s->stats.evictions++;
 		}
 		hs_host_remove(s, victim);
 		s->stats.evictions++;
@@ -482,8 +475,9 @@ static void join_host(struct host_store *s, struct host *nh)
 	if (at < 0)
 		return;
 	holder = s->slots[at].h;
+	/* a host has at most HOST_RAILS_MAX endpoints (8 rails of 4 partitions) */
 	if (holder->rails == nh->rails && holder->origin == nh->origin &&
-	    hs_same_canonical(holder, nh))
+	    hs_same_canonical(holder, nh) && host_endpoint_count(holder) < HOST_RAILS_MAX)
 		ring_link(nh, holder);
 }
 
@@ -570,9 +564,10 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 
 			if (holder == nh)
 				continue; /* the record lists this key twice */
-			if ((k.type == IBRES_KEY_NAME || k.type == IBRES_KEY_GID) &&
+			if ((k.type == IBRES_KEY_NAME || k.type == IBRES_KEY_GID ||
+			     k.type == IBRES_KEY_LID) &&
 			    ring_has(nh, holder))
-				continue; /* a name or port GID the host's endpoints share */
+				continue; /* a name, or a port's GID and LID, the host's endpoints share */
 			if (origin_rank(holder->origin) < origin_rank(origin))
 				continue; /* held by a more authoritative host */
 			/* a key that moved: it is this host's now */
@@ -580,7 +575,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 			s->slots[at].h = nh;
 			s->slots[at].kidx = (uint8_t)i;
 			nh->n_indexed++;
-			if (!holder->n_indexed)
+			if (!holder->n_indexed && !holder->sib_next)
 				hs_host_remove(s, holder);
 		} else {
 			slot_put(s->slots, s->slot_mask, nh, (uint8_t)i, hash);
@@ -590,8 +585,9 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		hs_neg_forget(s, &k);
 		changed++;
 	}
-	if (!nh->n_indexed) {
-		/* every key is held above: nothing of it is visible */
+	if (!nh->n_indexed && !nh->sib_next) {
+		/* every key is held above: nothing of it is visible (an endpoint
+		 * of a host is, through its host, with every key shared) */
 		ring_changed(s, ring_unlink(nh), NULL);
 		if (placed)
 			lru_unlink(s, nh);

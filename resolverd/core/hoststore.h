@@ -19,9 +19,9 @@
  * record per identity exists, and a new record of a known identity replaces
  * it.
  * LOCAL and STATIC hosts never expire and are never evicted; learned hosts
- * are bounded (max_hosts, a host of several endpoints counting once) and the
- * least recently used endpoint makes room, endpoint by endpoint until a
- * whole host went.
+ * are bounded (max_hosts, a host of several endpoints counting once, and
+ * at most HOST_RAILS_MAX endpoints a host) and the least recently used host
+ * makes room, every endpoint of it.
  *
  * All times are CLOCK_MONOTONIC milliseconds passed in by the caller. A
  * struct host pointer is valid until the next call that changes the store.
@@ -126,11 +126,12 @@ int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t 
  * - A host is a set of endpoints: a record whose canonical name leads to a
  *   record of the same origin, canonical name and rails digest (nonzero: the
  *   digest of the GIDs of all the host's endpoints, which every endpoint
- *   announces and whose list names it) joins that one's host; the
- *   host's endpoints share their names' keys (the name leads to one of them,
+ *   announces and whose list names it) joins that one's host, while it has
+ *   fewer than HOST_RAILS_MAX; the host's endpoints share their names' keys
+ *   (and a port's partitions its GID and LID: the key leads to one of them,
  *   host_next_endpoint() to the others), and a key one of them lists passes
- *   to another when it goes. The observer hears put() for the record the
- *   canonical name leads to whenever the set changes.
+ *   to another when it goes. The observer hears put() for every endpoint of
+ *   the host whenever the set changes.
  * - @how->heard_on: the local endpoints (bits) the record was heard on; a
  *   learned endpoint refreshed keeps the bits it had.
  * - A key that another host holds moves to this one (an address that moved),
@@ -184,6 +185,8 @@ uint8_t host_origin(const struct host *h);
 /* The next endpoint of @h's host after @e (start with @e = @h), or NULL once
  * every one was seen: for (e = h; e; e = host_next_endpoint(h, e)). */
 struct host *host_next_endpoint(const struct host *h, const struct host *e);
+/* How many endpoints @h's host has (at most HOST_RAILS_MAX joined). */
+unsigned host_endpoint_count(const struct host *h);
 /* The local endpoints (bits, by index) @h was heard on; a LOCAL one's own. */
 uint32_t host_heard_on(const struct host *h);
 /* The rails digest it was stored with (0: a host alone). */

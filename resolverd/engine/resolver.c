@@ -188,10 +188,24 @@ struct fabric_events resolver_fabric_events(struct resolver *r)
 	return (struct fabric_events){ .learned = on_learned, .query_key = on_query_key, .arg = r };
 }
 
+/* A rail went down or came back: the fabric counts the directory incomplete
+ * again (it forgot, or asks everyone again); so do the readers. The fabric,
+ * registered first, has heard of it already. */
+static void on_endpoint(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
+			unsigned changes)
+{
+	(void)ep;
+	(void)old;
+	if (changes & EP_CHANGE_STATE)
+		publish_scope(arg);
+}
+
 void resolver_attach(struct resolver *r, struct sa_client *sa, struct fabric *f)
 {
 	r->sa = sa;
 	r->fabric = f;
+	if (!r->listening && endpoints_listen(r->eps, on_endpoint, r) == 0)
+		r->listening = true;
 	publish_scope(r);
 }
 
@@ -231,6 +245,9 @@ int resolver_init(struct resolver *r, const struct resolver_deps *deps, struct c
 
 void resolver_fini(struct resolver *r)
 {
+	if (r->listening)
+		endpoints_unlisten(r->eps, on_endpoint, r);
+	r->listening = false;
 	loop_timer_cancel(r->loop, &r->sweep_timer);
 	pending_fini(&r->pending);
 	store_fini(r->store);

@@ -57,6 +57,7 @@ struct resolver {
 	struct loop_timer sweep_timer;
 	struct jitter_rng rng; /* query jitter */
 	unsigned n_static_hosts;
+	bool listening; /* to the endpoints' state (a rail down or back) */
 };
 
 /* Fill the store (initialised here, bounded by cfg->cache_size) with the

@@ -139,6 +139,46 @@ static bool same_endpoint(struct fabric *f, const struct host *e, const struct i
 	return true;
 }
 
+/* Did @h send the datagram from @from: its address (ip transport), its LID,
+ * or without a LID its GID (RoCE's GRH)? What a forger elsewhere on the
+ * fabric cannot fake by copying a datagram. */
+static bool sent_by(const struct transport_addr *from, const struct ibres_hostrec *h)
+{
+	if (!from)
+		return false;
+	if (from->len && from->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)&from->ss;
+
+		for (unsigned i = 0; i < h->n_v4; i++)
+			if (h->v4[i].s_addr == sin->sin_addr.s_addr)
+				return true;
+		return false;
+	}
+	if (from->len && from->ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)&from->ss;
+
+		for (unsigned i = 0; i < h->n_v6; i++)
+			if (!memcmp(&h->v6[i], &sin6->sin6_addr, 16))
+				return true;
+		return false;
+	}
+	if (from->lid)
+		return from->lid == h->lid;
+	return h->n_gids && !memcmp(from->gid, h->gids[0], 16);
+}
+
+/* May @h be an endpoint of @e's host: one of them already (a refresh), or
+ * one more while the host has fewer than HOST_RAILS_MAX? */
+static bool room_for(const struct host *e, const struct ibres_hostrec *h)
+{
+	unsigned n = 0;
+
+	for (const struct host *x = e; x; x = host_next_endpoint(e, x), n++)
+		if (!memcmp(host_gid(x), h->gids[0], 16) && host_pkey(x) == h->pkey)
+			return true;
+	return n < HOST_RAILS_MAX;
+}
+
 /* Does @h, heard on local endpoint @fabric, claim a name or address that
  * another live host owns? First come, first served while the owner lives: a
  * forged identity cannot take a name over, and local and static hosts are
@@ -146,7 +186,7 @@ static bool same_endpoint(struct fabric *f, const struct host *e, const struct i
  * same canonical name shares its names (one rail of a multi-rail node), but
  * never an address, GID or LID. LIDs are compared within one fabric only. */
 static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, uint8_t fabric,
-				uint64_t rails)
+				uint64_t rails, const struct transport_addr *from)
 {
 	struct host_key keys[HOST_KEYS_MAX];
 	unsigned n = host_keys_of(h, fabric, keys);
@@ -165,15 +205,19 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, 
 		if (same && !memcmp(host_gid(e), h->gids[0], 16) && host_pkey(e) == h->pkey) {
 			/* itself: as heard before on this fabric, or, first heard
 			 * elsewhere (one subnet: every port hears it), word for word
-			 * what is known; never another plane rewriting it */
-			if ((host_heard_on(e) >> fabric & 1) || same_endpoint(f, e, h))
+			 * what is known and sent from its own address or LID; never
+			 * another plane rewriting it, nor a copy replayed there */
+			if ((host_heard_on(e) >> fabric & 1) ||
+			    (same_endpoint(f, e, h) && sent_by(from, h)))
 				continue;
-		} else if (same && keys[i].type == IBRES_KEY_GID && rails &&
-			   host_rails(e) == rails) {
-			continue; /* another partition of the port */
+		} else if (same && (keys[i].type == IBRES_KEY_GID || keys[i].type == IBRES_KEY_LID) &&
+			   rails && host_rails(e) == rails && room_for(e, h)) {
+			continue; /* another partition of the port: its GID and LID */
 		}
-		/* another endpoint of its host, which named this one */
-		if (same && keys[i].type == IBRES_KEY_NAME && rails && host_rails(e) == rails)
+		/* another endpoint of its host, which named this one (a host
+		 * has at most HOST_RAILS_MAX) */
+		if (same && keys[i].type == IBRES_KEY_NAME && rails && host_rails(e) == rails &&
+		    room_for(e, h))
 			continue;
 		/* a LID another fabric holds is another subnet's */
 		if (keys[i].type == IBRES_KEY_LID && !(host_heard_on(e) >> fabric & 1))
@@ -200,7 +244,7 @@ static int learn_check(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
 
-	if (!identity_conflicts(f, &m->sender, (uint8_t)p->ep->index, msg_rails(m)))
+	if (!identity_conflicts(f, &m->sender, (uint8_t)p->ep->index, msg_rails(m), p->rx_from))
 		return 0;
 	f->c.rx_conflict++;
 	log_debug("fabric: %s claims a name or address another host owns; dropped",
@@ -408,9 +452,10 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
 
-	/* only the identity we know, heard here, may say goodbye for it: not
-	 * a forger on another rail */
-	if (!heard_endpoint(p, m->sender.gids[0], m->sender.pkey, m->sender.names[0])) {
+	/* only the identity we know, heard here and sending it from its own
+	 * address or LID, may say goodbye for it: not a forger on another rail */
+	if (!heard_endpoint(p, m->sender.gids[0], m->sender.pkey, m->sender.names[0]) ||
+	    !sent_by(p->rx_from, &m->sender)) {
 		f->c.rx_mismatch++;
 		return;
 	}
@@ -424,8 +469,10 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
-	struct host *sender = heard_endpoint(p, m->sender.gids[0], m->sender.pkey,
-					     m->sender.names[0]);
+	struct host *sender = sent_by(p->rx_from, &m->sender)
+				      ? heard_endpoint(p, m->sender.gids[0], m->sender.pkey,
+						       m->sender.names[0])
+				      : NULL;
 	struct host *target = NULL;
 
 	for (struct host *e = sender ? host_next_endpoint(sender, sender) : NULL; e;
@@ -510,6 +557,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	}
 	if (f->keys.n && !fresh(f, &m))
 		return;
+	p->rx_from = from;
 	switch (m.type) {
 	case FW_REQUEST:
 		on_request(p, &m, from);
@@ -527,6 +575,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		on_rail_down(p, &m);
 		break;
 	}
+	p->rx_from = NULL;
 }
 
 /* --- announcements --------------------------------------------------------- */
@@ -624,6 +673,12 @@ static void port_event(struct transport *t, const char *what)
 {
 	struct fabric_port *p = t->owner;
 
+	/* the port's own word on its state: a RoCE port has no SA port that
+	 * polls it (ib/port.c), an IB port's poll says the same */
+	if (!strcmp(what, "PORT_ERR"))
+		endpoint_set_down(p->f->eps, p->ep, true);
+	else if (!strcmp(what, "PORT_ACTIVE"))
+		endpoint_set_down(p->f->eps, p->ep, false);
 	sa_port_changed(p->f->sa, p->ep, what);
 }
 
@@ -651,7 +706,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	 * as many endpoints as this one (identical nodes) */
 	senders = (uint64_t)f->cfg->cache_size * (eps->n ? eps->n : 1);
 	n_slots = NEWCOMER_SLOTS;
-	while (NEWCOMER_SIZED && n_slots < senders && n_slots < NEWCOMER_SLOTS_MAX)
+	while (NEWCOMER_SIZED && n_slots * 2 < senders && n_slots < NEWCOMER_SLOTS_MAX)
 		n_slots <<= 1;
 	f->newcomers = calloc(n_slots, sizeof(*f->newcomers));
 	if (!f->newcomers) {

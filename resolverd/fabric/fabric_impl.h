@@ -24,6 +24,9 @@ struct fabric_port {
 	struct cfg_endpoint opened;
 	struct transport t;
 	bool open;
+	/* the source of the datagram being handled (set by on_datagram for the
+	 * length of the call): who really sent it, whatever it says */
+	const struct transport_addr *rx_from;
 };
 
 
@@ -36,15 +39,15 @@ struct fabric_counters {
 /* Newcomers answered lately, by GID and P_Key hash: a whole cluster can
  * boot at once (1,024 slots answered a 48k storm's peers 2.7 times each; a
  * collision only costs one more answer). At least 16,384 slots of 40 bytes,
- * and one for every endpoint of a full cache (cache_size hosts times this
- * node's endpoints). */
+ * and one for every two endpoints of a full cache (cache_size hosts times
+ * this node's endpoints), at most 262,144 (10 MiB). */
 #ifdef NEWCOMER_SLOTS /* fuzzing builds: a few, to reach their collisions */
 #define NEWCOMER_SIZED 0
 #else
 #define NEWCOMER_SLOTS 16384
 #define NEWCOMER_SIZED 1
 #endif
-#define NEWCOMER_SLOTS_MAX (1u << 22)
+#define NEWCOMER_SLOTS_MAX (1u << 18)
 
 
 struct newcomer_slot {

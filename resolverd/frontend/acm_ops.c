@@ -302,9 +302,17 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		host_key_addr(&skey, IBRES_KEY_GID, in->sgid);
 		ep = endpoint_by_key(&d->eps, &skey);
 	} else if (in->slid) {
-		/* planes each number LIDs from 1: the first endpoint with it */
-		host_key_lid(&skey, be16toh(in->slid), HOST_FABRIC_NONE);
-		ep = endpoint_by_key(&d->eps, &skey);
+		/* planes each number LIDs from 1: a LID two of our rails have
+		 * names no source (the SGID does) */
+		unsigned with = 0;
+
+		for (unsigned i = 0; i < d->eps.n; i++)
+			if (d->eps.ep[i].cfg.id.lid == be16toh(in->slid)) {
+				ep = &d->eps.ep[i];
+				with++;
+			}
+		if (with > 1)
+			ep = NULL;
 	} else if (d->eps.n) {
 		/* no source: the first rail that reaches the destination */
 		ep = &d->eps.ep[0];

@@ -103,8 +103,10 @@ static void step(struct kernel_query *kq)
 		return;
 	}
 	ep = &d->eps.ep[kq->ep];
-	/* never a path across fabrics: the GID must be one this port heard */
-	if (!resolver_on_rail(h, &key, ep)) {
+	/* never a path across fabrics: the GID must be one this port heard
+	 * (of a port's partitions, the one heard here) */
+	h = resolver_on_rail(h, &key, ep);
+	if (!h) {
 		refuse(kq);
 		return;
 	}

@@ -310,11 +310,14 @@ static const struct host *find_ident(const struct host_key *id)
 	unsigned i;
 
 	for (i = 0; i < W.n; i++) {
-		if (!W.hosts[i])
-			continue;
-		host_ident(W.hosts[i], &k);
-		if (host_key_eq(&k, id))
-			return W.hosts[i];
+		const struct host *h = W.hosts[i];
+
+		/* an endpoint of a host may hold no key: its host leads to it */
+		for (const struct host *e = h; e; e = host_next_endpoint(h, e)) {
+			host_ident(e, &k);
+			if (host_key_eq(&k, id))
+				return e;
+		}
 	}
 	return NULL;
 }
@@ -367,7 +370,7 @@ static void op_insert(struct fstate *s)
 	if (o & 0x20)
 		h.n_v4 = IBRES_HOST_ADDRS_MAX + 1;
 	valid = record_valid(&h, origin);
-	/* heard on none, or on local endpoints 0 and 1 (one subnet) or 2 */
+	/* heard on none, or on local endpoints 0 and 2 (one subnet) or either */
 	uint32_t heard_on = (uint32_t)(o >> 2) & 5;
 	/* a host alone, or one of two hosts of several endpoints */
 	uint64_t rails = (o >> 4) & 1 ? 1 + (o >> 7) : 0;
@@ -400,7 +403,7 @@ static void op_insert(struct fstate *s)
 		for (i = 0; i < n; i++) {
 			held = find(&keys[i], NULL);
 			check(held && (host_origin(held) < origin || keys[i].type == IBRES_KEY_NAME ||
-				       keys[i].type == IBRES_KEY_GID));
+				       keys[i].type == IBRES_KEY_GID || keys[i].type == IBRES_KEY_LID));
 		}
 		return;
 	}
@@ -420,7 +423,8 @@ static void op_insert(struct fstate *s)
 		check(held && !neg);
 		/* or a name another endpoint of its host leads to */
 		check(held == out || host_origin(held) < origin ||
-		      ((keys[i].type == IBRES_KEY_NAME || keys[i].type == IBRES_KEY_GID) &&
+		      ((keys[i].type == IBRES_KEY_NAME || keys[i].type == IBRES_KEY_GID ||
+			keys[i].type == IBRES_KEY_LID) &&
 		       same_host(out, held)));
 	}
 }

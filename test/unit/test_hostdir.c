@@ -244,6 +244,61 @@ static void test_rails(void **state)
 	munmap(m, size);
 }
 
+/* A port of two partitions (two endpoints of one host sharing its GID), and
+ * the host's second port. */
+static void put_part(struct fx *f, uint16_t pkey, unsigned ep, uint8_t port)
+{
+	struct ibres_hostrec r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.names[0], sizeof(r.names[0]), "h5");
+	snprintf(r.names[1], sizeof(r.names[1]), "h5-%u-%04x", port, pkey);
+	r.n_names = 2;
+	r.v4[0].s_addr = htonl(0x0a000005u | (uint32_t)ep << 16);
+	r.n_v4 = 1;
+	r.gids[0][0] = 0xfe;
+	r.gids[0][1] = 0x80;
+	r.gids[0][13] = 5;
+	r.gids[0][15] = port;
+	r.n_gids = 1;
+	r.lid = 1;
+	r.pkey = pkey;
+	assert_int_equal(store_insert(&f->store, &r,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 1u << ep,
+							   .rails = 0x55,
+							   .ttl_s = 60 },
+				      now_ms(), NULL),
+			 0);
+	assert_int_equal(store_check(&f->store), 0);
+	loop_run_due(&f->loop);
+}
+
+/* The GID of a port of two partitions stays in the directory whichever of
+ * them announces itself again (review: it went, and NSS said NOTFOUND). */
+static void test_partition_gid_after_refresh(void **state)
+{
+	struct fx *f = *state;
+	const uint8_t gid[16] = { 0xfe, 0x80, [13] = 5, [15] = 7 };
+	struct ibres_hostrec got;
+	size_t size;
+	void *m;
+
+	put_part(f, 0xffff, 0, 7);
+	put_part(f, 0x8001, 1, 7);
+	put_part(f, 0xffff, 2, 9);
+	m = map_now(f, &size);
+	hostdir_set_scope(f->pub, now_ms(), NULL, 0, 0); /* a miss is authoritative */
+	assert_int_equal(look(m, size, IBRES_T_GID, gid, 16, &got), 0);
+	put_part(f, 0xffff, 0, 7);
+	assert_int_equal(look(m, size, IBRES_T_GID, gid, 16, &got), 0);
+	put_part(f, 0x8001, 1, 7);
+	assert_int_equal(look(m, size, IBRES_T_GID, gid, 16, &got), 0);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h5-7-8001", 9, &got), 0);
+	assert_int_equal(got.pkey, 0x8001);
+	munmap(m, size);
+}
+
 static void test_scope_of_a_miss(void **state)
 {
 	struct fx *f = *state;
@@ -900,6 +955,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_key_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_closes, setup, teardown),

@@ -3202,8 +3202,8 @@ static void test_rails(void **state)
 	assert_int_equal(rail_put(&s, "nodeA", 1, 1, 1u << 1, &r1), 0);
 	puts_seen = 0;
 	assert_int_equal(rail_put(&s, "nodeA", 1, 2, 1u << 2, &r2), 0);
-	/* the new endpoint, then the record the canonical name leads to */
-	assert_int_equal(puts_seen, 2);
+	/* the new endpoint, then every other endpoint of its host */
+	assert_int_equal(puts_seen, 3);
 	assert_true(last_put == r0 || last_put == r1);
 	assert_non_null(r0);
 	assert_non_null(r1);
@@ -3344,6 +3344,85 @@ static void test_partitions(void **state)
 	store_fini(&s);
 }
 
+/* Endpoint @pkey of node @n's port on rail @r: name @name, LID @lid, with an
+ * IPv4 address of its own when @addr (its number in the last two bytes). */
+static void ep_rec(struct ibres_hostrec *h, const char *name, unsigned n, unsigned r,
+		   uint16_t pkey, uint16_t lid, unsigned addr)
+{
+	char buf[64];
+
+	rec_init(h, name);
+	if (addr)
+		h->v4[h->n_v4++].s_addr = htonl(0xc6120000u + addr);
+	snprintf(buf, sizeof(buf), "fe80::%u:%u", n, r);
+	rec_gid(h, buf);
+	h->lid = lid;
+	h->pkey = pkey;
+}
+
+static int ep_put(struct host_store *s, const struct ibres_hostrec *h, uint32_t heard_on,
+		  uint64_t rails)
+{
+	int ret = store_insert(s, h,
+			       &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+						    .heard_on = heard_on,
+						    .rails = rails,
+						    .ttl_s = 60 },
+			       0, NULL);
+
+	check(s);
+	return ret;
+}
+
+/* What review found: partitions heard on one local endpoint share the LID
+ * (none is dropped for losing it); a host has at most HOST_RAILS_MAX
+ * endpoints, so max_hosts bounds the records; eviction takes a whole host. */
+static void test_rails_bounds(void **state)
+{
+	struct ibres_hostrec h;
+	struct host_store s;
+	char name[32];
+
+	(void)state;
+	assert_int_equal(store_init(&s, 64), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		ep_rec(&h, "nodeA", 1, 0, (uint16_t)(i ? 0x8000 + i : 0xffff), 7, 0);
+		assert_int_equal(ep_put(&s, &h, 1, 0x77), 0);
+	}
+	assert_int_equal(s.stats.hosts, 3);
+	assert_int_equal(s.stats.learned, 1);
+	store_fini(&s);
+
+	assert_int_equal(store_init(&s, 4), 0);
+	for (unsigned i = 0; i < 2000; i++) {
+		ep_rec(&h, "evil", 9, 0, (uint16_t)(0x8000 + i), 0, 1 + i);
+		assert_int_equal(ep_put(&s, &h, 1, 0x99), 0);
+	}
+	assert_true(s.stats.hosts <= 4 * HOST_RAILS_MAX);
+	assert_true(s.stats.learned <= 4);
+	store_fini(&s);
+
+	/* rails learned interleaved (rail 0 of every host, then rail 1): one
+	 * host over the bound takes the least recently used host, both rails */
+	assert_int_equal(store_init(&s, 4), 0);
+	for (unsigned r = 0; r < 2; r++)
+		for (unsigned n = 1; n <= 4; n++) {
+			snprintf(name, sizeof(name), "node%u", n);
+			ep_rec(&h, name, n, r, 0xffff, (uint16_t)n, 16 * r + n);
+			assert_int_equal(ep_put(&s, &h, 1u << r, 0x1000 + n), 0);
+		}
+	assert_int_equal(s.stats.learned, 4);
+	ep_rec(&h, "node5", 5, 0, 0xffff, 5, 5);
+	assert_int_equal(ep_put(&s, &h, 1, 0x1005), 0);
+	assert_int_equal(s.stats.evictions, 2);
+	assert_null(lk_name(&s, "node1", 1));
+	for (unsigned n = 2; n <= 5; n++) {
+		snprintf(name, sizeof(name), "node%u", n);
+		assert_int_equal(n_endpoints(lk_name(&s, name, 1)), n == 5 ? 1 : 2);
+	}
+	store_fini(&s);
+}
+
 /* One subnet: every local endpoint hears every remote one. */
 static void test_rails_one_subnet(void **state)
 {
@@ -3429,6 +3508,7 @@ int main(void)
 		cmocka_unit_test(test_rails),
 		cmocka_unit_test(test_rails_one_subnet),
 		cmocka_unit_test(test_partitions),
+		cmocka_unit_test(test_rails_bounds),
 		cmocka_unit_test(test_key_addr_lid),
 		cmocka_unit_test(test_key_valid_and_hash),
 		cmocka_unit_test(test_key_str),

@@ -247,15 +247,6 @@ def test_rail1_up_again_resolves():
         assert (f["sgid"], f["dgid"]) == (s["gid"], d["gid"]), out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "daemon bug: a RoCE port leaving ACTIVE never reaches endpoint_set_down(): "
-    "ib/port.c port_open() refuses a non-InfiniBand port (port_read_sysfs() "
-    "-EPROTONOSUPPORT, 'no Subnet Administrator there'), so the PORT_ERR that "
-    "fabric/transport_ib.c on_async() passes up through fabric.c port_event() -> "
-    "sa_port_changed() finds no sa_port and is dropped without a log line, and "
-    "os/netlink.c link_state() skips endpoints with a device; rxe3r1 is DOWN "
-    "(rdma link) but node3 says nothing (no RAIL_DOWN/GOODBYE) and its peers keep "
-    "node3-ib1"))
 def test_rail_down_forgotten_by_peers_then_known_again(node3_rail1_down):
     """node3's rail 1 down: node3 tells its peers on rail 0, they drop its
     rail-1 endpoint (node3-ib1 and its address: ENODATA) and keep rail 0;

@@ -122,8 +122,11 @@ static int check_hosts(struct host_store *s)
 				learned += !h->sib_next || ring_first(h);
 			}
 			hs_ident(h, &id);
-			/* an endpoint of a host may share every key it has */
-			if (hs_ident_find(s, &id) != h || (!h->n_indexed && !h->sib_next) || !nk)
+			/* an endpoint of a host may share every key it has, and
+			 * keep none when the others go while a host of higher
+			 * authority holds them: invisible until it is refreshed,
+			 * replaced or expires */
+			if (hs_ident_find(s, &id) != h || !nk)
 				return -EUCLEAN;
 			for (unsigned j = 0; j < nk; j++) {
 				long at;

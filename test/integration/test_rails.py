@@ -805,3 +805,54 @@ def test_partitions_rail_to_rail(r4p2):
         assert rec["ipv4"][0] == rail(c, d, 0)["ipv4"], rec
     for k in c.nodes:
         assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
+
+
+FW_RAIL_DOWN = 5            # resolverd/fabric/fabric_wire.h
+
+
+def gid_target(gid):
+    """A TARGET item naming a GID (fabric_util's target_item names names and
+    addresses)."""
+    from fabric_util import FW_T_TARGET, tlv
+    return tlv(FW_T_TARGET, tlv(5, ipaddress.IPv6Address(gid).packed))
+
+
+@pytest.mark.timeout(120)
+def test_replay_and_rail_down_from_another_host(cluster_factory):
+    """Rails whose LIDs differ (no --planes): node 3, on rail 1, replays node
+    2's rail-0 ANNOUNCE word for word, and sends a RAIL_DOWN that claims to
+    come from node 2's rail 1 and names node 2's rail 0. Neither came from
+    node 2's own address there, so node 1 takes neither: no path from rail 1
+    to node 2's rail-0 address, rail 0 still known and resolved."""
+    c = cluster_factory(3, "--rails", 2)
+    wait_rails(c)
+    c.wait_settled()
+    n2 = c.rails[2]
+    src = rail(c, FORGER, 1)["ipv4"]
+    group = "239.255.73.3"   # rail 1's first group
+    r0 = n2[0]
+    replay = identity_items("node2", r0["gid"], [r0["ipv4"]], [r0["ipv6"]], lid=r0["lid"],
+                            aliases=[r0["alias"]]) + rails_item([rl["gid"] for rl in n2]) + \
+        group_items()
+    r1 = n2[1]
+    rail_down = identity_items("node2", r1["gid"], [r1["ipv4"]], [r1["ipv6"]], lid=r1["lid"],
+                               aliases=[r1["alias"]]) + gid_target(r0["gid"])
+    before = stats(c.sock(1))
+    send_datagrams(c.netns(FORGER), group, FABRIC_PORT,
+                   [fabric_msg(FW_ANNOUNCE, replay), fabric_msg(FW_RAIL_DOWN, rail_down)],
+                   src=src)
+    wait_until(lambda: stats(c.sock(1))["fabric_rx"] >= before["fabric_rx"] + 2, 5,
+               what="node1 received both")
+    after = stats(c.sock(1))
+    assert after["fabric_rx_conflict"] == before["fabric_rx_conflict"] + 1, after
+    assert after["fabric_rx_mismatch"] == before["fabric_rx_mismatch"] + 1, after
+    assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"]
+    assert knows(c, 1, r0["alias"])
+    cl = Client(c.sock(1))
+    try:
+        status, path = resolve(cl, r0["ipv4"], rail(c, 1, 1)["ipv4"])
+        assert status == ST_EDESTADDR and path is None, (status, path)
+        status, path = resolve(cl, r0["ipv4"], rail(c, 1, 0)["ipv4"])
+        assert status == ST_SUCCESS and path["dgid"] == r0["gid"], (status, path)
+    finally:
+        cl.close()

@@ -116,6 +116,11 @@ int config_parse(const char *name, const char *text, size_t len, struct ibres_co
  * one host, of one first name...). 0 or -EINVAL with a message. */
 int config_validate(const struct ibres_config *cfg, char *err, size_t errlen);
 
+/* Are @a and @b endpoints of one host (a node's rails and partitions): the
+ * same first, canonical, name? The one rule, for the config's checks and
+ * the endpoints' rails. */
+bool cfg_one_host(const struct cfg_endpoint *a, const struct cfg_endpoint *b);
+
 /* Give every endpoint that has no name @hostname as its name (and, when
  * @hostname has dots, its first label as an alias), so that one config file
  * serves a whole cluster and a multi-rail node is one host. Call before config_validate. 0 (also when every

@@ -26,8 +26,7 @@ static bool name_in(const struct cfg_endpoint *ep, const char *name, unsigned sk
 	return false;
 }
 
-/* Are @a and @b endpoints of one host: the same first (canonical) name? */
-static bool one_host(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
+bool cfg_one_host(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
 {
 	return a->id.n_names && b->id.n_names && !strcasecmp(a->id.names[0], b->id.names[0]);
 }
@@ -89,7 +88,7 @@ static int validate_endpoint(const struct ibres_config *cfg, unsigned e, char *e
 		for (i = 0; i < ep->id.n_names; i++) {
 			if (!name_in(o, ep->id.names[i], j == e ? i : UINT32_MAX))
 				continue;
-			if (j < e && one_host(o, ep))
+			if (j < e && cfg_one_host(o, ep))
 				continue;
 			if (j == e)
 				cfg_set_err(err, errlen, "endpoint '%s': name '%s' given twice",

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/clock.h"
 
@@ -49,12 +48,6 @@ void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 	}
 }
 
-static bool same_host(const struct endpoint *a, const struct endpoint *b)
-{
-	return a->cfg.id.n_names && b->cfg.id.n_names &&
-	       !strcasecmp(a->cfg.id.names[0], b->cfg.id.names[0]);
-}
-
 unsigned endpoint_rails(const struct endpoints *e, const struct endpoint *ep,
 			uint8_t gids[HOST_RAILS_MAX][16])
 {
@@ -64,7 +57,7 @@ unsigned endpoint_rails(const struct endpoints *e, const struct endpoint *ep,
 		const struct endpoint *o = &e->ep[i];
 		unsigned at = 0;
 
-		if (!same_host(o, ep) || !o->cfg.id.n_gids)
+		if (!cfg_one_host(&o->cfg, &ep->cfg) || !o->cfg.id.n_gids)
 			continue;
 		others += o != ep;
 		/* insertion into an ascending, distinct list */

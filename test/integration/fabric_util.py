@@ -14,6 +14,8 @@ import struct
 import subprocess
 import time
 
+import pytest
+
 from conftest import (MTU_ENUM, RATE_ENUM, ROOT, Client, acm_hdr, ep_entry, parse_hdr,  # noqa: F401
                       parse_tlvs, run_tool, tlv)
 
@@ -34,6 +36,22 @@ TYPE_NAME, TYPE_IP, TYPE_IP6, TYPE_PATH = 1, 2, 3, 0x10
 
 # The two groups emulate gives every node, lowest priority first.
 GROUP_PARAMS = [(2048, "10"), (4096, "100")]
+
+
+@pytest.fixture
+def cluster_factory(tmp_path):
+    """Clusters made on demand (cluster_factory(nodes, *up_args, name=None)),
+    each torn down when the test ends."""
+    made = []
+
+    def make(nodes, *args, name=None):
+        c = Cluster(tmp_path / (name or "c%d" % len(made)), nodes, *args)
+        made.append(c)
+        return c.up()
+
+    yield make
+    for c in made:
+        c.down()
 
 
 def emulate(*args, timeout=120, check=True):

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from conftest import Client, have, needs_root, parse_hdr
+from fabric_util import cluster_factory  # noqa: F401 (a fixture, shared)
 from fabric_util import (
     EMULATE, FABRIC_PORT, FW_ANNOUNCE, FW_FLAG_HMAC, FW_FLAG_NEWCOMER, FW_GOODBYE, FW_HDR,
     FW_REPLY, FW_REQUEST, FW_T_CHOSEN, GROUP_PARAMS, MTU_ENUM, ORIGIN_FABRIC, RATE_ENUM,
@@ -40,18 +41,6 @@ def fabric_bound(timeout_ms=TIMEOUT_MS, retries=RETRIES):
     return waits + 0.5 + 1.0
 
 
-@pytest.fixture
-def cluster_factory(tmp_path):
-    made = []
-
-    def make(nodes, *args, name=None):
-        c = Cluster(tmp_path / (name or "c%d" % len(made)), nodes, *args)
-        made.append(c)
-        return c.up()
-
-    yield make
-    for c in made:
-        c.down()
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import IBRESCTL, have, needs_root, run_tool
+from fabric_util import cluster_factory  # noqa: F401 (a fixture, shared)
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, FW_HDR, ST_SUCCESS, Capture, Cluster, cache_flush, cache_list, host,
                          send_datagrams, stats, wait_until)
 
@@ -24,18 +25,6 @@ QUIET = ("--set", "resolve.announce_interval=60s", "--set", "resolve.addr_ttl=60
 DROPPED = ("fabric_rx_replayed", "fabric_rx_duplicate", "fabric_rx_stale", "fabric_rx_self")
 
 
-@pytest.fixture
-def cluster_factory(tmp_path):
-    made = []
-
-    def make(nodes, *args):
-        c = Cluster(tmp_path / ("c%d" % len(made)), nodes, *args)
-        made.append(c)
-        return c.up()
-
-    yield make
-    for c in made:
-        c.down()
 
 
 def key_file(tmp_path, name, *keys):

@@ -27,6 +27,7 @@ import re
 import pytest
 
 from conftest import IBRESCTL, Client, have, needs_root, run
+from fabric_util import cluster_factory  # noqa: F401 (a fixture, shared)
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, ORIGIN_FABRIC, ST_SUCCESS,
                          Cluster, acme, cache_list, emulate, fabric_msg, group_items, host,
                          identity_items, path_fields, rails_item, resolve, send_datagrams,
@@ -544,19 +545,6 @@ def test_host_name_as_source_is_the_first_rail(r4):
         assert_rail_path(r4, s, d, 0, "n", r4.nodes[s]["name"], rail(r4, d, 0)["alias"])
 
 
-@pytest.fixture
-def cluster_factory(tmp_path):
-    made = []
-
-    def make(nodes, *args):
-        c = Cluster(tmp_path / ("c%d" % len(made)), nodes, *args)
-        made.append(c)
-        c.up()
-        return c
-
-    yield make
-    for c in made:
-        c.down()
 
 
 @pytest.mark.timeout(120)

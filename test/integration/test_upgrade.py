@@ -12,7 +12,9 @@ tarball), the test is skipped, saying why.
 Every wait is bounded; nothing asserts a timing."""
 import ipaddress
 import os
+import stat
 import subprocess
+import tempfile
 
 import pytest
 
@@ -28,11 +30,23 @@ CACHE = os.path.join("/var/tmp", "ibres-previous-" + PREVIOUS[:12])
 BUILD_TIMEOUT = 900
 
 
+def root_only(path, want_dir):
+    """Is @path root's, not a link, and writable by root alone? /var/tmp is
+    everyone's: a cache another user made (or swapped for a link) is never
+    run, as root, by this test."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    kind = stat.S_ISDIR(st.st_mode) if want_dir else stat.S_ISREG(st.st_mode)
+    return kind and st.st_uid == 0 and not st.st_mode & 0o022
+
+
 def build_previous():
     """The previous daemon: (path, None), or (None, why not)."""
     binary = os.path.join(CACHE, "build", "ibresd")
-    if os.access(binary, os.X_OK) and \
-            run([binary, "--version"], timeout=10).returncode == 0:
+    if root_only(CACHE, True) and root_only(os.path.join(CACHE, "build"), True) and \
+            root_only(binary, False) and run([binary, "--version"], timeout=10).returncode == 0:
         return binary, None
     try:
         r = subprocess.run(["git", "-C", ROOT, "cat-file", "-e", PREVIOUS + "^{commit}"],
@@ -41,17 +55,22 @@ def build_previous():
         return None, "git: %s" % e
     if r.returncode != 0:
         return None, "commit %s is not in this checkout" % PREVIOUS[:12]
-    src = CACHE + ".src"
-    run(["rm", "-rf", src, CACHE], timeout=60)
-    os.makedirs(src)
+    # built in a folder of our own (mkdtemp: 0700, a fresh name)
+    src = tempfile.mkdtemp(prefix="ibres-previous-", dir="/var/tmp")
     r = subprocess.run("git -C %s archive %s | tar -x -C %s" % (ROOT, PREVIOUS, src),
                        shell=True, capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
     r = run(["make", "-C", src, "-j2", "build/ibresd"], timeout=BUILD_TIMEOUT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    # in place only once built: a half-made cache is never taken
-    os.rename(src, CACHE)
-    return binary, None
+    # kept for later runs only where nothing is in the way (a half-made or
+    # someone else's cache is never taken); else used from where it was built
+    if not os.path.lexists(CACHE):
+        try:
+            os.rename(src, CACHE)
+            return binary, None
+        except OSError:
+            pass
+    return os.path.join(src, "build", "ibresd"), None
 
 
 @pytest.fixture(scope="module")

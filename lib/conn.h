@@ -114,6 +114,7 @@ int ibc_directory_fd(struct ibres *h, int *fd, uint64_t *size);
 void ibc_disconnect(struct ibres *h);
 
 struct ibres_hostrec;
+struct ibdir_view;
 
 /* The socket path @h uses: its own, $IBRES_SOCKET, or the default. */
 const char *ibc_socket_path(const struct ibres *h);
@@ -127,6 +128,11 @@ const char *ibc_socket_path(const struct ibres *h);
  */
 int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
 		  struct ibres_hostrec *rec);
+/* The same, the record given as a view over a copy of its bytes in @buf
+ * (@cap bytes, 8-byte aligned; ibdir_find()): -EMSGSIZE when it is larger
+ * than @cap. What a hit of the NSS module packs from. */
+int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size_t len, void *buf,
+		 size_t cap, struct ibdir_view *v);
 /* Never use the shared directory through @h (ibresctl asks the daemon). */
 void ibc_dir_disable(struct ibres *h);
 /* Unmap what @h mapped (the caller owns @h exclusively). */
@@ -141,6 +147,17 @@ void ibc_dir_release(struct ibres *h);
  */
 int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
 		   uint32_t flags, struct ibres_hostrec *rec, int *statusp);
+
+/*
+ * A HOST query (no flags) whose answer is a view over the record's bytes in
+ * @buf (@cap bytes, 8-byte aligned): from the shared directory as
+ * ibc_dir_find(), else the daemon's answer encoded as the directory's
+ * records are (ibdir_rec_encode()). 0 (v->ttl the seconds left, 0 when
+ * unknown), -EMSGSIZE when the record is larger than @cap (IBDIR_REC_MAX
+ * always suffices), or as ibc_host_query().
+ */
+int ibc_host_view(struct ibres *h, uint16_t key_type, const void *key, size_t key_len, void *buf,
+		  size_t cap, struct ibdir_view *v);
 
 /* The outcome of an ACM RESOLVE (ibc_resolve). */
 struct ibc_route {

@@ -156,8 +156,8 @@ out:
 	return m;
 }
 
-IBRES_HOT int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
-			    struct ibres_hostrec *rec)
+IBRES_HOT int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size_t len,
+			   void *buf, size_t cap, struct ibdir_view *v)
 {
 	struct ibc_dir *d = &h->dir;
 	int mode = __atomic_load_n(&d->mode, __ATOMIC_ACQUIRE);
@@ -176,14 +176,26 @@ IBRES_HOT int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, siz
 		if (!m)
 			return -ENOENT;
 	}
-	ret = ibdir_lookup(m->base, m->size, now, type, key, len, rec);
+	ret = ibdir_find(m->base, m->size, now, type, key, len, buf, cap, v);
 	if (ret == -ESTALE || ret == -EBADMSG) {
 		/* replaced, closed, damaged, or its daemon gone: ask for it again */
 		m = remap(h, now);
 		if (!m)
 			return ret;
-		ret = ibdir_lookup(m->base, m->size, now, type, key, len, rec);
+		ret = ibdir_find(m->base, m->size, now, type, key, len, buf, cap, v);
 	}
+	return ret;
+}
+
+int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
+		  struct ibres_hostrec *rec)
+{
+	uint64_t buf[IBDIR_REC_MAX / 8];
+	struct ibdir_view v;
+	int ret = ibc_dir_find(h, type, key, len, buf, sizeof(buf), &v);
+
+	if (ret == 0)
+		ibdir_view_to_rec(&v, rec);
 	return ret;
 }
 

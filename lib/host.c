@@ -9,6 +9,7 @@
 
 #include "conn.h"
 #include "msg.h"
+#include "hostdir.h"
 #include "hostrec.h"
 #include "tlv.h"
 
@@ -49,8 +50,11 @@ IBRES_EXPORT void ibres_close(struct ibres *h)
 	free(h);
 }
 
-IBRES_HOT int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
-			     uint32_t flags, struct ibres_hostrec *rec, int *statusp)
+/* The daemon's answer to a HOST query: what the directory could not tell.
+ * Out of the hit path's way: its buffers are kilobytes. */
+static __attribute__((noinline)) int host_ask(struct ibres *h, uint16_t key_type, const void *key,
+					      size_t key_len, uint32_t flags,
+					      struct ibres_hostrec *rec, int *statusp)
 {
 	uint8_t body[4 + IBRES_NAME_MAX + 8], ans[HOST_ANSWER_MAX];
 	struct tlv_writer w;
@@ -59,19 +63,6 @@ IBRES_HOT int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key
 	uint8_t status;
 	int ret;
 
-	if (statusp)
-		*statusp = -1;
-	/* the shared directory first: a hit, or a "no such host" it can tell */
-	ret = ibc_dir_query(h, key_type, key, key_len, rec);
-	/* the reader's decoder checked it all (hostrec_check); its shape again,
-	 * cheaply, before anything indexes by its counts */
-	if (ret == 0 && hostrec_shape_ok(rec))
-		ret = -EBADMSG; /* never from the reader's decoder: the daemon answers */
-	if (ret == 0 || ret == -ENODATA) {
-		if (statusp)
-			*statusp = ibres_errno_to_status(ret);
-		return ret;
-	}
 	tlv_writer_init(&w, body, sizeof(body));
 	tlv_put(&w, key_type, key, key_len);
 	if (flags)
@@ -86,6 +77,57 @@ IBRES_HOT int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key
 	if (status)
 		return ibres_status_to_errno(status);
 	return hostrec_decode(ab, alen, rec) ? -EBADMSG : 0;
+}
+
+int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
+		   uint32_t flags, struct ibres_hostrec *rec, int *statusp)
+{
+	int ret;
+
+	if (statusp)
+		*statusp = -1;
+	/* the shared directory first: a hit, or a "no such host" it can tell */
+	ret = ibc_dir_query(h, key_type, key, key_len, rec);
+	if (ret == 0 || ret == -ENODATA) {
+		if (statusp)
+			*statusp = ibres_errno_to_status(ret);
+		return ret;
+	}
+	return host_ask(h, key_type, key, key_len, flags, rec, statusp);
+}
+
+/* The daemon's answer as a view: the record encoded as the directory's are,
+ * so that one packer serves both. */
+static __attribute__((noinline)) int view_asked(struct ibres *h, uint16_t key_type,
+						const void *key, size_t key_len, void *buf,
+						size_t cap, struct ibdir_view *v)
+{
+	struct ibres_hostrec *rec = malloc(sizeof(*rec));
+	int ret;
+
+	if (!rec)
+		return -ENOMEM;
+	ret = host_ask(h, key_type, key, key_len, 0, rec, NULL);
+	if (ret)
+		goto out;
+	ret = -EMSGSIZE;
+	if (ibdir_rec_size(rec) > (cap & ~(size_t)7))
+		goto out;
+	ret = ibdir_view_init(buf, ibdir_rec_encode(rec, IBDIR_NEVER, buf), v) ? -EBADMSG : 0;
+	v->ttl = rec->ttl;
+out:
+	free(rec);
+	return ret;
+}
+
+IBRES_HOT int ibc_host_view(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
+			    void *buf, size_t cap, struct ibdir_view *v)
+{
+	int ret = ibc_dir_find(h, key_type, key, key_len, buf, cap, v);
+
+	if (ret == 0 || ret == -ENODATA || ret == -EMSGSIZE)
+		return ret;
+	return view_asked(h, key_type, key, key_len, buf, cap, v);
 }
 
 /* Copy a decoded record, one hostrec_check() accepts, into one allocation

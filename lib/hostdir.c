@@ -72,6 +72,15 @@ IBRES_HOT uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size
 	return (uint32_t)h;
 }
 
+size_t ibdir_rec_size(const struct ibres_hostrec *r)
+{
+	size_t n = sizeof(struct ibdir_rec) + 16u * r->n_gids + 16u * r->n_v6 + 4u * r->n_v4;
+
+	for (unsigned i = 0; i < r->n_names; i++)
+		n += 1 + strnlen(r->names[i], IBRES_NAME_MAX);
+	return (n + 7) & ~(size_t)7;
+}
+
 size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint8_t *out)
 {
 	struct ibdir_rec hdr = {
@@ -108,108 +117,138 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
  * record hostrec_check() accepts): 1..IBRES_HOST_NAMES_MAX names, the other
  * counts within their arrays, reserved 0, and data_len inside the copy's
  * @len bytes and large enough for the fixed-size items and one byte of
- * length and at least one of name each. Then *@fixed is the bytes of GIDs
- * and addresses. 1 or 0. */
-IBRES_HOT static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len, size_t *fixed)
+ * length and at least one of name each. 1 or 0. */
+IBRES_HOT static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len)
 {
+	size_t fixed;
+
 	if (len < sizeof(*hdr) || !hdr->n_names || hdr->n_names > IBRES_HOST_NAMES_MAX ||
 	    hdr->n_v4 > IBRES_HOST_ADDRS_MAX || hdr->n_v6 > IBRES_HOST_ADDRS_MAX ||
 	    hdr->n_gids > IBRES_HOST_GIDS_MAX || hdr->reserved ||
 	    hdr->data_len > len - sizeof(*hdr))
 		return 0;
-	*fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4;
-	return *fixed + 2u * hdr->n_names <= hdr->data_len;
+	fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4;
+	return fixed + 2u * hdr->n_names <= hdr->data_len;
 }
 
-IBRES_HOT int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
+/* The view's pointers over the copy @rec as its counts say, its data kept
+ * inside @len bytes: 0, or -EBADMSG when the fixed-size items do not fit.
+ * Nothing else is checked: a look-up at the bytes as they are. */
+IBRES_HOT static int view_layout(const uint8_t *rec, size_t len, struct ibdir_view *v,
+				 struct ibdir_rec *hdr)
 {
-	struct ibdir_rec hdr;
-	const uint8_t *p, *end;
-	size_t fixed;
+	size_t data, fixed;
 
-	if (len < sizeof(hdr))
+	if (len < sizeof(*hdr))
 		return -EBADMSG;
-	memcpy(&hdr, rec, sizeof(hdr));
-	if (!rec_hdr_ok(&hdr, len, &fixed))
+	memcpy(hdr, rec, sizeof(*hdr));
+	data = hdr->data_len < len - sizeof(*hdr) ? hdr->data_len : len - sizeof(*hdr);
+	fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4;
+	if (fixed > data)
 		return -EBADMSG;
-	p = rec + sizeof(hdr);
-	end = p + hdr.data_len;
-	/* every field is set below: no memset of the 2.4 KB record on the
-	 * readers' hot path (entries past a count are never read) */
-	out->ttl = 0;
-	out->n_gids = hdr.n_gids;
-	memcpy(out->gids, p, 16u * hdr.n_gids);
-	p += 16u * hdr.n_gids;
-	out->n_v6 = hdr.n_v6;
-	memcpy(out->v6, p, 16u * hdr.n_v6);
-	p += 16u * hdr.n_v6;
-	out->n_v4 = hdr.n_v4;
-	memcpy(out->v4, p, 4u * hdr.n_v4);
-	p += 4u * hdr.n_v4;
-	for (unsigned i = 0; i < hdr.n_names; i++) {
-		unsigned l;
-
-		if (p >= end)
-			return -EBADMSG;
-		l = *p++;
-		/* only names the daemon can hold: no NUL, no byte a host name
-		 * never has */
-		if (l > (size_t)(end - p) || !hostrec_name_ok(p, l))
-			return -EBADMSG;
-		memcpy(out->names[i], p, l);
-		out->names[i][l] = '\0';
-		out->names[i][IBRES_NAME_MAX] = '\0'; /* hostrec_shape_ok's bound */
-		p += l;
-	}
-	if (p != end)
-		return -EBADMSG;
-	out->n_names = hdr.n_names;
-	out->lid = hdr.lid;
-	out->qpn = hdr.qpn;
-	out->pkey = hdr.pkey;
+	v->gids = rec + sizeof(*hdr);
+	v->v6 = v->gids + 16u * hdr->n_gids;
+	v->v4 = v->v6 + 16u * hdr->n_v6;
+	v->names = v->v4 + 4u * hdr->n_v4;
+	v->end = v->gids + data;
+	v->n_names = hdr->n_names;
+	v->n_v4 = hdr->n_v4;
+	v->n_v6 = hdr->n_v6;
+	v->n_gids = hdr->n_gids;
+	v->lid = hdr->lid;
+	v->pkey = hdr->pkey;
+	v->qpn = hdr->qpn;
+	v->expires_ms = hdr->expires_ms;
+	v->ttl = 0;
 	return 0;
 }
 
-IBRES_HOT int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
-				size_t klen)
+IBRES_HOT int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v)
 {
 	struct ibdir_rec hdr;
-	const uint8_t *p, *end;
-	size_t fixed;
+	const uint8_t *p;
 
-	if (len < sizeof(hdr))
-		return 0;
-	memcpy(&hdr, rec, sizeof(hdr));
-	/* only reads inside @len: refusing a record is ibdir_rec_decode's */
-	p = rec + sizeof(hdr);
-	end = p + (hdr.data_len < len - sizeof(hdr) ? hdr.data_len : len - sizeof(hdr));
-	fixed = 16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4;
-	if (fixed > (size_t)(end - p))
-		return 0;
+	if (view_layout(rec, len, v, &hdr) || !rec_hdr_ok(&hdr, len))
+		return -EBADMSG;
+	/* only names the daemon can hold, filling the data exactly */
+	p = v->names;
+	for (unsigned i = 0; i < v->n_names; i++) {
+		size_t l;
+
+		if (p >= v->end)
+			return -EBADMSG;
+		l = *p++;
+		if (l > (size_t)(v->end - p) || !hostrec_name_ok(p, l))
+			return -EBADMSG;
+		p += l;
+	}
+	return p == v->end ? 0 : -EBADMSG;
+}
+
+void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out)
+{
+	const uint8_t *p = v->names, *name;
+
+	/* every field is set: no memset of the 5 KB record (entries past a
+	 * count are never read) */
+	out->ttl = v->ttl;
+	out->n_gids = v->n_gids;
+	memcpy(out->gids, v->gids, 16u * v->n_gids);
+	out->n_v6 = v->n_v6;
+	memcpy(out->v6, v->v6, 16u * v->n_v6);
+	out->n_v4 = v->n_v4;
+	memcpy(out->v4, v->v4, 4u * v->n_v4);
+	for (unsigned i = 0; i < v->n_names; i++) {
+		size_t l = ibdir_view_next_name(&p, &name);
+
+		memcpy(out->names[i], name, l);
+		out->names[i][l] = '\0';
+		out->names[i][IBRES_NAME_MAX] = '\0'; /* hostrec_check()'s bound */
+	}
+	out->n_names = v->n_names;
+	out->lid = v->lid;
+	out->qpn = v->qpn;
+	out->pkey = v->pkey;
+}
+
+int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
+{
+	struct ibdir_view v;
+
+	if (ibdir_view_init(rec, len, &v))
+		return -EBADMSG;
+	ibdir_view_to_rec(&v, out);
+	return 0;
+}
+
+IBRES_HOT int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const void *key,
+				 size_t klen)
+{
+	const uint8_t *p;
+
 	switch (tab) {
 	case IBDIR_TAB_GID:
-		for (unsigned i = 0; klen == 16 && i < hdr.n_gids; i++)
-			if (!memcmp(p + 16 * i, key, 16))
+		for (unsigned i = 0; klen == 16 && i < v->n_gids; i++)
+			if (!memcmp(v->gids + 16 * i, key, 16))
 				return 1;
 		return 0;
 	case IBDIR_TAB_IPV6:
-		p += 16u * hdr.n_gids;
-		for (unsigned i = 0; klen == 16 && i < hdr.n_v6; i++)
-			if (!memcmp(p + 16 * i, key, 16))
+		for (unsigned i = 0; klen == 16 && i < v->n_v6; i++)
+			if (!memcmp(v->v6 + 16 * i, key, 16))
 				return 1;
 		return 0;
 	case IBDIR_TAB_IPV4:
-		p += 16u * hdr.n_gids + 16u * hdr.n_v6;
-		for (unsigned i = 0; klen == 4 && i < hdr.n_v4; i++)
-			if (!memcmp(p + 4 * i, key, 4))
+		for (unsigned i = 0; klen == 4 && i < v->n_v4; i++)
+			if (!memcmp(v->v4 + 4 * i, key, 4))
 				return 1;
 		return 0;
 	case IBDIR_TAB_NAME:
-		p += fixed;
-		for (unsigned i = 0; i < hdr.n_names && p < end; i++) {
+		/* bounded by the data even in a view nobody checked */
+		p = v->names;
+		for (unsigned i = 0; i < v->n_names && p < v->end; i++) {
 			size_t l = *p++;
 
-			if (l > (size_t)(end - p))
+			if (l > (size_t)(v->end - p))
 				return 0;
 			if (l == klen && hostrec_name_eq(p, key, l))
 				return 1;
@@ -218,6 +257,15 @@ IBRES_HOT int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, co
 		return 0;
 	}
 	return 0;
+}
+
+int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen)
+{
+	struct ibdir_view v;
+	struct ibdir_rec hdr;
+
+	/* only reads inside @len: refusing a record is ibdir_view_init's */
+	return !view_layout(rec, len, &v, &hdr) && ibdir_view_has_key(&v, tab, key, klen);
 }
 
 IBRES_HOT static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
@@ -249,15 +297,19 @@ int ibdir_header_check(const void *base, size_t size)
 	return 0;
 }
 
-/* Copy the record at @off (inside [@lo, @hi)) into @buf. 0 and *@len, -EAGAIN
- * when the writer kept changing it, -EBADMSG when it cannot be a record. */
+/* Copy the record at @off (inside [@lo, @hi)) into @buf (@cap bytes, a
+ * multiple of 8). 0 and *@len, -EAGAIN when the writer kept changing it,
+ * -EMSGSIZE when it is larger than @cap, -EBADMSG when it cannot be a
+ * record. */
 IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off,
-			      uint8_t *buf, size_t *len)
+			      uint8_t *buf, size_t cap, size_t *len)
 {
 	const struct ibdir_rec *r = (const void *)(base + off);
 
 	if ((off & 7) || !span_ok(off, sizeof(*r), lo, hi))
 		return -EBADMSG;
+	if (cap < sizeof(*r))
+		return -EMSGSIZE;
 	for (unsigned t = 0; t < READ_TRIES; t++) {
 		uint32_t s1 = load32_acquire(&r->seq), s2;
 		struct ibdir_rec hdr;
@@ -272,7 +324,7 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 		}
 		memcpy(&hdr, buf, sizeof(hdr));
 		n = (sizeof(hdr) + hdr.data_len + 7) & ~(size_t)7;
-		if (hdr.data_len <= IBDIR_DATA_MAX && span_ok(off, n, lo, hi)) {
+		if (hdr.data_len <= IBDIR_DATA_MAX && n <= cap && span_ok(off, n, lo, hi)) {
 			for (size_t i = sizeof(hdr); i < n; i += 8) {
 				uint64_t w = load64((const uint8_t *)r + i);
 
@@ -285,6 +337,8 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 			continue;
 		if (hdr.data_len > IBDIR_DATA_MAX || !span_ok(off, n, lo, hi))
 			return -EBADMSG;
+		if (n > cap)
+			return -EMSGSIZE;
 		*len = sizeof(hdr) + hdr.data_len;
 		return 0;
 	}
@@ -360,12 +414,12 @@ IBRES_HOT static int miss_verdict(const struct ibdir_header *hd, unsigned tab, c
 	return auth_from != IBDIR_NEVER && now_ms >= auth_from ? -ENODATA : -EAGAIN;
 }
 
-/* Probe table @tab for the key. 0 (found, *rec), 1 (not there), or < 0. */
+/* Probe table @tab for the key. 0 (found, *@v over @buf), 1 (not there),
+ * or < 0. */
 IBRES_HOT static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd,
-			   unsigned tab, const void *key, size_t len, uint64_t now_ms,
-			   struct ibres_hostrec *rec)
+			   unsigned tab, const void *key, size_t len, uint64_t now_ms, uint8_t *buf,
+			   size_t cap, struct ibdir_view *v)
 {
-	uint64_t buf[IBDIR_REC_MAX / 8];
 	uint32_t off = hd->tables[tab].off, n = hd->tables[tab].n_slots;
 	uint64_t lo = hd->rec_off, hi = lo + hd->rec_size;
 	uint32_t hash, mask, i;
@@ -382,7 +436,6 @@ IBRES_HOT static int probe(const uint8_t *base, size_t size, const struct ibdir_
 		uint64_t slot =
 			__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
 		uint32_t at = (uint32_t)slot;
-		struct ibdir_rec hdr;
 		size_t rlen;
 		int ret;
 
@@ -390,29 +443,28 @@ IBRES_HOT static int probe(const uint8_t *base, size_t size, const struct ibdir_
 			return 1;
 		if (at == IBDIR_SLOT_DELETED || (uint32_t)(slot >> 32) != hash)
 			continue;
-		ret = rec_copy(base, lo, hi, at, (uint8_t *)buf, &rlen);
+		ret = rec_copy(base, lo, hi, at, buf, cap, &rlen);
 		if (ret)
 			return ret;
-		memcpy(&hdr, buf, sizeof(hdr));
-		if (!hdr.expires_ms)
+		if (!((const struct ibdir_rec *)(const void *)buf)->expires_ms)
 			continue; /* a freed block: its slots are going */
 		/* a block the writer never makes (damaged, or no name) is no
 		 * collision to probe past: that would end in an authoritative
 		 * "no such host" */
-		if (ibdir_rec_decode((const uint8_t *)buf, rlen, rec))
+		if (ibdir_view_init(buf, rlen, v))
 			return -EBADMSG;
-		if (!ibdir_rec_has_key((const uint8_t *)buf, rlen, tab, key, len))
+		if (!ibdir_view_has_key(v, tab, key, len))
 			continue; /* a collision, or the key moved to another host */
-		if (hdr.expires_ms <= now_ms)
+		if (v->expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */
-		rec->ttl = hostrec_ttl_left(hdr.expires_ms, now_ms);
+		v->ttl = hostrec_ttl_left(v->expires_ms, now_ms);
 		return 0;
 	}
 	return -EAGAIN; /* too long a run: not worth it */
 }
 
-IBRES_HOT int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type,
-			   const void *key, size_t len, struct ibres_hostrec *rec)
+IBRES_HOT int ibdir_find(const void *base, size_t size, uint64_t now_ms, uint16_t type,
+			 const void *key, size_t len, void *buf, size_t cap, struct ibdir_view *v)
 {
 	const struct ibdir_header *hd = base;
 	uint64_t beat;
@@ -428,13 +480,14 @@ IBRES_HOT int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint1
 	/* its daemon stopped or died: another may publish a new one */
 	if (now_ms > beat + IBDIR_HEARTBEAT_STALE_MS || beat > now_ms + IBDIR_HEARTBEAT_STALE_MS)
 		return -ESTALE;
+	cap &= ~(size_t)7;
 	for (unsigned t = 0; t < READ_TRIES; t++) {
 		uint32_t seq = load32_acquire(&hd->table_seq);
 		int ret;
 
 		/* a hit is checked against the record itself: whatever the slots
 		 * are doing, the record says which keys it holds */
-		ret = probe(base, size, hd, (unsigned)tab, key, len, now_ms, rec);
+		ret = probe(base, size, hd, (unsigned)tab, key, len, now_ms, buf, cap, v);
 		if (ret <= 0)
 			return ret;
 		/* not there: believe it only if no slot changed meanwhile */
@@ -444,4 +497,17 @@ IBRES_HOT int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint1
 		return miss_verdict(hd, (unsigned)tab, key, len, now_ms);
 	}
 	return -EAGAIN;
+}
+
+int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,
+		 size_t len, struct ibres_hostrec *rec)
+{
+	uint64_t buf[IBDIR_REC_MAX / 8];
+	struct ibdir_view v;
+	int ret = ibdir_find(base, size, now_ms, type, key, len, buf, sizeof(buf), &v);
+
+	if (ret)
+		return ret;
+	ibdir_view_to_rec(&v, rec);
+	return 0;
 }

@@ -129,9 +129,51 @@ uint8_t ibdir_key_type(unsigned tab);
 /* The hash of a key in table @tab (names without regard to ASCII case). */
 uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len);
 
+/* The bytes ibdir_rec_encode() of @r uses, rounded up to 8 (at most
+ * IBDIR_REC_MAX). */
+size_t ibdir_rec_size(const struct ibres_hostrec *r);
+
 /* Serialise @r into @out (IBDIR_REC_MAX bytes): the record header without
  * seq and cap, and its data. Returns the bytes used (header included). */
 size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint8_t *out);
+
+/*
+ * A record read where its bytes are (a private copy of a block), with no
+ * expansion into a struct ibres_hostrec: what a hit packs from. Its
+ * pointers are into the copy: the GIDs (n_gids x 16 bytes), IPv6 (16 each),
+ * IPv4 (4 each), then n_names names as (length byte, bytes) up to @end.
+ */
+struct ibdir_view {
+	const uint8_t *gids, *v6, *v4, *names, *end;
+	unsigned n_names, n_v4, n_v6, n_gids;
+	uint16_t lid, pkey;
+	uint32_t qpn;
+	uint32_t ttl; /* seconds left, as ibres_hostrec's; set by the finder */
+	uint64_t expires_ms;
+};
+
+/* View the record copy @rec (@len bytes, header included). 0 when it is a
+ * record the writer makes (as ibdir_rec_decode() checks it: then every
+ * count indexes inside the copy and every name is 1..IBRES_NAME_MAX bytes
+ * hostrec_name_ok() accepts), else -EBADMSG. ttl is set to 0. */
+int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v);
+
+/* Name @i of a view made by ibdir_view_init() walks from v->names: the name
+ * at *@p; returns its length and moves *@p past it. */
+static inline size_t ibdir_view_next_name(const uint8_t **p, const uint8_t **name)
+{
+	size_t l = **p;
+
+	*name = *p + 1;
+	*p += 1 + l;
+	return l;
+}
+
+/* Does the view list the key @key/@klen of table @tab? 1 or 0. */
+int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const void *key, size_t klen);
+
+/* Expand a view into @out (its ttl copied). */
+void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out);
 
 /* Does the record copy @rec (@len bytes, header included) list the key
  * @key/@klen of table @tab (a name without regard to ASCII case)? Read from
@@ -167,5 +209,16 @@ int ibdir_header_check(const void *base, size_t size);
  */
 int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,
 		 size_t len, struct ibres_hostrec *rec);
+
+/*
+ * The same look-up, giving the record as a view over a copy of its bytes in
+ * @buf (@cap bytes, 8-byte aligned) rather than an expanded record: what a
+ * hit packs from, with nothing between the image and the caller's buffer
+ * but one copy of the record's own bytes. Returns as ibdir_lookup(), and
+ * -EMSGSIZE when the record found is larger than @cap (IBDIR_REC_MAX bytes
+ * always suffice). v->ttl is the seconds left.
+ */
+int ibdir_find(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,
+	       size_t len, void *buf, size_t cap, struct ibdir_view *v);
 
 #endif

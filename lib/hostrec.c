@@ -69,7 +69,7 @@ IBRES_HOT int hostrec_name_ok(const void *name, size_t len)
 	return !(prev & (NC_DOT | NC_HYPHEN)) && (all & NC_ALPHA);
 }
 
-IBRES_HOT int hostrec_shape_ok(const struct ibres_hostrec *h)
+static int hostrec_shape_ok(const struct ibres_hostrec *h)
 {
 	if (!h->n_names || h->n_names > IBRES_HOST_NAMES_MAX || h->n_v4 > IBRES_HOST_ADDRS_MAX ||
 	    h->n_v6 > IBRES_HOST_ADDRS_MAX || h->n_gids > IBRES_HOST_GIDS_MAX)

@@ -51,13 +51,6 @@ int hostrec_decode(const void *buf, size_t len, struct ibres_hostrec *h);
  * that a reader refuses what the daemon never writes. 1 or 0. */
 int hostrec_name_ok(const void *name, size_t len);
 
-/* Is @h shaped so that its counts may index its arrays: 1..
- * IBRES_HOST_NAMES_MAX names, each non-empty with the last byte of its array
- * NUL (every decoder leaves it so), and every other count within its array? What a packer checks on
- * the hot path, where the record came from a decoder that checked it all
- * (hostrec_check). 0 or -EBADMSG. */
-int hostrec_shape_ok(const struct ibres_hostrec *h);
-
 /* Is @h a record the daemon can write: 1..IBRES_HOST_NAMES_MAX names, each
  * NUL-terminated inside its array and hostrec_name_ok(), and every other
  * count within its array? Every consumer checks a record with this before

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * libnss_ib.so.2: the glibc "hosts" entry points of nss-ib. Each call is one
- * HOST query to ibresd (through the connection slots of lib/conn.c, bounded
- * by $IBRES_TIMEOUT_MS or 5 s), packed into the caller's buffer.
+ * libnss_ib.so.2: the glibc "hosts" entry points of nss-ib. Each call reads
+ * the shared host directory (lib/dirmap.c: no system call) and, when that
+ * cannot tell, asks ibresd (a HOST query through the connection slots of
+ * lib/conn.c, bounded by $IBRES_TIMEOUT_MS or 5 s). A hit is packed into the
+ * caller's buffer straight from a copy of the record's own bytes.
  *
  *   AF_INET, AF_INET6   the host's IPoIB addresses
  *   AF_IB (27)          the host's port GIDs (h_length 16)
@@ -21,10 +23,12 @@
 #include <errno.h>
 #include <netdb.h>
 #include <nss.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "conn.h"
+#include "hostdir.h"
 #include "hostrec.h"
 #include "pack.h"
 
@@ -71,9 +75,35 @@ IBRES_HOT static enum nss_status fail(int err, int *errnop, int *h_errnop)
 	}
 }
 
-IBRES_HOT static int query(uint16_t type, const void *key, size_t len, struct ibres_hostrec *rec)
+/* The record of a hit, read in place: a view over a copy of its bytes. A
+ * record is a few hundred bytes (an eight-rail host's merged one ~450), so
+ * the copy lives on the stack beside the frame; the rare larger one (up to
+ * 5 KB) is copied into the heap instead, so that no hit touches pages of
+ * stack it does not need. */
+#define FOUND_INLINE 1024
+struct found {
+	struct ibdir_view v;
+	void *heap;
+	uint64_t copy[FOUND_INLINE / 8];
+};
+
+IBRES_HOT static int query(uint16_t type, const void *key, size_t len, struct found *f)
 {
-	return ibc_host_query(&nss_conn, type, key, len, 0, rec, NULL);
+	int ret;
+
+	f->heap = NULL;
+	ret = ibc_host_view(&nss_conn, type, key, len, f->copy, sizeof(f->copy), &f->v);
+	if (ret != -EMSGSIZE)
+		return ret;
+	f->heap = malloc(IBDIR_REC_MAX);
+	if (!f->heap)
+		return -ENOMEM;
+	return ibc_host_view(&nss_conn, type, key, len, f->heap, IBDIR_REC_MAX, &f->v);
+}
+
+IBRES_HOT static void found_done(struct found *f)
+{
+	free(f->heap);
 }
 
 IBRES_HOT static int name_ok(const char *name)
@@ -83,18 +113,19 @@ IBRES_HOT static int name_ok(const char *name)
 	return len && len <= IBRES_NAME_MAX;
 }
 
-IBRES_HOT static void set_ttl(int32_t *ttlp, const struct ibres_hostrec *rec)
+IBRES_HOT static void set_ttl(int32_t *ttlp, const struct ibdir_view *v)
 {
-	if (ttlp && rec->ttl)
-		*ttlp = rec->ttl > INT32_MAX ? INT32_MAX : (int32_t)rec->ttl;
+	if (ttlp && v->ttl)
+		*ttlp = v->ttl > INT32_MAX ? INT32_MAX : (int32_t)v->ttl;
 }
 
 IBRES_HOT NSS_EXPORT enum nss_status
 _nss_ib_gethostbyname3_r(const char *name, int af, struct hostent *result, char *buffer,
 			 size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp, char **canonp)
 {
-	struct ibres_hostrec rec;
+	enum nss_status st = NSS_STATUS_SUCCESS;
 	const void *addrs;
+	struct found f;
 	size_t n, alen;
 	int ret;
 
@@ -105,37 +136,40 @@ _nss_ib_gethostbyname3_r(const char *name, int af, struct hostent *result, char 
 	}
 	if (!name_ok(name))
 		return fail(-ENODATA, errnop, h_errnop);
-	ret = query(IBRES_T_NAME, name, strlen(name), &rec);
+	ret = query(IBRES_T_NAME, name, strlen(name), &f);
 	if (ret)
-		return fail(ret, errnop, h_errnop);
+		goto out;
 
 	if (af == AF_INET) {
-		addrs = rec.v4;
-		n = rec.n_v4;
+		addrs = f.v.v4;
+		n = f.v.n_v4;
 		alen = 4;
 	} else if (af == AF_INET6) {
-		addrs = rec.v6;
-		n = rec.n_v6;
+		addrs = f.v.v6;
+		n = f.v.n_v6;
 		alen = 16;
 	} else {
-		addrs = rec.gids;
-		n = rec.n_gids;
+		addrs = f.v.gids;
+		n = f.v.n_gids;
 		alen = 16;
 	}
 	if (!n) {
 		/* the host exists but has no address of this family */
 		*errnop = ENOENT;
 		*h_errnop = NO_DATA;
-		return NSS_STATUS_NOTFOUND;
+		st = NSS_STATUS_NOTFOUND;
+		goto out;
 	}
-	ret = ibpack_hostent(result, buffer, buflen, &rec, af, addrs, n, alen);
+	ret = ibpack_hostent(result, buffer, buflen, &f.v, af, addrs, n, alen);
 	if (ret)
-		return fail(ret, errnop, h_errnop);
-	set_ttl(ttlp, &rec);
+		goto out;
+	set_ttl(ttlp, &f.v);
 	if (canonp)
 		*canonp = result->h_name;
 	*h_errnop = NETDB_SUCCESS;
-	return NSS_STATUS_SUCCESS;
+out:
+	found_done(&f);
+	return ret ? fail(ret, errnop, h_errnop) : st;
 }
 
 IBRES_HOT NSS_EXPORT enum nss_status _nss_ib_gethostbyname2_r(const char *name, int af,
@@ -160,33 +194,38 @@ IBRES_HOT NSS_EXPORT enum nss_status
 _nss_ib_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, char *buffer, size_t buflen,
 			 int *errnop, int *h_errnop, int32_t *ttlp)
 {
-	struct ibres_hostrec rec;
+	enum nss_status st = NSS_STATUS_SUCCESS;
+	struct found f;
 	int ret;
 
 	if (!name_ok(name))
 		return fail(-ENODATA, errnop, h_errnop);
-	ret = query(IBRES_T_NAME, name, strlen(name), &rec);
+	ret = query(IBRES_T_NAME, name, strlen(name), &f);
 	if (ret)
-		return fail(ret, errnop, h_errnop);
+		goto out;
 	/* AF_INET/AF_INET6 only: glibc's getaddrinfo mangles other families */
-	ret = ibpack_tuples(pat, buffer, buflen, &rec);
+	ret = ibpack_tuples(pat, buffer, buflen, &f.v);
 	if (ret == -ENOENT) {
 		*errnop = ENOENT;
 		*h_errnop = NO_DATA;
-		return NSS_STATUS_NOTFOUND;
+		st = NSS_STATUS_NOTFOUND;
+		ret = 0;
+		goto out;
 	}
 	if (ret)
-		return fail(ret, errnop, h_errnop);
-	set_ttl(ttlp, &rec);
+		goto out;
+	set_ttl(ttlp, &f.v);
 	*h_errnop = NETDB_SUCCESS;
-	return NSS_STATUS_SUCCESS;
+out:
+	found_done(&f);
+	return ret ? fail(ret, errnop, h_errnop) : st;
 }
 
 IBRES_HOT NSS_EXPORT enum nss_status
 _nss_ib_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct hostent *result,
 			 char *buffer, size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp)
 {
-	struct ibres_hostrec rec;
+	struct found f;
 	uint16_t type;
 	int ret = hostrec_addr_type(af, len, &type);
 
@@ -200,16 +239,18 @@ _nss_ib_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct hostent
 		*h_errnop = NO_RECOVERY;
 		return NSS_STATUS_UNAVAIL;
 	}
-	ret = query(type, addr, len, &rec);
+	ret = query(type, addr, len, &f);
 	if (ret)
-		return fail(ret, errnop, h_errnop);
+		goto out;
 	/* like the dns and files modules: the one address asked about */
-	ret = ibpack_hostent(result, buffer, buflen, &rec, af, addr, 1, len);
+	ret = ibpack_hostent(result, buffer, buflen, &f.v, af, addr, 1, len);
 	if (ret)
-		return fail(ret, errnop, h_errnop);
-	set_ttl(ttlp, &rec);
+		goto out;
+	set_ttl(ttlp, &f.v);
 	*h_errnop = NETDB_SUCCESS;
-	return NSS_STATUS_SUCCESS;
+out:
+	found_done(&f);
+	return ret ? fail(ret, errnop, h_errnop) : NSS_STATUS_SUCCESS;
 }
 
 IBRES_HOT NSS_EXPORT enum nss_status _nss_ib_gethostbyaddr_r(const void *addr, socklen_t len,

@@ -13,7 +13,7 @@
 #include <nss.h>
 #include <stddef.h>
 
-#include "hostrec.h"
+#include "hostdir.h"
 
 /* A bump allocator over [buf, buf + len). */
 struct ibpack {
@@ -28,24 +28,27 @@ void ibpack_init(struct ibpack *p, char *buf, size_t len);
 void *ibpack_alloc(struct ibpack *p, size_t size, size_t align);
 /* A copy of @s in the buffer, or NULL. */
 char *ibpack_str(struct ibpack *p, const char *s);
+/* The @n bytes at @s and a NUL in the buffer, or NULL. */
+char *ibpack_strn(struct ibpack *p, const void *s, size_t n);
 
 /*
- * A hostent: h_name = rec->names[0], h_aliases = the other names, and the
- * @n addresses of @alen bytes each at @addrs, family @af. 0, -ERANGE, or
- * -EBADMSG (writing nothing) when @rec is not a record hostrec_shape_ok()
- * accepts or @n and @alen are more than a record holds (8, 16 bytes).
+ * A hostent: h_name = the view's first name, h_aliases = the other names,
+ * and the @n addresses of @alen bytes each at @addrs, family @af. @v is a
+ * view ibdir_view_init() made (every name inside its copy). 0, -ERANGE, or
+ * -EBADMSG (writing nothing) when @v holds no name or more than a record
+ * may, or @n and @alen are more than a record holds (32, 16 bytes).
  */
-int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ibres_hostrec *rec,
+int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ibdir_view *v,
 		   int af, const void *addrs, size_t n, size_t alen);
 
 /*
  * The gethostbyname4_r tuple list: one tuple per IPv6 then IPv4 address of
- * @rec, all named rec->names[0]. If *@pat is not NULL the caller supplied
- * the first tuple and it is filled in place; otherwise *@pat points into
- * @buf. 0, -ERANGE, -ENOENT when @rec has no IP address, or -EBADMSG
- * (writing nothing) when @rec is not a record hostrec_shape_ok() accepts.
+ * @v, all named with its first name. If *@pat is not NULL the caller
+ * supplied the first tuple and it is filled in place; otherwise *@pat
+ * points into @buf. 0, -ERANGE, -ENOENT when @v has no IP address, or
+ * -EBADMSG (writing nothing) when its counts are more than a record holds.
  */
 int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
-		  const struct ibres_hostrec *rec);
+		  const struct ibdir_view *v);
 
 #endif

@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define BLOCKS_MAX 64 /* blocks of an input walked */
 #define PACKED_MAX 2  /* distinct records of an input packed at every size */
+#define SMALL_COPY 128 /* bytes: a copy too small for most records */
 
 static struct {
 	struct ibres_hostrec recs[PACKED_MAX];
@@ -60,12 +61,21 @@ static void pack_once(const struct ibres_hostrec *rec)
 static void ask(const uint8_t *img, size_t n, uint64_t now, uint16_t type, const void *key,
 		size_t len)
 {
+	uint64_t small[SMALL_COPY / 8];
 	struct ibres_hostrec rec;
-	int ret;
+	struct ibdir_view v;
+	int ret, small_ret;
 
 	memset(&rec, 0, sizeof(rec));
 	ret = ibdir_lookup(img, n, now, type, key, len, &rec);
 	if (ret && ret != -ENODATA && ret != -EAGAIN && ret != -ESTALE && ret != -EBADMSG)
+		abort();
+	/* the NSS module's copy on its stack: the same answer, or "too large"
+	 * for a record that does not fit it */
+	small_ret = ibdir_find(img, n, now, type, key, len, small, sizeof(small), &v);
+	if (small_ret != ret && small_ret != -EMSGSIZE)
+		abort();
+	if (!small_ret && !ibdir_view_has_key(&v, (unsigned)ibdir_table_of(type), key, len))
 		abort();
 	if (ret)
 		return;

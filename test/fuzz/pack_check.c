@@ -88,8 +88,8 @@ static void check_guard(size_t len)
 }
 
 /* ibpack_hostent at every size from 0 up to the first that fits. */
-static void sweep_hostent(const struct ibres_hostrec *rec, int af, const void *addrs, size_t n,
-			  size_t alen)
+static void sweep_hostent(const struct ibres_hostrec *rec, const struct ibdir_view *v, int af,
+			  const void *addrs, size_t n, size_t alen)
 {
 	for (size_t len = 0;; len++) {
 		char *buf = buffer(len);
@@ -97,7 +97,7 @@ static void sweep_hostent(const struct ibres_hostrec *rec, int af, const void *a
 		int ret;
 
 		memset(&he, 0, sizeof(he));
-		ret = ibpack_hostent(&he, buf, len, rec, af, addrs, n, alen);
+		ret = ibpack_hostent(&he, buf, len, v, af, addrs, n, alen);
 		check_guard(len);
 		if (ret) {
 			check(ret == -ERANGE);
@@ -128,7 +128,7 @@ static void check_tuples(const struct gaih_addrtuple *t, const struct ibres_host
 }
 
 /* ibpack_tuples at every size, with the caller's first tuple or without. */
-static void sweep_tuples(const struct ibres_hostrec *rec, int prealloc)
+static void sweep_tuples(const struct ibres_hostrec *rec, const struct ibdir_view *v, int prealloc)
 {
 	for (size_t len = 0;; len++) {
 		char *buf = buffer(len);
@@ -136,7 +136,7 @@ static void sweep_tuples(const struct ibres_hostrec *rec, int prealloc)
 		int ret;
 
 		memset(&mine, 0xee, sizeof(mine));
-		ret = ibpack_tuples(&pat, buf, len, rec);
+		ret = ibpack_tuples(&pat, buf, len, v);
 		check_guard(len);
 		if (ret == -ENOENT) {
 			/* no IP address: whatever the size */
@@ -184,23 +184,29 @@ static void check_round_trips(const struct ibres_hostrec *rec)
 
 void pack_check(const struct ibres_hostrec *rec)
 {
+	static uint64_t enc[IBDIR_REC_MAX / 8];
+	struct ibdir_view v;
+
 	check(hostrec_check(rec) == 0);
 	check_round_trips(rec);
+	/* the module packs from the record's bytes as the directory holds them */
+	check(ibdir_view_init((const uint8_t *)enc,
+			      ibdir_rec_encode(rec, IBDIR_NEVER, (uint8_t *)enc), &v) == 0);
 	/* gethostbyname, gethostbyname2/3: every address of a family it has */
 	if (rec->n_v4)
-		sweep_hostent(rec, AF_INET, rec->v4, rec->n_v4, 4);
+		sweep_hostent(rec, &v, AF_INET, rec->v4, rec->n_v4, 4);
 	if (rec->n_v6)
-		sweep_hostent(rec, AF_INET6, rec->v6, rec->n_v6, 16);
+		sweep_hostent(rec, &v, AF_INET6, rec->v6, rec->n_v6, 16);
 	if (rec->n_gids)
-		sweep_hostent(rec, AF_IB_FAMILY, rec->gids, rec->n_gids, 16);
+		sweep_hostent(rec, &v, AF_IB_FAMILY, rec->gids, rec->n_gids, 16);
 	/* gethostbyaddr: the one address asked about */
 	if (rec->n_v4)
-		sweep_hostent(rec, AF_INET, &rec->v4[rec->n_v4 - 1], 1, 4);
+		sweep_hostent(rec, &v, AF_INET, &rec->v4[rec->n_v4 - 1], 1, 4);
 	if (rec->n_v6)
-		sweep_hostent(rec, AF_INET6, &rec->v6[0], 1, 16);
+		sweep_hostent(rec, &v, AF_INET6, &rec->v6[0], 1, 16);
 	if (rec->n_gids)
-		sweep_hostent(rec, AF_IB_FAMILY, rec->gids[rec->n_gids - 1], 1, 16);
+		sweep_hostent(rec, &v, AF_IB_FAMILY, rec->gids[rec->n_gids - 1], 1, 16);
 	/* gethostbyname4 */
-	sweep_tuples(rec, 0);
-	sweep_tuples(rec, 1);
+	sweep_tuples(rec, &v, 0);
+	sweep_tuples(rec, &v, 1);
 }

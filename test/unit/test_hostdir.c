@@ -170,6 +170,60 @@ static void test_every_key_type(void **state)
 	munmap(m, size);
 }
 
+/* What the NSS module packs from: the record's own bytes, viewed, in a copy
+ * of the caller's size; a copy too small for the record is "too large", a
+ * miss stays a miss whatever the copy. */
+static void test_find_views_the_record(void **state)
+{
+	struct fx *f = *state;
+	uint64_t big[IBDIR_REC_MAX / 8], small[4];
+	struct ibres_hostrec want;
+	struct ibdir_view v;
+	const uint8_t *p, *name;
+	size_t size, l;
+	void *m;
+
+	put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
+	mkrec(&want, 7, 1);
+	m = map_now(f, &size);
+	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_IPV4, &want.v4[0], 4, big,
+				    sizeof(big), &v),
+			 0);
+	assert_int_equal(v.n_names, want.n_names);
+	assert_int_equal(v.n_v4, want.n_v4);
+	assert_int_equal(v.n_v6, want.n_v6);
+	assert_int_equal(v.n_gids, want.n_gids);
+	assert_int_equal(v.ttl, HOSTREC_TTL_NEVER);
+	assert_int_equal(v.qpn, 1);
+	assert_int_equal(v.lid, 8);
+	assert_memory_equal(v.v4, &want.v4[0], 4u * want.n_v4);
+	assert_memory_equal(v.v6, &want.v6[0], 16u * want.n_v6);
+	assert_memory_equal(v.gids, want.gids[0], 16u * want.n_gids);
+	/* the view points into the caller's copy, not into the image */
+	assert_true((const uint8_t *)v.gids > (const uint8_t *)big &&
+		    v.end <= (const uint8_t *)big + sizeof(big));
+	p = v.names;
+	for (unsigned i = 0; i < v.n_names; i++) {
+		l = ibdir_view_next_name(&p, &name);
+		assert_int_equal(l, strlen(want.names[i]));
+		assert_memory_equal(name, want.names[i], l);
+	}
+	assert_ptr_equal(p, v.end);
+	assert_true(ibdir_view_has_key(&v, IBDIR_TAB_NAME, "ALIAS-7.example", 15));
+	assert_false(ibdir_view_has_key(&v, IBDIR_TAB_NAME, "h8", 2));
+	/* a copy too small for it */
+	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h7", 2, small, sizeof(small),
+				    &v),
+			 -EMSGSIZE);
+	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h7", 2, small, 0, &v),
+			 -EMSGSIZE);
+	/* a miss does not depend on the copy */
+	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, small, sizeof(small),
+				    &v),
+			 ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, big, sizeof(big), &v));
+	munmap(m, size);
+}
+
 /* Rail @i of node 5: names "h5" and "h5-ibI", 10.I.0.5, GID fe80::5:I, LID 1
  * on every plane, heard on local endpoint @i. */
 static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
@@ -953,6 +1007,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_every_key_type, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_find_views_the_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, setup, teardown),

@@ -131,8 +131,8 @@ int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
 /* The same, the record given as a view over a copy of its bytes in @buf
  * (@cap bytes, 8-byte aligned; ibdir_find()): -EMSGSIZE when it is larger
  * than @cap. What a hit of the NSS module packs from. */
-int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size_t len, void *buf,
-		 size_t cap, struct ibdir_view *v);
+int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size_t len, void *buf, size_t cap,
+		 struct ibdir_view *v);
 /* Never use the shared directory through @h (ibresctl asks the daemon). */
 void ibc_dir_disable(struct ibres *h);
 /* Unmap what @h mapped (the caller owns @h exclusively). */

@@ -156,8 +156,8 @@ out:
 	return m;
 }
 
-IBRES_HOT int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size_t len,
-			   void *buf, size_t cap, struct ibdir_view *v)
+IBRES_HOT int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size_t len, void *buf,
+			   size_t cap, struct ibdir_view *v)
 {
 	struct ibc_dir *d = &h->dir;
 	int mode = __atomic_load_n(&d->mode, __ATOMIC_ACQUIRE);

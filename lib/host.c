@@ -98,9 +98,9 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 
 /* The daemon's answer as a view: the record encoded as the directory's are,
  * so that one packer serves both. */
-static __attribute__((noinline)) int view_asked(struct ibres *h, uint16_t key_type,
-						const void *key, size_t key_len, void *buf,
-						size_t cap, struct ibdir_view *v)
+static __attribute__((noinline)) int view_asked(struct ibres *h, uint16_t key_type, const void *key,
+						size_t key_len, void *buf, size_t cap,
+						struct ibdir_view *v)
 {
 	struct ibres_hostrec *rec = malloc(sizeof(*rec));
 	int ret;

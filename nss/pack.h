@@ -38,8 +38,8 @@ char *ibpack_strn(struct ibpack *p, const void *s, size_t n);
  * -EBADMSG (writing nothing) when @v holds no name or more than a record
  * may, or @n and @alen are more than a record holds (32, 16 bytes).
  */
-int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ibdir_view *v,
-		   int af, const void *addrs, size_t n, size_t alen);
+int ibpack_hostent(struct hostent *he, char *buf, size_t buflen, const struct ibdir_view *v, int af,
+		   const void *addrs, size_t n, size_t alen);
 
 /*
  * The gethostbyname4_r tuple list: one tuple per IPv6 then IPv4 address of

@@ -186,9 +186,9 @@ static void test_find_views_the_record(void **state)
 	put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
 	mkrec(&want, 7, 1);
 	m = map_now(f, &size);
-	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_IPV4, &want.v4[0], 4, big,
-				    sizeof(big), &v),
-			 0);
+	assert_int_equal(
+		ibdir_find(m, size, now_ms(), IBRES_T_IPV4, &want.v4[0], 4, big, sizeof(big), &v),
+		0);
 	assert_int_equal(v.n_names, want.n_names);
 	assert_int_equal(v.n_v4, want.n_v4);
 	assert_int_equal(v.n_v6, want.n_v6);
@@ -212,15 +212,15 @@ static void test_find_views_the_record(void **state)
 	assert_true(ibdir_view_has_key(&v, IBDIR_TAB_NAME, "ALIAS-7.example", 15));
 	assert_false(ibdir_view_has_key(&v, IBDIR_TAB_NAME, "h8", 2));
 	/* a copy too small for it */
-	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h7", 2, small, sizeof(small),
-				    &v),
-			 -EMSGSIZE);
+	assert_int_equal(
+		ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h7", 2, small, sizeof(small), &v),
+		-EMSGSIZE);
 	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h7", 2, small, 0, &v),
 			 -EMSGSIZE);
 	/* a miss does not depend on the copy */
-	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, small, sizeof(small),
-				    &v),
-			 ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, big, sizeof(big), &v));
+	assert_int_equal(
+		ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, small, sizeof(small), &v),
+		ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, big, sizeof(big), &v));
 	munmap(m, size);
 }
 
@@ -1012,7 +1012,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_stop_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_images, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, setup, teardown),

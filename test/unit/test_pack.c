@@ -364,7 +364,8 @@ static void test_refused_records(void **state)
 		char buf[4096];
 
 		assert_int_equal(ibpack_hostent(&he, buf, sizeof(buf), &v, AF_INET, r.v4,
-						IBRES_HOST_GIDS_MAX + 1, 4), -EBADMSG);
+						IBRES_HOST_GIDS_MAX + 1, 4),
+				 -EBADMSG);
 		assert_int_equal(ibpack_hostent(&he, buf, sizeof(buf), &v, AF_INET, r.v4, 1, 17),
 				 -EBADMSG);
 		assert_int_equal(ibpack_hostent(&he, buf, sizeof(buf), &v, AF_INET, r.v4, 1, 4), 0);

@@ -23,6 +23,7 @@
 #include <infiniband/sa.h>
 #include <sys/socket.h>
 
+#include "hostdir.h"
 #include "ibres_proto.h"
 
 /* Marks the functions libibres.so exports (the build hides everything else). */
@@ -38,19 +39,23 @@ struct ibc_slot {
 	uint64_t tid;
 };
 
-/* The shared host directory as one handle maps it (lib/dirmap.c). */
+/* The shared host directory as one handle maps it (lib/dirmap.c). The
+ * places live in the handle itself, beside the pointer a look-up follows:
+ * a hit touches no heap page of ours. */
 #define IBC_DIR_RETIRED 16
+#define IBC_DIR_MAPS	(IBC_DIR_RETIRED + 2) /* and the current one, and a new one */
 struct ibc_dirmap {
-	const uint8_t *base;
+	const uint8_t *base; /* NULL: a free place */
 	size_t size;
-	uint64_t retired_ms;
+	struct ibdir_geom geom; /* read once, when mapped */
+	uint64_t retired_ms;	/* 0: current (or being set up); else when replaced */
 };
 struct ibc_dir {
-	pthread_mutex_t lock;	  /* taken with trylock only: mapping anew */
-	struct ibc_dirmap *cur;	  /* atomic; NULL: none mapped */
-	struct ibc_dirmap *retired[IBC_DIR_RETIRED]; /* replaced, unmapped later */
-	uint64_t next_try_ms;	  /* atomic: no mapping attempt before */
 	int mode;		  /* atomic: 0 not decided, 1 on, -1 off */
+	struct ibc_dirmap *cur;	  /* atomic; NULL: none mapped */
+	uint64_t next_try_ms;	  /* atomic: no mapping attempt before */
+	pthread_mutex_t lock;	  /* taken with trylock only: mapping anew */
+	struct ibc_dirmap maps[IBC_DIR_MAPS];
 };
 
 struct ibres {

@@ -14,8 +14,8 @@
  * the current mapping through one atomic pointer and writes nothing shared.
  * Fetching anew is done by one thread at a time (trylock: the others ask the
  * daemon meanwhile), at most once a second. A mapping that was replaced is
- * not unmapped at once, since another thread may be reading it: it waits in
- * a short list and goes a minute later, when the list needs its place.
+ * not unmapped at once, since another thread may be reading it: its place
+ * in the handle is taken again a minute later at the earliest.
  */
 #include "conn.h"
 
@@ -60,17 +60,17 @@ static int decide(struct ibres *h)
 	return mode;
 }
 
-/* Map the directory the daemon passes, or NULL. */
-static struct ibc_dirmap *map_fetched(struct ibres *h)
+/* Map the directory the daemon passes into the place @m. 0, or -1 (@m
+ * stays free). */
+static int map_fetched(struct ibres *h, struct ibc_dirmap *m)
 {
-	struct ibc_dirmap *m = NULL;
 	struct stat st;
 	uint64_t said;
 	void *base;
-	int fd, seals;
+	int fd, seals, ret = -1;
 
 	if (ibc_directory_fd(h, &fd, &said))
-		return NULL;
+		return -1;
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & DIR_SEALS) != DIR_SEALS || fstat(fd, &st) ||
 	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != said ||
@@ -79,47 +79,45 @@ static struct ibc_dirmap *map_fetched(struct ibres *h)
 	base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto out;
-	/* one still being written, or a stopped daemon's, is not taken */
-	if (ibdir_header_check(base, (size_t)st.st_size) ||
-	    __atomic_load_n(&((const struct ibdir_header *)base)->state, __ATOMIC_ACQUIRE) !=
-		    IBDIR_LIVE) {
+	/* one still being written, or a stopped daemon's, is not taken; its
+	 * geometry is read once it is LIVE (the writer sets it before) */
+	if (__atomic_load_n(&((const struct ibdir_header *)base)->state, __ATOMIC_ACQUIRE) !=
+		    IBDIR_LIVE ||
+	    ibdir_geom_read(base, (size_t)st.st_size, &m->geom)) {
 		munmap(base, (size_t)st.st_size);
 		goto out;
 	}
-	m = malloc(sizeof(*m));
-	if (!m) {
-		munmap(base, (size_t)st.st_size);
-		goto out;
-	}
-	*m = (struct ibc_dirmap){.base = base, .size = (size_t)st.st_size};
+	m->size = (size_t)st.st_size;
+	m->retired_ms = 0;
+	m->base = base;
+	ret = 0;
 out:
 	close(fd);
-	return m;
+	return ret;
 }
 
-/* Put @m aside for unmapping later. 0, or -EBUSY when every place is taken
- * by a mapping replaced less than a minute ago. */
-static int retire(struct ibc_dir *d, struct ibc_dirmap *m, uint64_t now)
+/* A place for a new mapping: a free one, or the one replaced longest ago
+ * if that was a minute ago or more (another thread may still be reading a
+ * younger one); it is unmapped then. NULL when there is none. */
+static struct ibc_dirmap *free_place(struct ibc_dir *d, uint64_t now)
 {
-	int oldest = -1;
+	struct ibc_dirmap *oldest = NULL;
 
-	for (int i = 0; i < IBC_DIR_RETIRED; i++) {
-		if (!d->retired[i]) {
-			oldest = i;
-			break;
-		}
-		if (oldest < 0 || d->retired[i]->retired_ms < d->retired[oldest]->retired_ms)
-			oldest = i;
+	for (unsigned i = 0; i < IBC_DIR_MAPS; i++) {
+		struct ibc_dirmap *m = &d->maps[i];
+
+		if (m == d->cur)
+			continue;
+		if (!m->base)
+			return m;
+		if (!oldest || m->retired_ms < oldest->retired_ms)
+			oldest = m;
 	}
-	if (d->retired[oldest]) {
-		if (d->retired[oldest]->retired_ms + RETIRED_KEEP_MS > now)
-			return -EBUSY;
-		munmap((void *)d->retired[oldest]->base, d->retired[oldest]->size);
-		free(d->retired[oldest]);
-	}
-	m->retired_ms = now;
-	d->retired[oldest] = m;
-	return 0;
+	if (!oldest || oldest->retired_ms + RETIRED_KEEP_MS > now)
+		return NULL;
+	munmap((void *)oldest->base, oldest->size);
+	oldest->base = NULL;
+	return oldest;
 }
 
 /* Fetch and map the directory anew (the first time, or it was replaced,
@@ -128,7 +126,7 @@ static int retire(struct ibc_dir *d, struct ibc_dirmap *m, uint64_t now)
 static struct ibc_dirmap *remap(struct ibres *h, uint64_t now)
 {
 	struct ibc_dir *d = &h->dir;
-	struct ibc_dirmap *m = NULL, *old;
+	struct ibc_dirmap *m = NULL;
 
 	if (now < __atomic_load_n(&d->next_try_ms, __ATOMIC_RELAXED))
 		return NULL;
@@ -137,19 +135,14 @@ static struct ibc_dirmap *remap(struct ibres *h, uint64_t now)
 	if (now < d->next_try_ms)
 		goto out;
 	__atomic_store_n(&d->next_try_ms, now + MAP_RETRY_MS, __ATOMIC_RELAXED);
-	m = map_fetched(h);
-	old = d->cur;
-	if (!m && !old)
-		goto out;
-	if (old && retire(d, old, now)) {
-		/* cannot let go of the old one yet: keep it */
-		if (m) {
-			munmap((void *)m->base, m->size);
-			free(m);
-		}
+	/* no place for it: keep the old one (its look-ups go to the daemon) */
+	m = free_place(d, now);
+	if (!m || map_fetched(h, m)) {
 		m = NULL;
 		goto out;
 	}
+	if (d->cur)
+		d->cur->retired_ms = now;
 	__atomic_store_n(&d->cur, m, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&d->lock);
@@ -176,13 +169,13 @@ IBRES_HOT int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size
 		if (!m)
 			return -ENOENT;
 	}
-	ret = ibdir_find(m->base, m->size, now, type, key, len, buf, cap, v);
+	ret = ibdir_find(m->base, m->size, &m->geom, now, type, key, len, buf, cap, v);
 	if (ret == -ESTALE || ret == -EBADMSG) {
 		/* replaced, closed, damaged, or its daemon gone: ask for it again */
 		m = remap(h, now);
 		if (!m)
 			return ret;
-		ret = ibdir_find(m->base, m->size, now, type, key, len, buf, cap, v);
+		ret = ibdir_find(m->base, m->size, &m->geom, now, type, key, len, buf, cap, v);
 	}
 	return ret;
 }
@@ -208,17 +201,12 @@ void ibc_dir_release(struct ibres *h)
 {
 	struct ibc_dir *d = &h->dir;
 
-	if (d->cur) {
-		munmap((void *)d->cur->base, d->cur->size);
-		free(d->cur);
-		d->cur = NULL;
-	}
-	for (int i = 0; i < IBC_DIR_RETIRED; i++) {
-		if (!d->retired[i])
+	d->cur = NULL;
+	for (unsigned i = 0; i < IBC_DIR_MAPS; i++) {
+		if (!d->maps[i].base)
 			continue;
-		munmap((void *)d->retired[i]->base, d->retired[i]->size);
-		free(d->retired[i]);
-		d->retired[i] = NULL;
+		munmap((void *)d->maps[i].base, d->maps[i].size);
+		d->maps[i].base = NULL;
 	}
 	pthread_mutex_destroy(&d->lock);
 }

@@ -273,28 +273,40 @@ IBRES_HOT static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t h
 	return off >= lo && off <= hi && len <= hi - off;
 }
 
-int ibdir_header_check(const void *base, size_t size)
+int ibdir_geom_read(const void *base, size_t size, struct ibdir_geom *g)
 {
 	const struct ibdir_header *hd = base;
-	uint32_t rec_off, rec_size;
 
 	if (size < IBDIR_HEADER_SPACE || size > IBDIR_FILE_MAX)
 		return -EBADMSG;
 	if (memcmp(hd->magic, IBDIR_MAGIC, sizeof(hd->magic)) || hd->version != IBDIR_VERSION ||
 	    hd->header_size != sizeof(*hd) || load64(&hd->file_size) != size)
 		return -EBADMSG;
+	/* copied, then checked: what is used is what was checked */
+	g->seed = load64(&hd->seed);
 	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
-		uint32_t off = hd->tables[t].off, n = hd->tables[t].n_slots;
+		g->tables[t].off = __atomic_load_n(&hd->tables[t].off, __ATOMIC_RELAXED);
+		g->tables[t].n_slots = __atomic_load_n(&hd->tables[t].n_slots, __ATOMIC_RELAXED);
+	}
+	g->rec_off = __atomic_load_n(&hd->rec_off, __ATOMIC_RELAXED);
+	g->rec_size = __atomic_load_n(&hd->rec_size, __ATOMIC_RELAXED);
+	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
+		uint32_t off = g->tables[t].off, n = g->tables[t].n_slots;
 
 		if (!n || n > IBDIR_SLOTS_MAX || (n & (n - 1)) || (off & 7) ||
 		    !span_ok(off, (uint64_t)n * 8, IBDIR_HEADER_SPACE, size))
 			return -EBADMSG;
 	}
-	rec_off = hd->rec_off;
-	rec_size = hd->rec_size;
-	if ((rec_off & 7) || !span_ok(rec_off, rec_size, IBDIR_HEADER_SPACE, size))
+	if ((g->rec_off & 7) || !span_ok(g->rec_off, g->rec_size, IBDIR_HEADER_SPACE, size))
 		return -EBADMSG;
 	return 0;
+}
+
+int ibdir_header_check(const void *base, size_t size)
+{
+	struct ibdir_geom g;
+
+	return ibdir_geom_read(base, size, &g);
 }
 
 /* Copy the record at @off (inside [@lo, @hi)) into @buf (@cap bytes, a
@@ -416,21 +428,16 @@ IBRES_HOT static int miss_verdict(const struct ibdir_header *hd, unsigned tab, c
 
 /* Probe table @tab for the key. 0 (found, *@v over @buf), 1 (not there),
  * or < 0. */
-IBRES_HOT static int probe(const uint8_t *base, size_t size, const struct ibdir_header *hd,
-			   unsigned tab, const void *key, size_t len, uint64_t now_ms, uint8_t *buf,
-			   size_t cap, struct ibdir_view *v)
+IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsigned tab,
+			   const void *key, size_t len, uint64_t now_ms, uint8_t *buf, size_t cap,
+			   struct ibdir_view *v)
 {
-	uint32_t off = hd->tables[tab].off, n = hd->tables[tab].n_slots;
-	uint64_t lo = hd->rec_off, hi = lo + hd->rec_size;
+	uint32_t off = g->tables[tab].off, n = g->tables[tab].n_slots;
+	uint64_t lo = g->rec_off, hi = lo + g->rec_size;
 	uint32_t hash, mask, i;
 
-	/* the header may have changed since it was checked: check again */
-	if (!n || n > IBDIR_SLOTS_MAX || (n & (n - 1)) || (off & 7) ||
-	    !span_ok(off, (uint64_t)n * 8, IBDIR_HEADER_SPACE, size) || (lo & 7) ||
-	    !span_ok(lo, hi - lo, IBDIR_HEADER_SPACE, size))
-		return -EBADMSG;
 	mask = n - 1;
-	hash = ibdir_hash(hd->seed, tab, key, len);
+	hash = ibdir_hash(g->seed, tab, key, len);
 	i = hash & mask;
 	for (unsigned p = 0; p < n && p < IBDIR_PROBES_MAX; p++, i = (i + 1) & mask) {
 		uint64_t slot =
@@ -463,8 +470,9 @@ IBRES_HOT static int probe(const uint8_t *base, size_t size, const struct ibdir_
 	return -EAGAIN; /* too long a run: not worth it */
 }
 
-IBRES_HOT int ibdir_find(const void *base, size_t size, uint64_t now_ms, uint16_t type,
-			 const void *key, size_t len, void *buf, size_t cap, struct ibdir_view *v)
+IBRES_HOT int ibdir_find(const void *base, size_t size, const struct ibdir_geom *g, uint64_t now_ms,
+			 uint16_t type, const void *key, size_t len, void *buf, size_t cap,
+			 struct ibdir_view *v)
 {
 	const struct ibdir_header *hd = base;
 	uint64_t beat;
@@ -487,7 +495,7 @@ IBRES_HOT int ibdir_find(const void *base, size_t size, uint64_t now_ms, uint16_
 
 		/* a hit is checked against the record itself: whatever the slots
 		 * are doing, the record says which keys it holds */
-		ret = probe(base, size, hd, (unsigned)tab, key, len, now_ms, buf, cap, v);
+		ret = probe(base, g, (unsigned)tab, key, len, now_ms, buf, cap, v);
 		if (ret <= 0)
 			return ret;
 		/* not there: believe it only if no slot changed meanwhile */
@@ -503,9 +511,13 @@ int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, 
 		 size_t len, struct ibres_hostrec *rec)
 {
 	uint64_t buf[IBDIR_REC_MAX / 8];
+	struct ibdir_geom g;
 	struct ibdir_view v;
-	int ret = ibdir_find(base, size, now_ms, type, key, len, buf, sizeof(buf), &v);
+	int ret;
 
+	if (!base || ibdir_geom_read(base, size, &g))
+		return -EBADMSG;
+	ret = ibdir_find(base, size, &g, now_ms, type, key, len, buf, sizeof(buf), &v);
 	if (ret)
 		return ret;
 	ibdir_view_to_rec(&v, rec);

@@ -189,6 +189,20 @@ int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *
  * accepts. */
 int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out);
 
+/* Where an image keeps its hash and its tables and records. The writer
+ * sets them before the image goes LIVE and never changes them after (a new
+ * layout is a new generation), so a reader reads them once, as it maps the
+ * image, and looks up with its own copy. */
+struct ibdir_geom {
+	uint64_t seed;
+	struct ibdir_table tables[IBDIR_TABLES];
+	uint32_t rec_off, rec_size;
+};
+
+/* Check the header of the image @base (@size bytes) as ibdir_header_check()
+ * does and copy its geometry into @g. 0 or -EBADMSG. */
+int ibdir_geom_read(const void *base, size_t size, struct ibdir_geom *g);
+
 /* Is the header of the image @base (@size bytes) one a reader can use:
  * magic, version, sizes, every table and the record area inside the image?
  * 0 or -EBADMSG. */
@@ -211,14 +225,16 @@ int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, 
 		 size_t len, struct ibres_hostrec *rec);
 
 /*
- * The same look-up, giving the record as a view over a copy of its bytes in
+ * The same look-up in an image whose geometry @g ibdir_geom_read() read
+ * when it was mapped, giving the record as a view over a copy of its bytes in
  * @buf (@cap bytes, 8-byte aligned) rather than an expanded record: what a
  * hit packs from, with nothing between the image and the caller's buffer
  * but one copy of the record's own bytes. Returns as ibdir_lookup(), and
  * -EMSGSIZE when the record found is larger than @cap (IBDIR_REC_MAX bytes
  * always suffice). v->ttl is the seconds left.
  */
-int ibdir_find(const void *base, size_t size, uint64_t now_ms, uint16_t type, const void *key,
-	       size_t len, void *buf, size_t cap, struct ibdir_view *v);
+int ibdir_find(const void *base, size_t size, const struct ibdir_geom *g, uint64_t now_ms,
+	       uint16_t type, const void *key, size_t len, void *buf, size_t cap,
+	       struct ibdir_view *v);
 
 #endif

@@ -63,6 +63,7 @@ static void ask(const uint8_t *img, size_t n, uint64_t now, uint16_t type, const
 {
 	uint64_t small[SMALL_COPY / 8];
 	struct ibres_hostrec rec;
+	struct ibdir_geom g;
 	struct ibdir_view v;
 	int ret, small_ret;
 
@@ -72,7 +73,9 @@ static void ask(const uint8_t *img, size_t n, uint64_t now, uint16_t type, const
 		abort();
 	/* the NSS module's copy on its stack: the same answer, or "too large"
 	 * for a record that does not fit it */
-	small_ret = ibdir_find(img, n, now, type, key, len, small, sizeof(small), &v);
+	small_ret = ibdir_geom_read(img, n, &g)
+			    ? -EBADMSG
+			    : ibdir_find(img, n, &g, now, type, key, len, small, sizeof(small), &v);
 	if (small_ret != ret && small_ret != -EMSGSIZE)
 		abort();
 	if (!small_ret && !ibdir_view_has_key(&v, (unsigned)ibdir_table_of(type), key, len))

@@ -234,7 +234,9 @@ def test_stopped_daemon_image_serves_until_its_heartbeat_is_stale(helpers, stati
     held = window(stopped + 0.5, stopped + HEARTBEAT_STALE_S - 1.0)
     assert held and all(s[0] > 0 and s[2] == 0 for s in held), out  # from the mapping
     stale = window(stopped + HEARTBEAT_STALE_S + 1.0, resumed - 0.5)
-    assert stale and all(s[0] == 0 and s[2] > 0 for s in stale), out  # failed, fast
+    # failed, fast: never an answer; failures in the window as a whole (a call that
+    # fails takes up to IBRES_TIMEOUT_MS, so under load a 250 ms slice may end none)
+    assert stale and all(s[0] == 0 for s in stale) and sum(s[2] for s in stale) > 0, out
     assert slices[-1][0] > 0 and slices[-1][2] == 0, out  # answered again
     assert float(parse_kv(out)["longest_ms"]) < 3000, out
 

@@ -179,6 +179,7 @@ static void test_find_views_the_record(void **state)
 	uint64_t big[IBDIR_REC_MAX / 8], small[4];
 	struct ibres_hostrec want;
 	struct ibdir_view v;
+	struct ibdir_geom g;
 	const uint8_t *p, *name;
 	size_t size, l;
 	void *m;
@@ -186,9 +187,10 @@ static void test_find_views_the_record(void **state)
 	put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
 	mkrec(&want, 7, 1);
 	m = map_now(f, &size);
-	assert_int_equal(
-		ibdir_find(m, size, now_ms(), IBRES_T_IPV4, &want.v4[0], 4, big, sizeof(big), &v),
-		0);
+	assert_int_equal(ibdir_geom_read(m, size, &g), 0);
+	assert_int_equal(ibdir_find(m, size, &g, now_ms(), IBRES_T_IPV4, &want.v4[0], 4, big,
+				    sizeof(big), &v),
+			 0);
 	assert_int_equal(v.n_names, want.n_names);
 	assert_int_equal(v.n_v4, want.n_v4);
 	assert_int_equal(v.n_v6, want.n_v6);
@@ -213,14 +215,14 @@ static void test_find_views_the_record(void **state)
 	assert_false(ibdir_view_has_key(&v, IBDIR_TAB_NAME, "h8", 2));
 	/* a copy too small for it */
 	assert_int_equal(
-		ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h7", 2, small, sizeof(small), &v),
+		ibdir_find(m, size, &g, now_ms(), IBRES_T_NAME, "h7", 2, small, sizeof(small), &v),
 		-EMSGSIZE);
-	assert_int_equal(ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h7", 2, small, 0, &v),
+	assert_int_equal(ibdir_find(m, size, &g, now_ms(), IBRES_T_NAME, "h7", 2, small, 0, &v),
 			 -EMSGSIZE);
 	/* a miss does not depend on the copy */
 	assert_int_equal(
-		ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, small, sizeof(small), &v),
-		ibdir_find(m, size, now_ms(), IBRES_T_NAME, "h8", 2, big, sizeof(big), &v));
+		ibdir_find(m, size, &g, now_ms(), IBRES_T_NAME, "h8", 2, small, sizeof(small), &v),
+		ibdir_find(m, size, &g, now_ms(), IBRES_T_NAME, "h8", 2, big, sizeof(big), &v));
 	munmap(m, size);
 }
 

@@ -52,19 +52,51 @@ uint8_t ibdir_key_type(unsigned tab)
 	return tab < IBDIR_TABLES ? types[tab] : 0;
 }
 
+/* The eight bytes of @w with ASCII capitals made small, all at once: a byte
+ * gets 0x20 when it is 'A'..'Z' (its own top bit clear, and adding 0x3f,
+ * not 0x25, to its low seven bits sets the top bit). No carry crosses a
+ * byte: 0x7f + 0x3f < 0x100. */
+IBRES_HOT static inline uint64_t swar_lower(uint64_t w)
+{
+	const uint64_t low7 = w & 0x7f7f7f7f7f7f7f7full;
+	const uint64_t ge_a = low7 + 0x3f3f3f3f3f3f3f3full;
+	const uint64_t gt_z = low7 + 0x2525252525252525ull;
+
+	return w | ((ge_a & ~gt_z & ~w & 0x8080808080808080ull) >> 2);
+}
+
+IBRES_HOT static inline uint64_t hash_mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 31);
+}
+
 IBRES_HOT uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
 {
 	const uint8_t *p = key;
 	uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * (tab + 1)) ^ len;
+	const int fold = tab == IBDIR_TAB_NAME;
+	uint64_t w;
 
-	unsigned fold = tab == IBDIR_TAB_NAME;
+	/* eight bytes a step: a name is hashed in one or two, an address in
+	 * one or two */
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		h = hash_mix(h, fold ? swar_lower(w) : w);
+	}
+	/* the last 1..7 bytes without a loop, as wyhash reads them: two
+	 * overlapping 4-byte reads, or the first, middle and last byte (every
+	 * byte is read; the length is in h, so the word says which bytes) */
+	if (len >= 4) {
+		uint32_t a, b;
 
-	for (size_t i = 0; i < len; i++) {
-		unsigned c = p[i];
-
-		/* lower case for names, without a branch per byte */
-		c += (fold & ((unsigned)(c - 'A') < 26u)) << 5;
-		h = (h ^ c) * 0x100000001b3ull;
+		memcpy(&a, p, 4);
+		memcpy(&b, p + len - 4, 4);
+		w = (uint64_t)a | (uint64_t)b << 32;
+		h = hash_mix(h, fold ? swar_lower(w) : w);
+	} else if (len) {
+		w = (uint64_t)p[0] | (uint64_t)p[len / 2] << 8 | (uint64_t)p[len - 1] << 16;
+		h = hash_mix(h, fold ? swar_lower(w) : w);
 	}
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;

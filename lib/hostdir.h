@@ -41,7 +41,7 @@
 #include "hostrec.h"
 
 #define IBDIR_MAGIC		 "IBRESDIR"
-#define IBDIR_VERSION		 1u
+#define IBDIR_VERSION		 2u /* 2: the hash takes 8 bytes a step */
 #define IBDIR_HEADER_SPACE	 4096u
 #define IBDIR_FILE_MAX		 (1u << 30) /* bytes; readers map no more */
 #define IBDIR_SLOTS_MAX		 (1u << 24) /* per table */

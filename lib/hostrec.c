@@ -44,29 +44,46 @@ static inline uint8_t fold(uint8_t c)
 	return (uint8_t)(c + ((name_class[c] & NC_UPPER) << 4));
 }
 
+/* hostrec_name_ok() as a small automaton over byte classes: where a name
+ * is (a label's start, after a letter or digit, after a hyphen) and what
+ * the next byte's class makes of it. */
+enum { NS_START, NS_ALNUM, NS_HYPHEN, NS_BAD, NS_STATES };
+enum { NK_BAD, NK_ALNUM, NK_HYPHEN, NK_DOT };
+
+static const uint8_t name_kind[256] = {
+	['a' ... 'z'] = NK_ALNUM, ['A' ... 'Z'] = NK_ALNUM, ['0' ... '9'] = NK_ALNUM,
+	['-'] = NK_HYPHEN,	  ['.'] = NK_DOT,
+};
+
+static const uint8_t name_next[NS_STATES][4] = {
+	/* a label starts with a letter or digit */
+	[NS_START] = {NS_BAD, NS_ALNUM, NS_BAD, NS_BAD},
+	[NS_ALNUM] = {NS_BAD, NS_ALNUM, NS_HYPHEN, NS_START},
+	/* a hyphen never ends a label */
+	[NS_HYPHEN] = {NS_BAD, NS_ALNUM, NS_HYPHEN, NS_BAD},
+	[NS_BAD] = {NS_BAD, NS_BAD, NS_BAD, NS_BAD},
+};
+
 IBRES_HOT int hostrec_name_ok(const void *name, size_t len)
 {
 	const uint8_t *s = name;
-	unsigned all = 0, prev = NC_DOT; /* as if a dot came before the name */
+	unsigned st = NS_START, letters = 0;
 	size_t label = 0;
 
 	if (!len || len > IBRES_NAME_MAX)
 		return 0;
 	for (size_t i = 0; i < len; i++) {
-		unsigned c = name_class[s[i]];
+		unsigned k = name_kind[s[i]];
 
-		/* a byte no name has; a dot or hyphen that starts a label, or a dot
-		 * after a hyphen (a hyphen that ends a label) */
-		if (!c || ((c & (NC_DOT | NC_HYPHEN)) && (prev & (NC_DOT | NC_HYPHEN)) &&
-			   !(c == NC_HYPHEN && prev == NC_HYPHEN)))
-			return 0;
-		label = c == NC_DOT ? 0 : label + 1;
+		st = name_next[st][k];
+		label = k == NK_DOT ? 0 : label + 1;
 		if (label > 63)
 			return 0;
-		all |= c;
-		prev = c;
+		letters |= name_class[s[i]] & NC_ALPHA;
 	}
-	return !(prev & (NC_DOT | NC_HYPHEN)) && (all & NC_ALPHA);
+	/* the last label ends on a letter or digit; a letter somewhere (a
+	 * name of digits and dots reads as an address) */
+	return st == NS_ALNUM && letters;
 }
 
 static int hostrec_shape_ok(const struct ibres_hostrec *h)

@@ -106,11 +106,12 @@ IBRES_HOT static void found_done(struct found *f)
 	free(f->heap);
 }
 
-IBRES_HOT static int name_ok(const char *name)
+/* The length of a name the module may look up, or 0. */
+IBRES_HOT static size_t name_len(const char *name)
 {
-	size_t len = name ? strlen(name) : 0;
+	size_t len = name ? strnlen(name, IBRES_NAME_MAX + 1) : 0;
 
-	return len && len <= IBRES_NAME_MAX;
+	return len <= IBRES_NAME_MAX ? len : 0;
 }
 
 IBRES_HOT static void set_ttl(int32_t *ttlp, const struct ibdir_view *v)
@@ -126,7 +127,7 @@ _nss_ib_gethostbyname3_r(const char *name, int af, struct hostent *result, char 
 	enum nss_status st = NSS_STATUS_SUCCESS;
 	const void *addrs;
 	struct found f;
-	size_t n, alen;
+	size_t len, n, alen;
 	int ret;
 
 	if (af != AF_INET && af != AF_INET6 && af != AF_IB) {
@@ -134,9 +135,10 @@ _nss_ib_gethostbyname3_r(const char *name, int af, struct hostent *result, char 
 		*h_errnop = NO_DATA;
 		return NSS_STATUS_UNAVAIL;
 	}
-	if (!name_ok(name))
+	len = name_len(name);
+	if (!len)
 		return fail(-ENODATA, errnop, h_errnop);
-	ret = query(IBRES_T_NAME, name, strlen(name), &f);
+	ret = query(IBRES_T_NAME, name, len, &f);
 	if (ret)
 		goto out;
 
@@ -196,11 +198,13 @@ _nss_ib_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, char *bu
 {
 	enum nss_status st = NSS_STATUS_SUCCESS;
 	struct found f;
+	size_t len;
 	int ret;
 
-	if (!name_ok(name))
+	len = name_len(name);
+	if (!len)
 		return fail(-ENODATA, errnop, h_errnop);
-	ret = query(IBRES_T_NAME, name, strlen(name), &f);
+	ret = query(IBRES_T_NAME, name, len, &f);
 	if (ret)
 		goto out;
 	/* AF_INET/AF_INET6 only: glibc's getaddrinfo mangles other families */

@@ -50,58 +50,71 @@ char *ibpack_str(struct ibpack *p, const char *s)
 	return ibpack_strn(p, s, strlen(s));
 }
 
-/* The first name of @v into the buffer; *@next is where the next one starts. */
-IBRES_HOT static char *pack_first_name(struct ibpack *p, const struct ibdir_view *v,
-				       const uint8_t **next)
+/* @l bytes of a name and a NUL at @to; returns the byte after. */
+IBRES_HOT static char *put_name(char *to, const uint8_t *name, size_t l)
 {
-	const uint8_t *name;
-	size_t l;
+	memcpy(to, name, l);
+	to[l] = '\0';
+	return to + l + 1;
+}
 
-	*next = v->names;
-	l = ibdir_view_next_name(next, &name);
-	return ibpack_strn(p, name, l);
+/* An address of @alen bytes (4 or 16), copied with a size the compiler
+ * knows. */
+IBRES_HOT static void copy_addr(uint8_t *to, const uint8_t *from, size_t alen)
+{
+	if (alen == 4)
+		memcpy(to, from, 4);
+	else if (alen == 16)
+		memcpy(to, from, 16);
+	else
+		memcpy(to, from, alen);
 }
 
 IBRES_HOT int ibpack_hostent(struct hostent *he, char *buf, size_t buflen,
 			     const struct ibdir_view *v, int af, const void *addrs, size_t n,
 			     size_t alen)
 {
-	const uint8_t *next, *nm;
-	struct ibpack p;
-	char **aliases, **list, *name;
+	size_t pad = (size_t)(-(uintptr_t)buf & (alignof(char *) - 1)), need;
+	char **aliases, **list, *strs;
 	uint8_t *a;
-	size_t i;
 
 	/* a view from ibdir_view_init() holds 1..IBRES_HOST_NAMES_MAX names;
 	 * addresses no more than a record holds */
 	if (!v->n_names || v->n_names > IBRES_HOST_NAMES_MAX || n > PACK_ADDRS_MAX || !alen ||
-	    alen > PACK_ADDR_LEN_MAX)
+	    alen > PACK_ADDR_LEN_MAX || v->end < v->names ||
+	    (size_t)(v->end - v->names) > IBRES_HOST_NAMES_MAX * (IBRES_NAME_MAX + 1u))
 		return -EBADMSG;
-	ibpack_init(&p, buf, buflen);
-	/* the aliases (names 1..n_names - 1) and their NULL */
-	aliases = ibpack_alloc(&p, v->n_names * sizeof(char *), alignof(char *));
-	list = ibpack_alloc(&p, (n + 1) * sizeof(char *), alignof(char *));
-	a = ibpack_alloc(&p, n * alen, alignof(char *));
-	if (!aliases || !list || (n && !a))
+	/* one layout, sized at once: the alias pointers and their NULL, the
+	 * address pointers and theirs, the addresses, the names */
+	need = pad + (v->n_names + n + 1) * sizeof(char *) + n * alen + (size_t)(v->end - v->names);
+	if (need > buflen)
 		return -ERANGE;
-	name = pack_first_name(&p, v, &next);
-	if (!name)
-		return -ERANGE;
-	for (i = 0; i + 1 < v->n_names; i++) {
-		size_t l = ibdir_view_next_name(&next, &nm);
+	aliases = (char **)(void *)(buf + pad);
+	list = aliases + v->n_names;
+	a = (uint8_t *)(list + n + 1);
+	strs = (char *)(a + n * alen);
+	/* h_name is the first name; the aliases point at the others: the view's
+	 * names, each length byte become a NUL, fill exactly end - names */
+	{
+		const uint8_t *p = v->names, *name;
+		char *to = strs;
 
-		aliases[i] = ibpack_strn(&p, nm, l);
-		if (!aliases[i])
-			return -ERANGE;
+		for (unsigned i = 0; i < v->n_names; i++) {
+			size_t l = ibdir_view_next_name(&p, &name);
+
+			if (i)
+				aliases[i - 1] = to;
+			to = put_name(to, name, l);
+		}
 	}
-	aliases[i] = NULL;
-	for (i = 0; i < n; i++) {
+	aliases[v->n_names - 1] = NULL;
+	for (size_t i = 0; i < n; i++) {
 		list[i] = (char *)a + i * alen;
-		memcpy(list[i], (const uint8_t *)addrs + i * alen, alen);
+		copy_addr(a + i * alen, (const uint8_t *)addrs + i * alen, alen);
 	}
 	list[n] = NULL;
 
-	he->h_name = name;
+	he->h_name = strs;
 	he->h_aliases = aliases;
 	he->h_addrtype = af;
 	he->h_length = (int)alen;
@@ -112,11 +125,11 @@ IBRES_HOT int ibpack_hostent(struct hostent *he, char *buf, size_t buflen,
 IBRES_HOT int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t buflen,
 			    const struct ibdir_view *v)
 {
+	size_t pad = (size_t)(-(uintptr_t)buf & (alignof(struct gaih_addrtuple) - 1));
 	struct gaih_addrtuple *t, *first;
-	const uint8_t *next;
-	struct ibpack p;
-	size_t n, own, i;
-	char *name;
+	const uint8_t *name;
+	size_t n, own, l;
+	char *str;
 
 	if (!v->n_names || v->n_names > IBRES_HOST_NAMES_MAX || v->n_v4 > IBRES_HOST_ADDRS_MAX ||
 	    v->n_v6 > IBRES_HOST_ADDRS_MAX)
@@ -125,21 +138,25 @@ IBRES_HOT int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t bufle
 	if (!n)
 		return -ENOENT;
 	own = *pat ? n - 1 : n; /* tuples that must come from the buffer */
-	ibpack_init(&p, buf, buflen);
-	t = ibpack_alloc(&p, own * sizeof(*t), alignof(struct gaih_addrtuple));
-	if (own && !t)
+	{
+		const uint8_t *p = v->names;
+
+		l = ibdir_view_next_name(&p, &name);
+	}
+	/* the tuples, then the name they share */
+	if (pad + own * sizeof(*t) + l + 1 > buflen)
 		return -ERANGE;
-	name = pack_first_name(&p, v, &next);
-	if (!name)
-		return -ERANGE;
+	t = (struct gaih_addrtuple *)(void *)(buf + pad);
+	str = (char *)(t + own);
+	put_name(str, name, l);
 
 	/* every tuple is in the buffer but, when supplied, the caller's first */
 	first = *pat ? *pat : &t[0];
-	for (i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct gaih_addrtuple *cur = i == 0 ? first : &t[*pat ? i - 1 : i];
 
 		memset(cur, 0, sizeof(*cur));
-		cur->name = name;
+		cur->name = str;
 		if (i < v->n_v6) {
 			cur->family = AF_INET6;
 			memcpy(cur->addr, v->v6 + 16 * i, 16);

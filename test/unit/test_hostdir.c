@@ -170,6 +170,45 @@ static void test_every_key_type(void **state)
 	munmap(m, size);
 }
 
+/* Names hash without regard to ASCII case, and nothing else is folded: for
+ * every byte at every position of names up to 20 bytes, the hash equals the
+ * small-letter name's exactly when the byte is a capital or already
+ * unchanged; other tables never fold. */
+static void test_hash_folds_ascii_case_only(void **state)
+{
+	uint8_t a[20], b[20];
+
+	(void)state;
+	for (size_t len = 1; len <= sizeof(a); len++) {
+		for (size_t at = 0; at < len; at++) {
+			for (unsigned c = 0; c < 256; c++) {
+				int capital = c >= 'A' && c <= 'Z';
+
+				memset(a, 'q', len);
+				memset(b, 'q', len);
+				a[at] = (uint8_t)c;
+				b[at] = (uint8_t)(capital ? c + 32 : c);
+				assert_int_equal(ibdir_hash(42, IBDIR_TAB_NAME, a, len),
+						 ibdir_hash(42, IBDIR_TAB_NAME, b, len));
+				b[at] = (uint8_t)(c ^ 0x20);
+				assert_int_equal(ibdir_hash(42, IBDIR_TAB_NAME, a, len) ==
+							 ibdir_hash(42, IBDIR_TAB_NAME, b, len),
+						 capital || (c >= 'a' && c <= 'z'));
+				if (capital)
+					assert_int_not_equal(ibdir_hash(42, IBDIR_TAB_GID, a, len),
+							     ibdir_hash(42, IBDIR_TAB_GID, b, len));
+			}
+		}
+	}
+	/* the seed, the table and the length are in it */
+	assert_int_not_equal(ibdir_hash(1, IBDIR_TAB_NAME, "node1", 5),
+			     ibdir_hash(2, IBDIR_TAB_NAME, "node1", 5));
+	assert_int_not_equal(ibdir_hash(1, IBDIR_TAB_IPV4, "node", 4),
+			     ibdir_hash(1, IBDIR_TAB_IPV6, "node", 4));
+	assert_int_not_equal(ibdir_hash(1, IBDIR_TAB_NAME, "a\0", 2),
+			     ibdir_hash(1, IBDIR_TAB_NAME, "a", 1));
+}
+
 /* What the NSS module packs from: the record's own bytes, viewed, in a copy
  * of the caller's size; a copy too small for the record is "too large", a
  * miss stays a miss whatever the copy. */
@@ -1010,6 +1049,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_every_key_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_views_the_record, setup, teardown),
+		cmocka_unit_test(test_hash_folds_ascii_case_only),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, setup, teardown),

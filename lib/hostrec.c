@@ -26,43 +26,47 @@ int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h)
 	return w->overflow ? -ENOSPC : 0;
 }
 
-/* What each byte can be in a host name, as bits: one table look-up per byte
- * on the readers' hot path (every hit checks its names), and no jump table
- * (an indirect branch per byte is mispredicted after every system call's
- * branch-predictor flush). */
-enum { NC_ALPHA = 1, NC_UPPER = 2, NC_DIGIT = 4, NC_HYPHEN = 8, NC_DOT = 16 };
+/* Host names, byte by byte, with no table in memory: a hit checks its names
+ * right after glibc's system call has emptied the TLB, and every page it
+ * reads then costs a page walk (a table would be one more). */
 
-static const uint8_t name_class[256] = {
-	['a' ... 'z'] = NC_ALPHA, ['A' ... 'Z'] = NC_ALPHA | NC_UPPER,
-	['0' ... '9'] = NC_DIGIT, ['-'] = NC_HYPHEN,
-	['.'] = NC_DOT,
-};
-
-/* @c in lower case (ASCII letters only). */
-static inline uint8_t fold(uint8_t c)
+/* Is @c an ASCII letter? */
+static inline unsigned is_letter(unsigned c)
 {
-	return (uint8_t)(c + ((name_class[c] & NC_UPPER) << 4));
+	return ((c | 0x20u) - 'a') < 26u;
 }
 
-/* hostrec_name_ok() as a small automaton over byte classes: where a name
- * is (a label's start, after a letter or digit, after a hyphen) and what
- * the next byte's class makes of it. */
-enum { NS_START, NS_ALNUM, NS_HYPHEN, NS_BAD, NS_STATES };
+/* @c in lower case (ASCII letters only). */
+static inline unsigned fold(unsigned c)
+{
+	return c + (((c - 'A') < 26u) << 5);
+}
+
+/* hostrec_name_ok() as a small automaton over byte kinds: where a name is
+ * (a label's start, after a letter or digit, after a hyphen, refused) and
+ * what the next byte's kind makes of it, the 4 x 4 table packed into one
+ * constant of 4-bit entries: NAME_NEXT >> (4 * (4 * state + kind)). */
+enum { NS_START, NS_ALNUM, NS_HYPHEN, NS_BAD };
 enum { NK_BAD, NK_ALNUM, NK_HYPHEN, NK_DOT };
+#define NS_ENTRY(st, k, next) ((uint64_t)(next) << (4 * (4 * (st) + (k))))
+#define NAME_NEXT                                                                                  \
+	(/* a label starts with a letter or digit */                                               \
+	 NS_ENTRY(NS_START, NK_BAD, NS_BAD) | NS_ENTRY(NS_START, NK_ALNUM, NS_ALNUM) |             \
+	 NS_ENTRY(NS_START, NK_HYPHEN, NS_BAD) | NS_ENTRY(NS_START, NK_DOT, NS_BAD) |              \
+	 NS_ENTRY(NS_ALNUM, NK_BAD, NS_BAD) | NS_ENTRY(NS_ALNUM, NK_ALNUM, NS_ALNUM) |             \
+	 NS_ENTRY(NS_ALNUM, NK_HYPHEN, NS_HYPHEN) |                                                \
+	 NS_ENTRY(NS_ALNUM, NK_DOT, NS_START) | /* a hyphen never ends a label */                  \
+	 NS_ENTRY(NS_HYPHEN, NK_BAD, NS_BAD) | NS_ENTRY(NS_HYPHEN, NK_ALNUM, NS_ALNUM) |           \
+	 NS_ENTRY(NS_HYPHEN, NK_HYPHEN, NS_HYPHEN) | NS_ENTRY(NS_HYPHEN, NK_DOT, NS_BAD) |         \
+	 NS_ENTRY(NS_BAD, NK_BAD, NS_BAD) | NS_ENTRY(NS_BAD, NK_ALNUM, NS_BAD) |                   \
+	 NS_ENTRY(NS_BAD, NK_HYPHEN, NS_BAD) | NS_ENTRY(NS_BAD, NK_DOT, NS_BAD))
 
-static const uint8_t name_kind[256] = {
-	['a' ... 'z'] = NK_ALNUM, ['A' ... 'Z'] = NK_ALNUM, ['0' ... '9'] = NK_ALNUM,
-	['-'] = NK_HYPHEN,	  ['.'] = NK_DOT,
-};
+static inline unsigned name_kind(unsigned c)
+{
+	unsigned alnum = is_letter(c) | ((c - '0') < 10u);
 
-static const uint8_t name_next[NS_STATES][4] = {
-	/* a label starts with a letter or digit */
-	[NS_START] = {NS_BAD, NS_ALNUM, NS_BAD, NS_BAD},
-	[NS_ALNUM] = {NS_BAD, NS_ALNUM, NS_HYPHEN, NS_START},
-	/* a hyphen never ends a label */
-	[NS_HYPHEN] = {NS_BAD, NS_ALNUM, NS_HYPHEN, NS_BAD},
-	[NS_BAD] = {NS_BAD, NS_BAD, NS_BAD, NS_BAD},
-};
+	return alnum ? NK_ALNUM : c == '-' ? NK_HYPHEN : c == '.' ? NK_DOT : NK_BAD;
+}
 
 IBRES_HOT int hostrec_name_ok(const void *name, size_t len)
 {
@@ -73,13 +77,13 @@ IBRES_HOT int hostrec_name_ok(const void *name, size_t len)
 	if (!len || len > IBRES_NAME_MAX)
 		return 0;
 	for (size_t i = 0; i < len; i++) {
-		unsigned k = name_kind[s[i]];
+		unsigned k = name_kind(s[i]);
 
-		st = name_next[st][k];
+		st = (unsigned)(NAME_NEXT >> (4 * (4 * st + k))) & 0xf;
 		label = k == NK_DOT ? 0 : label + 1;
 		if (label > 63)
 			return 0;
-		letters |= name_class[s[i]] & NC_ALPHA;
+		letters |= is_letter(s[i]);
 	}
 	/* the last label ends on a letter or digit; a letter somewhere (a
 	 * name of digits and dots reads as an address) */

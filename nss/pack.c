@@ -14,46 +14,13 @@
 	(IBRES_HOST_ADDRS_MAX > IBRES_HOST_GIDS_MAX ? IBRES_HOST_ADDRS_MAX : IBRES_HOST_GIDS_MAX)
 #define PACK_ADDR_LEN_MAX 16u
 
-IBRES_HOT void ibpack_init(struct ibpack *p, char *buf, size_t len)
-{
-	p->buf = buf;
-	p->len = len;
-	p->off = 0;
-}
-
-IBRES_HOT void *ibpack_alloc(struct ibpack *p, size_t size, size_t align)
-{
-	uintptr_t at = (uintptr_t)(p->buf + p->off);
-	size_t pad = (size_t)(-at & (align - 1));
-
-	if (pad > p->len - p->off || size > p->len - p->off - pad)
-		return NULL;
-	p->off += pad;
-	at = (uintptr_t)(p->buf + p->off);
-	p->off += size;
-	return (void *)at;
-}
-
-IBRES_HOT char *ibpack_strn(struct ibpack *p, const void *s, size_t n)
-{
-	char *d = ibpack_alloc(p, n + 1, 1);
-
-	if (d) {
-		memcpy(d, s, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
-char *ibpack_str(struct ibpack *p, const char *s)
-{
-	return ibpack_strn(p, s, strlen(s));
-}
-
-/* @l bytes of a name and a NUL at @to; returns the byte after. */
+/* @l bytes of a name and a NUL at @to; returns the byte after. A loop of
+ * our own: names are short, and a C library call would be one more page of
+ * code to walk to on a hit. */
 IBRES_HOT static char *put_name(char *to, const uint8_t *name, size_t l)
 {
-	memcpy(to, name, l);
+	for (size_t i = 0; i < l; i++)
+		to[i] = (char)name[i];
 	to[l] = '\0';
 	return to + l + 1;
 }
@@ -67,7 +34,8 @@ IBRES_HOT static void copy_addr(uint8_t *to, const uint8_t *from, size_t alen)
 	else if (alen == 16)
 		memcpy(to, from, 16);
 	else
-		memcpy(to, from, alen);
+		for (size_t i = 0; i < alen; i++)
+			to[i] = from[i];
 }
 
 IBRES_HOT int ibpack_hostent(struct hostent *he, char *buf, size_t buflen,

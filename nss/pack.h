@@ -15,22 +15,6 @@
 
 #include "hostdir.h"
 
-/* A bump allocator over [buf, buf + len). */
-struct ibpack {
-	char *buf;
-	size_t len;
-	size_t off;
-};
-
-void ibpack_init(struct ibpack *p, char *buf, size_t len);
-/* @size bytes aligned to @align (a power of two) from the buffer; NULL if
- * they do not fit (the allocator is then unchanged). */
-void *ibpack_alloc(struct ibpack *p, size_t size, size_t align);
-/* A copy of @s in the buffer, or NULL. */
-char *ibpack_str(struct ibpack *p, const char *s);
-/* The @n bytes at @s and a NUL in the buffer, or NULL. */
-char *ibpack_strn(struct ibpack *p, const void *s, size_t n);
-
 /*
  * A hostent: h_name = the view's first name, h_aliases = the other names,
  * and the @n addresses of @alen bytes each at @addrs, family @af. @v is a

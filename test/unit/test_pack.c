@@ -81,36 +81,6 @@ static void check_guards(const unsigned char *area, size_t start, size_t len)
 		assert_int_equal(area[i], FILL);
 }
 
-static void test_alloc(void **state)
-{
-	char area[64];
-	struct ibpack p;
-	void *a, *b;
-	size_t off;
-
-	(void)state;
-	for (off = 0; off < 8; off++) {
-		ibpack_init(&p, area + off, 17);
-		a = ibpack_alloc(&p, 8, 8);
-		assert_non_null(a);
-		assert_int_equal((uintptr_t)a % 8, 0);
-		b = ibpack_alloc(&p, 1, 1);
-		assert_non_null(b);
-		assert_true(inside(a, 8, area + off, 17));
-		/* does not fit: the allocator stays as it was */
-		size_t before = p.off;
-
-		assert_null(ibpack_alloc(&p, 17, 1));
-		assert_int_equal(p.off, before);
-		assert_null(ibpack_alloc(&p, SIZE_MAX, 1));
-		assert_int_equal(p.off, before);
-	}
-	/* zero-size buffer */
-	ibpack_init(&p, area, 0);
-	assert_null(ibpack_alloc(&p, 1, 1));
-	assert_null(ibpack_str(&p, ""));
-}
-
 static void check_hostent(const struct hostent *he, const char *buf, size_t len,
 			  const struct ibres_hostrec *r, int af, const void *addrs, size_t n,
 			  size_t alen)
@@ -411,11 +381,8 @@ static void test_name_rule(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_alloc),
-		cmocka_unit_test(test_hostent_sizes),
-		cmocka_unit_test(test_hostent_limits),
-		cmocka_unit_test(test_tuples),
-		cmocka_unit_test(test_refused_records),
+		cmocka_unit_test(test_hostent_sizes), cmocka_unit_test(test_hostent_limits),
+		cmocka_unit_test(test_tuples),	      cmocka_unit_test(test_refused_records),
 		cmocka_unit_test(test_name_rule),
 	};
 

@@ -342,6 +342,81 @@ static void test_refused_records(void **state)
 	}
 }
 
+/* The rule, one byte at a time, as the daemon's configuration states it:
+ * labels of 1..63 letters, digits and hyphens, no hyphen at either end of
+ * one, dot-separated, a letter somewhere, 1..255 bytes. */
+static int name_ok_reference(const uint8_t *s, size_t len)
+{
+	size_t label = 0;
+	int letter = 0;
+
+	if (!len || len > IBRES_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = s[i];
+		int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+
+		if (c == '.') {
+			if (!label || s[i - 1] == '-')
+				return 0;
+			label = 0;
+			continue;
+		}
+		if (!alpha && !(c >= '0' && c <= '9') && c != '-')
+			return 0;
+		if (c == '-' && !label)
+			return 0;
+		letter |= alpha;
+		if (++label > 63)
+			return 0;
+	}
+	return label && s[len - 1] != '-' && letter;
+}
+
+/* hostrec_name_ok() (eight bytes at a time) against the reference: every
+ * string of up to 6 bytes over an alphabet of each kind of byte, at every
+ * offset of a buffer, and random longer ones around the label limit. */
+static void test_name_rule_exhaustive(void **state)
+{
+	static const uint8_t alphabet[] = { 'a', 'Z', '0', '-', '.', '_', 0x80 | 'a', 0, '@', '[' };
+	const size_t k = sizeof(alphabet);
+	uint8_t buf[IBRES_NAME_MAX + 16];
+	unsigned seed = 1;
+
+	(void)state;
+	for (size_t len = 1; len <= 6; len++) {
+		size_t total = 1;
+
+		for (size_t i = 0; i < len; i++)
+			total *= k;
+		for (size_t n = 0; n < total; n++) {
+			size_t x = n, off = n % 8;
+
+			for (size_t i = 0; i < len; i++, x /= k)
+				buf[off + i] = alphabet[x % k];
+			assert_int_equal(hostrec_name_ok(buf + off, len),
+					 name_ok_reference(buf + off, len));
+		}
+	}
+	for (unsigned round = 0; round < 200000; round++) {
+		size_t len = 1 + (size_t)rand_r(&seed) % IBRES_NAME_MAX;
+
+		for (size_t i = 0; i < len; i++) {
+			unsigned r = (unsigned)rand_r(&seed) % 64;
+
+			/* mostly name bytes, dots now and then, a stray byte rarely */
+			buf[i] = r < 40 ? (uint8_t)('a' + r % 26) : r < 50 ? (uint8_t)('0' + r % 10)
+				 : r < 56 ? '-' : r < 63 ? '.' : alphabet[(unsigned)rand_r(&seed) % k];
+		}
+		assert_int_equal(hostrec_name_ok(buf, len), name_ok_reference(buf, len));
+		/* one label around the limit */
+		memset(buf, 'a', len);
+		if (len > 70)
+			buf[(unsigned)rand_r(&seed) % len] = '.';
+		assert_int_equal(hostrec_name_ok(buf, len), name_ok_reference(buf, len));
+	}
+}
+
 /* The names the daemon's configuration accepts pass; the rule's edges. */
 static void test_name_rule(void **state)
 {
@@ -384,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_hostent_sizes), cmocka_unit_test(test_hostent_limits),
 		cmocka_unit_test(test_tuples),	      cmocka_unit_test(test_refused_records),
 		cmocka_unit_test(test_name_rule),
+		cmocka_unit_test(test_name_rule_exhaustive),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -422,22 +422,13 @@ IBRES_HOT static int outside_patterns(const struct ibdir_header *hd, const void 
 	return -EAGAIN;
 }
 
-/* A NUL among the @len bytes at @p? A loop of our own: no C library call
- * (its code would be one more page) on a hit. */
-IBRES_HOT static int has_nul(const uint8_t *p, size_t len)
-{
-	unsigned char all = 0xff;
-
-	for (size_t i = 0; i < len; i++)
-		all &= p[i] ? 0xff : 0;
-	return !all;
-}
-
-IBRES_HOT static int key_ok(unsigned tab, const void *key, size_t len)
+IBRES_HOT static int key_ok(unsigned tab, size_t len)
 {
 	switch (tab) {
 	case IBDIR_TAB_NAME:
-		return len && len <= IBRES_NAME_MAX && !has_nul(key, len);
+		/* a NUL in it matches no name a record holds (names are checked);
+		 * a miss then asks the daemon (miss_verdict) */
+		return len && len <= IBRES_NAME_MAX;
 	case IBDIR_TAB_IPV4:
 		return len == 4;
 	default:
@@ -453,6 +444,9 @@ IBRES_HOT static int miss_verdict(const struct ibdir_header *hd, unsigned tab, c
 	int outside;
 
 	if (tab == IBDIR_TAB_NAME) {
+		/* not a name anyone can hold: no verdict from us */
+		if (memchr(key, '\0', len))
+			return -EAGAIN;
 		outside = outside_patterns(hd, key, len, &auth_from);
 		if (outside < 0)
 			return outside;
@@ -525,7 +519,7 @@ IBRES_HOT int ibdir_find(const void *base, size_t size, const struct ibdir_geom 
 		return -EBADMSG;
 	if (load32_acquire(&hd->state) != IBDIR_LIVE)
 		return -ESTALE;
-	if (tab < 0 || !key || !key_ok((unsigned)tab, key, len))
+	if (tab < 0 || !key || !key_ok((unsigned)tab, len))
 		return -EAGAIN;
 	beat = load64(&hd->heartbeat_ms);
 	/* its daemon stopped or died: another may publish a new one */

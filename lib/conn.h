@@ -134,8 +134,8 @@ const char *ibc_socket_path(const struct ibres *h);
 int ibc_dir_query(struct ibres *h, uint16_t type, const void *key, size_t len,
 		  struct ibres_hostrec *rec);
 /* The same, the record given as a view over a copy of its bytes in @buf
- * (@cap bytes, 8-byte aligned; ibdir_find()): -EMSGSIZE when it is larger
- * than @cap. What a hit of the NSS module packs from. */
+ * (@cap bytes, 8-byte aligned; ibdir_find()): -EMSGSIZE when a record on
+ * the way is larger than @cap (look again with IBDIR_REC_MAX bytes). */
 int ibc_dir_find(struct ibres *h, uint16_t type, const void *key, size_t len, void *buf, size_t cap,
 		 struct ibdir_view *v);
 /* Never use the shared directory through @h (ibresctl asks the daemon). */
@@ -157,12 +157,13 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
  * A HOST query (no flags) whose answer is a view over the record's bytes in
  * @buf (@cap bytes, 8-byte aligned): from the shared directory as
  * ibc_dir_find(), else the daemon's answer encoded as the directory's
- * records are (ibdir_rec_encode()). 0 (v->ttl the seconds left, 0 when
- * unknown), -EMSGSIZE when the record is larger than @cap (IBDIR_REC_MAX
- * always suffices), or as ibc_host_query().
+ * records are (ibdir_rec_encode()). A record larger than @cap is put in a
+ * buffer of its own instead, *@heap, which the caller frees (always set:
+ * NULL when @buf held it). 0 (v->ttl the seconds left, 0 when unknown), or
+ * as ibc_host_query().
  */
 int ibc_host_view(struct ibres *h, uint16_t key_type, const void *key, size_t key_len, void *buf,
-		  size_t cap, struct ibdir_view *v);
+		  size_t cap, struct ibdir_view *v, void **heap);
 
 /* The outcome of an ACM RESOLVE (ibc_resolve). */
 struct ibc_route {

@@ -96,11 +96,20 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
 	return host_ask(h, key_type, key, key_len, flags, rec, statusp);
 }
 
+/* A buffer for a record larger than the caller's: IBDIR_REC_MAX bytes
+ * always suffice. The caller frees *@heap. */
+static void *big_copy(void **heap)
+{
+	*heap = malloc(IBDIR_REC_MAX);
+	return *heap;
+}
+
 /* The daemon's answer as a view: the record encoded as the directory's are,
- * so that one packer serves both. */
+ * so that one packer serves both; into a buffer of its own when it does not
+ * fit @buf (asking the daemon once). */
 static __attribute__((noinline)) int view_asked(struct ibres *h, uint16_t key_type, const void *key,
 						size_t key_len, void *buf, size_t cap,
-						struct ibdir_view *v)
+						struct ibdir_view *v, void **heap)
 {
 	struct ibres_hostrec *rec = malloc(sizeof(*rec));
 	int ret;
@@ -110,8 +119,8 @@ static __attribute__((noinline)) int view_asked(struct ibres *h, uint16_t key_ty
 	ret = host_ask(h, key_type, key, key_len, 0, rec, NULL);
 	if (ret)
 		goto out;
-	ret = -EMSGSIZE;
-	if (ibdir_rec_size(rec) > (cap & ~(size_t)7))
+	ret = -ENOMEM;
+	if (ibdir_rec_size(rec) > (cap & ~(size_t)7) && !(buf = big_copy(heap)))
 		goto out;
 	ret = ibdir_view_init(buf, ibdir_rec_encode(rec, IBDIR_NEVER, buf), v) ? -EBADMSG : 0;
 	v->ttl = rec->ttl;
@@ -121,13 +130,25 @@ out:
 }
 
 IBRES_HOT int ibc_host_view(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
-			    void *buf, size_t cap, struct ibdir_view *v)
+			    void *buf, size_t cap, struct ibdir_view *v, void **heap)
 {
-	int ret = ibc_dir_find(h, key_type, key, key_len, buf, cap, v);
+	int ret;
 
-	if (ret == 0 || ret == -ENODATA || ret == -EMSGSIZE)
+	*heap = NULL;
+	ret = ibc_dir_find(h, key_type, key, key_len, buf, cap, v);
+	if (ret == -EMSGSIZE) {
+		/* a record on the way is larger than @buf: again, with room */
+		if (!big_copy(heap))
+			return -ENOMEM;
+		ret = ibc_dir_find(h, key_type, key, key_len, *heap, IBDIR_REC_MAX, v);
+	}
+	if (ret == 0 || ret == -ENODATA)
 		return ret;
-	return view_asked(h, key_type, key, key_len, buf, cap, v);
+	if (*heap) {
+		free(*heap);
+		*heap = NULL;
+	}
+	return view_asked(h, key_type, key, key_len, buf, cap, v, heap);
 }
 
 /* Copy a decoded record, one hostrec_check() accepts, into one allocation

@@ -230,8 +230,9 @@ int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, 
  * @buf (@cap bytes, 8-byte aligned) rather than an expanded record: what a
  * hit packs from, with nothing between the image and the caller's buffer
  * but one copy of the record's own bytes. Returns as ibdir_lookup(), and
- * -EMSGSIZE when the record found is larger than @cap (IBDIR_REC_MAX bytes
- * always suffice). v->ttl is the seconds left.
+ * -EMSGSIZE when a record on the way (the one found, or one that shares its
+ * slot's hash) is larger than @cap: look again with IBDIR_REC_MAX bytes,
+ * which always suffice. v->ttl is the seconds left.
  */
 int ibdir_find(const void *base, size_t size, const struct ibdir_geom *g, uint64_t now_ms,
 	       uint16_t type, const void *key, size_t len, void *buf, size_t cap,

@@ -89,16 +89,7 @@ struct found {
 
 IBRES_HOT static int query(uint16_t type, const void *key, size_t len, struct found *f)
 {
-	int ret;
-
-	f->heap = NULL;
-	ret = ibc_host_view(&nss_conn, type, key, len, f->copy, sizeof(f->copy), &f->v);
-	if (ret != -EMSGSIZE)
-		return ret;
-	f->heap = malloc(IBDIR_REC_MAX);
-	if (!f->heap)
-		return -ENOMEM;
-	return ibc_host_view(&nss_conn, type, key, len, f->heap, IBDIR_REC_MAX, &f->v);
+	return ibc_host_view(&nss_conn, type, key, len, f->copy, sizeof(f->copy), &f->v, &f->heap);
 }
 
 IBRES_HOT static void found_done(struct found *f)

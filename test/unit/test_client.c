@@ -183,6 +183,24 @@ static void fake_record(struct ibres_hostrec *h)
 	h->ttl = 300;
 }
 
+/* "big1": 16 names of 100 bytes, more than the NSS module's 1 KB stack
+ * copy holds once encoded as the directory's records are. */
+#define BIG_NAME_LEN 100
+static void fake_big_record(struct ibres_hostrec *h)
+{
+	fake_record(h);
+	for (unsigned i = 0; i < IBRES_HOST_NAMES_MAX; i++) {
+		memset(h->names[i], 'a' + (int)i, BIG_NAME_LEN);
+		h->names[i][BIG_NAME_LEN] = '\0';
+		h->names[i][50] = '.';
+	}
+	memcpy(h->names[0], "big1.", 5);
+	h->n_names = IBRES_HOST_NAMES_MAX;
+}
+
+/* HOST requests the fake daemon answered (in its own process). */
+static unsigned fake_host_asked;
+
 static void fake_path(struct ibres_path_record *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -210,7 +228,7 @@ static size_t fake_answer(const uint8_t *req, size_t len, uint8_t *out, unsigned
 	struct tlv_reader r;
 	struct tlv_item it;
 	size_t alen = IBRES_HDR_LEN;
-	bool known = false;
+	bool known = false, big = false;
 
 	memcpy(an, rq, IBRES_HDR_LEN);
 	an->opcode = rq->opcode | IBRES_OP_ACK;
@@ -218,6 +236,7 @@ static size_t fake_answer(const uint8_t *req, size_t len, uint8_t *out, unsigned
 	tlv_writer_init(&w, out + IBRES_HDR_LEN, 4096);
 	switch (rq->opcode) {
 	case IBRES_OP_HOST:
+		fake_host_asked++;
 		tlv_reader_init(&r, req + IBRES_HDR_LEN, len - IBRES_HDR_LEN);
 		while (tlv_next(&r, &it) > 0) {
 			if ((it.type == IBRES_T_NAME && it.length == 5 &&
@@ -228,15 +247,25 @@ static size_t fake_answer(const uint8_t *req, size_t len, uint8_t *out, unsigned
 			     !memcmp(it.value, GID1, 16)))
 				known = true;
 		}
-		if (!known) {
+		tlv_reader_init(&r, req + IBRES_HDR_LEN, len - IBRES_HDR_LEN);
+		while (tlv_next(&r, &it) > 0)
+			if (it.type == IBRES_T_NAME && it.length == BIG_NAME_LEN &&
+			    !memcmp(it.value, "big1.", 5))
+				big = true;
+		if (!known && !big) {
 			an->status = IBRES_STATUS_ENODATA;
 			break;
 		}
-		fake_record(&h);
+		if (big)
+			fake_big_record(&h);
+		else
+			fake_record(&h);
 		hostrec_encode(&w, &h);
 		alen += w.len;
 		break;
 	case IBRES_OP_STATS:
+		tlv_put_str(&w, IBRES_T_NAME, "host_asked");
+		tlv_put_u64(&w, IBRES_T_COUNTER, fake_host_asked);
 		tlv_put_str(&w, IBRES_T_NAME, "accepted");
 		tlv_put_u64(&w, IBRES_T_COUNTER, accepted);
 		alen += w.len;
@@ -385,7 +414,8 @@ static uint64_t ms_now(void)
 	return ibc_now_ns() / 1000000u;
 }
 
-static unsigned fake_accepted(struct ibres *h)
+/* The fake daemon's counter @name (STATS: NAME then COUNTER items). */
+static unsigned fake_counter(struct ibres *h, const char *name)
 {
 	uint8_t ans[512], status;
 	const uint8_t *body;
@@ -393,14 +423,72 @@ static unsigned fake_accepted(struct ibres *h)
 	struct tlv_item it;
 	uint64_t v = 0;
 	size_t len;
+	bool this = false;
 
 	assert_int_equal(
 		ibc_ext(h, IBRES_OP_STATS, NULL, 0, ans, sizeof(ans), &status, &body, &len), 0);
 	tlv_reader_init(&r, body, len);
-	while (tlv_next(&r, &it) > 0)
-		if (it.type == IBRES_T_COUNTER)
+	while (tlv_next(&r, &it) > 0) {
+		if (it.type == IBRES_T_NAME)
+			this = it.length == strlen(name) && !memcmp(it.value, name, it.length);
+		else if (it.type == IBRES_T_COUNTER && this)
 			tlv_get_u64(&it, &v);
+	}
 	return (unsigned)v;
+}
+
+static unsigned fake_accepted(struct ibres *h)
+{
+	return fake_counter(h, "accepted");
+}
+
+/* What the NSS module gets: a view over a copy of the record; one larger
+ * than the caller's copy comes in a buffer of its own, from one request. */
+static void test_host_view(void **state)
+{
+	uint64_t copy[1024 / 8];
+	struct ibdir_view v;
+	const uint8_t *p, *name;
+	struct ibres_hostrec want;
+	char big[BIG_NAME_LEN];
+	struct ibres *h;
+	void *heap;
+
+	(void)state;
+	fake_start(FAKE_OK);
+	assert_int_equal(ibres_open(&h, sock_path, 2000), 0);
+	assert_int_equal(ibc_host_view(h, IBRES_T_NAME, "node1", 5, copy, sizeof(copy), &v, &heap),
+			 0);
+	assert_null(heap);
+	assert_int_equal(v.n_names, 2);
+	assert_int_equal(v.ttl, 300);
+	assert_true((const uint8_t *)v.gids >= (const uint8_t *)copy &&
+		    v.end <= (const uint8_t *)copy + sizeof(copy));
+	assert_int_equal(fake_counter(h, "host_asked"), 1);
+
+	fake_big_record(&want);
+	memcpy(big, want.names[0], BIG_NAME_LEN);
+	assert_int_equal(
+		ibc_host_view(h, IBRES_T_NAME, big, BIG_NAME_LEN, copy, sizeof(copy), &v, &heap),
+		0);
+	assert_non_null(heap);
+	assert_true((const uint8_t *)v.gids >= (const uint8_t *)heap &&
+		    v.end <= (const uint8_t *)heap + IBDIR_REC_MAX);
+	assert_int_equal(v.n_names, IBRES_HOST_NAMES_MAX);
+	p = v.names;
+	for (unsigned i = 0; i < v.n_names; i++) {
+		assert_int_equal(ibdir_view_next_name(&p, &name), BIG_NAME_LEN);
+		assert_memory_equal(name, want.names[i], BIG_NAME_LEN);
+	}
+	free(heap);
+	/* asked once, not again for room */
+	assert_int_equal(fake_counter(h, "host_asked"), 2);
+	/* unknown: no buffer left behind */
+	assert_int_equal(ibc_host_view(h, IBRES_T_NAME, "node9", 5, copy, sizeof(copy), &v, &heap),
+			 -ENODATA);
+	assert_null(heap);
+	ibres_close(h);
+	fake_stop();
 }
 
 /* ---- the public API against the fake daemon ------------------------------ */
@@ -934,6 +1022,8 @@ int main(void)
 		cmocka_unit_test(test_status_errno),
 		cmocka_unit_test(test_length_order),
 		cmocka_unit_test_teardown(test_host_calls, teardown),
+
+		cmocka_unit_test_teardown(test_host_view, teardown),
 		cmocka_unit_test_teardown(test_resolve_path, teardown),
 		cmocka_unit_test_teardown(test_no_daemon, teardown),
 		cmocka_unit_test_teardown(test_timeout, teardown),

@@ -10,6 +10,14 @@
 
 /* ---- the compact record ------------------------------------------------ */
 
+uint64_t hs_digest_term(const struct host *h)
+{
+	struct host_key k;
+
+	hs_key(h, 0, &k); /* the canonical name, lower case */
+	return host_digest_term(&k);
+}
+
 /* Key @i of @h into @k. */
 void hs_key(const struct host *h, unsigned i, struct host_key *k)
 {

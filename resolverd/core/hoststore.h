@@ -66,6 +66,17 @@ struct store_observer {
 	void *arg;
 };
 
+/* The directory digest (doc/fabric-protocol.md, DIGEST): the hosts the
+ * fabric speaks of, LOCAL and FABRIC ones (STATIC hosts are this node's own
+ * file, which other nodes need not share), a host of several endpoints once,
+ * and the sum (mod 2^64) of their host_digest_term()s: the same on every
+ * node that holds the same hosts, whatever the order they came in. Kept on
+ * every insert and removal, O(1) each. */
+struct store_digest {
+	uint64_t hosts;
+	uint64_t sum;
+};
+
 struct host_store {
 	struct store_slot *slots; /* key index: open addressing, linear probing */
 	unsigned slot_mask;
@@ -78,6 +89,7 @@ struct host_store {
 	unsigned neg_mask;
 	struct store_neg *neg_oldest, *neg_newest;
 	struct store_stats stats;
+	struct store_digest digest;
 	struct key_hasher kh;
 	struct store_observer ob;
 };
@@ -88,6 +100,9 @@ int store_init(struct host_store *s, unsigned max_hosts);
 void store_fini(struct host_store *s);
 /* A new bound for learned hosts; the least recently used go if over it. */
 void store_set_max_hosts(struct host_store *s, unsigned max_hosts);
+
+/* The directory digest of what the store holds now. */
+void store_digest(const struct host_store *s, struct store_digest *out);
 
 /* Follow the hosts from now on (@o NULL: stop). */
 void store_observe(struct host_store *s, const struct store_observer *o);

@@ -177,6 +177,15 @@ static inline long hs_slot_find(const struct host_store *s, const struct host_ke
 	return -1;
 }
 
+/* Does @h's host count in the directory digest (and with what term)? */
+static inline bool hs_digest_counts(const struct host *h)
+{
+	return h->origin != IBRES_ORIGIN_STATIC && h->n_names;
+}
+
+/* host_record.c: the digest term of @h's host (its canonical name's). */
+uint64_t hs_digest_term(const struct host *h);
+
 /* hoststore.c: the indexes */
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id);
 unsigned hs_host_remove(struct host_store *s, struct host *h);

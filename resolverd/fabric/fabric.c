@@ -83,6 +83,8 @@ static void msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	m->sender.ttl = p->f->cfg->addr_ttl_s;
 	m->n_rails = endpoint_rails(p->f->eps, p->ep, m->rails);
 	port_groups(p, m);
+	if (type == FW_ANNOUNCE)
+		fabric_digest_put(p->f, m); /* what we hold, for the peers' completeness */
 }
 
 static int port_send(struct fabric_port *p, const struct fw_msg *m,
@@ -417,8 +419,12 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 	struct fabric *f = p->f;
 	struct fw_msg r;
 
-	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0)
+	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0) {
 		f->c.overheard++;
+		/* compared once its sender is ours too; a refused sender's
+		 * word counts for nothing */
+		fabric_digest_heard(f, m);
+	}
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
 	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender, m->tid)) {
@@ -576,6 +582,8 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	}
 	p->rx_from = NULL;
+	/* a digest heard, or a host learned that a peer's digest had */
+	fabric_digest_update(f);
 }
 
 /* --- announcements --------------------------------------------------------- */
@@ -633,29 +641,32 @@ static bool name_is_cluster_name(const struct ibres_config *cfg, const struct ho
 					cfg->n_patterns);
 }
 
-uint64_t fabric_authoritative_from(struct fabric *f)
+uint64_t fabric_authoritative_from(const struct fabric *f)
 {
 	/* With announcements on, the cache holds the whole directory once the
-	 * settle time has passed: what is not there does not exist. Without a
-	 * fabric, the store is all there is. */
+	 * settle time has passed and no peer's digest says otherwise: what is
+	 * not there does not exist. Without a fabric, the store is all there
+	 * is. */
 	if (!f)
 		return 0;
-	return directory_mode(f) ? f->settled_ms : UINT64_MAX;
-}
-
-static bool fabric_authoritative(struct fabric *f)
-{
-	return now_ms() >= fabric_authoritative_from(f);
+	if (!directory_mode(f) || fabric_digest_incomplete(f))
+		return UINT64_MAX;
+	return f->settled_ms;
 }
 
 bool fabric_may_query(struct fabric *f, const struct host_key *k)
 {
+	uint64_t now = now_ms();
 
 	if (!f || k->type == IBRES_KEY_LID)
 		return false;
 	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
 		return false;
-	return !fabric_authoritative(f);
+	if (now >= fabric_authoritative_from(f))
+		return false;
+	if (directory_mode(f) && now >= f->settled_ms)
+		f->dg.incomplete_queries++; /* settled, but a peer holds more */
+	return true;
 }
 
 /* --- life cycle ---------------------------------------------------------------- */
@@ -782,6 +793,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	if (ret)
 		goto err;
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
+	fabric_digest_start(f);
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
 		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
@@ -801,6 +813,7 @@ void fabric_resync(struct fabric *f)
 		return;
 	/* the directory is incomplete again: ask everyone, as at start-up */
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
+	fabric_digest_reset(f);
 	f->startup_announces_left = STARTUP_ANNOUNCES;
 	f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
@@ -900,6 +913,7 @@ void fabric_stop(struct fabric *f)
 	endpoints_unlisten(f->eps, on_identity, f);
 	loop_timer_cancel(f->loop, &f->announce_timer);
 	loop_timer_cancel(f->loop, &f->reannounce_timer);
+	fabric_digest_stop(f);
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
@@ -913,30 +927,6 @@ void fabric_stop(struct fabric *f)
 	free(f->newcomers);
 	explicit_bzero(&f->keys, sizeof(f->keys));
 	free(f);
-}
-
-/* The transports' receive paths, summed; a port's out_of_buffer counter
- * once however many endpoints (P_Keys) share the port. */
-static void rx_stats(const struct fabric *f, struct transport_rx_stats *sum)
-{
-	memset(sum, 0, sizeof(*sum));
-	for (unsigned i = 0; f && i < f->n_ports; i++) {
-		const struct fabric_port *p = &f->ports[i];
-		struct transport_rx_stats s;
-		bool seen = false;
-
-		if (!p->t.priv || !p->t.ops->rx_stats)
-			continue;
-		p->t.ops->rx_stats((struct transport *)&p->t, &s);
-		sum->queue_empty += s.queue_empty;
-		sum->slots += s.slots;
-		for (unsigned j = 0; j < i && s.hw_counted; j++)
-			seen |= f->ports[j].t.priv && f->ports[j].t.ops->rx_stats &&
-				!strcmp(f->ports[j].opened.device, p->opened.device) &&
-				f->ports[j].opened.port_num == p->opened.port_num;
-		if (s.hw_counted && !seen)
-			sum->hw_out_of_buffer += s.hw_out_of_buffer;
-	}
 }
 
 void fabric_stats(const struct fabric *f, struct tlv_writer *w)
@@ -971,7 +961,7 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 
 	struct transport_rx_stats rx_sum;
 
-	rx_stats(f, &rx_sum);
+	fabric_rx_sum(f, &rx_sum);
 	const struct {
 		const char *name;
 		uint64_t value;
@@ -989,4 +979,5 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		tlv_put_str(w, IBRES_T_NAME, rx_rows[i].name);
 		tlv_put_u64(w, IBRES_T_COUNTER, rx_rows[i].value);
 	}
+	fabric_digest_stats(f, w);
 }

@@ -13,6 +13,7 @@
 #include "core/loop.h"
 #include "fabric/fabric.h"
 #include "fabric/fabric_auth.h"
+#include "fabric/fabric_digest.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
@@ -46,6 +47,9 @@ struct fabric_counters {
 #else
 #define NEWCOMER_SLOTS 16384
 #define NEWCOMER_SIZED 1
+/* The transports' receive paths, summed (fabric_digest.c). */
+void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
+
 #endif
 #define NEWCOMER_SLOTS_MAX (1u << 18)
 
@@ -55,6 +59,14 @@ struct newcomer_slot {
 	uint16_t pkey; /* an endpoint is a port GID and a partition */
 	uint64_t burst;
 	uint64_t until_ms;
+};
+
+/* Is the directory complete (fabric_digest.c)? */
+struct fabric_digest {
+	struct digest_rule rule;
+	struct loop_timer tick;      /* reads the drop counters */
+	uint64_t drops_seen;         /* their sum at the last tick */
+	uint64_t incomplete_queries; /* misses asked because of it */
 };
 
 struct fabric {
@@ -78,6 +90,7 @@ struct fabric {
 	struct freshness fresh;  /* with a key */
 	uint64_t stale_logged_ms;
 	struct fabric_counters c;
+	struct fabric_digest dg;
 	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];
 };

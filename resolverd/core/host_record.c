@@ -256,6 +256,11 @@ uint32_t host_heard_on(const struct host *h)
 	return h->heard_on;
 }
 
+uint32_t host_seq(const struct host *h)
+{
+	return h->seq;
+}
+
 uint64_t host_rails(const struct host *h)
 {
 	return h->rails;

@@ -539,6 +539,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	if (!nh)
 		return -ENOMEM;
 	nh->rails = how->rails;
+	nh->seq = how->seq ? how->seq : old && old->origin == origin ? old->seq : 0;
 	nk = h_nkeys(nh);
 	if (slots_reserve(s, nk) < 0 || idents_reserve(s) < 0) {
 		free(nh);

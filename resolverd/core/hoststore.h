@@ -169,6 +169,9 @@ struct store_put {
 	uint64_t rails;    /* rails_digest() of its host's endpoints; 0: a host alone */
 	uint32_t ttl_s;
 	uint8_t grp_mtu, grp_rate;
+	/* the sender's announce number (fabric DIGEST item); 0: none said, a
+	 * refresh keeps the one it had */
+	uint32_t seq;
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
 		 uint64_t now_ms, struct host **out);
@@ -204,6 +207,8 @@ struct host *host_next_endpoint(const struct host *h, const struct host *e);
 unsigned host_endpoint_count(const struct host *h);
 /* The local endpoints (bits, by index) @h was heard on; a LOCAL one's own. */
 uint32_t host_heard_on(const struct host *h);
+/* Its last announce number heard (store_put.seq); 0: none. */
+uint32_t host_seq(const struct host *h);
 /* The rails digest it was stored with (0: a host alone). */
 uint64_t host_rails(const struct host *h);
 /* Does another endpoint of @h's host list @k too (a name of the whole host,

@@ -83,8 +83,6 @@ static void msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	m->sender.ttl = p->f->cfg->addr_ttl_s;
 	m->n_rails = endpoint_rails(p->f->eps, p->ep, m->rails);
 	port_groups(p, m);
-	if (type == FW_ANNOUNCE)
-		fabric_digest_put(p->f, m); /* what we hold, for the peers' completeness */
 }
 
 static int port_send(struct fabric_port *p, const struct fw_msg *m,
@@ -276,7 +274,8 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 						.rails = msg_rails(m),
 						.ttl_s = ttl,
 						.grp_mtu = mtu,
-						.grp_rate = rate },
+						.grp_rate = rate,
+						.seq = m->has_digest ? m->digest.seq : 0 },
 			   now_ms(), NULL);
 	if (ret)
 		return ret;
@@ -392,6 +391,26 @@ static void on_reply(struct fabric_port *p, const struct fw_msg *m)
 	learn(p, m, best_common_group(p, &m->chosen, 1));
 }
 
+/* The endpoint of port GID @gid and P_Key @pkey, learned from the fabric
+ * under canonical name @name and heard on @p; NULL when there is none. */
+static struct host *heard_endpoint(struct fabric_port *p, const uint8_t gid[16], uint16_t pkey,
+				   const char *name)
+{
+	struct fabric *f = p->f;
+	char known[IBRES_NAME_MAX + 1];
+	struct host_key gk;
+	struct host *h;
+
+	host_key_addr(&gk, IBRES_KEY_GID, gid);
+	h = store_lookup(f->store, &gk, now_ms(), false);
+	for (struct host *e = h; e; e = host_next_endpoint(h, e))
+		if (host_origin(e) == IBRES_ORIGIN_FABRIC && !memcmp(host_gid(e), gid, 16) &&
+		    host_pkey(e) == pkey && (host_heard_on(e) >> p->ep->index & 1) &&
+		    !strcasecmp(host_name(e, known), name))
+			return e;
+	return NULL;
+}
+
 /* The first NEWCOMER announce of a burst (start-up or resync: the tid names
  * the burst) from this sender? */
 static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint64_t burst)
@@ -417,41 +436,25 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from)
 {
 	struct fabric *f = p->f;
+	struct host *known = heard_endpoint(p, m->sender.gids[0], m->sender.pkey,
+					    m->sender.names[0]);
+	uint32_t prev_seq = known ? host_seq(known) : 0;
 	struct fw_msg r;
 
 	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0) {
 		f->c.overheard++;
 		/* compared once its sender is ours too; a refused sender's
 		 * word counts for nothing */
-		fabric_digest_heard(f, m);
+		fabric_digest_heard(f, m, prev_seq);
 	}
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
 	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender, m->tid)) {
 		msg_init(p, &r, FW_ANNOUNCE, 0);
+		fabric_digest_put(p, &r, true);
 		if (port_send(p, &r, from) == 0)
 			f->c.announces_sent++;
 	}
-}
-
-/* The endpoint of port GID @gid and P_Key @pkey, learned from the fabric
- * under canonical name @name and heard on @p; NULL when there is none. */
-static struct host *heard_endpoint(struct fabric_port *p, const uint8_t gid[16], uint16_t pkey,
-				   const char *name)
-{
-	struct fabric *f = p->f;
-	char known[IBRES_NAME_MAX + 1];
-	struct host_key gk;
-	struct host *h;
-
-	host_key_addr(&gk, IBRES_KEY_GID, gid);
-	h = store_lookup(f->store, &gk, now_ms(), false);
-	for (struct host *e = h; e; e = host_next_endpoint(h, e))
-		if (host_origin(e) == IBRES_ORIGIN_FABRIC && !memcmp(host_gid(e), gid, 16) &&
-		    host_pkey(e) == pkey && (host_heard_on(e) >> p->ep->index & 1) &&
-		    !strcasecmp(host_name(e, known), name))
-			return e;
-	return NULL;
 }
 
 static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
@@ -599,6 +602,8 @@ static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_
 			continue;
 		msg_init(p, &m, type, tid);
 		m.flags = flags;
+		if (type == FW_ANNOUNCE)
+			fabric_digest_put(p, &m, false);
 		if (port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
 			f->c.announces_sent++;
 	}
@@ -616,6 +621,8 @@ static void on_announce_timer(struct loop_timer *t)
 	if (f->startup_announces_left) {
 		f->startup_announces_left--;
 		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
+		if (!f->startup_announces_left)
+			fabric_digest_burst_sent(f);
 		/* spread the start-up announcements over the settle time */
 		next = f->cfg->settle_ms / (STARTUP_ANNOUNCES + 1);
 		if (next < 50)

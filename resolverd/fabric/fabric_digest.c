@@ -152,14 +152,44 @@ void fabric_digest_update(struct fabric *f)
 		f->ev.scope_changed(f->ev.arg);
 }
 
+void fabric_digest_burst_sent(struct fabric *f)
+{
+	struct store_digest own;
+
+	store_digest(f->store, &own);
+	f->dg.burst_known = own.hosts ? own.hosts - 1 : 0;
+	f->dg.burst_sent = true;
+}
+
+/* Once the burst settled: every peer known when its last NEWCOMER announce
+ * went was up then, heard one of them (they repeat) and answered once.
+ * Fewer answers: announces or answers were lost, ours and maybe others' (a
+ * loss the receive counters cannot see), so a peer we lack may be live. */
+static void burst_check(struct fabric *f, uint64_t now)
+{
+	struct fabric_digest *d = &f->dg;
+
+	if (!d->burst_sent || d->burst_checked || now < f->settled_ms)
+		return;
+	d->burst_checked = true;
+	if (d->burst_answers >= d->burst_known)
+		return;
+	d->answers_missing += d->burst_known - d->burst_answers;
+	digest_rule_drop(&d->rule, now);
+	log_info("fabric: %llu of the %llu peers known at start-up did not answer: datagrams "
+		 "were lost", (unsigned long long)(d->burst_known - d->burst_answers),
+		 (unsigned long long)d->burst_known);
+}
+
 static void on_tick(struct loop_timer *t)
 {
 	struct fabric *f = container_of(t, struct fabric, dg.tick);
-	uint64_t drops = rx_drops(f);
+	uint64_t drops = rx_drops(f), now = now_ms();
 
 	if (drops > f->dg.drops_seen)
-		digest_rule_drop(&f->dg.rule, now_ms());
+		digest_rule_drop(&f->dg.rule, now);
 	f->dg.drops_seen = drops;
+	burst_check(f, now);
 	fabric_digest_update(f);
 	loop_timer_arm(f->loop, t, now_ms() + DIGEST_TICK_MS);
 }
@@ -182,26 +212,54 @@ void fabric_digest_reset(struct fabric *f)
 	/* the caller (a resync, asked by the resolver) publishes the scope
 	 * itself: no event back to it from here */
 	digest_rule_reset(&f->dg.rule, round_ms(f));
+	f->dg.burst_sent = f->dg.burst_checked = false;
+	f->dg.burst_known = f->dg.burst_answers = 0;
 }
 
-void fabric_digest_put(struct fabric *f, struct fw_msg *m)
+bool digest_seq_gap(uint32_t prev, const struct fw_digest *d)
 {
+	/* an answer repeats the last multicast number: one above it means a
+	 * multicast announce we did not hear */
+	return prev && d->seq > prev + (d->flags & FW_DIGEST_UNICAST ? 0u : 1u);
+}
+
+void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
+{
+	struct fabric *f = p->f;
 	struct store_digest own;
 
+	if (!unicast)
+		p->announce_seq++;
 	store_digest(f->store, &own);
 	m->has_digest = true;
+	m->digest.seq = p->announce_seq;
 	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
 	m->digest.sum = own.sum;
 	m->digest.flags = now_ms() >= f->settled_ms && !f->dg.rule.incomplete ? FW_DIGEST_SETTLED
 									      : 0;
+	if (unicast)
+		m->digest.flags |= FW_DIGEST_UNICAST;
 }
 
-void fabric_digest_heard(struct fabric *f, const struct fw_msg *m)
+void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq)
 {
 	struct store_digest own;
 
+	/* an answer to our burst: not itself a NEWCOMER announce, and sent
+	 * to us alone (a daemon before the digest does not say: counted) */
+	if (!(m->flags & FW_FLAG_NEWCOMER) && now_ms() < f->settled_ms &&
+	    (!m->has_digest || (m->digest.flags & FW_DIGEST_UNICAST)))
+		f->dg.burst_answers++;
 	if (!m->has_digest)
 		return; /* a daemon before the digest */
+	if (digest_seq_gap(prev_seq, &m->digest)) {
+		/* what we missed of it, we may have missed of others: a drop
+		 * the counters could not see (the network's, a switch's) */
+		f->dg.gaps++;
+		digest_rule_drop(&f->dg.rule, now_ms());
+		log_debug("fabric: announces %u..%u of %s were not heard", prev_seq + 1,
+			  m->digest.seq - 1, m->sender.names[0]);
+	}
 	store_digest(f->store, &own);
 	if (digest_rule_heard(&f->dg.rule, &own, &m->digest, now_ms()))
 		log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
@@ -223,6 +281,8 @@ void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "directory_complete", fabric_authoritative_from(f) <= now_ms() },
 		{ "fabric_digest_mismatches", f ? f->dg.rule.mismatches : 0 },
 		{ "fabric_rx_drops_detected", f ? f->dg.rule.drops : 0 },
+		{ "fabric_rx_gaps", f ? f->dg.gaps : 0 },
+		{ "fabric_newcomer_answers_missing", f ? f->dg.answers_missing : 0 },
 		{ "fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0 },
 	};
 

@@ -70,17 +70,28 @@ void fabric_digest_start(struct fabric *f);
 void fabric_digest_stop(struct fabric *f);
 /* The directory is relearned from scratch (a resync). */
 void fabric_digest_reset(struct fabric *f);
-/* Our digest, into an ANNOUNCE. */
-void fabric_digest_put(struct fabric *f, struct fw_msg *m);
-/* An ANNOUNCE from a peer was handled (its sender learned, or refused). */
-void fabric_digest_heard(struct fabric *f, const struct fw_msg *m);
+/* Did we miss announces of a peer whose last number heard was @prev (0:
+ * none) before @d? A lower number is a restart, not a gap. */
+bool digest_seq_gap(uint32_t prev, const struct fw_digest *d);
+
+struct fabric_port;
+
+/* Our digest, into an ANNOUNCE from @p: multicast (@unicast false: the
+ * next number) or an answer to one node (the last number again). */
+void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast);
+/* The last NEWCOMER announce of a burst went out. */
+void fabric_digest_burst_sent(struct fabric *f);
+/* An ANNOUNCE from a peer whose sender was learned; @prev_seq: the number of
+ * its last announce heard here before it (0: none). */
+void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
 /* The directory may lack a live host (the settle time aside). */
 bool fabric_digest_incomplete(const struct fabric *f);
 /* STATS rows: directory_complete, fabric_digest_mismatches,
- * fabric_rx_drops_detected, fabric_incomplete_queries. */
+ * fabric_rx_drops_detected, fabric_rx_gaps, fabric_newcomer_answers_missing,
+ * fabric_incomplete_queries. */
 void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w);
 
 #endif

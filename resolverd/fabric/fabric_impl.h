@@ -25,6 +25,7 @@ struct fabric_port {
 	struct cfg_endpoint opened;
 	struct transport t;
 	bool open;
+	uint32_t announce_seq; /* multicast announces sent (the DIGEST item's number) */
 	/* the source of the datagram being handled (set by on_datagram for the
 	 * length of the call): who really sent it, whatever it says */
 	const struct transport_addr *rx_from;
@@ -67,6 +68,12 @@ struct fabric_digest {
 	struct loop_timer tick;      /* reads the drop counters */
 	uint64_t drops_seen;         /* their sum at the last tick */
 	uint64_t incomplete_queries; /* misses asked because of it */
+	uint64_t gaps;               /* announces of a peer missed (its numbers jumped) */
+	/* the start-up (or resync) burst: the peers known when its last
+	 * NEWCOMER announce went, and the answers heard to it */
+	uint64_t burst_known, burst_answers;
+	bool burst_sent, burst_checked;
+	uint64_t answers_missing; /* peers known then that did not answer */
 };
 
 struct fabric {

@@ -126,6 +126,7 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 		put_be32(d, m->digest.hosts);
 		d[4] = m->digest.flags;
 		put_be64(d + 8, m->digest.sum);
+		put_be32(d + 16, m->digest.seq);
 		tlv_put(&w, FW_T_DIGEST, d, sizeof(d));
 	}
 	if (w.overflow)
@@ -227,6 +228,7 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 			m->digest.hosts = get_be32(it.value);
 			m->digest.flags = it.value[4];
 			m->digest.sum = get_be64(it.value + 8);
+			m->digest.seq = get_be32(it.value + 16);
 			m->has_digest = true;
 			break;
 		default:

@@ -34,7 +34,8 @@ static bool claim_met(const struct digest_claim *c, const struct store_digest *o
 		return true;
 	if (own->hosts != c->hosts)
 		return own->hosts > c->hosts;
-	return c->exact && own->sum == c->sum;
+	/* as many: the same ones, or (inexact) as many as the union had */
+	return !c->exact || own->sum == c->sum;
 }
 
 bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,

@@ -159,6 +159,7 @@ void fabric_digest_burst_sent(struct fabric *f)
 
 	store_digest(f->store, &own);
 	f->dg.burst_known = own.hosts ? own.hosts - 1 : 0;
+	f->dg.burst_sent_ms = now_ms();
 	f->dg.burst_sent = true;
 }
 
@@ -170,7 +171,9 @@ static void burst_check(struct fabric *f, uint64_t now)
 {
 	struct fabric_digest *d = &f->dg;
 
-	if (!d->burst_sent || d->burst_checked || now < f->settled_ms)
+	/* answers come at once; a settle time of 0 still gives them a while */
+	if (!d->burst_sent || d->burst_checked || now < f->settled_ms ||
+	    now < d->burst_sent_ms + DIGEST_ANSWER_MS)
 		return;
 	d->burst_checked = true;
 	if (d->burst_answers >= d->burst_known)
@@ -214,7 +217,7 @@ void fabric_digest_reset(struct fabric *f)
 	 * itself: no event back to it from here */
 	digest_rule_reset(&f->dg.rule, round_ms(f));
 	f->dg.burst_sent = f->dg.burst_checked = false;
-	f->dg.burst_known = f->dg.burst_answers = 0;
+	f->dg.burst_sent_ms = f->dg.burst_known = f->dg.burst_answers = 0;
 }
 
 bool digest_seq_gap(uint32_t prev, const struct fw_digest *d)
@@ -248,7 +251,7 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 
 	/* an answer to our burst: not itself a NEWCOMER announce, and sent
 	 * to us alone (a daemon before the digest does not say: counted) */
-	if (!(m->flags & FW_FLAG_NEWCOMER) && now_ms() < f->settled_ms &&
+	if (!(m->flags & FW_FLAG_NEWCOMER) && !f->dg.burst_checked &&
 	    (!m->has_digest || (m->digest.flags & FW_DIGEST_UNICAST)))
 		f->dg.burst_answers++;
 	if (!m->has_digest)

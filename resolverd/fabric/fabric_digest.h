@@ -26,6 +26,9 @@
 /* ... and no new disagreement or drop for this long: at most one return to
  * "complete" a second, whatever a storm does. */
 #define DIGEST_HOLD_MS 1000
+/* How long after the last NEWCOMER announce of a burst its answers are
+ * waited for (they come at once), when the settle time is shorter. */
+#define DIGEST_ANSWER_MS 500
 /* How often the receive path's drop counters are read. */
 #define DIGEST_TICK_MS 1000
 

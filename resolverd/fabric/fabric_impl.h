@@ -72,6 +72,7 @@ struct fabric_digest {
 	/* the start-up (or resync) burst: the peers known when its last
 	 * NEWCOMER announce went, and the answers heard to it */
 	uint64_t burst_known, burst_answers;
+	uint64_t burst_sent_ms; /* when its last NEWCOMER announce went */
 	bool burst_sent, burst_checked;
 	uint64_t answers_missing; /* peers known then that did not answer */
 };

@@ -25,6 +25,7 @@ pytestmark = needs_root
 NODES = 16
 LOSS = 60
 SETTLE = 1.0   # emulate's settle_time
+BOOTS = 3
 PRODUCT = ("--set", "resolve.announce_interval=60s", "--set", "resolve.addr_ttl=1h")
 
 
@@ -39,15 +40,28 @@ def by_nss(c, s, name):
     return r.returncode == 0 and name in r.stdout, "getent exit %d" % r.returncode
 
 
-def test_lossy_boot_no_false_notfound(cluster_factory):
-    c = cluster_factory(NODES, "--loss", LOSS, *PRODUCT)
+def boot(cluster_factory, attempt):
+    """A cluster booted through the loss, the loss lifted once settled; the
+    peers each node missed: {k: count}."""
+    c = cluster_factory(NODES, "--loss", LOSS, *PRODUCT, name="boot%d" % attempt)
     c.wait_settled(SETTLE)
     c.loss(0)
-    pairs = list(itertools.permutations(sorted(c.nodes), 2))
-    missing = {k: NODES - 1 - sum(1 for d in c.nodes if d != k and
-                                  host(c.sock(k), c.nodes[d]["name"], cache_only=True)[0] ==
-                                  ST_SUCCESS)
+    missing = {k: sum(1 for d in c.nodes if d != k and
+                      host(c.sock(k), c.nodes[d]["name"], cache_only=True)[0] != ST_SUCCESS)
                for k in c.nodes}
+    return c, missing
+
+
+def test_lossy_boot_no_false_notfound(cluster_factory):
+    # The loss drops a datagram for every receiver at once (the sender's
+    # egress): about one boot in fifty gets each node's announces through
+    # at least once and proves nothing; boot again then, at most three times.
+    for attempt in range(BOOTS):
+        c, missing = boot(cluster_factory, attempt)
+        if sum(missing.values()):
+            break
+        c.down()
+    pairs = list(itertools.permutations(sorted(c.nodes), 2))
     failures = []
     for rnd in (0, 1):
         for i, (s, d) in enumerate(pairs):

@@ -140,15 +140,17 @@ static uint64_t rx_drops(const struct fabric *f)
 void fabric_digest_update(struct fabric *f)
 {
 	struct store_digest own;
-	bool was = f->dg.rule.incomplete;
+	bool was = f->dg.told;
 
 	store_digest(f->store, &own);
 	f->dg.rule.round_ms = round_ms(f); /* a reload may change the interval */
-	if (digest_rule_eval(&f->dg.rule, &own, now_ms()) == was)
+	digest_rule_eval(&f->dg.rule, &own, now_ms());
+	if (fabric_digest_incomplete(f) == was)
 		return;
+	f->dg.told = !was;
 	log_info("fabric: the directory (%llu hosts) is %s", (unsigned long long)own.hosts,
-		 was ? "complete again: peers agree" : "incomplete: a peer holds more, or "
-		 "datagrams were dropped; misses are asked on the fabric");
+		 was ? "complete: peers agree" : "incomplete: a peer holds more, or "
+		 "datagrams were lost; misses are asked on the fabric");
 	if (f->ev.scope_changed)
 		f->ev.scope_changed(f->ev.arg);
 }
@@ -161,6 +163,11 @@ void fabric_digest_burst_sent(struct fabric *f)
 	f->dg.burst_known = own.hosts ? own.hosts - 1 : 0;
 	f->dg.burst_sent_ms = now_ms();
 	f->dg.burst_sent = true;
+	/* the check decides before the directory counts complete: on time */
+	loop_timer_arm(f->loop, &f->dg.tick,
+		       f->settled_ms > f->dg.burst_sent_ms + DIGEST_ANSWER_MS
+			       ? f->settled_ms
+			       : f->dg.burst_sent_ms + DIGEST_ANSWER_MS);
 }
 
 /* Once the burst settled: every peer known when its last NEWCOMER announce
@@ -172,10 +179,23 @@ static void burst_check(struct fabric *f, uint64_t now)
 	struct fabric_digest *d = &f->dg;
 
 	/* answers come at once; a settle time of 0 still gives them a while */
+	struct store_digest own;
+
 	if (!d->burst_sent || d->burst_checked || now < f->settled_ms ||
 	    now < d->burst_sent_ms + DIGEST_ANSWER_MS)
 		return;
 	d->burst_checked = true;
+	d->burst_pending = false;
+	/* a peer held hosts we still lack once the burst is over: what it
+	 * heard of them, we lost */
+	store_digest(f->store, &own);
+	digest_rule_eval(&d->rule, &own, now);
+	if (d->rule.claim.hosts) {
+		digest_rule_drop(&d->rule, now);
+		log_info("fabric: start-up over, a peer holds %llu hosts, we %llu: datagrams were "
+			 "lost", (unsigned long long)d->rule.claim.hosts,
+			 (unsigned long long)own.hosts);
+	}
 	if (d->burst_answers >= d->burst_known)
 		return;
 	d->answers_missing += d->burst_known - d->burst_answers;
@@ -198,9 +218,19 @@ static void on_tick(struct loop_timer *t)
 	loop_timer_arm(f->loop, t, now_ms() + DIGEST_TICK_MS);
 }
 
+/* A burst (start-up, resync) begins: incomplete until its check. */
+static void burst_begin(struct fabric *f)
+{
+	f->dg.burst_sent = f->dg.burst_checked = false;
+	f->dg.burst_sent_ms = f->dg.burst_known = f->dg.burst_answers = 0;
+	f->dg.burst_pending = f->cfg->announce_interval_s > 0;
+	f->dg.told = fabric_digest_incomplete(f); /* the caller publishes the scope */
+}
+
 void fabric_digest_start(struct fabric *f)
 {
 	digest_rule_reset(&f->dg.rule, round_ms(f));
+	burst_begin(f);
 	f->dg.drops_seen = rx_drops(f);
 	f->dg.tick.cb = on_tick;
 	loop_timer_arm(f->loop, &f->dg.tick, now_ms() + DIGEST_TICK_MS);
@@ -216,8 +246,7 @@ void fabric_digest_reset(struct fabric *f)
 	/* the caller (a resync, asked by the resolver) publishes the scope
 	 * itself: no event back to it from here */
 	digest_rule_reset(&f->dg.rule, round_ms(f));
-	f->dg.burst_sent = f->dg.burst_checked = false;
-	f->dg.burst_sent_ms = f->dg.burst_known = f->dg.burst_answers = 0;
+	burst_begin(f);
 }
 
 bool digest_seq_gap(uint32_t prev, const struct fw_digest *d)
@@ -239,8 +268,9 @@ void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
 	m->digest.seq = p->announce_seq;
 	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
 	m->digest.sum = own.sum;
-	m->digest.flags = now_ms() >= f->settled_ms && !f->dg.rule.incomplete ? FW_DIGEST_SETTLED
-									      : 0;
+	m->digest.flags = now_ms() >= f->settled_ms && !fabric_digest_incomplete(f)
+				  ? FW_DIGEST_SETTLED
+				  : 0;
 	if (unicast)
 		m->digest.flags |= FW_DIGEST_UNICAST;
 }
@@ -265,14 +295,18 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 			  m->digest.seq - 1, m->sender.names[0]);
 	}
 	store_digest(f->store, &own);
-	if (digest_rule_heard(&f->dg.rule, &own, &m->digest, now_ms()))
-		log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
-			  m->sender.names[0], m->digest.hosts, (unsigned long long)own.hosts);
+	if (!digest_rule_heard(&f->dg.rule, &own, &m->digest, now_ms()))
+		return;
+	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
+		  m->sender.names[0], m->digest.hosts, (unsigned long long)own.hosts);
+	/* settled, we should hold what every peer holds: we missed its news */
+	if (now_ms() >= f->settled_ms)
+		digest_rule_drop(&f->dg.rule, now_ms());
 }
 
 bool fabric_digest_incomplete(const struct fabric *f)
 {
-	return f->dg.rule.incomplete;
+	return f->dg.rule.incomplete || f->dg.burst_pending;
 }
 
 void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w)

@@ -74,6 +74,8 @@ struct fabric_digest {
 	uint64_t burst_known, burst_answers;
 	uint64_t burst_sent_ms; /* when its last NEWCOMER announce went */
 	bool burst_sent, burst_checked;
+	bool burst_pending; /* a burst whose check is still to come: incomplete */
+	bool told;          /* the verdict the resolver last heard of */
 	uint64_t answers_missing; /* peers known then that did not answer */
 };
 

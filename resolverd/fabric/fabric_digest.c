@@ -58,7 +58,8 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	r->disturbed_ms = now;
 	r->agree = 0;
 	if (theirs->hosts > c->hosts) {
-		*c = (struct digest_claim){ .hosts = theirs->hosts, .sum = theirs->sum, .exact = true };
+		*c = (struct digest_claim){
+			.hosts = theirs->hosts, .sum = theirs->sum, .exact = true};
 	} else if (theirs->hosts == c->hosts && c->exact && theirs->sum != c->sum) {
 		/* two different directories of n hosts: their union has more */
 		c->hosts++;
@@ -149,8 +150,9 @@ void fabric_digest_update(struct fabric *f)
 		return;
 	f->dg.told = !was;
 	log_info("fabric: the directory (%llu hosts) is %s", (unsigned long long)own.hosts,
-		 was ? "complete: peers agree" : "incomplete: a peer holds more, or "
-		 "datagrams were lost; misses are asked on the fabric");
+		 was ? "complete: peers agree"
+		     : "incomplete: a peer holds more, or "
+		       "datagrams were lost; misses are asked on the fabric");
 	if (f->ev.scope_changed)
 		f->ev.scope_changed(f->ev.arg);
 }
@@ -177,10 +179,9 @@ void fabric_digest_burst_sent(struct fabric *f)
 static void burst_check(struct fabric *f, uint64_t now)
 {
 	struct fabric_digest *d = &f->dg;
-
-	/* answers come at once; a settle time of 0 still gives them a while */
 	struct store_digest own;
 
+	/* answers come at once; a settle time of 0 still gives them a while */
 	if (!d->burst_sent || d->burst_checked || now < f->settled_ms ||
 	    now < d->burst_sent_ms + DIGEST_ANSWER_MS)
 		return;
@@ -193,15 +194,16 @@ static void burst_check(struct fabric *f, uint64_t now)
 	if (d->rule.claim.hosts) {
 		digest_rule_drop(&d->rule, now);
 		log_info("fabric: start-up over, a peer holds %llu hosts, we %llu: datagrams were "
-			 "lost", (unsigned long long)d->rule.claim.hosts,
-			 (unsigned long long)own.hosts);
+			 "lost",
+			 (unsigned long long)d->rule.claim.hosts, (unsigned long long)own.hosts);
 	}
 	if (d->burst_answers >= d->burst_known)
 		return;
 	d->answers_missing += d->burst_known - d->burst_answers;
 	digest_rule_drop(&d->rule, now);
 	log_info("fabric: %llu of the %llu peers known at start-up did not answer: datagrams "
-		 "were lost", (unsigned long long)(d->burst_known - d->burst_answers),
+		 "were lost",
+		 (unsigned long long)(d->burst_known - d->burst_answers),
 		 (unsigned long long)d->burst_known);
 }
 
@@ -268,9 +270,8 @@ void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
 	m->digest.seq = p->announce_seq;
 	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
 	m->digest.sum = own.sum;
-	m->digest.flags = now_ms() >= f->settled_ms && !fabric_digest_incomplete(f)
-				  ? FW_DIGEST_SETTLED
-				  : 0;
+	m->digest.flags =
+		now_ms() >= f->settled_ms && !fabric_digest_incomplete(f) ? FW_DIGEST_SETTLED : 0;
 	if (unicast)
 		m->digest.flags |= FW_DIGEST_UNICAST;
 }
@@ -316,12 +317,12 @@ void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w)
 		uint64_t value;
 	} rows[] = {
 		/* no fabric: the store is all there is, and complete */
-		{ "directory_complete", fabric_authoritative_from(f) <= now_ms() },
-		{ "fabric_digest_mismatches", f ? f->dg.rule.mismatches : 0 },
-		{ "fabric_rx_drops_detected", f ? f->dg.rule.drops : 0 },
-		{ "fabric_rx_gaps", f ? f->dg.gaps : 0 },
-		{ "fabric_newcomer_answers_missing", f ? f->dg.answers_missing : 0 },
-		{ "fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0 },
+		{"directory_complete", fabric_authoritative_from(f) <= now_ms()},
+		{"fabric_digest_mismatches", f ? f->dg.rule.mismatches : 0},
+		{"fabric_rx_drops_detected", f ? f->dg.rule.drops : 0},
+		{"fabric_rx_gaps", f ? f->dg.gaps : 0},
+		{"fabric_newcomer_answers_missing", f ? f->dg.answers_missing : 0},
+		{"fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

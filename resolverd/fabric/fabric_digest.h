@@ -45,8 +45,8 @@ struct digest_rule {
 	struct digest_claim claim;
 	uint64_t disturbed_ms; /* last disagreement or drop (0: none since the reset) */
 	uint64_t round_ms;     /* a quiet round: every live peer announced once since */
-	unsigned agree;        /* settled digests that matched ours, in a row, since then */
-	bool dropped;          /* the receive path dropped datagrams since then */
+	unsigned agree;	       /* settled digests that matched ours, in a row, since then */
+	bool dropped;	       /* the receive path dropped datagrams since then */
 	bool incomplete;       /* the verdict of the last digest_rule_eval() */
 	uint64_t mismatches, drops;
 };

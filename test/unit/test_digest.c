@@ -33,18 +33,16 @@ static void ep(struct ibres_hostrec *h, const char *name, unsigned n, unsigned r
 	h->v4[h->n_v4++].s_addr = htonl(0xc6120000u + (n << 4) + r);
 }
 
-static void put(struct host_store *s, const struct ibres_hostrec *h, uint8_t origin,
-		uint64_t rails)
+static void put(struct host_store *s, const struct ibres_hostrec *h, uint8_t origin, uint64_t rails)
 {
-	assert_int_equal(store_insert(s, h,
-				      &(struct store_put){ .origin = origin,
-							   .heard_on = origin == IBRES_ORIGIN_STATIC
-									       ? 0
-									       : 1,
-							   .rails = rails,
-							   .ttl_s = 60 },
-				      0, NULL),
-			 0);
+	assert_int_equal(
+		store_insert(s, h,
+			     &(struct store_put){.origin = origin,
+						 .heard_on = origin == IBRES_ORIGIN_STATIC ? 0 : 1,
+						 .rails = rails,
+						 .ttl_s = 60},
+			     0, NULL),
+		0);
 	assert_int_equal(store_check(s), 0); /* it also sums the digest by a walk */
 }
 
@@ -78,7 +76,7 @@ static uint64_t term(const char *name)
  * canonical names' terms, ASCII case aside; a refresh changes nothing. */
 static void test_order_and_terms(void **state)
 {
-	static const unsigned order_a[] = { 1, 2, 3, 4, 5 }, order_b[] = { 4, 2, 5, 1, 3 };
+	static const unsigned order_a[] = {1, 2, 3, 4, 5}, order_b[] = {4, 2, 5, 1, 3};
 	struct host_store a, b;
 	struct ibres_hostrec h;
 	struct store_digest da, db;
@@ -95,8 +93,8 @@ static void test_order_and_terms(void **state)
 	da = digest_of(&a);
 	db = digest_of(&b);
 	assert_true(da.hosts == 5 && da.hosts == db.hosts && da.sum == db.sum);
-	assert_true(da.sum == term("node1") + term("node2") + term("node3") + term("node4") +
-				     term("node5"));
+	assert_true(da.sum ==
+		    term("node1") + term("node2") + term("node3") + term("node4") + term("node5"));
 	assert_true(term("Node3") == term("node3") && term("node3") != term("node4"));
 	/* a refresh (another address) is the same host */
 	ep(&h, "NODE3", 3, 0);
@@ -194,13 +192,13 @@ static void test_rails_count_once(void **state)
 
 static struct store_digest own(uint64_t hosts, uint64_t sum)
 {
-	return (struct store_digest){ .hosts = hosts, .sum = sum };
+	return (struct store_digest){.hosts = hosts, .sum = sum};
 }
 
 static struct fw_digest theirs(uint32_t hosts, uint64_t sum, bool settled)
 {
-	return (struct fw_digest){ .hosts = hosts, .sum = sum,
-				   .flags = settled ? FW_DIGEST_SETTLED : 0 };
+	return (struct fw_digest){
+		.hosts = hosts, .sum = sum, .flags = settled ? FW_DIGEST_SETTLED : 0};
 }
 
 static bool heard(struct digest_rule *r, struct store_digest o, struct fw_digest t, uint64_t now)
@@ -218,7 +216,7 @@ static bool eval(struct digest_rule *r, struct store_digest o, uint64_t now)
  * incomplete until we hold what it held. */
 static void test_rule_claims(void **state)
 {
-	struct digest_rule r = { 0 };
+	struct digest_rule r = {0};
 	uint64_t t = 1000;
 
 	(void)state;
@@ -250,7 +248,7 @@ static void test_rule_claims(void **state)
  * starts the count again. */
 static void test_rule_drops(void **state)
 {
-	struct digest_rule r = { 0 };
+	struct digest_rule r = {0};
 	uint64_t t = 1000;
 
 	(void)state;
@@ -293,7 +291,7 @@ static void test_rule_drops(void **state)
  * overruled by K agreeing settled peers, or by a quiet round. */
 static void test_rule_small_and_stale(void **state)
 {
-	struct digest_rule r = { 0 };
+	struct digest_rule r = {0};
 	uint64_t t = 1000;
 
 	(void)state;
@@ -328,7 +326,7 @@ static void test_rule_small_and_stale(void **state)
  * answer repeats the last number; a lower number is a restart. */
 static void test_seq_gap(void **state)
 {
-	struct fw_digest d = { .seq = 4 };
+	struct fw_digest d = {.seq = 4};
 
 	(void)state;
 	assert_false(digest_seq_gap(0, &d)); /* first contact: nothing known */
@@ -336,7 +334,7 @@ static void test_seq_gap(void **state)
 	assert_true(digest_seq_gap(2, &d));
 	d.seq = 1;
 	assert_false(digest_seq_gap(7, &d)); /* restarted */
-	d = (struct fw_digest){ .seq = 3, .flags = FW_DIGEST_UNICAST };
+	d = (struct fw_digest){.seq = 3, .flags = FW_DIGEST_UNICAST};
 	assert_false(digest_seq_gap(3, &d));
 	d.seq = 4;
 	assert_true(digest_seq_gap(3, &d));

@@ -266,7 +266,7 @@ uint64_t host_digest_term(const struct host_key *name)
 {
 	/* "nss-ib-d", "igest v1": a protocol constant, not a secret (the
 	 * digest is a hint; see doc/fabric-protocol.md) */
-	static const uint64_t key[2] = { 0x6e73732d69622d64ULL, 0x6967657374207631ULL };
+	static const uint64_t key[2] = {0x6e73732d69622d64ULL, 0x6967657374207631ULL};
 
 	return siphash24(key, name->data, name->len);
 }

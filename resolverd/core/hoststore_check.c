@@ -109,7 +109,7 @@ static bool ring_first(const struct host *h)
 static int check_hosts(struct host_store *s)
 {
 	uint64_t hosts = 0, learned = 0, learned_eps = 0, lru = 0;
-	struct store_digest digest = { 0, 0 };
+	struct store_digest digest = {0, 0};
 	struct host_key id, k;
 
 	for (unsigned i = 0; i <= s->ident_mask; i++)

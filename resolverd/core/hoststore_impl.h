@@ -44,7 +44,7 @@ struct host {
 	uint32_t cookie;   /* the observer's words (store_observe) */
 	uint32_t cookie_all;
 	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
-	uint32_t seq;      /* its last announce number heard (store_put.seq); 0: none */
+	uint32_t seq;	   /* its last announce number heard (store_put.seq); 0: none */
 	uint16_t lid, pkey;
 	uint8_t origin, grp_mtu, grp_rate;
 	uint8_t n_names, n_v4, n_v6, n_gids;

@@ -191,10 +191,10 @@ static void on_scope_changed(void *arg)
 
 struct fabric_events resolver_fabric_events(struct resolver *r)
 {
-	return (struct fabric_events){ .learned = on_learned,
-				       .query_key = on_query_key,
-				       .scope_changed = on_scope_changed,
-				       .arg = r };
+	return (struct fabric_events){.learned = on_learned,
+				      .query_key = on_query_key,
+				      .scope_changed = on_scope_changed,
+				      .arg = r};
 }
 
 /* A rail went down or came back: the fabric counts the directory incomplete

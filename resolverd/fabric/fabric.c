@@ -269,13 +269,13 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 		rate = p->opened.groups[group].rate;
 	}
 	ret = store_insert(f->store, h,
-			   &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-						.heard_on = 1u << p->ep->index,
-						.rails = msg_rails(m),
-						.ttl_s = ttl,
-						.grp_mtu = mtu,
-						.grp_rate = rate,
-						.seq = m->has_digest ? m->digest.seq : 0 },
+			   &(struct store_put){.origin = IBRES_ORIGIN_FABRIC,
+					       .heard_on = 1u << p->ep->index,
+					       .rails = msg_rails(m),
+					       .ttl_s = ttl,
+					       .grp_mtu = mtu,
+					       .grp_rate = rate,
+					       .seq = m->has_digest ? m->digest.seq : 0},
 			   now_ms(), NULL);
 	if (ret)
 		return ret;
@@ -436,8 +436,8 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from)
 {
 	struct fabric *f = p->f;
-	struct host *known = heard_endpoint(p, m->sender.gids[0], m->sender.pkey,
-					    m->sender.names[0]);
+	struct host *known =
+		heard_endpoint(p, m->sender.gids[0], m->sender.pkey, m->sender.names[0]);
 	uint32_t prev_seq = known ? host_seq(known) : 0;
 	struct fw_msg r;
 

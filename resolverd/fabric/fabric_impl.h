@@ -65,17 +65,17 @@ struct newcomer_slot {
 /* Is the directory complete (fabric_digest.c)? */
 struct fabric_digest {
 	struct digest_rule rule;
-	struct loop_timer tick;      /* reads the drop counters */
-	uint64_t drops_seen;         /* their sum at the last tick */
+	struct loop_timer tick;	     /* reads the drop counters */
+	uint64_t drops_seen;	     /* their sum at the last tick */
 	uint64_t incomplete_queries; /* misses asked because of it */
-	uint64_t gaps;               /* announces of a peer missed (its numbers jumped) */
+	uint64_t gaps;		     /* announces of a peer missed (its numbers jumped) */
 	/* the start-up (or resync) burst: the peers known when its last
 	 * NEWCOMER announce went, and the answers heard to it */
 	uint64_t burst_known, burst_answers;
 	uint64_t burst_sent_ms; /* when its last NEWCOMER announce went */
 	bool burst_sent, burst_checked;
-	bool burst_pending; /* a burst whose check is still to come: incomplete */
-	bool told;          /* the verdict the resolver last heard of */
+	bool burst_pending;	  /* a burst whose check is still to come: incomplete */
+	bool told;		  /* the verdict the resolver last heard of */
 	uint64_t answers_missing; /* peers known then that did not answer */
 };
 

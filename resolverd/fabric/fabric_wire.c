@@ -121,7 +121,7 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 		tlv_put(&w, FW_T_RAILS, m->rails, (size_t)m->n_rails * 16);
 	}
 	if (m->has_digest) {
-		uint8_t d[FW_DIGEST_LEN] = { 0 };
+		uint8_t d[FW_DIGEST_LEN] = {0};
 
 		put_be32(d, m->digest.hosts);
 		d[4] = m->digest.flags;

@@ -227,7 +227,7 @@ static void test_encode_limits(void **state)
 	m.stamp = ~0ULL;
 	/* and the directory digest every ANNOUNCE carries */
 	m.has_digest = true;
-	m.digest = (struct fw_digest){ .hosts = ~0u, .flags = 0xff, .sum = ~0ULL, .seq = ~0u };
+	m.digest = (struct fw_digest){.hosts = ~0u, .flags = 0xff, .sum = ~0ULL, .seq = ~0u};
 	assert_true(fw_encode(&m, KEY, sizeof(KEY) - 1, buf, sizeof(buf)) > 0);
 }
 
@@ -259,10 +259,10 @@ static void test_digest_item(void **state)
 	(void)state;
 	sample(&m, FW_ANNOUNCE);
 	m.has_digest = true;
-	m.digest = (struct fw_digest){ .hosts = 0x01020304,
-				       .flags = FW_DIGEST_SETTLED | FW_DIGEST_UNICAST,
-				       .sum = 0x1122334455667788ULL,
-				       .seq = 0x0a0b0c0d };
+	m.digest = (struct fw_digest){.hosts = 0x01020304,
+				      .flags = FW_DIGEST_SETTLED | FW_DIGEST_UNICAST,
+				      .sum = 0x1122334455667788ULL,
+				      .seq = 0x0a0b0c0d};
 	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
 	assert_true(len > 24);
 	/* the last item: type 0x106, length 20, big-endian fields, 3 bytes 0 */
@@ -282,7 +282,8 @@ static void test_digest_item(void **state)
 	/* longer: the known fields are read, the rest skipped */
 	len = (int)resize_last_item(buf, (size_t)len, 20, 28);
 	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
-	assert_true(out.has_digest && out.digest.sum == m.digest.sum && out.digest.seq == m.digest.seq);
+	assert_true(out.has_digest && out.digest.sum == m.digest.sum &&
+		    out.digest.seq == m.digest.seq);
 	/* shorter: malformed */
 	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
 	len = (int)resize_last_item(buf, (size_t)len, 20, 19);
@@ -338,10 +339,10 @@ static void test_stamp_item(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),      cmocka_unit_test(test_target_kinds),
-		cmocka_unit_test(test_drops),          cmocka_unit_test(test_item_overrun),
-		cmocka_unit_test(test_hmac),           cmocka_unit_test(test_encode_limits),
-		cmocka_unit_test(test_stamp_item),     cmocka_unit_test(test_digest_item),
+		cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_target_kinds),
+		cmocka_unit_test(test_drops),	   cmocka_unit_test(test_item_overrun),
+		cmocka_unit_test(test_hmac),	   cmocka_unit_test(test_encode_limits),
+		cmocka_unit_test(test_stamp_item), cmocka_unit_test(test_digest_item),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

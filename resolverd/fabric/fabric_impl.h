@@ -48,9 +48,6 @@ struct fabric_counters {
 #else
 #define NEWCOMER_SLOTS 16384
 #define NEWCOMER_SIZED 1
-/* The transports' receive paths, summed (fabric_digest.c). */
-void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
-
 #endif
 #define NEWCOMER_SLOTS_MAX (1u << 18)
 
@@ -104,5 +101,8 @@ struct fabric {
 	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];
 };
+
+/* The transports' receive paths, summed (fabric_digest.c). */
+void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
 
 #endif

@@ -238,21 +238,6 @@ static void ring_changed(struct host_store *s, struct host *member, const struct
 			s->ob.put(s->ob.arg, e);
 }
 
-/* A host came (@sign 1) or went (-1): the digest follows. The endpoints of
- * one host share the canonical name, so any of them gives its term. */
-static void digest_count(struct host_store *s, const struct host *h, int sign)
-{
-	if (!hs_digest_counts(h))
-		return;
-	if (sign > 0) {
-		s->digest.hosts++;
-		s->digest.sum += hs_digest_term(h);
-	} else {
-		s->digest.hosts--;
-		s->digest.sum -= hs_digest_term(h);
-	}
-}
-
 /* Remove every slot of @h, unlink it and free it: a key another endpoint of
  * its host lists passes to that one. Returns the slots removed. */
 unsigned hs_host_remove(struct host_store *s, struct host *h)
@@ -288,7 +273,7 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	ring_changed(s, left, NULL);
 	ident_unlink(s, h);
 	if (alone)
-		digest_count(s, h, -1); /* its host's last endpoint */
+		hs_digest_count(s, h, -1); /* its host's last endpoint */
 	if (!origin_pinned(h->origin)) {
 		lru_unlink(s, h);
 		/* max_hosts counts hosts: the last endpoint of one takes it */
@@ -377,11 +362,6 @@ void store_set_max_hosts(struct host_store *s, unsigned max_hosts)
 }
 
 /* ---- the observer ---------------------------------------------------------- */
-
-void store_digest(const struct host_store *s, struct store_digest *out)
-{
-	*out = s->digest;
-}
 
 void store_observe(struct host_store *s, const struct store_observer *o)
 {
@@ -625,7 +605,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	ident_link(s, nh);
 	s->stats.hosts++;
 	if (!nh->sib_next)
-		digest_count(s, nh, 1); /* a new host, not one more endpoint of one */
+		hs_digest_count(s, nh, 1); /* a new host, not one more endpoint of one */
 	if (!origin_pinned(origin)) {
 		if (!placed)
 			lru_append(s, nh);

@@ -184,8 +184,10 @@ static inline bool hs_digest_counts(const struct host *h)
 	return h->origin != IBRES_ORIGIN_STATIC && h->n_names;
 }
 
-/* host_record.c: the digest term of @h's host (its canonical name's). */
+/* host_record.c: the digest term of @h's host (its canonical name's), and
+ * the digest following a host that came (@sign 1) or went (-1). */
 uint64_t hs_digest_term(const struct host *h);
+void hs_digest_count(struct host_store *s, const struct host *h, int sign);
 
 /* hoststore.c: the indexes */
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id);

@@ -100,6 +100,22 @@ static const struct metric_desc metrics[] = {
 	  "(the port's out_of_buffer counter, every QP on it; 0 where the device has none)" },
 	{ "fabric_rx_queue_slots", G, "fabric_rx_queue_slots",
 	  "receive buffers of the ib endpoints' UD QPs (recv_depth within the device's limits)" },
+	/* is the directory complete (doc/fabric-protocol.md)? */
+	{ "directory_complete", G, "directory_complete",
+	  "1 while a name the directory lacks is answered not found at once (settled, the peers' "
+	  "digests agree, no loss seen since), else 0" },
+	{ "fabric_digest_mismatches", C, "fabric_digest_mismatches",
+	  "peers' directory digests that showed hosts this node lacks" },
+	{ "fabric_rx_drops_detected", C, "fabric_rx_drops_detected",
+	  "losses seen (receive-queue overruns, announce-number gaps, unanswered start-up "
+	  "announces) that made the directory incomplete" },
+	{ "fabric_rx_gaps", C, "fabric_rx_gaps",
+	  "announces of a peer found missed (its announce numbers jumped)" },
+	{ "fabric_newcomer_answers_missing", C, "fabric_newcomer_answers_missing",
+	  "peers known at start-up (or a resync) that did not answer its announces" },
+	{ "fabric_incomplete_queries", C, "fabric_incomplete_queries",
+	  "misses of cluster names asked on the fabric, after the settle time, because the "
+	  "directory was incomplete" },
 	{ "fabric_query_retries", C, "fabric_query_retries", "fabric queries sent again" },
 	{ "fabric_query_timeouts", C, "fabric_query_timeouts", "fabric queries that got no answer" },
 	{ "fabric_queries_joined", C, "fabric_queries_joined",

@@ -1,12 +1,43 @@
 // SPDX-License-Identifier: MIT
-/* The host store's compact record: packing, its keys, reading it back, and
- * the paths kept with it (see hoststore_impl.h). */
+/* The host store's compact record: packing, its keys, reading it back, the
+ * paths kept with it, and the directory digest's terms (see
+ * hoststore_impl.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "core/hoststore_impl.h"
+
+/* ---- the directory digest (hoststore.h, struct store_digest) ------------ */
+
+uint64_t hs_digest_term(const struct host *h)
+{
+	struct host_key k;
+
+	hs_key(h, 0, &k); /* the canonical name, lower case */
+	return host_digest_term(&k);
+}
+
+/* A host came (@sign 1) or went (-1): the digest follows. The endpoints of
+ * one host share the canonical name, so any of them gives its term. */
+void hs_digest_count(struct host_store *s, const struct host *h, int sign)
+{
+	if (!hs_digest_counts(h))
+		return;
+	if (sign > 0) {
+		s->digest.hosts++;
+		s->digest.sum += hs_digest_term(h);
+	} else {
+		s->digest.hosts--;
+		s->digest.sum -= hs_digest_term(h);
+	}
+}
+
+void store_digest(const struct host_store *s, struct store_digest *out)
+{
+	*out = s->digest;
+}
 
 /* ---- the compact record ------------------------------------------------ */
 
@@ -246,6 +277,11 @@ unsigned host_endpoint_count(const struct host *h)
 uint32_t host_heard_on(const struct host *h)
 {
 	return h->heard_on;
+}
+
+uint32_t host_seq(const struct host *h)
+{
+	return h->seq;
 }
 
 uint64_t host_rails(const struct host *h)

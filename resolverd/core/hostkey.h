@@ -66,6 +66,12 @@ uint64_t rails_digest(const uint8_t (*gids)[16], unsigned n);
 /* Are the @n GIDs at @gids ascending and distinct (a rails list's order)? */
 bool rails_sorted(const uint8_t (*gids)[16], unsigned n);
 
+/* The directory digest's term for a host (doc/fabric-protocol.md, DIGEST):
+ * SipHash-2-4 under a fixed protocol key of @name, its canonical name as a
+ * NAME key (ASCII lower case). Every node computes the same term, so that
+ * sums of them compare across nodes. */
+uint64_t host_digest_term(const struct host_key *name);
+
 /* A random SipHash key (getrandom, without blocking on an early-boot pool). */
 struct key_hasher {
 	uint64_t seed[2];

@@ -272,6 +272,8 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	left = ring_unlink(h);
 	ring_changed(s, left, NULL);
 	ident_unlink(s, h);
+	if (alone)
+		hs_digest_count(s, h, -1); /* its host's last endpoint */
 	if (!origin_pinned(h->origin)) {
 		lru_unlink(s, h);
 		/* max_hosts counts hosts: the last endpoint of one takes it */
@@ -517,6 +519,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	if (!nh)
 		return -ENOMEM;
 	nh->rails = how->rails;
+	nh->seq = how->seq ? how->seq : old && old->origin == origin ? old->seq : 0;
 	nk = h_nkeys(nh);
 	if (slots_reserve(s, nk) < 0 || idents_reserve(s) < 0) {
 		free(nh);
@@ -601,6 +604,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	}
 	ident_link(s, nh);
 	s->stats.hosts++;
+	if (!nh->sib_next)
+		hs_digest_count(s, nh, 1); /* a new host, not one more endpoint of one */
 	if (!origin_pinned(origin)) {
 		if (!placed)
 			lru_append(s, nh);

@@ -66,6 +66,17 @@ struct store_observer {
 	void *arg;
 };
 
+/* The directory digest (doc/fabric-protocol.md, DIGEST): the hosts the
+ * fabric speaks of, LOCAL and FABRIC ones (STATIC hosts are this node's own
+ * file, which other nodes need not share), a host of several endpoints once,
+ * and the sum (mod 2^64) of their host_digest_term()s: the same on every
+ * node that holds the same hosts, whatever the order they came in. Kept on
+ * every insert and removal, O(1) each. */
+struct store_digest {
+	uint64_t hosts;
+	uint64_t sum;
+};
+
 struct host_store {
 	struct store_slot *slots; /* key index: open addressing, linear probing */
 	unsigned slot_mask;
@@ -78,6 +89,7 @@ struct host_store {
 	unsigned neg_mask;
 	struct store_neg *neg_oldest, *neg_newest;
 	struct store_stats stats;
+	struct store_digest digest;
 	struct key_hasher kh;
 	struct store_observer ob;
 };
@@ -88,6 +100,9 @@ int store_init(struct host_store *s, unsigned max_hosts);
 void store_fini(struct host_store *s);
 /* A new bound for learned hosts; the least recently used go if over it. */
 void store_set_max_hosts(struct host_store *s, unsigned max_hosts);
+
+/* The directory digest of what the store holds now. */
+void store_digest(const struct host_store *s, struct store_digest *out);
 
 /* Follow the hosts from now on (@o NULL: stop). */
 void store_observe(struct host_store *s, const struct store_observer *o);
@@ -154,6 +169,9 @@ struct store_put {
 	uint64_t rails;    /* rails_digest() of its host's endpoints; 0: a host alone */
 	uint32_t ttl_s;
 	uint8_t grp_mtu, grp_rate;
+	/* the sender's announce number (fabric DIGEST item); 0: none said, a
+	 * refresh keeps the one it had */
+	uint32_t seq;
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
 		 uint64_t now_ms, struct host **out);
@@ -189,6 +207,8 @@ struct host *host_next_endpoint(const struct host *h, const struct host *e);
 unsigned host_endpoint_count(const struct host *h);
 /* The local endpoints (bits, by index) @h was heard on; a LOCAL one's own. */
 uint32_t host_heard_on(const struct host *h);
+/* Its last announce number heard (store_put.seq); 0: none. */
+uint32_t host_seq(const struct host *h);
 /* The rails digest it was stored with (0: a host alone). */
 uint64_t host_rails(const struct host *h);
 /* Does another endpoint of @h's host list @k too (a name of the whole host,

@@ -109,6 +109,7 @@ static bool ring_first(const struct host *h)
 static int check_hosts(struct host_store *s)
 {
 	uint64_t hosts = 0, learned = 0, learned_eps = 0, lru = 0;
+	struct store_digest digest = {0, 0};
 	struct host_key id, k;
 
 	for (unsigned i = 0; i <= s->ident_mask; i++)
@@ -116,6 +117,10 @@ static int check_hosts(struct host_store *s)
 			unsigned slots = 0, nk = h_nkeys(h);
 
 			hosts++;
+			if (hs_digest_counts(h) && (!h->sib_next || ring_first(h))) {
+				digest.hosts++;
+				digest.sum += hs_digest_term(h);
+			}
 			if (!origin_pinned(h->origin)) {
 				learned_eps++;
 				/* a host of several endpoints counts once */
@@ -145,7 +150,8 @@ static int check_hosts(struct host_store *s)
 		if (++lru > learned_eps)
 			return -EUCLEAN;
 	}
-	if (hosts != s->stats.hosts || learned != s->stats.learned || lru != learned_eps)
+	if (hosts != s->stats.hosts || learned != s->stats.learned || lru != learned_eps ||
+	    digest.hosts != s->digest.hosts || digest.sum != s->digest.sum)
 		return -EUCLEAN;
 	return 0;
 }

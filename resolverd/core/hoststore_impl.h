@@ -44,6 +44,7 @@ struct host {
 	uint32_t cookie;   /* the observer's words (store_observe) */
 	uint32_t cookie_all;
 	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
+	uint32_t seq;	   /* its last announce number heard (store_put.seq); 0: none */
 	uint16_t lid, pkey;
 	uint8_t origin, grp_mtu, grp_rate;
 	uint8_t n_names, n_v4, n_v6, n_gids;
@@ -176,6 +177,17 @@ static inline long hs_slot_find(const struct host_store *s, const struct host_ke
 	}
 	return -1;
 }
+
+/* Does @h's host count in the directory digest (and with what term)? */
+static inline bool hs_digest_counts(const struct host *h)
+{
+	return h->origin != IBRES_ORIGIN_STATIC && h->n_names;
+}
+
+/* host_record.c: the digest term of @h's host (its canonical name's), and
+ * the digest following a host that came (@sign 1) or went (-1). */
+uint64_t hs_digest_term(const struct host *h);
+void hs_digest_count(struct host_store *s, const struct host *h, int sign);
 
 /* hoststore.c: the indexes */
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id);

@@ -183,9 +183,18 @@ static void publish_scope(struct resolver *r)
 			  sizeof(r->cfg->patterns[0]), r->cfg->n_patterns);
 }
 
+/* The fabric's directory became complete or incomplete. */
+static void on_scope_changed(void *arg)
+{
+	publish_scope(arg);
+}
+
 struct fabric_events resolver_fabric_events(struct resolver *r)
 {
-	return (struct fabric_events){ .learned = on_learned, .query_key = on_query_key, .arg = r };
+	return (struct fabric_events){.learned = on_learned,
+				      .query_key = on_query_key,
+				      .scope_changed = on_scope_changed,
+				      .arg = r};
 }
 
 /* A rail went down or came back: the fabric counts the directory incomplete

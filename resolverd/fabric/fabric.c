@@ -269,12 +269,13 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 		rate = p->opened.groups[group].rate;
 	}
 	ret = store_insert(f->store, h,
-			   &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-						.heard_on = 1u << p->ep->index,
-						.rails = msg_rails(m),
-						.ttl_s = ttl,
-						.grp_mtu = mtu,
-						.grp_rate = rate },
+			   &(struct store_put){.origin = IBRES_ORIGIN_FABRIC,
+					       .heard_on = 1u << p->ep->index,
+					       .rails = msg_rails(m),
+					       .ttl_s = ttl,
+					       .grp_mtu = mtu,
+					       .grp_rate = rate,
+					       .seq = m->has_digest ? m->digest.seq : 0},
 			   now_ms(), NULL);
 	if (ret)
 		return ret;
@@ -390,6 +391,26 @@ static void on_reply(struct fabric_port *p, const struct fw_msg *m)
 	learn(p, m, best_common_group(p, &m->chosen, 1));
 }
 
+/* The endpoint of port GID @gid and P_Key @pkey, learned from the fabric
+ * under canonical name @name and heard on @p; NULL when there is none. */
+static struct host *heard_endpoint(struct fabric_port *p, const uint8_t gid[16], uint16_t pkey,
+				   const char *name)
+{
+	struct fabric *f = p->f;
+	char known[IBRES_NAME_MAX + 1];
+	struct host_key gk;
+	struct host *h;
+
+	host_key_addr(&gk, IBRES_KEY_GID, gid);
+	h = store_lookup(f->store, &gk, now_ms(), false);
+	for (struct host *e = h; e; e = host_next_endpoint(h, e))
+		if (host_origin(e) == IBRES_ORIGIN_FABRIC && !memcmp(host_gid(e), gid, 16) &&
+		    host_pkey(e) == pkey && (host_heard_on(e) >> p->ep->index & 1) &&
+		    !strcasecmp(host_name(e, known), name))
+			return e;
+	return NULL;
+}
+
 /* The first NEWCOMER announce of a burst (start-up or resync: the tid names
  * the burst) from this sender? */
 static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint64_t burst)
@@ -415,37 +436,25 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from)
 {
 	struct fabric *f = p->f;
+	struct host *known =
+		heard_endpoint(p, m->sender.gids[0], m->sender.pkey, m->sender.names[0]);
+	uint32_t prev_seq = known ? host_seq(known) : 0;
 	struct fw_msg r;
 
-	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0)
+	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0) {
 		f->c.overheard++;
+		/* compared once its sender is ours too; a refused sender's
+		 * word counts for nothing */
+		fabric_digest_heard(f, m, prev_seq);
+	}
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
 	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender, m->tid)) {
 		msg_init(p, &r, FW_ANNOUNCE, 0);
+		fabric_digest_put(p, &r, true);
 		if (port_send(p, &r, from) == 0)
 			f->c.announces_sent++;
 	}
-}
-
-/* The endpoint of port GID @gid and P_Key @pkey, learned from the fabric
- * under canonical name @name and heard on @p; NULL when there is none. */
-static struct host *heard_endpoint(struct fabric_port *p, const uint8_t gid[16], uint16_t pkey,
-				   const char *name)
-{
-	struct fabric *f = p->f;
-	char known[IBRES_NAME_MAX + 1];
-	struct host_key gk;
-	struct host *h;
-
-	host_key_addr(&gk, IBRES_KEY_GID, gid);
-	h = store_lookup(f->store, &gk, now_ms(), false);
-	for (struct host *e = h; e; e = host_next_endpoint(h, e))
-		if (host_origin(e) == IBRES_ORIGIN_FABRIC && !memcmp(host_gid(e), gid, 16) &&
-		    host_pkey(e) == pkey && (host_heard_on(e) >> p->ep->index & 1) &&
-		    !strcasecmp(host_name(e, known), name))
-			return e;
-	return NULL;
 }
 
 static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
@@ -576,6 +585,8 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	}
 	p->rx_from = NULL;
+	/* a digest heard, or a host learned that a peer's digest had */
+	fabric_digest_update(f);
 }
 
 /* --- announcements --------------------------------------------------------- */
@@ -591,6 +602,8 @@ static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_
 			continue;
 		msg_init(p, &m, type, tid);
 		m.flags = flags;
+		if (type == FW_ANNOUNCE)
+			fabric_digest_put(p, &m, false);
 		if (port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
 			f->c.announces_sent++;
 	}
@@ -608,6 +621,8 @@ static void on_announce_timer(struct loop_timer *t)
 	if (f->startup_announces_left) {
 		f->startup_announces_left--;
 		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
+		if (!f->startup_announces_left)
+			fabric_digest_burst_sent(f);
 		/* spread the start-up announcements over the settle time */
 		next = f->cfg->settle_ms / (STARTUP_ANNOUNCES + 1);
 		if (next < 50)
@@ -633,29 +648,32 @@ static bool name_is_cluster_name(const struct ibres_config *cfg, const struct ho
 					cfg->n_patterns);
 }
 
-uint64_t fabric_authoritative_from(struct fabric *f)
+uint64_t fabric_authoritative_from(const struct fabric *f)
 {
 	/* With announcements on, the cache holds the whole directory once the
-	 * settle time has passed: what is not there does not exist. Without a
-	 * fabric, the store is all there is. */
+	 * settle time has passed and no peer's digest says otherwise: what is
+	 * not there does not exist. Without a fabric, the store is all there
+	 * is. */
 	if (!f)
 		return 0;
-	return directory_mode(f) ? f->settled_ms : UINT64_MAX;
-}
-
-static bool fabric_authoritative(struct fabric *f)
-{
-	return now_ms() >= fabric_authoritative_from(f);
+	if (!directory_mode(f) || fabric_digest_incomplete(f))
+		return UINT64_MAX;
+	return f->settled_ms;
 }
 
 bool fabric_may_query(struct fabric *f, const struct host_key *k)
 {
+	uint64_t now = now_ms();
 
 	if (!f || k->type == IBRES_KEY_LID)
 		return false;
 	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
 		return false;
-	return !fabric_authoritative(f);
+	if (now >= fabric_authoritative_from(f))
+		return false;
+	if (directory_mode(f) && now >= f->settled_ms)
+		f->dg.incomplete_queries++; /* settled, but a peer holds more */
+	return true;
 }
 
 /* --- life cycle ---------------------------------------------------------------- */
@@ -782,6 +800,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	if (ret)
 		goto err;
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
+	fabric_digest_start(f);
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
 		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
@@ -801,6 +820,7 @@ void fabric_resync(struct fabric *f)
 		return;
 	/* the directory is incomplete again: ask everyone, as at start-up */
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
+	fabric_digest_reset(f);
 	f->startup_announces_left = STARTUP_ANNOUNCES;
 	f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
@@ -900,6 +920,7 @@ void fabric_stop(struct fabric *f)
 	endpoints_unlisten(f->eps, on_identity, f);
 	loop_timer_cancel(f->loop, &f->announce_timer);
 	loop_timer_cancel(f->loop, &f->reannounce_timer);
+	fabric_digest_stop(f);
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
@@ -913,30 +934,6 @@ void fabric_stop(struct fabric *f)
 	free(f->newcomers);
 	explicit_bzero(&f->keys, sizeof(f->keys));
 	free(f);
-}
-
-/* The transports' receive paths, summed; a port's out_of_buffer counter
- * once however many endpoints (P_Keys) share the port. */
-static void rx_stats(const struct fabric *f, struct transport_rx_stats *sum)
-{
-	memset(sum, 0, sizeof(*sum));
-	for (unsigned i = 0; f && i < f->n_ports; i++) {
-		const struct fabric_port *p = &f->ports[i];
-		struct transport_rx_stats s;
-		bool seen = false;
-
-		if (!p->t.priv || !p->t.ops->rx_stats)
-			continue;
-		p->t.ops->rx_stats((struct transport *)&p->t, &s);
-		sum->queue_empty += s.queue_empty;
-		sum->slots += s.slots;
-		for (unsigned j = 0; j < i && s.hw_counted; j++)
-			seen |= f->ports[j].t.priv && f->ports[j].t.ops->rx_stats &&
-				!strcmp(f->ports[j].opened.device, p->opened.device) &&
-				f->ports[j].opened.port_num == p->opened.port_num;
-		if (s.hw_counted && !seen)
-			sum->hw_out_of_buffer += s.hw_out_of_buffer;
-	}
 }
 
 void fabric_stats(const struct fabric *f, struct tlv_writer *w)
@@ -971,7 +968,7 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 
 	struct transport_rx_stats rx_sum;
 
-	rx_stats(f, &rx_sum);
+	fabric_rx_sum(f, &rx_sum);
 	const struct {
 		const char *name;
 		uint64_t value;
@@ -989,4 +986,5 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		tlv_put_str(w, IBRES_T_NAME, rx_rows[i].name);
 		tlv_put_u64(w, IBRES_T_COUNTER, rx_rows[i].value);
 	}
+	fabric_digest_stats(f, w);
 }

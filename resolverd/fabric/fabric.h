@@ -32,6 +32,9 @@ struct fabric_events {
 	/* The key of the query in flight with transaction id @tid: 0, or
 	 * -ENOENT when none is (the answer is unsolicited and dropped). */
 	int (*query_key)(void *arg, uint64_t tid, struct host_key *k);
+	/* fabric_authoritative_from() moved: the directory became complete,
+	 * or incomplete (a peer's digest, a receive drop). */
+	void (*scope_changed)(void *arg);
 	void *arg;
 };
 
@@ -72,13 +75,15 @@ void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep);
 
 /* May @k be sent to the fabric? False without a transport, for names
  * outside the cluster name patterns, and (authoritative "not found") for
- * cluster names once the settle time has passed without an announcement. */
+ * cluster names once the directory is complete: the settle time passed and
+ * the peers' digests agree with ours (fabric_digest.h). */
 bool fabric_may_query(struct fabric *f, const struct host_key *k);
 /* Since when (CLOCK_MONOTONIC ms) a key that the store does not hold is
- * known not to exist (no fabric, or a settled directory), names outside the
- * patterns aside: 0 always, UINT64_MAX never (announcements off). It moves
- * at a resync. */
-uint64_t fabric_authoritative_from(struct fabric *f);
+ * known not to exist (no fabric, or a complete directory), names outside the
+ * patterns aside: 0 always, UINT64_MAX never (announcements off, or the
+ * directory incomplete). It moves at a resync and when completeness changes
+ * (the scope_changed event). */
+uint64_t fabric_authoritative_from(const struct fabric *f);
 
 /* Send one REQUEST for @k with transaction id @tid on every open port (one
  * attempt; the resolver's pending table retries). 0, or a negative errno

@@ -13,6 +13,7 @@
 #include "core/loop.h"
 #include "fabric/fabric.h"
 #include "fabric/fabric_auth.h"
+#include "fabric/fabric_digest.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
@@ -24,6 +25,7 @@ struct fabric_port {
 	struct cfg_endpoint opened;
 	struct transport t;
 	bool open;
+	uint32_t announce_seq; /* multicast announces sent (the DIGEST item's number) */
 	/* the source of the datagram being handled (set by on_datagram for the
 	 * length of the call): who really sent it, whatever it says */
 	const struct transport_addr *rx_from;
@@ -57,6 +59,23 @@ struct newcomer_slot {
 	uint64_t until_ms;
 };
 
+/* Is the directory complete (fabric_digest.c)? */
+struct fabric_digest {
+	struct digest_rule rule;
+	struct loop_timer tick;	     /* reads the drop counters */
+	uint64_t drops_seen;	     /* their sum at the last tick */
+	uint64_t incomplete_queries; /* misses asked because of it */
+	uint64_t gaps;		     /* announces of a peer missed (its numbers jumped) */
+	/* the start-up (or resync) burst: the peers known when its last
+	 * NEWCOMER announce went, and the answers heard to it */
+	uint64_t burst_known, burst_answers;
+	uint64_t burst_sent_ms; /* when its last NEWCOMER announce went */
+	bool burst_sent, burst_checked;
+	bool burst_pending;	  /* a burst whose check is still to come: incomplete */
+	bool told;		  /* the verdict the resolver last heard of */
+	uint64_t answers_missing; /* peers known then that did not answer */
+};
+
 struct fabric {
 	const struct ibres_config *cfg; /* the running one (a reload replaces its content) */
 	struct loop *loop;
@@ -78,8 +97,12 @@ struct fabric {
 	struct freshness fresh;  /* with a key */
 	uint64_t stale_logged_ms;
 	struct fabric_counters c;
+	struct fabric_digest dg;
 	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];
 };
+
+/* The transports' receive paths, summed (fabric_digest.c). */
+void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
 
 #endif

@@ -22,6 +22,20 @@ static void put_be32(uint8_t *p, uint32_t v)
 	memcpy(p, &v, 4);
 }
 
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
 static uint16_t get_be16(const uint8_t *p)
 {
 	uint16_t v;
@@ -105,6 +119,15 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 		if (m->n_rails > HOST_RAILS_MAX)
 			return -EINVAL;
 		tlv_put(&w, FW_T_RAILS, m->rails, (size_t)m->n_rails * 16);
+	}
+	if (m->has_digest) {
+		uint8_t d[FW_DIGEST_LEN] = {0};
+
+		put_be32(d, m->digest.hosts);
+		d[4] = m->digest.flags;
+		put_be64(d + 8, m->digest.sum);
+		put_be32(d + 16, m->digest.seq);
+		tlv_put(&w, FW_T_DIGEST, d, sizeof(d));
 	}
 	if (w.overflow)
 		return -ENOSPC;
@@ -198,6 +221,15 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 			memcpy(m->rails, it.value, it.length);
 			if (!rails_sorted((const uint8_t(*)[16])m->rails, m->n_rails))
 				return FW_ERR_MALFORMED;
+			break;
+		case FW_T_DIGEST:
+			if (m->has_digest || it.length < FW_DIGEST_LEN)
+				return FW_ERR_MALFORMED;
+			m->digest.hosts = get_be32(it.value);
+			m->digest.flags = it.value[4];
+			m->digest.sum = get_be64(it.value + 8);
+			m->digest.seq = get_be32(it.value + 16);
+			m->has_digest = true;
 			break;
 		default:
 			break; /* identity items, and items of newer versions */

@@ -39,6 +39,25 @@ enum {
 	FW_T_STAMP = 0x104,  /* 8 bytes: the sender's freshness stamp (with a key) */
 	FW_T_RAILS = 0x105,  /* 16 bytes per GID: every endpoint of the sender's host,
 			      * ascending, distinct; only from a host of several */
+	FW_T_DIGEST = 0x106, /* 20 bytes: the sender's directory digest (ANNOUNCE) */
+};
+
+#define FW_DIGEST_LEN 20 /* longer (a later version's) is read as far as known */
+
+enum fw_digest_flags {
+	/* the sender's settle time had passed, and it counted its directory
+	 * complete, when it sent it */
+	FW_DIGEST_SETTLED = 1 << 0,
+	FW_DIGEST_UNICAST = 1 << 1, /* sent to one node (an answer to a NEWCOMER) */
+};
+
+/* What the sender's directory holds (core/hoststore.h, struct store_digest),
+ * and how many multicast announces its endpoint sent since it started. */
+struct fw_digest {
+	uint32_t hosts; /* saturated at UINT32_MAX */
+	uint8_t flags;
+	uint64_t sum;
+	uint32_t seq; /* 1 for the first; a unicast answer repeats the last one's */
 };
 
 struct fw_group {
@@ -61,6 +80,8 @@ struct fw_msg {
 	uint64_t stamp; /* wall-clock microseconds, strictly rising per sender */
 	uint8_t rails[HOST_RAILS_MAX][16]; /* FW_T_RAILS; n_rails 0: a host alone */
 	unsigned n_rails;
+	bool has_digest;
+	struct fw_digest digest;
 };
 
 /* Why a datagram was dropped. */

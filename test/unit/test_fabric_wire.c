@@ -225,7 +225,80 @@ static void test_encode_limits(void **state)
 		m.rails[i][15] = (uint8_t)i;
 	m.has_stamp = true;
 	m.stamp = ~0ULL;
+	/* and the directory digest every ANNOUNCE carries */
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = ~0u, .flags = 0xff, .sum = ~0ULL, .seq = ~0u};
 	assert_true(fw_encode(&m, KEY, sizeof(KEY) - 1, buf, sizeof(buf)) > 0);
+}
+
+/* Rewrite the length of the last item of a datagram of @len bytes (no HMAC)
+ * from @from to @to bytes, as a sender of another version would: the
+ * datagram's length follows. Returns the new length. */
+static size_t resize_last_item(uint8_t *buf, size_t len, unsigned from, unsigned to)
+{
+	size_t at = len - from - 4; /* the item's header */
+
+	memset(buf + at + 4 + from, 0xee, to > from ? to - from : 0);
+	buf[at + 2] = (uint8_t)(to >> 8);
+	buf[at + 3] = (uint8_t)to;
+	len = len - from + to;
+	buf[16] = (uint8_t)(len >> 8);
+	buf[17] = (uint8_t)len;
+	return len;
+}
+
+/* The DIGEST item (0x106): 20 bytes, count, flags, sum, announce number;
+ * at most once; a longer one (a later version's) is read as far as known,
+ * a shorter one is malformed. */
+static void test_digest_item(void **state)
+{
+	uint8_t buf[FW_MAX_LEN + 8];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	sample(&m, FW_ANNOUNCE);
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = 0x01020304,
+				      .flags = FW_DIGEST_SETTLED | FW_DIGEST_UNICAST,
+				      .sum = 0x1122334455667788ULL,
+				      .seq = 0x0a0b0c0d};
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_true(len > 24);
+	/* the last item: type 0x106, length 20, big-endian fields, 3 bytes 0 */
+	assert_int_equal(buf[len - 24], 0x01);
+	assert_int_equal(buf[len - 23], 0x06);
+	assert_int_equal(buf[len - 21], 20);
+	assert_int_equal(buf[len - 20], 0x01);
+	assert_int_equal(buf[len - 16], FW_DIGEST_SETTLED | FW_DIGEST_UNICAST);
+	assert_int_equal(buf[len - 15] | buf[len - 14] | buf[len - 13], 0);
+	assert_int_equal(buf[len - 12], 0x11);
+	assert_int_equal(buf[len - 4], 0x0a);
+	assert_int_equal(buf[len - 1], 0x0d);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_true(out.has_digest);
+	assert_memory_equal(&out.digest, &m.digest, sizeof(m.digest));
+
+	/* longer: the known fields are read, the rest skipped */
+	len = (int)resize_last_item(buf, (size_t)len, 20, 28);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_true(out.has_digest && out.digest.sum == m.digest.sum &&
+		    out.digest.seq == m.digest.seq);
+	/* shorter: malformed */
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	len = (int)resize_last_item(buf, (size_t)len, 20, 19);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* twice: malformed */
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	memcpy(buf + len, buf + len - 24, 24);
+	buf[16] = (uint8_t)((len + 24) >> 8);
+	buf[17] = (uint8_t)(len + 24);
+	assert_int_equal(fw_decode(buf, (size_t)len + 24, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* without it (a daemon before the digest): no digest */
+	m.has_digest = false;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_false(out.has_digest);
 }
 
 /* The stamp item: 8 bytes, at most once. */
@@ -266,10 +339,10 @@ static void test_stamp_item(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),      cmocka_unit_test(test_target_kinds),
-		cmocka_unit_test(test_drops),          cmocka_unit_test(test_item_overrun),
-		cmocka_unit_test(test_hmac),           cmocka_unit_test(test_encode_limits),
-		cmocka_unit_test(test_stamp_item),
+		cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_target_kinds),
+		cmocka_unit_test(test_drops),	   cmocka_unit_test(test_item_overrun),
+		cmocka_unit_test(test_hmac),	   cmocka_unit_test(test_encode_limits),
+		cmocka_unit_test(test_stamp_item), cmocka_unit_test(test_digest_item),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

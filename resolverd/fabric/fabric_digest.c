@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Is the directory complete? The rule (pure, see fabric_digest.h) and the
+ * fabric's glue: the digest every ANNOUNCE carries, the tick that reads the
+ * receive path's drop counters, the verdict told up, the counters.
+ */
+#include "fabric/fabric_digest.h"
+#include "fabric/fabric_impl.h"
+
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/list.h"
+#include "core/log.h"
+#include "ibres_proto.h"
+#include "tlv.h"
+
+/* ---- the rule ----------------------------------------------------------------- */
+
+void digest_rule_reset(struct digest_rule *r, uint64_t round_ms)
+{
+	uint64_t mismatches = r->mismatches, drops = r->drops;
+
+	memset(r, 0, sizeof(*r));
+	r->round_ms = round_ms;
+	r->mismatches = mismatches; /* counters count since start */
+	r->drops = drops;
+}
+
+/* Do we hold at least what the claim says a peer holds? */
+static bool claim_met(const struct digest_claim *c, const struct store_digest *own)
+{
+	if (!c->hosts)
+		return true;
+	if (own->hosts != c->hosts)
+		return own->hosts > c->hosts;
+	/* as many: the same ones, or (inexact) as many as the union had */
+	return !c->exact || own->sum == c->sum;
+}
+
+bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
+		       const struct fw_digest *theirs, uint64_t now)
+{
+	struct digest_claim *c = &r->claim;
+
+	/* fewer hosts: the sender lags (or we hold one that left): its own
+	 * digests tell it, ours tell nothing to us */
+	if (theirs->hosts < own->hosts)
+		return false;
+	if (theirs->hosts == own->hosts && theirs->sum == own->sum) {
+		/* only a settled sender that counts itself complete vouches */
+		if (theirs->flags & FW_DIGEST_SETTLED)
+			r->agree++;
+		return false;
+	}
+	/* more hosts, or as many but others: it holds one we lack */
+	r->mismatches++;
+	r->disturbed_ms = now;
+	r->agree = 0;
+	if (theirs->hosts > c->hosts) {
+		*c = (struct digest_claim){
+			.hosts = theirs->hosts, .sum = theirs->sum, .exact = true};
+	} else if (theirs->hosts == c->hosts && c->exact && theirs->sum != c->sum) {
+		/* two different directories of n hosts: their union has more */
+		c->hosts++;
+		c->exact = false;
+	}
+	return true;
+}
+
+void digest_rule_drop(struct digest_rule *r, uint64_t now)
+{
+	r->drops++;
+	r->dropped = true;
+	r->disturbed_ms = now;
+	r->agree = 0;
+}
+
+bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+{
+	uint64_t peers = own->hosts ? own->hosts - 1 : 0;
+	unsigned k = peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
+	uint64_t since = now - r->disturbed_ms;
+
+	if (claim_met(&r->claim, own))
+		r->claim.hosts = 0; /* we learned what it held */
+	if (!r->claim.hosts && !r->dropped)
+		return r->incomplete = false;
+	/* overruled: settled peers heard since hold what we hold, or a whole
+	 * announce round passed (every live peer announced once) without a
+	 * disagreement or a drop; a peer that still holds a host that left
+	 * (it missed the GOODBYE) cannot keep us incomplete for its addr_ttl */
+	if ((since >= DIGEST_HOLD_MS && r->agree >= k) || since >= r->round_ms) {
+		r->claim.hosts = 0;
+		r->dropped = false;
+		return r->incomplete = false;
+	}
+	return r->incomplete = true;
+}
+
+/* ---- the fabric's side ----------------------------------------------------------- */
+
+/* One announce interval and its jitter, and a tick for the counters. */
+static uint64_t round_ms(const struct fabric *f)
+{
+	return (uint64_t)f->cfg->announce_interval_s * 1100 + DIGEST_TICK_MS;
+}
+
+void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned i = 0; f && i < f->n_ports; i++) {
+		const struct fabric_port *p = &f->ports[i];
+		struct transport_rx_stats s;
+		bool seen = false;
+
+		if (!p->t.priv || !p->t.ops->rx_stats)
+			continue;
+		p->t.ops->rx_stats((struct transport *)&p->t, &s);
+		sum->queue_empty += s.queue_empty;
+		sum->slots += s.slots;
+		/* a port's out_of_buffer counter once however many endpoints
+		 * (P_Keys) share the port */
+		for (unsigned j = 0; j < i && s.hw_counted; j++)
+			seen |= f->ports[j].t.priv && f->ports[j].t.ops->rx_stats &&
+				!strcmp(f->ports[j].opened.device, p->opened.device) &&
+				f->ports[j].opened.port_num == p->opened.port_num;
+		if (s.hw_counted && !seen)
+			sum->hw_out_of_buffer += s.hw_out_of_buffer;
+	}
+}
+
+static uint64_t rx_drops(const struct fabric *f)
+{
+	struct transport_rx_stats s;
+
+	fabric_rx_sum(f, &s);
+	return s.queue_empty + s.hw_out_of_buffer;
+}
+
+void fabric_digest_update(struct fabric *f)
+{
+	struct store_digest own;
+	bool was = f->dg.told;
+
+	store_digest(f->store, &own);
+	f->dg.rule.round_ms = round_ms(f); /* a reload may change the interval */
+	digest_rule_eval(&f->dg.rule, &own, now_ms());
+	if (fabric_digest_incomplete(f) == was)
+		return;
+	f->dg.told = !was;
+	log_info("fabric: the directory (%llu hosts) is %s", (unsigned long long)own.hosts,
+		 was ? "complete: peers agree"
+		     : "incomplete: a peer holds more, or "
+		       "datagrams were lost; misses are asked on the fabric");
+	if (f->ev.scope_changed)
+		f->ev.scope_changed(f->ev.arg);
+}
+
+void fabric_digest_burst_sent(struct fabric *f)
+{
+	struct store_digest own;
+
+	store_digest(f->store, &own);
+	f->dg.burst_known = own.hosts ? own.hosts - 1 : 0;
+	f->dg.burst_sent_ms = now_ms();
+	f->dg.burst_sent = true;
+	/* the check decides before the directory counts complete: on time */
+	loop_timer_arm(f->loop, &f->dg.tick,
+		       f->settled_ms > f->dg.burst_sent_ms + DIGEST_ANSWER_MS
+			       ? f->settled_ms
+			       : f->dg.burst_sent_ms + DIGEST_ANSWER_MS);
+}
+
+/* Once the burst settled: every peer known when its last NEWCOMER announce
+ * went was up then, heard one of them (they repeat) and answered once.
+ * Fewer answers: announces or answers were lost, ours and maybe others' (a
+ * loss the receive counters cannot see), so a peer we lack may be live. */
+static void burst_check(struct fabric *f, uint64_t now)
+{
+	struct fabric_digest *d = &f->dg;
+	struct store_digest own;
+
+	/* answers come at once; a settle time of 0 still gives them a while */
+	if (!d->burst_sent || d->burst_checked || now < f->settled_ms ||
+	    now < d->burst_sent_ms + DIGEST_ANSWER_MS)
+		return;
+	d->burst_checked = true;
+	d->burst_pending = false;
+	/* a peer held hosts we still lack once the burst is over: what it
+	 * heard of them, we lost */
+	store_digest(f->store, &own);
+	digest_rule_eval(&d->rule, &own, now);
+	if (d->rule.claim.hosts) {
+		digest_rule_drop(&d->rule, now);
+		log_info("fabric: start-up over, a peer holds %llu hosts, we %llu: datagrams were "
+			 "lost",
+			 (unsigned long long)d->rule.claim.hosts, (unsigned long long)own.hosts);
+	}
+	if (d->burst_answers >= d->burst_known)
+		return;
+	d->answers_missing += d->burst_known - d->burst_answers;
+	digest_rule_drop(&d->rule, now);
+	log_info("fabric: %llu of the %llu peers known at start-up did not answer: datagrams "
+		 "were lost",
+		 (unsigned long long)(d->burst_known - d->burst_answers),
+		 (unsigned long long)d->burst_known);
+}
+
+static void on_tick(struct loop_timer *t)
+{
+	struct fabric *f = container_of(t, struct fabric, dg.tick);
+	uint64_t drops = rx_drops(f), now = now_ms();
+
+	if (drops > f->dg.drops_seen)
+		digest_rule_drop(&f->dg.rule, now);
+	f->dg.drops_seen = drops;
+	burst_check(f, now);
+	fabric_digest_update(f);
+	loop_timer_arm(f->loop, t, now_ms() + DIGEST_TICK_MS);
+}
+
+/* A burst (start-up, resync) begins: incomplete until its check. */
+static void burst_begin(struct fabric *f)
+{
+	f->dg.burst_sent = f->dg.burst_checked = false;
+	f->dg.burst_sent_ms = f->dg.burst_known = f->dg.burst_answers = 0;
+	f->dg.burst_pending = f->cfg->announce_interval_s > 0;
+	f->dg.told = fabric_digest_incomplete(f); /* the caller publishes the scope */
+}
+
+void fabric_digest_start(struct fabric *f)
+{
+	digest_rule_reset(&f->dg.rule, round_ms(f));
+	burst_begin(f);
+	f->dg.drops_seen = rx_drops(f);
+	f->dg.tick.cb = on_tick;
+	loop_timer_arm(f->loop, &f->dg.tick, now_ms() + DIGEST_TICK_MS);
+}
+
+void fabric_digest_stop(struct fabric *f)
+{
+	loop_timer_cancel(f->loop, &f->dg.tick);
+}
+
+void fabric_digest_reset(struct fabric *f)
+{
+	/* the caller (a resync, asked by the resolver) publishes the scope
+	 * itself: no event back to it from here */
+	digest_rule_reset(&f->dg.rule, round_ms(f));
+	burst_begin(f);
+}
+
+bool digest_seq_gap(uint32_t prev, const struct fw_digest *d)
+{
+	/* an answer repeats the last multicast number: one above it means a
+	 * multicast announce we did not hear */
+	return prev && d->seq > prev + (d->flags & FW_DIGEST_UNICAST ? 0u : 1u);
+}
+
+void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
+{
+	struct fabric *f = p->f;
+	struct store_digest own;
+
+	if (!unicast)
+		p->announce_seq++;
+	store_digest(f->store, &own);
+	m->has_digest = true;
+	m->digest.seq = p->announce_seq;
+	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
+	m->digest.sum = own.sum;
+	m->digest.flags =
+		now_ms() >= f->settled_ms && !fabric_digest_incomplete(f) ? FW_DIGEST_SETTLED : 0;
+	if (unicast)
+		m->digest.flags |= FW_DIGEST_UNICAST;
+}
+
+void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq)
+{
+	struct store_digest own;
+
+	/* an answer to our burst: not itself a NEWCOMER announce, and sent
+	 * to us alone (a daemon before the digest does not say: counted) */
+	if (!(m->flags & FW_FLAG_NEWCOMER) && !f->dg.burst_checked &&
+	    (!m->has_digest || (m->digest.flags & FW_DIGEST_UNICAST)))
+		f->dg.burst_answers++;
+	if (!m->has_digest)
+		return; /* a daemon before the digest */
+	if (digest_seq_gap(prev_seq, &m->digest)) {
+		/* what we missed of it, we may have missed of others: a drop
+		 * the counters could not see (the network's, a switch's) */
+		f->dg.gaps++;
+		digest_rule_drop(&f->dg.rule, now_ms());
+		log_debug("fabric: announces %u..%u of %s were not heard", prev_seq + 1,
+			  m->digest.seq - 1, m->sender.names[0]);
+	}
+	store_digest(f->store, &own);
+	if (!digest_rule_heard(&f->dg.rule, &own, &m->digest, now_ms()))
+		return;
+	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
+		  m->sender.names[0], m->digest.hosts, (unsigned long long)own.hosts);
+	/* settled, we should hold what every peer holds: we missed its news */
+	if (now_ms() >= f->settled_ms)
+		digest_rule_drop(&f->dg.rule, now_ms());
+}
+
+bool fabric_digest_incomplete(const struct fabric *f)
+{
+	return f->dg.rule.incomplete || f->dg.burst_pending;
+}
+
+void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w)
+{
+	const struct {
+		const char *name;
+		uint64_t value;
+	} rows[] = {
+		/* no fabric: the store is all there is, and complete */
+		{"directory_complete", fabric_authoritative_from(f) <= now_ms()},
+		{"fabric_digest_mismatches", f ? f->dg.rule.mismatches : 0},
+		{"fabric_rx_drops_detected", f ? f->dg.rule.drops : 0},
+		{"fabric_rx_gaps", f ? f->dg.gaps : 0},
+		{"fabric_newcomer_answers_missing", f ? f->dg.answers_missing : 0},
+		{"fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
+		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
+	}
+}

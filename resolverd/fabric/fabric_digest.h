@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Is the directory complete? (doc/fabric-protocol.md, "When the directory is
+ * complete".) Every ANNOUNCE carries its sender's directory digest (host
+ * count and sum of per-host terms, core/hoststore.h); comparing what peers
+ * hold with what the store holds, and watching the receive path's drop
+ * counters, tells whether a key the store lacks may be answered "not found".
+ *
+ * The rule itself is pure (struct digest_rule, a clock passed in) so that
+ * the unit tests drive it; fabric_digest.c also holds the fabric's glue: the
+ * digest an ANNOUNCE carries, the 1 s tick that reads the drop counters,
+ * and the counters for STATS.
+ */
+#ifndef IBRESD_FABRIC_DIGEST_H
+#define IBRESD_FABRIC_DIGEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/hoststore.h"
+#include "fabric/fabric_wire.h"
+
+/* Settled digests that must agree with ours, in a row, to overrule a
+ * disagreement or a drop (fewer when the directory knows fewer peers). */
+#define DIGEST_AGREE_K 3
+/* ... and no new disagreement or drop for this long: at most one return to
+ * "complete" a second, whatever a storm does. */
+#define DIGEST_HOLD_MS 1000
+/* How long after the last NEWCOMER announce of a burst its answers are
+ * waited for (they come at once), when the settle time is shorter. */
+#define DIGEST_ANSWER_MS 500
+/* How often the receive path's drop counters are read. */
+#define DIGEST_TICK_MS 1000
+
+/* What a peer's digest showed that we lack: the largest directory heard of
+ * (count and sum); inexact when two of that size differed, so that only a
+ * larger one of ours satisfies it. hosts 0: no claim. */
+struct digest_claim {
+	uint64_t hosts;
+	uint64_t sum;
+	bool exact;
+};
+
+struct digest_rule {
+	struct digest_claim claim;
+	uint64_t disturbed_ms; /* last disagreement or drop (0: none since the reset) */
+	uint64_t round_ms;     /* a quiet round: every live peer announced once since */
+	unsigned agree;	       /* settled digests that matched ours, in a row, since then */
+	bool dropped;	       /* the receive path dropped datagrams since then */
+	bool incomplete;       /* the verdict of the last digest_rule_eval() */
+	uint64_t mismatches, drops;
+};
+
+/* A fresh rule (start-up, resync): nothing heard, nothing dropped.
+ * @round_ms: one announce interval and its jitter. */
+void digest_rule_reset(struct digest_rule *r, uint64_t round_ms);
+/* A peer's digest @theirs was heard at @now, after its sender was learned.
+ * Returns true when it disagreed (it holds what we lack). */
+bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
+		       const struct fw_digest *theirs, uint64_t now);
+/* The receive path dropped datagrams (a queue overrun) at @now. */
+void digest_rule_drop(struct digest_rule *r, uint64_t now);
+/* Decide, at @now with the store's digest @own: is a key the store lacks
+ * possibly a live host? Sets and returns r->incomplete. The settle time is
+ * the caller's. */
+bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now);
+
+struct fabric;
+struct tlv_writer;
+
+/* The fabric's side (fabric.c calls these). */
+void fabric_digest_start(struct fabric *f);
+void fabric_digest_stop(struct fabric *f);
+/* The directory is relearned from scratch (a resync). */
+void fabric_digest_reset(struct fabric *f);
+/* Did we miss announces of a peer whose last number heard was @prev (0:
+ * none) before @d? A lower number is a restart, not a gap. */
+bool digest_seq_gap(uint32_t prev, const struct fw_digest *d);
+
+struct fabric_port;
+
+/* Our digest, into an ANNOUNCE from @p: multicast (@unicast false: the
+ * next number) or an answer to one node (the last number again). */
+void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast);
+/* The last NEWCOMER announce of a burst went out. */
+void fabric_digest_burst_sent(struct fabric *f);
+/* An ANNOUNCE from a peer whose sender was learned; @prev_seq: the number of
+ * its last announce heard here before it (0: none). */
+void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq);
+/* Anything may have changed (a datagram handled): decide again, and tell
+ * the resolver when the verdict moved. */
+void fabric_digest_update(struct fabric *f);
+/* The directory may lack a live host (the settle time aside). */
+bool fabric_digest_incomplete(const struct fabric *f);
+/* STATS rows: directory_complete, fabric_digest_mismatches,
+ * fabric_rx_drops_detected, fabric_rx_gaps, fabric_newcomer_answers_missing,
+ * fabric_incomplete_queries. */
+void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w);
+
+#endif

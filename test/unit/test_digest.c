@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The directory digest (core/hoststore.c: count and sum of per-host terms,
+ * kept on every change) and the completeness rule (fabric/fabric_digest.c,
+ * driven here with a fake clock): doc/fabric-protocol.md, "When the
+ * directory is complete".
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+
+#include "core/hoststore.h"
+#include "fabric/fabric_digest.h"
+
+/* ---- the store's digest ------------------------------------------------------------ */
+
+/* Node @n's endpoint on rail @r: canonical name @name, GID fe80::@n:@r. */
+static void ep(struct ibres_hostrec *h, const char *name, unsigned n, unsigned r)
+{
+	char gid[64];
+
+	memset(h, 0, sizeof(*h));
+	snprintf(h->names[h->n_names++], sizeof(h->names[0]), "%s", name);
+	snprintf(gid, sizeof(gid), "fe80::%x:%x", n, r);
+	assert_int_equal(inet_pton(AF_INET6, gid, h->gids[h->n_gids++]), 1);
+	h->pkey = 0xffff;
+	h->v4[h->n_v4++].s_addr = htonl(0xc6120000u + (n << 4) + r);
+}
+
+static void put(struct host_store *s, const struct ibres_hostrec *h, uint8_t origin, uint64_t rails)
+{
+	assert_int_equal(
+		store_insert(s, h,
+			     &(struct store_put){.origin = origin,
+						 .heard_on = origin == IBRES_ORIGIN_STATIC ? 0 : 1,
+						 .rails = rails,
+						 .ttl_s = 60},
+			     0, NULL),
+		0);
+	assert_int_equal(store_check(s), 0); /* it also sums the digest by a walk */
+}
+
+static void put_node(struct host_store *s, unsigned n, uint8_t origin)
+{
+	struct ibres_hostrec h;
+	char name[16];
+
+	snprintf(name, sizeof(name), "node%u", n);
+	ep(&h, name, n, 0);
+	put(s, &h, origin, 0);
+}
+
+static struct store_digest digest_of(const struct host_store *s)
+{
+	struct store_digest d;
+
+	store_digest(s, &d);
+	return d;
+}
+
+static uint64_t term(const char *name)
+{
+	struct host_key k;
+
+	assert_int_equal(host_key_name(&k, name), 0);
+	return host_digest_term(&k);
+}
+
+/* The same hosts in any order give the same digest; the sum is of the
+ * canonical names' terms, ASCII case aside; a refresh changes nothing. */
+static void test_order_and_terms(void **state)
+{
+	static const unsigned order_a[] = {1, 2, 3, 4, 5}, order_b[] = {4, 2, 5, 1, 3};
+	struct host_store a, b;
+	struct ibres_hostrec h;
+	struct store_digest da, db;
+
+	(void)state;
+	assert_int_equal(store_init(&a, 64), 0);
+	assert_int_equal(store_init(&b, 64), 0);
+	da = digest_of(&a);
+	assert_true(da.hosts == 0 && da.sum == 0);
+	for (unsigned i = 0; i < 5; i++) {
+		put_node(&a, order_a[i], IBRES_ORIGIN_FABRIC);
+		put_node(&b, order_b[i], IBRES_ORIGIN_FABRIC);
+	}
+	da = digest_of(&a);
+	db = digest_of(&b);
+	assert_true(da.hosts == 5 && da.hosts == db.hosts && da.sum == db.sum);
+	assert_true(da.sum ==
+		    term("node1") + term("node2") + term("node3") + term("node4") + term("node5"));
+	assert_true(term("Node3") == term("node3") && term("node3") != term("node4"));
+	/* a refresh (another address) is the same host */
+	ep(&h, "NODE3", 3, 0);
+	h.v4[0].s_addr = htonl(0xc6129999u);
+	put(&a, &h, IBRES_ORIGIN_FABRIC, 0);
+	db = digest_of(&a);
+	assert_true(db.hosts == da.hosts && db.sum == da.sum);
+	store_fini(&a);
+	store_fini(&b);
+}
+
+/* LOCAL and FABRIC hosts count, STATIC ones (this node's own file) do not;
+ * every way out takes a host's term back. */
+static void test_origins_and_removal(void **state)
+{
+	struct host_store s;
+	struct ibres_hostrec h;
+	struct store_digest d0, d;
+	struct host_key k;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 2), 0);
+	put_node(&s, 1, IBRES_ORIGIN_LOCAL);
+	put_node(&s, 9, IBRES_ORIGIN_STATIC);
+	d = digest_of(&s);
+	assert_true(d.hosts == 1 && d.sum == term("node1"));
+	d0 = d;
+	/* a GOODBYE */
+	put_node(&s, 2, IBRES_ORIGIN_FABRIC);
+	ep(&h, "node2", 2, 0);
+	assert_true(store_remove_endpoint(&s, h.gids[0], h.pkey) > 0);
+	assert_int_equal(store_check(&s), 0);
+	d = digest_of(&s);
+	assert_true(d.hosts == d0.hosts && d.sum == d0.sum);
+	/* eviction (max_hosts 2: the least recently used learned host goes) */
+	put_node(&s, 2, IBRES_ORIGIN_FABRIC);
+	put_node(&s, 3, IBRES_ORIGIN_FABRIC);
+	put_node(&s, 4, IBRES_ORIGIN_FABRIC);
+	d = digest_of(&s);
+	assert_true(d.hosts == 3 && d.sum == term("node1") + term("node3") + term("node4"));
+	/* a flush of one, then of every learned host */
+	assert_int_equal(host_key_name(&k, "node3"), 0);
+	assert_true(store_flush(&s, &k) > 0);
+	d = digest_of(&s);
+	assert_true(d.hosts == 2 && d.sum == term("node1") + term("node4"));
+	store_flush(&s, NULL);
+	d = digest_of(&s);
+	assert_true(d.hosts == d0.hosts && d.sum == d0.sum);
+	/* expiry */
+	put_node(&s, 5, IBRES_ORIGIN_FABRIC);
+	assert_int_equal(store_sweep(&s, 61 * 1000), 1);
+	d = digest_of(&s);
+	assert_true(d.hosts == d0.hosts && d.sum == d0.sum);
+	assert_int_equal(store_check(&s), 0);
+	store_fini(&s);
+}
+
+/* A host of several endpoints (one rails digest) counts once, until its
+ * last endpoint goes. */
+static void test_rails_count_once(void **state)
+{
+	struct host_store s;
+	struct ibres_hostrec r0, r1, r2;
+	struct store_digest d;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 64), 0);
+	ep(&r0, "gpu7", 7, 0);
+	ep(&r1, "gpu7", 7, 1);
+	ep(&r2, "gpu7", 7, 2);
+	put(&s, &r0, IBRES_ORIGIN_FABRIC, 0x77);
+	put(&s, &r1, IBRES_ORIGIN_FABRIC, 0x77);
+	put(&s, &r2, IBRES_ORIGIN_FABRIC, 0x77);
+	put_node(&s, 1, IBRES_ORIGIN_FABRIC);
+	d = digest_of(&s);
+	assert_true(d.hosts == 2 && d.sum == term("gpu7") + term("node1"));
+	/* a refresh of one rail, then one rail's GOODBYE: still the host */
+	put(&s, &r1, IBRES_ORIGIN_FABRIC, 0x77);
+	assert_true(store_remove_endpoint(&s, r0.gids[0], r0.pkey) > 0);
+	assert_true(store_remove_endpoint(&s, r2.gids[0], r2.pkey) > 0);
+	assert_int_equal(store_check(&s), 0);
+	d = digest_of(&s);
+	assert_true(d.hosts == 2 && d.sum == term("gpu7") + term("node1"));
+	/* its last one */
+	assert_true(store_remove_endpoint(&s, r1.gids[0], r1.pkey) > 0);
+	assert_int_equal(store_check(&s), 0);
+	d = digest_of(&s);
+	assert_true(d.hosts == 1 && d.sum == term("node1"));
+	store_fini(&s);
+}
+
+/* ---- the completeness rule, with a fake clock ------------------------------------------ */
+
+#define ROUND_MS 67000
+
+static struct store_digest own(uint64_t hosts, uint64_t sum)
+{
+	return (struct store_digest){.hosts = hosts, .sum = sum};
+}
+
+static struct fw_digest theirs(uint32_t hosts, uint64_t sum, bool settled)
+{
+	return (struct fw_digest){
+		.hosts = hosts, .sum = sum, .flags = settled ? FW_DIGEST_SETTLED : 0};
+}
+
+static bool heard(struct digest_rule *r, struct store_digest o, struct fw_digest t, uint64_t now)
+{
+	return digest_rule_heard(r, &o, &t, now);
+}
+
+static bool eval(struct digest_rule *r, struct store_digest o, uint64_t now)
+{
+	return digest_rule_eval(r, &o, now);
+}
+
+/* Nothing heard: complete (as before the digest: old peers send none). A
+ * peer that lags (fewer hosts) says nothing of us. A peer with more makes us
+ * incomplete until we hold what it held. */
+static void test_rule_claims(void **state)
+{
+	struct digest_rule r = {0};
+	uint64_t t = 1000;
+
+	(void)state;
+	digest_rule_reset(&r, ROUND_MS);
+	assert_false(eval(&r, own(10, 100), t));
+	assert_false(heard(&r, own(10, 100), theirs(9, 90, true), t));
+	assert_false(eval(&r, own(10, 100), t));
+	/* more: incomplete, until we learn it */
+	assert_true(heard(&r, own(10, 100), theirs(11, 111, false), t));
+	assert_true(eval(&r, own(10, 100), t));
+	assert_true(eval(&r, own(10, 100), t + 5000));
+	assert_false(eval(&r, own(11, 111), t + 5000));
+	assert_int_equal(r.mismatches, 1);
+	/* as many, but others: its one we lack */
+	assert_true(heard(&r, own(11, 111), theirs(11, 112, false), t));
+	assert_true(eval(&r, own(11, 111), t));
+	assert_false(eval(&r, own(11, 112), t)); /* now we hold what it did */
+	/* two different directories of 12: their union has 13 */
+	assert_true(heard(&r, own(11, 112), theirs(12, 120, false), t));
+	assert_true(heard(&r, own(11, 112), theirs(12, 121, false), t));
+	assert_true(eval(&r, own(12, 120), t));
+	assert_true(eval(&r, own(12, 121), t));
+	assert_false(eval(&r, own(13, 133), t));
+}
+
+/* A drop (or a gap, or unanswered NEWCOMERs) makes us incomplete until K
+ * settled digests agree with ours after it and the hold passed, or a quiet
+ * round passed. Unsettled agreement vouches for nothing; a disagreement
+ * starts the count again. */
+static void test_rule_drops(void **state)
+{
+	struct digest_rule r = {0};
+	uint64_t t = 1000;
+
+	(void)state;
+	digest_rule_reset(&r, ROUND_MS);
+	digest_rule_drop(&r, t);
+	assert_true(eval(&r, own(10, 100), t));
+	for (unsigned i = 0; i < 5; i++)
+		assert_false(heard(&r, own(10, 100), theirs(10, 100, false), t + 10));
+	assert_true(eval(&r, own(10, 100), t + 2000));
+	for (unsigned i = 0; i < DIGEST_AGREE_K; i++) {
+		assert_true(eval(&r, own(10, 100), t + 20));
+		assert_false(heard(&r, own(10, 100), theirs(10, 100, true), t + 20));
+	}
+	/* K agree, but within the hold */
+	assert_true(eval(&r, own(10, 100), t + DIGEST_HOLD_MS - 1));
+	assert_false(eval(&r, own(10, 100), t + DIGEST_HOLD_MS));
+	assert_int_equal(r.drops, 1);
+
+	/* a disagreement in between starts the count again */
+	t = 100000;
+	digest_rule_drop(&r, t);
+	heard(&r, own(10, 100), theirs(10, 100, true), t + 1);
+	heard(&r, own(10, 100), theirs(10, 100, true), t + 2);
+	assert_true(heard(&r, own(10, 100), theirs(10, 101, true), t + 3));
+	heard(&r, own(10, 100), theirs(10, 100, true), t + 4);
+	assert_true(eval(&r, own(10, 100), t + 3 + DIGEST_HOLD_MS));
+	heard(&r, own(10, 100), theirs(10, 100, true), t + 5);
+	heard(&r, own(10, 100), theirs(10, 100, true), t + 6);
+	assert_true(eval(&r, own(10, 100), t + 2 + DIGEST_HOLD_MS));
+	assert_false(eval(&r, own(10, 100), t + 3 + DIGEST_HOLD_MS));
+	/* nothing heard after a drop: a quiet round */
+	t = 300000;
+	digest_rule_drop(&r, t);
+	assert_true(eval(&r, own(10, 100), t + ROUND_MS - 1));
+	assert_false(eval(&r, own(10, 100), t + ROUND_MS));
+}
+
+/* K is at most the peers known: a node of two needs one. A claim that no
+ * peer repeats (a peer that missed a GOODBYE holds one more host) is
+ * overruled by K agreeing settled peers, or by a quiet round. */
+static void test_rule_small_and_stale(void **state)
+{
+	struct digest_rule r = {0};
+	uint64_t t = 1000;
+
+	(void)state;
+	digest_rule_reset(&r, ROUND_MS);
+	digest_rule_drop(&r, t);
+	assert_false(heard(&r, own(2, 20), theirs(2, 20, true), t + 1));
+	assert_false(eval(&r, own(2, 20), t + DIGEST_HOLD_MS));
+	/* alone: nobody to agree, only the hold */
+	digest_rule_drop(&r, t);
+	assert_true(eval(&r, own(1, 10), t + DIGEST_HOLD_MS - 1));
+	assert_false(eval(&r, own(1, 10), t + DIGEST_HOLD_MS));
+	/* a stale peer's claim */
+	t = 50000;
+	assert_true(heard(&r, own(10, 100), theirs(11, 111, true), t));
+	for (unsigned i = 0; i < DIGEST_AGREE_K; i++)
+		heard(&r, own(10, 100), theirs(10, 100, true), t + 1 + i);
+	assert_true(eval(&r, own(10, 100), t + 100));
+	assert_false(eval(&r, own(10, 100), t + DIGEST_HOLD_MS));
+	assert_int_equal(r.claim.hosts, 0);
+	t = 90000;
+	assert_true(heard(&r, own(10, 100), theirs(11, 111, true), t));
+	assert_true(eval(&r, own(10, 100), t + ROUND_MS - 1));
+	assert_false(eval(&r, own(10, 100), t + ROUND_MS));
+	/* a reset forgets the claims, keeps the counters */
+	assert_true(heard(&r, own(10, 100), theirs(11, 111, true), t));
+	digest_rule_reset(&r, ROUND_MS);
+	assert_false(eval(&r, own(10, 100), t));
+	assert_int_equal(r.mismatches, 3);
+}
+
+/* Announce numbers: a jump past the next is a multicast announce missed; an
+ * answer repeats the last number; a lower number is a restart. */
+static void test_seq_gap(void **state)
+{
+	struct fw_digest d = {.seq = 4};
+
+	(void)state;
+	assert_false(digest_seq_gap(0, &d)); /* first contact: nothing known */
+	assert_false(digest_seq_gap(3, &d));
+	assert_true(digest_seq_gap(2, &d));
+	d.seq = 1;
+	assert_false(digest_seq_gap(7, &d)); /* restarted */
+	d = (struct fw_digest){.seq = 3, .flags = FW_DIGEST_UNICAST};
+	assert_false(digest_seq_gap(3, &d));
+	d.seq = 4;
+	assert_true(digest_seq_gap(3, &d));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_order_and_terms),
+		cmocka_unit_test(test_origins_and_removal),
+		cmocka_unit_test(test_rails_count_once),
+		cmocka_unit_test(test_rule_claims),
+		cmocka_unit_test(test_rule_drops),
+		cmocka_unit_test(test_rule_small_and_stale),
+		cmocka_unit_test(test_seq_gap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

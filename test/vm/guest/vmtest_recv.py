@@ -4,9 +4,11 @@ burst. node2's daemon gets a deliberately small receive queue (recv_depth
 than that while it is stopped, and node1 and node3 start again meanwhile, so
 that their start-up announcements find node2's queue full. Then: the daemon
 counts the overrun (its own count; rxe keeps no out_of_buffer counter, so
-the HCA's stays 0), says so in STATS and the Prometheus output, and its
-directory converges through the periodic announcements (announce_interval
-2 s here). Also: a recv_depth above the device's limits is clamped and
+the HCA's stays 0), says so in STATS and the Prometheus output, counts its
+directory incomplete (a loss), never answers "not found" for a live peer
+meanwhile (by its socket or its shared directory), and its directory
+converges through the periodic announcements (announce_interval 2 s here)
+and is complete again. Also: a recv_depth above the device's limits is clamped and
 logged, and one the locked-memory limit cannot hold is halved until it fits."""
 import os
 import re
@@ -15,7 +17,7 @@ import time
 
 import pytest
 
-from vmlib import (QKEY, ROOT, VMDIR, ctl, known, nodes, run, start_daemon, stats, stop_daemon,
+from vmlib import (BUILD, QKEY, ROOT, VMDIR, ctl, known, nodes, run, start_daemon, stats, stop_daemon,
                    wait_until)
 
 NAMES = ["node1", "node2", "node3"]
@@ -124,12 +126,37 @@ def test_burst_overruns_counted_and_directory_converges(sender):
     assert re.search(r"(?m)^ibresd_fabric_rx_hca_out_of_buffer_total 0$", prom.stdout), prom.stdout
     assert re.search(r"(?m)^ibresd_fabric_rx_queue_slots %d$" % SMALL, prom.stdout), prom.stdout
 
+    # a drop it saw: node2 counts its directory incomplete, and until it is
+    # complete again never says "not found" for a live host, through its
+    # socket or its shared directory (NSS), asked over and over from the
+    # moment it runs again until it knows both peers again
+    wait_until(lambda: stats("node2")["fabric_rx_drops_detected"] >= 1, 10,
+               lambda: "node2 counted the drop as a loss: %s" % stats("node2"))
+    nss_env = dict(os.environ, IBRES_SOCKET=nodes()["node2"]["socket"], LD_LIBRARY_PATH=BUILD)
+    deadline, rounds = time.monotonic() + 4 * ANNOUNCE_S + 10, 0
+    while time.monotonic() < deadline:
+        rounds += 1
+        for peer in ("node1", "node3"):
+            r = ctl("node2", "host", peer)
+            assert r.returncode == 0, "round %d: %s by the socket: %s" % (
+                rounds, peer, r.stdout + r.stderr)
+            r = run(["getent", "-s", "ib", "hosts", peer], env=nss_env, timeout=30)
+            assert r.returncode == 0, "round %d: %s by NSS: %s" % (rounds, peer,
+                                                                  r.stdout + r.stderr)
+        if known("node2", "node1") and known("node2", "node3") and \
+                stats("node2")["directory_complete"] == 1:
+            break
+        time.sleep(0.2)
+    print("node2 answered every lookup in %d rounds until complete again" % rounds)
+
     # the directory converges: node2 learns node1 and node3 again from their
     # periodic announcements, and they know node2
     for a in NAMES:
         for b in NAMES:
             if a != b:
                 wait_until(lambda: known(a, b), 4 * ANNOUNCE_S + 10, "%s knows %s" % (a, b))
+    wait_until(lambda: stats("node2")["directory_complete"] == 1, 4 * ANNOUNCE_S + 10,
+               lambda: "node2's directory complete again: %s" % stats("node2"))
     # and the queue works again: a lookup across it answers
     r = ctl("node2", "host", "node1")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -163,21 +163,11 @@ IBRES_HOT static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len)
 	return fixed + 2u * hdr->n_names <= hdr->data_len;
 }
 
-/* The view's pointers over the copy @rec as its counts say, its data kept
- * inside @len bytes: 0, or -EBADMSG when the fixed-size items do not fit.
- * Nothing else is checked: a look-up at the bytes as they are. */
-IBRES_HOT static int view_layout(const uint8_t *rec, size_t len, struct ibdir_view *v,
-				 struct ibdir_rec *hdr)
+/* The view of the copy @rec whose header is @hdr and whose data is @data
+ * bytes (inside the copy). */
+IBRES_HOT static void view_fill(const uint8_t *rec, const struct ibdir_rec *hdr, size_t data,
+				struct ibdir_view *v)
 {
-	size_t data, fixed;
-
-	if (len < sizeof(*hdr))
-		return -EBADMSG;
-	memcpy(hdr, rec, sizeof(*hdr));
-	data = hdr->data_len < len - sizeof(*hdr) ? hdr->data_len : len - sizeof(*hdr);
-	fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4;
-	if (fixed > data)
-		return -EBADMSG;
 	v->gids = rec + sizeof(*hdr);
 	v->v6 = v->gids + 16u * hdr->n_gids;
 	v->v4 = v->v6 + 16u * hdr->n_v6;
@@ -192,29 +182,65 @@ IBRES_HOT static int view_layout(const uint8_t *rec, size_t len, struct ibdir_vi
 	v->qpn = hdr->qpn;
 	v->expires_ms = hdr->expires_ms;
 	v->ttl = 0;
+}
+
+/* The view's pointers over the copy @rec as its counts say, its data kept
+ * inside @len bytes: 0, or -EBADMSG when the fixed-size items do not fit.
+ * Nothing else is checked: a look-up at the bytes as they are. */
+static int view_layout(const uint8_t *rec, size_t len, struct ibdir_view *v)
+{
+	struct ibdir_rec hdr;
+	size_t data;
+
+	if (len < sizeof(hdr))
+		return -EBADMSG;
+	memcpy(&hdr, rec, sizeof(hdr));
+	data = hdr.data_len < len - sizeof(hdr) ? hdr.data_len : len - sizeof(hdr);
+	if (16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4 > data)
+		return -EBADMSG;
+	view_fill(rec, &hdr, data, v);
 	return 0;
+}
+
+/* ibdir_view_init(), and in the same walk over the names whether one of
+ * them is @key/@klen (ASCII case aside): *@named 1 or 0 (@key NULL: none
+ * is looked for). */
+IBRES_HOT static int view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v,
+				     const void *key, size_t klen, int *named)
+{
+	struct ibdir_rec hdr;
+	const uint8_t *p, *end;
+
+	*named = 0;
+	if (len < sizeof(hdr))
+		return -EBADMSG;
+	memcpy(&hdr, rec, sizeof(hdr));
+	if (!rec_hdr_ok(&hdr, len))
+		return -EBADMSG;
+	view_fill(rec, &hdr, hdr.data_len, v);
+	/* only names the daemon can hold, filling the data exactly */
+	p = v->names;
+	end = v->end;
+	for (unsigned i = 0; i < v->n_names; i++) {
+		size_t l;
+
+		if (p >= end)
+			return -EBADMSG;
+		l = *p++;
+		if (l > (size_t)(end - p) || !hostrec_name_ok(p, l))
+			return -EBADMSG;
+		if (key && l == klen && hostrec_name_eq(p, key, l))
+			*named = 1;
+		p += l;
+	}
+	return p == end ? 0 : -EBADMSG;
 }
 
 IBRES_HOT int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v)
 {
-	struct ibdir_rec hdr;
-	const uint8_t *p;
+	int named;
 
-	if (view_layout(rec, len, v, &hdr) || !rec_hdr_ok(&hdr, len))
-		return -EBADMSG;
-	/* only names the daemon can hold, filling the data exactly */
-	p = v->names;
-	for (unsigned i = 0; i < v->n_names; i++) {
-		size_t l;
-
-		if (p >= v->end)
-			return -EBADMSG;
-		l = *p++;
-		if (l > (size_t)(v->end - p) || !hostrec_name_ok(p, l))
-			return -EBADMSG;
-		p += l;
-	}
-	return p == v->end ? 0 : -EBADMSG;
+	return view_init_named(rec, len, v, NULL, 0, &named);
 }
 
 void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out)
@@ -294,10 +320,9 @@ IBRES_HOT int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const
 int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen)
 {
 	struct ibdir_view v;
-	struct ibdir_rec hdr;
 
 	/* only reads inside @len: refusing a record is ibdir_view_init's */
-	return !view_layout(rec, len, &v, &hdr) && ibdir_view_has_key(&v, tab, key, klen);
+	return !view_layout(rec, len, &v) && ibdir_view_has_key(&v, tab, key, klen);
 }
 
 IBRES_HOT static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
@@ -481,7 +506,7 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 			__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
 		uint32_t at = (uint32_t)slot;
 		size_t rlen;
-		int ret;
+		int ret, named;
 
 		if (at == IBDIR_SLOT_EMPTY)
 			return 1;
@@ -494,10 +519,10 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 			continue; /* a freed block: its slots are going */
 		/* a block the writer never makes (damaged, or no name) is no
 		 * collision to probe past: that would end in an authoritative
-		 * "no such host" */
-		if (ibdir_view_init(buf, rlen, v))
+		 * "no such host"; a name is looked for as the names are checked */
+		if (view_init_named(buf, rlen, v, tab == IBDIR_TAB_NAME ? key : NULL, len, &named))
 			return -EBADMSG;
-		if (!ibdir_view_has_key(v, tab, key, len))
+		if (tab == IBDIR_TAB_NAME ? !named : !ibdir_view_has_key(v, tab, key, len))
 			continue; /* a collision, or the key moved to another host */
 		if (v->expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */

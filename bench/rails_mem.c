@@ -297,7 +297,7 @@ static void print_phase(const char *name, size_t heap0, uint64_t rss0, uint64_t 
 	for (unsigned t = 0; t < IBDIR_TABLES; t++)
 		slots += hd.tables[t].n_slots;
 	hostdir_stats(pub_, &ds);
-	idx = (uint64_t)(store_.slot_mask + 1) * 16; /* struct store_slot: 16 bytes */
+	idx = store_index_bytes(&store_);
 	ids = (uint64_t)(store_.ident_mask + 1) * sizeof(void *);
 	negs = (uint64_t)(store_.neg_mask + 1) * sizeof(void *);
 	printf("  \"%s\": {\"store_bytes\": %zu, \"store_index_bytes\": %llu, "

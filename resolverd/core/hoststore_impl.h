@@ -77,7 +77,7 @@ struct host {
 };
 
 struct store_slot {
-	uint64_t w; /* address, key number, hash bits; 0: empty */
+	uint64_t w; /* address, key number, distance, hash bits; 0: empty */
 };
 
 struct store_neg {
@@ -91,10 +91,10 @@ struct store_neg {
 };
 
 _Static_assert(sizeof(struct store_slot) == 8, "an index slot is 8 bytes");
-/* every key of a record has a number a tag can hold (the LID the last) */
+/* every key of a record has a number a slot can hold (the LID the last) */
 _Static_assert(IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX + 1 <=
 		       1u << SLOT_KIDX_BITS,
-	       "a key's number fits in a slot's tag");
+	       "a key's number fits in a slot");
 _Static_assert(SLOT_HASH_BITS >= 8 && SLOT_HASH_BITS <= 32, "a slot keeps some of the hash");
 _Static_assert(HOST_ALIGN == 1u << (HOST_ADDR_BITS - SLOT_ADDR_BITS), "addresses over HOST_ALIGN");
 

@@ -34,8 +34,10 @@
  * record area, the record bytes the directory's records need (encoded as the
  * publisher encodes them: each endpoint's own record, each host's merged
  * record), the heap in use (mallinfo2(): uordblks + hblkhd, the blocks
- * malloc maps on their own included) and VmRSS above the process before any
- * of it.
+ * malloc maps on their own included), VmRSS above the process before any
+ * of it, and the phase's milliseconds ("ms": grown, inserting every endpoint
+ * until the directory holds them all; fresh, from hostdir_start() until it
+ * does).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -274,7 +276,7 @@ static void count_host(void *arg, struct host *h)
 	}
 }
 
-static void print_phase(const char *name, size_t heap0, uint64_t rss0, bool last)
+static void print_phase(const char *name, size_t heap0, uint64_t rss0, uint64_t ms, bool last)
 {
 	static struct recs c;
 	struct hostdir_stats ds;
@@ -295,7 +297,7 @@ static void print_phase(const char *name, size_t heap0, uint64_t rss0, bool last
 	for (unsigned t = 0; t < IBDIR_TABLES; t++)
 		slots += hd.tables[t].n_slots;
 	hostdir_stats(pub_, &ds);
-	idx = (uint64_t)(store_.slot_mask + 1) * 16; /* struct store_slot: 16 bytes */
+	idx = store_index_bytes(&store_);
 	ids = (uint64_t)(store_.ident_mask + 1) * sizeof(void *);
 	negs = (uint64_t)(store_.neg_mask + 1) * sizeof(void *);
 	printf("  \"%s\": {\"store_bytes\": %zu, \"store_index_bytes\": %llu, "
@@ -306,7 +308,7 @@ static void print_phase(const char *name, size_t heap0, uint64_t rss0, bool last
 	       "\"dir_slots_gid\": %u, \"dir_rec_area\": %u, \"dir_own_rec_bytes\": %llu, "
 	       "\"dir_own_recs\": %llu, \"dir_merged_rec_bytes\": %llu, \"dir_merged_recs\": %llu, "
 	       "\"dir_rebuilds\": %llu, \"dir_failures\": %llu, "
-	       "\"heap_bytes\": %llu, \"rss_bytes\": %llu}%s\n",
+	       "\"heap_bytes\": %llu, \"rss_bytes\": %llu, \"ms\": %llu}%s\n",
 	       name, store_bytes(&store_), (unsigned long long)idx, store_.slot_mask + 1,
 	       store_.n_keys, (unsigned long long)ids, (unsigned long long)negs,
 	       (unsigned long long)store_.stats.hosts, (unsigned long long)size,
@@ -317,7 +319,8 @@ static void print_phase(const char *name, size_t heap0, uint64_t rss0, bool last
 	       (unsigned long long)c.merged, (unsigned long long)c.n_merged,
 	       (unsigned long long)ds.rebuilds, (unsigned long long)ds.failures,
 	       (unsigned long long)(heap > heap0 ? heap - heap0 : 0),
-	       (unsigned long long)(rss > rss0 ? rss - rss0 : 0), last ? "" : ",");
+	       (unsigned long long)(rss > rss0 ? rss - rss0 : 0), (unsigned long long)ms,
+	       last ? "" : ",");
 }
 
 static void usage(FILE *f)
@@ -378,7 +381,7 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	size_t heap0;
-	uint64_t rss0;
+	uint64_t rss0, t0;
 	int ret;
 
 	if (parse(argc, argv, &o)) {
@@ -396,20 +399,22 @@ int main(int argc, char **argv)
 	ret = settle(&(struct opts){ .hosts = 0, .rails = 1, .settle_ms = o.settle_ms }, "empty");
 	printf("{\"hosts\": %u, \"rails\": %u, \"order\": \"%s\", \"batch\": %u,\n", o.hosts,
 	       o.rails, o.rail_order ? "rail" : "host", o.batch);
-	print_phase("empty", heap0, rss0, false);
+	print_phase("empty", heap0, rss0, 0, false);
+	t0 = now_ms();
 	if (!ret)
 		ret = fill(&o);
 	if (!ret)
 		ret = settle(&o, "grown");
 	if (!ret) {
-		print_phase("grown", heap0, rss0, false);
+		print_phase("grown", heap0, rss0, now_ms() - t0, false);
 		hostdir_stop(pub_);
+		t0 = now_ms();
 		ret = hostdir_start(&pub_, &loop_, &store_);
 	}
 	if (!ret)
 		ret = settle(&o, "fresh");
 	if (!ret)
-		print_phase("fresh", heap0, rss0, true);
+		print_phase("fresh", heap0, rss0, now_ms() - t0, true);
 	printf("}\n");
 	hostdir_stop(pub_);
 	store_fini(&store_);

@@ -182,9 +182,14 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 
 	for (unsigned i = 0; i < r->n_names; i++)
 		size += 1 + strlen(r->names[i]);
-	h = calloc(1, size);
-	if (!h)
+	/* an index slot holds the address over HOST_ALIGN, below HOST_ADDR_BITS */
+	if (posix_memalign((void **)&h, HOST_ALIGN, size))
 		return NULL;
+	if ((uint64_t)(uintptr_t)h >> HOST_ADDR_BITS) {
+		free(h);
+		return NULL;
+	}
+	memset(h, 0, size);
 	h->qpn = r->qpn;
 	h->lid = r->lid;
 	h->pkey = r->pkey;

@@ -15,14 +15,33 @@
 
 /* ---- the key index ------------------------------------------------------ */
 
-static void slot_put(struct store_slot *slots, unsigned mask, struct host *h, uint8_t kidx,
-		     uint32_t hash)
+/* The home of the key in @sl in a table of @mask + 1 slots, from its hash
+ * (a slot keeps too few of its bits). */
+static unsigned slot_hash_home(const struct host_store *s, struct store_slot sl, unsigned mask)
 {
-	unsigned i = hash & mask;
+	struct host_key k;
 
-	while (slots[i].h)
+	hs_key(slot_host(sl), slot_kidx(sl), &k);
+	return hs_hash(s, &k) & mask;
+}
+
+/* The home of the key in slot @i of the index. */
+static unsigned slot_home(const struct host_store *s, unsigned i)
+{
+	unsigned dist = slot_dist(s->slots[i]);
+
+	if (dist < SLOT_DIST_FAR)
+		return (i - dist) & s->slot_mask;
+	return slot_hash_home(s, s->slots[i], s->slot_mask);
+}
+
+static void slot_put(struct store_slot *slots, unsigned mask, struct store_slot sl, unsigned home)
+{
+	unsigned i = home & mask;
+
+	while (slots[i].w)
 		i = (i + 1) & mask;
-	slots[i] = (struct store_slot){ .h = h, .hash = hash, .kidx = kidx };
+	slots[i] = slot_with_dist(sl, (i - home) & mask);
 }
 
 /* Backward-shift deletion: later members of the probe run move up. */
@@ -30,22 +49,22 @@ static void slot_del(struct host_store *s, unsigned i)
 {
 	unsigned j = i, mask = s->slot_mask;
 
-	s->slots[i].h->n_indexed--;
+	hs_at(s, i)->n_indexed--;
 	s->n_keys--;
 	for (;;) {
 		unsigned home;
 
 		j = (j + 1) & mask;
-		if (!s->slots[j].h)
+		if (!s->slots[j].w)
 			break;
-		home = s->slots[j].hash & mask;
+		home = slot_home(s, j);
 		/* does home lie cyclically in (i, j]? then it stays */
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 			continue;
-		s->slots[i] = s->slots[j];
+		s->slots[i] = slot_with_dist(s->slots[j], (i - home) & mask);
 		i = j;
 	}
-	s->slots[i].h = NULL;
+	s->slots[i].w = 0;
 }
 
 static int slots_reserve(struct host_store *s, unsigned more)
@@ -59,9 +78,12 @@ static int slots_reserve(struct host_store *s, unsigned more)
 	ns = calloc(ncap, sizeof(*ns));
 	if (!ns)
 		return -ENOMEM;
+	/* a slot keeps too few bits of its hash for a home in a larger table:
+	 * every key is read from its host and hashed again */
 	for (unsigned i = 0; i < cap; i++)
-		if (s->slots[i].h)
-			slot_put(ns, ncap - 1, s->slots[i].h, s->slots[i].kidx, s->slots[i].hash);
+		if (s->slots[i].w)
+			slot_put(ns, ncap - 1, s->slots[i],
+				 slot_hash_home(s, s->slots[i], ncap - 1));
 	free(s->slots);
 	s->slots = ns;
 	s->slot_mask = ncap - 1;
@@ -254,12 +276,11 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 
 		hs_key(h, i, &k);
 		at = hs_slot_find(s, &k, hs_hash(s, &k));
-		if (at < 0 || s->slots[at].h != h)
+		if (at < 0 || hs_at(s, at) != h)
 			continue;
 		to = ring_lister(h, &k, &kidx);
 		if (to) {
-			s->slots[at].h = to;
-			s->slots[at].kidx = (uint8_t)kidx;
+			hs_at_set(s, at, to, kidx);
 			to->n_indexed++;
 			h->n_indexed--;
 			continue;
@@ -388,7 +409,7 @@ const struct host *store_holder(const struct host_store *s, const struct host_ke
 	if (!host_key_valid(k))
 		return NULL;
 	at = hs_slot_find(s, k, hs_hash(s, k));
-	return at < 0 ? NULL : s->slots[at].h;
+	return at < 0 ? NULL : hs_at(s, at);
 }
 
 void store_foreach_host(struct host_store *s, void (*cb)(void *arg, struct host *h), void *arg)
@@ -414,7 +435,7 @@ static long lid_elsewhere(const struct host_store *s, const struct host_key *k)
 	for (uint8_t g = 0; g < f && f < 32; g++) {
 		o.data[2] = g;
 		at = hs_slot_find(s, &o, hs_hash(s, &o));
-		if (at >= 0 && (s->slots[at].h->heard_on >> f & 1))
+		if (at >= 0 && (hs_at(s, at)->heard_on >> f & 1))
 			return at;
 	}
 	o.data[2] = HOST_FABRIC_NONE;
@@ -440,7 +461,7 @@ struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64
 			s->stats.misses++;
 		return NULL;
 	}
-	h = s->slots[at].h;
+	h = hs_at(s, at);
 	if (h->expires_ms <= now_ms) {
 		hs_host_remove(s, h);
 		s->stats.expirations++;
@@ -476,7 +497,7 @@ static void join_host(struct host_store *s, struct host *nh)
 	at = hs_slot_find(s, &k, hs_hash(s, &k));
 	if (at < 0)
 		return;
-	holder = s->slots[at].h;
+	holder = hs_at(s, at);
 	/* a host has at most HOST_RAILS_MAX endpoints (8 rails of 4 partitions) */
 	if (holder->rails == nh->rails && holder->origin == nh->origin &&
 	    hs_same_canonical(holder, nh) && host_endpoint_count(holder) < HOST_RAILS_MAX)
@@ -563,7 +584,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		hash = hs_hash(s, &k);
 		at = hs_slot_find(s, &k, hash);
 		if (at >= 0) {
-			struct host *holder = s->slots[at].h;
+			struct host *holder = hs_at(s, at);
 
 			if (holder == nh)
 				continue; /* the record lists this key twice */
@@ -575,13 +596,12 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 				continue; /* held by a more authoritative host */
 			/* a key that moved: it is this host's now */
 			holder->n_indexed--;
-			s->slots[at].h = nh;
-			s->slots[at].kidx = (uint8_t)i;
+			hs_at_set(s, at, nh, i);
 			nh->n_indexed++;
 			if (!holder->n_indexed && !holder->sib_next)
 				hs_host_remove(s, holder);
 		} else {
-			slot_put(s->slots, s->slot_mask, nh, (uint8_t)i, hash);
+			slot_put(s->slots, s->slot_mask, slot_make(nh, i, hash, 0), hash);
 			nh->n_indexed++;
 			s->n_keys++;
 		}
@@ -675,7 +695,7 @@ static void set_heard_on(struct host_store *s, struct host *h, uint32_t on)
 	hs_key(h, lid_kidx, &k);
 	at = hs_slot_find(s, &k, hs_hash(s, &k));
 	h->heard_on = on;
-	if (at < 0 || s->slots[at].h != h)
+	if (at < 0 || hs_at(s, at) != h)
 		return; /* its LID was another's: it still is */
 	slot_del(s, (unsigned)at);
 	hs_key(h, lid_kidx, &k);
@@ -683,7 +703,7 @@ static void set_heard_on(struct host_store *s, struct host *h, uint32_t on)
 	if (hs_slot_find(s, &k, hash) >= 0)
 		return; /* taken on that fabric: the first there keeps it */
 	/* one slot freed, one taken: no growth */
-	slot_put(s->slots, s->slot_mask, h, (uint8_t)lid_kidx, hash);
+	slot_put(s->slots, s->slot_mask, slot_make(h, lid_kidx, hash, 0), hash);
 	h->n_indexed++;
 	s->n_keys++;
 }
@@ -770,10 +790,10 @@ unsigned store_flush(struct host_store *s, const struct host_key *k)
 	}
 	long at = hs_slot_find(s, k, hs_hash(s, k));
 
-	if (at < 0 || origin_pinned(s->slots[at].h->origin))
+	if (at < 0 || origin_pinned(hs_at(s, at)->origin))
 		return 0;
 	/* the whole host: every endpoint of it */
-	struct host *h = s->slots[at].h;
+	struct host *h = hs_at(s, at);
 
 	n = 0;
 	while (h->sib_next)

@@ -7,10 +7,10 @@
  * flight live in the resolver's pending table (engine/pending.h), never here.
  *
  * Compact, for a 49,000-host directory: a host is one allocation holding its
- * variable-length names and addresses; every key of a host is one 16-byte
- * slot of an open-addressing index pointing at the host (the key's bytes are
- * read back from the record, not copied). Paths are allocated only for the
- * hosts that are talked to.
+ * variable-length names and addresses; every key of a host is one 8-byte
+ * slot of an open-addressing index holding the host's address (the key's
+ * bytes are read back from the record, not copied). Paths are allocated
+ * only for the hosts that are talked to.
  *
  * Authority: LOCAL (this node's endpoints) > STATIC (the hosts file) >
  * FABRIC (learned). An endpoint record is identified by its first GID and
@@ -252,6 +252,8 @@ void store_foreach(struct host_store *s, store_visit_fn cb, void *arg);
 
 /* Heap bytes the store holds (index, hosts, paths, negatives). */
 size_t store_bytes(const struct host_store *s);
+/* The part of it that is the key index. */
+size_t store_index_bytes(const struct host_store *s);
 
 /* Check every invariant (index placement, unique keys, every slot's key
  * listed by its host, identity index, counts, LRU). For tests and fuzzing.

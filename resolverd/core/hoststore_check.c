@@ -14,12 +14,13 @@ void store_foreach(struct host_store *s, store_visit_fn cb, void *arg)
 	struct host_key k;
 
 	for (unsigned i = 0; i <= s->slot_mask; i++) {
-		const struct store_slot *sl = &s->slots[i];
+		struct store_slot sl = s->slots[i];
+		const struct host *h = slot_host(sl);
 
-		if (!sl->h)
+		if (!sl.w)
 			continue;
-		hs_key(sl->h, sl->kidx, &k);
-		if (cb(&k, sl->h, 0, sl->h->expires_ms, arg))
+		hs_key(h, slot_kidx(sl), &k);
+		if (cb(&k, h, 0, h->expires_ms, arg))
 			return;
 	}
 	for (const struct store_neg *n = s->neg_oldest; n; n = n->newer) {
@@ -45,10 +46,14 @@ static size_t host_size(const struct host *h)
 	return size;
 }
 
+size_t store_index_bytes(const struct host_store *s)
+{
+	return (size_t)(s->slot_mask + 1) * sizeof(struct store_slot);
+}
+
 size_t store_bytes(const struct host_store *s)
 {
-	size_t n = (s->slot_mask + 1) * sizeof(struct store_slot) +
-		   (s->ident_mask + 1) * sizeof(struct host *) +
+	size_t n = store_index_bytes(s) + (s->ident_mask + 1) * sizeof(struct host *) +
 		   (s->neg_mask + 1) * sizeof(struct store_neg *);
 
 	for (unsigned i = 0; i <= s->ident_mask; i++)
@@ -65,18 +70,23 @@ static int check_slots(struct host_store *s)
 	unsigned keys = 0;
 
 	for (unsigned i = 0; i <= s->slot_mask; i++) {
-		const struct store_slot *sl = &s->slots[i];
+		struct store_slot sl = s->slots[i];
+		const struct host *h = slot_host(sl);
+		uint32_t hash;
 
-		if (!sl->h)
+		if (!sl.w)
 			continue;
 		keys++;
-		if (sl->kidx >= h_nkeys(sl->h))
+		if (!h || slot_kidx(sl) >= h_nkeys(h))
 			return -EUCLEAN;
-		hs_key(sl->h, sl->kidx, &k);
-		if (!host_key_valid(&k) || hs_hash(s, &k) != sl->hash)
+		hs_key(h, slot_kidx(sl), &k);
+		hash = hs_hash(s, &k);
+		/* its hash bits, and its distance from home */
+		if (!host_key_valid(&k) ||
+		    slot_make(h, slot_kidx(sl), hash, (i - hash) & s->slot_mask).w != sl.w)
 			return -EUCLEAN;
 		/* reachable from its home without a gap, and the only slot of its key */
-		if (hs_slot_find(s, &k, sl->hash) != (long)i)
+		if (hs_slot_find(s, &k, hash) != (long)i)
 			return -EUCLEAN;
 	}
 	return keys == s->n_keys ? 0 : -EUCLEAN;
@@ -138,7 +148,7 @@ static int check_hosts(struct host_store *s)
 
 				hs_key(h, j, &k);
 				at = hs_slot_find(s, &k, hs_hash(s, &k));
-				if (at >= 0 && s->slots[at].h == h && s->slots[at].kidx == j)
+				if (at >= 0 && hs_at(s, at) == h && slot_kidx(s->slots[at]) == j)
 					slots++;
 			}
 			if (slots != h->n_indexed || check_ring(s, h))

@@ -6,8 +6,10 @@
  *
  * A host is one allocation: a fixed header, then its GIDs, IPv6 and IPv4
  * addresses, then its names as (length, bytes). Key number i of a host is
- * counted in the order names, IPv4, IPv6, GIDs, LID, and an index slot holds
- * (host, key number, 32 bits of the key's hash): 16 bytes per key, and the
+ * counted in the order names, IPv4, IPv6, GIDs, LID, and an index slot is
+ * one 64-bit word: the host's address, the key number, how far the slot is
+ * from the key's home and 8 bits of the key's hash (8 bytes per key, half
+ * of a pointer, a whole hash and the key number side by side), and the
  * key's bytes are compared against the record itself.
  */
 #ifndef IBRESD_HOSTSTORE_IMPL_H
@@ -19,6 +21,29 @@
 #include "core/hoststore.h"
 
 #define SLOTS_MIN 64u
+/* An index slot, from the low bits up: a host record's address over
+ * HOST_ALIGN (records are allocated so aligned, at an address below
+ * 1 << HOST_ADDR_BITS: user space on every 64-bit Linux, unless a program
+ * maps memory above on purpose; hs_pack() refuses a record it gets
+ * elsewhere); the key's number in the record; the slot's distance from the
+ * key's home (SLOT_DIST_FAR: that far or farther, the key is hashed again
+ * to know), which deletion needs; the top SLOT_HASH_BITS bits of the key's
+ * 32-bit hash (bits a home in a table under 2^24 slots does not use), which
+ * spare most key comparisons. */
+#define HOST_ALIGN     16u
+#define HOST_ADDR_BITS 48u
+#define SLOT_ADDR_BITS (HOST_ADDR_BITS - 4u) /* log2(HOST_ALIGN) */
+#define SLOT_KIDX_BITS 7u
+#ifndef SLOT_DIST_BITS /* a test build sets 1: any slot off its home is far */
+#define SLOT_DIST_BITS 5u
+#endif
+#define SLOT_HASH_BITS	(64u - SLOT_ADDR_BITS - SLOT_KIDX_BITS - SLOT_DIST_BITS)
+#define SLOT_KIDX_SHIFT SLOT_ADDR_BITS
+#define SLOT_DIST_SHIFT (SLOT_KIDX_SHIFT + SLOT_KIDX_BITS)
+#define SLOT_HASH_SHIFT (SLOT_DIST_SHIFT + SLOT_DIST_BITS)
+#define SLOT_ADDR_MASK	((UINT64_C(1) << SLOT_ADDR_BITS) - 1)
+#define SLOT_KIDX_MASK	((UINT64_C(1) << SLOT_KIDX_BITS) - 1)
+#define SLOT_DIST_FAR	((1u << SLOT_DIST_BITS) - 1)
 #ifndef IDENTS_MIN /* fuzzing builds use a few: every sweep walks them all */
 #define IDENTS_MIN 64u
 #endif
@@ -53,9 +78,7 @@ struct host {
 };
 
 struct store_slot {
-	struct host *h; /* NULL: empty */
-	uint32_t hash;
-	uint8_t kidx;
+	uint64_t w; /* address, key number, distance, hash bits; 0: empty */
 };
 
 struct store_neg {
@@ -68,7 +91,13 @@ struct store_neg {
 	uint8_t data[];
 };
 
-_Static_assert(sizeof(struct store_slot) == 16, "an index slot is 16 bytes");
+_Static_assert(sizeof(struct store_slot) == 8, "an index slot is 8 bytes");
+/* every key of a record has a number a slot can hold (the LID the last) */
+_Static_assert(IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX + 1 <=
+		       1u << SLOT_KIDX_BITS,
+	       "a key's number fits in a slot");
+_Static_assert(SLOT_HASH_BITS >= 8 && SLOT_HASH_BITS <= 32, "a slot keeps some of the hash");
+_Static_assert(HOST_ALIGN == 1u << (HOST_ADDR_BITS - SLOT_ADDR_BITS), "addresses over HOST_ALIGN");
 
 static inline uint64_t deadline(uint64_t now_ms, uint32_t ttl_s)
 {
@@ -162,17 +191,72 @@ static inline uint32_t hs_hash(const struct host_store *s, const struct host_key
 	return (uint32_t)host_key_hash(&s->kh, k);
 }
 
+/* The slot for key @kidx of @h, whose hash is @hash, @dist slots from home. */
+static inline struct store_slot slot_make(const struct host *h, unsigned kidx, uint32_t hash,
+					  unsigned dist)
+{
+	uint64_t w = (uint64_t)(uintptr_t)h / HOST_ALIGN | (uint64_t)kidx << SLOT_KIDX_SHIFT |
+		     (uint64_t)(dist < SLOT_DIST_FAR ? dist : SLOT_DIST_FAR) << SLOT_DIST_SHIFT |
+		     (uint64_t)(hash >> (32 - SLOT_HASH_BITS)) << SLOT_HASH_SHIFT;
+
+	return (struct store_slot){ .w = w };
+}
+
+static inline struct host *slot_host(struct store_slot sl)
+{
+	return (struct host *)(uintptr_t)((sl.w & SLOT_ADDR_MASK) * HOST_ALIGN);
+}
+
+static inline unsigned slot_kidx(struct store_slot sl)
+{
+	return (unsigned)(sl.w >> SLOT_KIDX_SHIFT & SLOT_KIDX_MASK);
+}
+
+static inline unsigned slot_dist(struct store_slot sl)
+{
+	return (unsigned)(sl.w >> SLOT_DIST_SHIFT) & SLOT_DIST_FAR;
+}
+
+/* @sl, @dist slots from its key's home. */
+static inline struct store_slot slot_with_dist(struct store_slot sl, unsigned dist)
+{
+	sl.w &= ~((uint64_t)SLOT_DIST_FAR << SLOT_DIST_SHIFT);
+	sl.w |= (uint64_t)(dist < SLOT_DIST_FAR ? dist : SLOT_DIST_FAR) << SLOT_DIST_SHIFT;
+	return sl;
+}
+
+/* Are the hash bits @sl keeps those of @hash? */
+static inline bool slot_hash_is(struct store_slot sl, uint32_t hash)
+{
+	return sl.w >> SLOT_HASH_SHIFT == hash >> (32 - SLOT_HASH_BITS);
+}
+
+/* The host of the (taken) slot @at. */
+static inline struct host *hs_at(const struct host_store *s, long at)
+{
+	return slot_host(s->slots[at]);
+}
+
+/* Slot @at leads to key @kidx of @h from now on (a key that moved). */
+static inline void hs_at_set(struct host_store *s, long at, const struct host *h, unsigned kidx)
+{
+	uint64_t keep = s->slots[at].w >> SLOT_DIST_SHIFT << SLOT_DIST_SHIFT;
+
+	s->slots[at].w =
+		(uint64_t)(uintptr_t)h / HOST_ALIGN | (uint64_t)kidx << SLOT_KIDX_SHIFT | keep;
+}
+
 /* The slot holding @k, or -1. */
 static inline long hs_slot_find(const struct host_store *s, const struct host_key *k, uint32_t hash)
 {
 	unsigned i = hash & s->slot_mask;
 
 	for (unsigned n = 0; n <= s->slot_mask; n++, i = (i + 1) & s->slot_mask) {
-		const struct store_slot *sl = &s->slots[i];
+		struct store_slot sl = s->slots[i];
 
-		if (!sl->h)
+		if (!sl.w)
 			return -1;
-		if (sl->hash == hash && hs_key_is(sl->h, sl->kidx, k))
+		if (slot_hash_is(sl, hash) && hs_key_is(slot_host(sl), slot_kidx(sl), k))
 			return (long)i;
 	}
 	return -1;

@@ -15,8 +15,8 @@
  * (a zero-delay timer), so a store operation made of several events (a key
  * moving from one host to another) is one change to a reader that misses.
  *
- * A new generation: at start-up, when the record area or a table is full
- * (or half made of deleted slots), and to retry after a failure. It is a
+ * A new generation: at start-up, when the record area is full or 5/8 of a
+ * table taken (live or deleted slots), and to retry after a failure. It is a
  * memfd, never a file in a folder someone else could reach: its space is
  * reserved with posix_fallocate (no memory fails here, never with SIGBUS in
  * a reader), it is mapped for writing here and then sealed against
@@ -49,6 +49,24 @@
 #define SLOTS_MIN     2048u /* a 1,000-node cluster without growing */
 #define RETRY_TICKS   5u /* heartbeats between two tries after a failure */
 #define REC_KEYS_MAX  (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX)
+/* A new file's record area: the records it holds, and room for
+ * 1/REC_AREA_GROW_DIV of them more. Room is memory (the memfd is reserved in
+ * full), so it is kept small: the price is a new file each time a quarter
+ * more was learned, about 20 from 1,000 to 48,000 single-rail hosts, each a
+ * few tens of ms. Records also leave blocks behind (one that outgrows its
+ * block moves; a host learned rail by rail outgrows its host's record with
+ * every rail): the room is scaled by how many bytes the file before took
+ * for each byte its records grew, so that it too lasts for a quarter more.
+ * At most REC_AREA_MAX_MUL times the records in all. */
+#define REC_AREA_GROW_DIV 4u
+#define REC_AREA_MAX_MUL  2u
+/* A table is written at most half full (layout()) and makes a new file once
+ * TABLE_FULL_NUM/TABLE_FULL_DEN of it is taken: 25 % more keys, as much as
+ * the record area has room for, so that a table does not make a file of its
+ * own just after the area made one. A reader's probe for a key that is not
+ * there then takes 3.9 slots on average (2.5 at half full). */
+#define TABLE_FULL_NUM 5u
+#define TABLE_FULL_DEN 8u
 
 struct dkey {
 	uint8_t tab, len;
@@ -62,6 +80,8 @@ struct hostdir_pub {
 	size_t size;
 	int fd; /* its sealed memfd (what readers are given); -1: none */
 	uint32_t rec_next, rec_end; /* free space of the record area */
+	uint64_t rec_built;	    /* bytes of records written when the file was made */
+	uint64_t left_behind;	    /* bytes of blocks freed since (never reused) */
 	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
 	bool in_section; /* table_seq is odd */
 	bool rebuild;	 /* a new file is needed */
@@ -199,6 +219,7 @@ static void rec_free(struct hostdir_pub *p, uint32_t off)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&b->expires_ms, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+	p->left_behind += b->cap;
 	if (p->stats.records)
 		p->stats.records--;
 }
@@ -266,8 +287,10 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 			p->used[k->tab]++;
 	}
 	__atomic_store_n(&slots[at], (uint64_t)hash << 32 | off, __ATOMIC_RELEASE);
-	/* half the table taken (deleted slots lengthen probes too): a new file */
-	if (p->used[k->tab] * 2 > hd_of(p)->tables[k->tab].n_slots)
+	/* TABLE_FULL_NUM/DEN of the table taken (deleted slots lengthen probes
+	 * too): a new file */
+	if ((uint64_t)p->used[k->tab] * TABLE_FULL_DEN >
+	    (uint64_t)hd_of(p)->tables[k->tab].n_slots * TABLE_FULL_NUM)
 		p->rebuild = true;
 	return 0;
 }
@@ -418,6 +441,9 @@ struct sizing {
 	struct hostdir_pub *p;
 	uint64_t keys[IBDIR_TABLES];
 	uint64_t bytes;
+	/* the file this one replaces: bytes of blocks taken and freed since it
+	 * was made (taken - freed: how much its records grew; 0, 0: no file) */
+	uint64_t taken, freed;
 };
 
 static void size_host(void *arg, struct host *h)
@@ -456,14 +482,23 @@ static uint32_t pow2_at_least(uint64_t n)
 	return v;
 }
 
-/* Lay out an empty file of room for what @z counted, twice over. */
+/* Lay out an empty file of room for what @z counted, and some to grow. */
 static uint64_t layout(struct ibdir_header *hd, const struct sizing *z)
 {
-	uint64_t off = IBDIR_HEADER_SPACE, area = z->bytes * 2;
+	uint64_t off = IBDIR_HEADER_SPACE, room = z->bytes / REC_AREA_GROW_DIV, area;
 
+	if (z->taken && z->freed >= z->taken)
+		room = z->bytes; /* blocks taken, none of it growth: churn */
+	else if (z->freed)
+		room = room * z->taken / (z->taken - z->freed);
+	area = z->bytes + room;
+	if (area > z->bytes * REC_AREA_MAX_MUL)
+		area = z->bytes * REC_AREA_MAX_MUL;
 	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
-		/* a third full at most, so that growth to half full takes a while */
-		hd->tables[t].n_slots = pow2_at_least(z->keys[t] * 3);
+		/* under half full: a table over half full (slot_set) makes a
+		 * new file, and comes out of it twice as large when its keys
+		 * filled it; readers want a power of two */
+		hd->tables[t].n_slots = pow2_at_least(z->keys[t] * 2 + 1);
 		hd->tables[t].off = (uint32_t)off;
 		off += (uint64_t)hd->tables[t].n_slots * 8;
 	}
@@ -555,6 +590,10 @@ static int build(struct hostdir_pub *p)
 	int fd;
 
 	store_foreach_host(p->store, size_host, &z);
+	if (p->map) {
+		z.taken = p->rec_next - hd_of(p)->rec_off - p->rec_built;
+		z.freed = p->left_behind;
+	}
 	size = layout(&tmpl, &z);
 	if (size > IBDIR_FILE_MAX) {
 		fail(p, "too large", EFBIG);
@@ -583,7 +622,9 @@ static int build(struct hostdir_pub *p)
 	p->in_section = false;
 	p->rebuild = false;
 	p->incomplete = false;
+	p->left_behind = 0;
 	store_foreach_host(p->store, write_host, p);
+	p->rec_built = p->rec_next - hd->rec_off;
 	if (p->rebuild) {
 		/* it was sized for all of it: the store changed meanwhile? try again */
 		fail(p, "fill", ENOSPC);

@@ -212,7 +212,11 @@ static int setup(void **state)
 	(void)state;
 	memset(&d, 0, sizeof(d));
 	assert_int_equal(loop_init(&d.loop), 0);
-	d.cfg.timeout_ms = 10;
+	/* each attempt's wait; the engine's bound is (retries + 1) of them, so
+	 * a test process held up for more than one wait (a loaded machine: the
+	 * integration suite runs this binary beside others) would lose an
+	 * attempt: long enough for that not to happen, short enough to be quick */
+	d.cfg.timeout_ms = 60;
 	d.cfg.retries = 2;
 	d.cfg.sa_window = 2;
 	sa = calloc(1, sizeof(*sa));

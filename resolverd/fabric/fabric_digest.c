@@ -310,14 +310,13 @@ bool fabric_digest_incomplete(const struct fabric *f)
 	return f->dg.rule.incomplete || f->dg.burst_pending;
 }
 
-void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w)
+void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w)
 {
 	const struct {
 		const char *name;
 		uint64_t value;
 	} rows[] = {
-		/* no fabric: the store is all there is, and complete */
-		{"directory_complete", fabric_authoritative_from(f) <= now_ms()},
+		{"directory_complete", complete},
 		{"fabric_digest_mismatches", f ? f->dg.rule.mismatches : 0},
 		{"fabric_rx_drops_detected", f ? f->dg.rule.drops : 0},
 		{"fabric_rx_gaps", f ? f->dg.gaps : 0},

@@ -92,9 +92,10 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 void fabric_digest_update(struct fabric *f);
 /* The directory may lack a live host (the settle time aside). */
 bool fabric_digest_incomplete(const struct fabric *f);
-/* STATS rows: directory_complete, fabric_digest_mismatches,
+/* STATS rows: directory_complete (@complete: the caller knows, from the
+ * settle time and this module's rule), fabric_digest_mismatches,
  * fabric_rx_drops_detected, fabric_rx_gaps, fabric_newcomer_answers_missing,
  * fabric_incomplete_queries. */
-void fabric_digest_stats(const struct fabric *f, struct tlv_writer *w);
+void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w);
 
 #endif

@@ -9,6 +9,7 @@
 #include "hostdir.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 /* How often a reader starts over when the writer is in the way, before it
@@ -377,38 +378,35 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 
 	if ((off & 7) || !span_ok(off, sizeof(*r), lo, hi))
 		return -EBADMSG;
-	if (cap < sizeof(*r))
-		return -EMSGSIZE;
 	for (unsigned t = 0; t < READ_TRIES; t++) {
-		uint32_t s1 = load32_acquire(&r->seq), s2;
-		struct ibdir_rec hdr;
-		size_t n;
+		uint32_t s1 = load32_acquire(&r->seq);
+		uint16_t data_len = __atomic_load_n(&r->data_len, __ATOMIC_RELAXED), copied;
+		size_t n = (sizeof(*r) + data_len + 7) & ~(size_t)7;
 
 		if (s1 & 1)
 			continue;
-		for (size_t i = 0; i < sizeof(hdr); i += 8) {
+		/* sized by the length as read once (the copy's own must agree);
+		 * a length that does not fit counts only if it was no tear */
+		if (data_len > IBDIR_DATA_MAX || !span_ok(off, n, lo, hi) || n > cap) {
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) != s1)
+				continue;
+			return n > cap && data_len <= IBDIR_DATA_MAX && span_ok(off, n, lo, hi)
+				       ? -EMSGSIZE
+				       : -EBADMSG;
+		}
+		for (size_t i = 0; i < n; i += 8) {
 			uint64_t w = load64((const uint8_t *)r + i);
 
 			memcpy(buf + i, &w, 8);
 		}
-		memcpy(&hdr, buf, sizeof(hdr));
-		n = (sizeof(hdr) + hdr.data_len + 7) & ~(size_t)7;
-		if (hdr.data_len <= IBDIR_DATA_MAX && n <= cap && span_ok(off, n, lo, hi)) {
-			for (size_t i = sizeof(hdr); i < n; i += 8) {
-				uint64_t w = load64((const uint8_t *)r + i);
-
-				memcpy(buf + i, &w, 8);
-			}
-		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
-		if (s1 != s2)
+		if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) != s1)
 			continue;
-		if (hdr.data_len > IBDIR_DATA_MAX || !span_ok(off, n, lo, hi))
-			return -EBADMSG;
-		if (n > cap)
-			return -EMSGSIZE;
-		*len = sizeof(hdr) + hdr.data_len;
+		memcpy(&copied, buf + offsetof(struct ibdir_rec, data_len), sizeof(copied));
+		if (copied != data_len)
+			continue;
+		*len = sizeof(*r) + data_len;
 		return 0;
 	}
 	return -EAGAIN;

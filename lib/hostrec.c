@@ -26,15 +26,31 @@ int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h)
 	return w->overflow ? -ENOSPC : 0;
 }
 
-/* Host names, byte by byte, with no table in memory: a hit checks its names
- * right after glibc's system call has emptied the TLB, and every page it
- * reads then costs a page walk (a table would be one more). */
-
-/* Is @c an ASCII letter? */
-static inline unsigned is_letter(unsigned c)
-{
-	return ((c | 0x20u) - 'a') < 26u;
-}
+/* Host names, one table look-up a byte. hostrec_name_ok() is an automaton
+ * whose state is where the name is (a label's start, after a letter or
+ * digit, after a hyphen) and whether a letter was seen (NAME_LETTER); state
+ * 0 refuses, for good. Its table, NAME_NEXT[state][byte], is 2 KiB, of
+ * which a name's bytes read a few lines: no per-byte arithmetic on the hit
+ * path. Labels longer than 63 bytes are looked for apart, in the names long
+ * enough to hold one. */
+enum { NS_BAD, NS_START, NS_ALNUM, NS_HYPHEN, NAME_LETTER = 4, NAME_STATES = 8 };
+#define NAME_ROW(st)                                                                               \
+	{                                                                                          \
+		['a' ... 'z'] = NS_ALNUM | NAME_LETTER, ['A' ... 'Z'] = NS_ALNUM | NAME_LETTER,    \
+		['0' ... '9'] = NS_ALNUM | ((st) & NAME_LETTER),                                   \
+		/* a hyphen neither starts nor ends a label */                                     \
+		['-'] = ((st) & 3) == NS_START ? NS_BAD : NS_HYPHEN | ((st) & NAME_LETTER),        \
+		/* a label holds a byte at least */                                                \
+		['.'] = ((st) & 3) == NS_ALNUM ? NS_START | ((st) & NAME_LETTER) : NS_BAD,         \
+	}
+static const uint8_t NAME_NEXT[NAME_STATES][256] = {
+	[NS_START] = NAME_ROW(NS_START),
+	[NS_ALNUM] = NAME_ROW(NS_ALNUM),
+	[NS_HYPHEN] = NAME_ROW(NS_HYPHEN),
+	[NS_START | NAME_LETTER] = NAME_ROW(NS_START | NAME_LETTER),
+	[NS_ALNUM | NAME_LETTER] = NAME_ROW(NS_ALNUM | NAME_LETTER),
+	[NS_HYPHEN | NAME_LETTER] = NAME_ROW(NS_HYPHEN | NAME_LETTER),
+};
 
 /* @c in lower case (ASCII letters only). */
 static inline unsigned fold(unsigned c)
@@ -42,52 +58,31 @@ static inline unsigned fold(unsigned c)
 	return c + (((c - 'A') < 26u) << 5);
 }
 
-/* hostrec_name_ok() as a small automaton over byte kinds: where a name is
- * (a label's start, after a letter or digit, after a hyphen, refused) and
- * what the next byte's kind makes of it, the 4 x 4 table packed into one
- * constant of 4-bit entries: NAME_NEXT >> (4 * (4 * state + kind)). */
-enum { NS_START, NS_ALNUM, NS_HYPHEN, NS_BAD };
-enum { NK_BAD, NK_ALNUM, NK_HYPHEN, NK_DOT };
-#define NS_ENTRY(st, k, next) ((uint64_t)(next) << (4 * (4 * (st) + (k))))
-#define NAME_NEXT                                                                                  \
-	(/* a label starts with a letter or digit */                                               \
-	 NS_ENTRY(NS_START, NK_BAD, NS_BAD) | NS_ENTRY(NS_START, NK_ALNUM, NS_ALNUM) |             \
-	 NS_ENTRY(NS_START, NK_HYPHEN, NS_BAD) | NS_ENTRY(NS_START, NK_DOT, NS_BAD) |              \
-	 NS_ENTRY(NS_ALNUM, NK_BAD, NS_BAD) | NS_ENTRY(NS_ALNUM, NK_ALNUM, NS_ALNUM) |             \
-	 NS_ENTRY(NS_ALNUM, NK_HYPHEN, NS_HYPHEN) |                                                \
-	 NS_ENTRY(NS_ALNUM, NK_DOT, NS_START) | /* a hyphen never ends a label */                  \
-	 NS_ENTRY(NS_HYPHEN, NK_BAD, NS_BAD) | NS_ENTRY(NS_HYPHEN, NK_ALNUM, NS_ALNUM) |           \
-	 NS_ENTRY(NS_HYPHEN, NK_HYPHEN, NS_HYPHEN) | NS_ENTRY(NS_HYPHEN, NK_DOT, NS_BAD) |         \
-	 NS_ENTRY(NS_BAD, NK_BAD, NS_BAD) | NS_ENTRY(NS_BAD, NK_ALNUM, NS_BAD) |                   \
-	 NS_ENTRY(NS_BAD, NK_HYPHEN, NS_BAD) | NS_ENTRY(NS_BAD, NK_DOT, NS_BAD))
-
-static inline unsigned name_kind(unsigned c)
+/* Does every dot-separated label of the name hold at most 63 bytes? */
+static int labels_short(const uint8_t *s, size_t len)
 {
-	unsigned alnum = is_letter(c) | ((c - '0') < 10u);
+	size_t label = 0;
 
-	return alnum ? NK_ALNUM : c == '-' ? NK_HYPHEN : c == '.' ? NK_DOT : NK_BAD;
+	for (size_t i = 0; i < len; i++) {
+		label = s[i] == '.' ? 0 : label + 1;
+		if (label > 63)
+			return 0;
+	}
+	return 1;
 }
 
 IBRES_HOT int hostrec_name_ok(const void *name, size_t len)
 {
 	const uint8_t *s = name;
-	unsigned st = NS_START, letters = 0;
-	size_t label = 0;
+	unsigned st = NS_START;
 
 	if (!len || len > IBRES_NAME_MAX)
 		return 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned k = name_kind(s[i]);
-
-		st = (unsigned)(NAME_NEXT >> (4 * (4 * st + k))) & 0xf;
-		label = k == NK_DOT ? 0 : label + 1;
-		if (label > 63)
-			return 0;
-		letters |= is_letter(s[i]);
-	}
+	for (size_t i = 0; i < len; i++)
+		st = NAME_NEXT[st][s[i]];
 	/* the last label ends on a letter or digit; a letter somewhere (a
 	 * name of digits and dots reads as an address) */
-	return st == NS_ALNUM && letters;
+	return st == (NS_ALNUM | NAME_LETTER) && (len <= 63 || labels_short(s, len));
 }
 
 static int hostrec_shape_ok(const struct ibres_hostrec *h)
@@ -225,6 +220,18 @@ IBRES_HOT int hostrec_name_eq(const void *a, const void *b, size_t n)
 {
 	const uint8_t *x = a, *y = b;
 
+	if (n >= 4 && n <= 8) {
+		/* most names on a hit: two overlapping 4-byte reads a side, the
+		 * same bytes when the cases match too */
+		uint32_t x0, x1, y0, y1;
+
+		memcpy(&x0, x, 4);
+		memcpy(&x1, x + n - 4, 4);
+		memcpy(&y0, y, 4);
+		memcpy(&y1, y + n - 4, 4);
+		if (x0 == y0 && x1 == y1)
+			return 1;
+	}
 	/* names mostly match in case: fold only where the bytes differ */
 	for (size_t i = 0; i < n; i++)
 		if (x[i] != y[i] && fold(x[i]) != fold(y[i]))

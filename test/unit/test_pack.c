@@ -373,7 +373,30 @@ static int name_ok_reference(const uint8_t *s, size_t len)
 	return label && s[len - 1] != '-' && letter;
 }
 
-/* hostrec_name_ok() (eight bytes at a time) against the reference: every
+/* Every byte value in every place of a label: alone, first, last, inside,
+ * beside a dot and a hyphen, in the first and in a later label, after a
+ * letter and after a digit (the table's rows are states: each is entered
+ * here and left by every byte). */
+static void test_name_rule_every_byte(void **state)
+{
+	static const char *const shapes[] = { "%", "%a", "a%", "a%a", "1%", "%1", "a.%", "%.a",
+					      "a-%", "%-a", "a.b%", "1.%a", "a1-%.b", "a.%-1",
+					      "9%", "a.1%", "-%", "%." };
+	uint8_t name[16];
+
+	(void)state;
+	for (unsigned c = 0; c < 256; c++) {
+		for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+			size_t len = strlen(shapes[k]);
+
+			for (size_t i = 0; i < len; i++)
+				name[i] = shapes[k][i] == '%' ? (uint8_t)c : (uint8_t)shapes[k][i];
+			assert_int_equal(hostrec_name_ok(name, len), name_ok_reference(name, len));
+		}
+	}
+}
+
+/* hostrec_name_ok() (a table look-up a byte) against the reference: every
  * string of up to 6 bytes over an alphabet of each kind of byte, at every
  * offset of a buffer, and random longer ones around the label limit. */
 static void test_name_rule_exhaustive(void **state)
@@ -460,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_tuples),	      cmocka_unit_test(test_refused_records),
 		cmocka_unit_test(test_name_rule),
 		cmocka_unit_test(test_name_rule_exhaustive),
+		cmocka_unit_test(test_name_rule_every_byte),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

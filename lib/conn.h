@@ -160,10 +160,24 @@ int ibc_host_query(struct ibres *h, uint16_t key_type, const void *key, size_t k
  * records are (ibdir_rec_encode()). A record larger than @cap is put in a
  * buffer of its own instead, *@heap, which the caller frees (always set:
  * NULL when @buf held it). 0 (v->ttl the seconds left, 0 when unknown), or
- * as ibc_host_query().
+ * as ibc_host_query(). ibc_host_view_rest() is its part after a directory
+ * look-up that gave neither (@ret its result).
  */
-int ibc_host_view(struct ibres *h, uint16_t key_type, const void *key, size_t key_len, void *buf,
-		  size_t cap, struct ibdir_view *v, void **heap);
+int ibc_host_view_rest(struct ibres *h, int ret, uint16_t key_type, const void *key,
+		       size_t key_len, void *buf, size_t cap, struct ibdir_view *v, void **heap);
+static inline int ibc_host_view(struct ibres *h, uint16_t key_type, const void *key,
+				size_t key_len, void *buf, size_t cap, struct ibdir_view *v,
+				void **heap)
+{
+	/* a hit or the directory's "no such host" returns here, with no
+	 * call of its own between the caller and the directory */
+	int ret = ibc_dir_find(h, key_type, key, key_len, buf, cap, v);
+
+	*heap = NULL;
+	if (ret == 0 || ret == -ENODATA)
+		return ret;
+	return ibc_host_view_rest(h, ret, key_type, key, key_len, buf, cap, v, heap);
+}
 
 /* The outcome of an ACM RESOLVE (ibc_resolve). */
 struct ibc_route {

@@ -129,22 +129,16 @@ out:
 	return ret;
 }
 
-IBRES_HOT int ibc_host_view(struct ibres *h, uint16_t key_type, const void *key, size_t key_len,
-			    void *buf, size_t cap, struct ibdir_view *v, void **heap)
+int ibc_host_view_rest(struct ibres *h, int ret, uint16_t key_type, const void *key,
+		       size_t key_len, void *buf, size_t cap, struct ibdir_view *v, void **heap)
 {
-	int ret;
-
-	*heap = NULL;
-	ret = ibc_dir_find(h, key_type, key, key_len, buf, cap, v);
 	if (ret == -EMSGSIZE) {
 		/* a record on the way is larger than @buf: again, with room */
 		if (!big_copy(heap))
 			return -ENOMEM;
 		ret = ibc_dir_find(h, key_type, key, key_len, *heap, IBDIR_REC_MAX, v);
-	}
-	if (ret == 0 || ret == -ENODATA)
-		return ret;
-	if (*heap) {
+		if (ret == 0 || ret == -ENODATA)
+			return ret;
 		free(*heap);
 		*heap = NULL;
 	}

@@ -72,7 +72,9 @@ IBRES_HOT static inline uint64_t hash_mix(uint64_t h, uint64_t w)
 	return h ^ (h >> 31);
 }
 
-IBRES_HOT uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
+/* ibdir_hash(), inlined into the look-up: a hit makes no call to hash */
+IBRES_HOT static inline __attribute__((always_inline)) uint32_t
+hash_key(uint64_t seed, unsigned tab, const void *key, size_t len)
 {
 	const uint8_t *p = key;
 	uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * (tab + 1)) ^ len;
@@ -103,6 +105,11 @@ IBRES_HOT uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;
 	return (uint32_t)h;
+}
+
+uint32_t ibdir_hash(uint64_t seed, unsigned tab, const void *key, size_t len)
+{
+	return hash_key(seed, tab, key, len);
 }
 
 size_t ibdir_rec_size(const struct ibres_hostrec *r)
@@ -206,7 +213,7 @@ static int view_layout(const uint8_t *rec, size_t len, struct ibdir_view *v)
 /* ibdir_view_init(), and in the same walk over the names whether one of
  * them is @key/@klen (ASCII case aside): *@named 1 or 0 (@key NULL: none
  * is looked for). */
-IBRES_HOT static int view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v,
+IBRES_HOT static inline __attribute__((always_inline)) int view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v,
 				     const void *key, size_t klen, int *named)
 {
 	struct ibdir_rec hdr;
@@ -497,7 +504,7 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 	uint32_t hash, mask, i;
 
 	mask = n - 1;
-	hash = ibdir_hash(g->seed, tab, key, len);
+	hash = hash_key(g->seed, tab, key, len);
 	i = hash & mask;
 	for (unsigned p = 0; p < n && p < IBDIR_PROBES_MAX; p++, i = (i + 1) & mask) {
 		uint64_t slot =

@@ -158,14 +158,28 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
  * counts within their arrays, reserved 0, and data_len inside the copy's
  * @len bytes and large enough for the fixed-size items and one byte of
  * length and at least one of name each. 1 or 0. */
-IBRES_HOT static int rec_hdr_ok(const struct ibdir_rec *hdr, size_t len)
+IBRES_HOT static inline __attribute__((always_inline)) int rec_hdr_ok(const struct ibdir_rec *hdr,
+									size_t len)
 {
+	uint32_t counts;
 	size_t fixed;
 
-	if (len < sizeof(*hdr) || !hdr->n_names || hdr->n_names > IBRES_HOST_NAMES_MAX ||
-	    hdr->n_v4 > IBRES_HOST_ADDRS_MAX || hdr->n_v6 > IBRES_HOST_ADDRS_MAX ||
-	    hdr->n_gids > IBRES_HOST_GIDS_MAX || hdr->reserved ||
-	    hdr->data_len > len - sizeof(*hdr))
+	/* the four counts at once: a byte over its limit, once the limit's
+	 * distance to 0x7f is added, has its top bit set (no carry leaves a
+	 * byte below 0x80: 0x7f + 0x7f < 0x100), and so has a byte over 0x7f */
+	_Static_assert(IBRES_HOST_NAMES_MAX < 0x80 && IBRES_HOST_ADDRS_MAX < 0x80 &&
+			       IBRES_HOST_GIDS_MAX < 0x80,
+		       "the limits of the counts' check");
+	_Static_assert(offsetof(struct ibdir_rec, n_gids) == offsetof(struct ibdir_rec, n_names) + 3,
+		       "counts side by side, n_names first");
+	static const uint8_t to_7f[4] = { 0x7f - IBRES_HOST_NAMES_MAX, 0x7f - IBRES_HOST_ADDRS_MAX,
+					  0x7f - IBRES_HOST_ADDRS_MAX, 0x7f - IBRES_HOST_GIDS_MAX };
+	uint32_t add;
+
+	memcpy(&counts, &hdr->n_names, 4);
+	memcpy(&add, to_7f, 4); /* in the counts' byte order */
+	if (len < sizeof(*hdr) || !hdr->n_names || ((counts + add) | counts) & 0x80808080u ||
+	    hdr->reserved || hdr->data_len > len - sizeof(*hdr))
 		return 0;
 	fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4;
 	return fixed + 2u * hdr->n_names <= hdr->data_len;
@@ -402,10 +416,18 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 				       ? -EMSGSIZE
 				       : -EBADMSG;
 		}
-		for (size_t i = 0; i < n; i += 8) {
-			uint64_t w = load64((const uint8_t *)r + i);
+		/* sixteen bytes a step (n is a multiple of 8, at least 32) */
+		for (size_t i = 0; i + 16 <= n; i += 16) {
+			uint64_t w0 = load64((const uint8_t *)r + i);
+			uint64_t w1 = load64((const uint8_t *)r + i + 8);
 
-			memcpy(buf + i, &w, 8);
+			memcpy(buf + i, &w0, 8);
+			memcpy(buf + i + 8, &w1, 8);
+		}
+		if (n & 8) {
+			uint64_t w = load64((const uint8_t *)r + n - 8);
+
+			memcpy(buf + n - 8, &w, 8);
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) != s1)

@@ -14,15 +14,54 @@
 	(IBRES_HOST_ADDRS_MAX > IBRES_HOST_GIDS_MAX ? IBRES_HOST_ADDRS_MAX : IBRES_HOST_GIDS_MAX)
 #define PACK_ADDR_LEN_MAX 16u
 
-/* @l bytes of a name and a NUL at @to; returns the byte after. A loop of
- * our own: names are short, and a C library call would be one more page of
- * code to walk to on a hit. */
-IBRES_HOT static char *put_name(char *to, const uint8_t *name, size_t l)
+/* @m bytes from @from to @to, eight a step and the last eight (or four, or
+ * each of up to three) overlapping what went before: no byte read or
+ * written outside either range. A loop of our own: a C library call would be
+ * one more page of code to walk to on a hit. */
+IBRES_HOT static void copy_bytes(char *to, const uint8_t *from, size_t m)
 {
-	for (size_t i = 0; i < l; i++)
-		to[i] = (char)name[i];
-	to[l] = '\0';
-	return to + l + 1;
+	uint64_t w;
+	uint32_t h;
+	size_t i;
+
+	if (m >= 8) {
+		for (i = 0; i + 8 <= m; i += 8) {
+			memcpy(&w, from + i, 8);
+			memcpy(to + i, &w, 8);
+		}
+		memcpy(&w, from + m - 8, 8);
+		memcpy(to + m - 8, &w, 8);
+	} else if (m >= 4) {
+		memcpy(&h, from, 4);
+		memcpy(to, &h, 4);
+		memcpy(&h, from + m - 4, 4);
+		memcpy(to + m - 4, &h, 4);
+	} else {
+		for (i = 0; i < m; i++)
+			to[i] = (char)from[i];
+	}
+}
+
+/* The names of @v as C strings at @strs, which takes end - names bytes:
+ * the names' bytes moved one back, so that every length byte but the first
+ * becomes the NUL that ends the name before it. h_name is @strs; the
+ * aliases are put at @aliases (n_names - 1 of them). */
+IBRES_HOT static void put_names(char *strs, char **aliases, const struct ibdir_view *v)
+{
+	size_t total = (size_t)(v->end - v->names);
+	const uint8_t *p = v->names;
+	char *to = strs;
+
+	copy_bytes(strs, v->names + 1, total - 1);
+	for (unsigned i = 0; i < v->n_names; i++) {
+		size_t l = *p;
+
+		if (i)
+			aliases[i - 1] = to;
+		to[l] = '\0';
+		to += l + 1;
+		p += l + 1;
+	}
 }
 
 /* An address of @alen bytes (4 or 16), copied with a size the compiler
@@ -50,6 +89,7 @@ IBRES_HOT int ibpack_hostent(struct hostent *he, char *buf, size_t buflen,
 	 * addresses no more than a record holds */
 	if (!v->n_names || v->n_names > IBRES_HOST_NAMES_MAX || n > PACK_ADDRS_MAX || !alen ||
 	    alen > PACK_ADDR_LEN_MAX || v->end < v->names ||
+	    (size_t)(v->end - v->names) < 2u * v->n_names ||
 	    (size_t)(v->end - v->names) > IBRES_HOST_NAMES_MAX * (IBRES_NAME_MAX + 1u))
 		return -EBADMSG;
 	/* one layout, sized at once: the alias pointers and their NULL, the
@@ -61,20 +101,7 @@ IBRES_HOT int ibpack_hostent(struct hostent *he, char *buf, size_t buflen,
 	list = aliases + v->n_names;
 	a = (uint8_t *)(list + n + 1);
 	strs = (char *)(a + n * alen);
-	/* h_name is the first name; the aliases point at the others: the view's
-	 * names, each length byte become a NUL, fill exactly end - names */
-	{
-		const uint8_t *p = v->names, *name;
-		char *to = strs;
-
-		for (unsigned i = 0; i < v->n_names; i++) {
-			size_t l = ibdir_view_next_name(&p, &name);
-
-			if (i)
-				aliases[i - 1] = to;
-			to = put_name(to, name, l);
-		}
-	}
+	put_names(strs, aliases, v);
 	aliases[v->n_names - 1] = NULL;
 	for (size_t i = 0; i < n; i++) {
 		list[i] = (char *)a + i * alen;
@@ -116,7 +143,8 @@ IBRES_HOT int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t bufle
 		return -ERANGE;
 	t = (struct gaih_addrtuple *)(void *)(buf + pad);
 	str = (char *)(t + own);
-	put_name(str, name, l);
+	copy_bytes(str, name, l);
+	str[l] = '\0';
 
 	/* every tuple is in the buffer but, when supplied, the caller's first */
 	first = *pat ? *pat : &t[0];

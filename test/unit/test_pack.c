@@ -159,6 +159,14 @@ static void test_hostent_sizes(void **state)
 	sweep_hostent(&r, 27, r.gids, r.n_gids, 16);
 	/* reverse lookup: one address, the one asked about */
 	sweep_hostent(&r, AF_INET6, &r.v6[1], 1, 16);
+	/* names whose bytes move in each way the packer has: 1-3, 4-7 and
+	 * 8 or more at once, alone and with aliases */
+	for (size_t l = 1; l <= 17; l++) {
+		make_rec(&r, 1, 1, 0, 0, l);
+		sweep_hostent(&r, AF_INET, r.v4, r.n_v4, 4);
+		make_rec(&r, 3, 1, 0, 0, l);
+		sweep_hostent(&r, AF_INET, r.v4, r.n_v4, 4);
+	}
 }
 
 static void test_hostent_limits(void **state)
@@ -256,6 +264,10 @@ static void test_tuples(void **state)
 	sweep_tuples(&r, 1);
 	make_rec(&r, 1, IBRES_HOST_ADDRS_MAX, IBRES_HOST_ADDRS_MAX, 0, IBRES_NAME_MAX);
 	sweep_tuples(&r, 0);
+	for (size_t l = 1; l <= 17; l++) {
+		make_rec(&r, 2, 1, 1, 0, l);
+		sweep_tuples(&r, 0);
+	}
 
 	/* GIDs only: no tuple to give (AF_IB never goes into tuples) */
 	make_rec(&r, 1, 0, 0, 2, 0);

@@ -129,8 +129,8 @@ out:
 	return ret;
 }
 
-int ibc_host_view_rest(struct ibres *h, int ret, uint16_t key_type, const void *key,
-		       size_t key_len, void *buf, size_t cap, struct ibdir_view *v, void **heap)
+int ibc_host_view_rest(struct ibres *h, int ret, uint16_t key_type, const void *key, size_t key_len,
+		       void *buf, size_t cap, struct ibdir_view *v, void **heap)
 {
 	if (ret == -EMSGSIZE) {
 		/* a record on the way is larger than @buf: again, with room */

@@ -159,7 +159,7 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
  * @len bytes and large enough for the fixed-size items and one byte of
  * length and at least one of name each. 1 or 0. */
 IBRES_HOT static inline __attribute__((always_inline)) int rec_hdr_ok(const struct ibdir_rec *hdr,
-									size_t len)
+								      size_t len)
 {
 	uint32_t counts;
 	size_t fixed;
@@ -170,10 +170,11 @@ IBRES_HOT static inline __attribute__((always_inline)) int rec_hdr_ok(const stru
 	_Static_assert(IBRES_HOST_NAMES_MAX < 0x80 && IBRES_HOST_ADDRS_MAX < 0x80 &&
 			       IBRES_HOST_GIDS_MAX < 0x80,
 		       "the limits of the counts' check");
-	_Static_assert(offsetof(struct ibdir_rec, n_gids) == offsetof(struct ibdir_rec, n_names) + 3,
+	_Static_assert(offsetof(struct ibdir_rec, n_gids) ==
+			       offsetof(struct ibdir_rec, n_names) + 3,
 		       "counts side by side, n_names first");
-	static const uint8_t to_7f[4] = { 0x7f - IBRES_HOST_NAMES_MAX, 0x7f - IBRES_HOST_ADDRS_MAX,
-					  0x7f - IBRES_HOST_ADDRS_MAX, 0x7f - IBRES_HOST_GIDS_MAX };
+	static const uint8_t to_7f[4] = {0x7f - IBRES_HOST_NAMES_MAX, 0x7f - IBRES_HOST_ADDRS_MAX,
+					 0x7f - IBRES_HOST_ADDRS_MAX, 0x7f - IBRES_HOST_GIDS_MAX};
 	uint32_t add;
 
 	memcpy(&counts, &hdr->n_names, 4);
@@ -227,8 +228,9 @@ static int view_layout(const uint8_t *rec, size_t len, struct ibdir_view *v)
 /* ibdir_view_init(), and in the same walk over the names whether one of
  * them is @key/@klen (ASCII case aside): *@named 1 or 0 (@key NULL: none
  * is looked for). */
-IBRES_HOT static inline __attribute__((always_inline)) int view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v,
-				     const void *key, size_t klen, int *named)
+IBRES_HOT static inline __attribute__((always_inline)) int
+view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v, const void *key, size_t klen,
+		int *named)
 {
 	struct ibdir_rec hdr;
 	const uint8_t *p, *end;

@@ -87,7 +87,8 @@ struct found {
 	uint64_t copy[FOUND_INLINE / 8];
 };
 
-IBRES_HOT static int query(uint16_t type, const void *key, size_t len, struct found *f)
+IBRES_HOT static inline __attribute__((always_inline)) int query(uint16_t type, const void *key,
+								 size_t len, struct found *f)
 {
 	return ibc_host_view(&nss_conn, type, key, len, f->copy, sizeof(f->copy), &f->v, &f->heap);
 }

@@ -15,6 +15,7 @@
 #ifndef IBRES_CONN_H
 #define IBRES_CONN_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>

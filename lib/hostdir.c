@@ -177,7 +177,7 @@ IBRES_HOT static inline __attribute__((always_inline)) int rec_hdr_ok(const stru
 					 0x7f - IBRES_HOST_ADDRS_MAX, 0x7f - IBRES_HOST_GIDS_MAX};
 	uint32_t add;
 
-	memcpy(&counts, &hdr->n_names, 4);
+	memcpy(&counts, (const uint8_t *)hdr + offsetof(struct ibdir_rec, n_names), 4);
 	memcpy(&add, to_7f, 4); /* in the counts' byte order */
 	if (len < sizeof(*hdr) || !hdr->n_names || ((counts + add) | counts) & 0x80808080u ||
 	    hdr->reserved || hdr->data_len > len - sizeof(*hdr))

@@ -42,17 +42,24 @@ IBRES_HOT static void copy_bytes(char *to, const uint8_t *from, size_t m)
 	}
 }
 
-/* The names of @v as C strings at @strs, which takes end - names bytes:
- * the names' bytes moved one back, so that every length byte but the first
- * becomes the NUL that ends the name before it. h_name is @strs; the
- * aliases are put at @aliases (n_names - 1 of them). */
-IBRES_HOT static void put_names(char *strs, char **aliases, const struct ibdir_view *v)
+/* The names of @v as C strings at @strs, which takes end - names (at least
+ * 1) bytes: the names' bytes moved one back, so that every length byte but
+ * the first becomes the NUL that ends the name before it. h_name is @strs;
+ * the aliases are put at @aliases (n_names - 1 of them). 0, or -EBADMSG
+ * when a name's length runs past the view's end (nothing is written
+ * outside end - names bytes at @strs). */
+IBRES_HOT static int put_names(char *strs, char **aliases, const struct ibdir_view *v)
 {
 	size_t total = (size_t)(v->end - v->names);
 	const uint8_t *p = v->names;
 	char *to = strs;
 
+	/* the lengths first: a refused view leaves the buffer as it was */
+	for (unsigned i = 0; i < v->n_names; i++, p += *p + 1)
+		if (*p >= (size_t)(v->end - p))
+			return -EBADMSG;
 	copy_bytes(strs, v->names + 1, total - 1);
+	p = v->names;
 	for (unsigned i = 0; i < v->n_names; i++) {
 		size_t l = *p;
 
@@ -62,6 +69,7 @@ IBRES_HOT static void put_names(char *strs, char **aliases, const struct ibdir_v
 		to += l + 1;
 		p += l + 1;
 	}
+	return 0;
 }
 
 /* An address of @alen bytes (4 or 16), copied with a size the compiler
@@ -101,7 +109,8 @@ IBRES_HOT int ibpack_hostent(struct hostent *he, char *buf, size_t buflen,
 	list = aliases + v->n_names;
 	a = (uint8_t *)(list + n + 1);
 	strs = (char *)(a + n * alen);
-	put_names(strs, aliases, v);
+	if (put_names(strs, aliases, v))
+		return -EBADMSG;
 	aliases[v->n_names - 1] = NULL;
 	for (size_t i = 0; i < n; i++) {
 		list[i] = (char *)a + i * alen;
@@ -127,7 +136,8 @@ IBRES_HOT int ibpack_tuples(struct gaih_addrtuple **pat, char *buf, size_t bufle
 	char *str;
 
 	if (!v->n_names || v->n_names > IBRES_HOST_NAMES_MAX || v->n_v4 > IBRES_HOST_ADDRS_MAX ||
-	    v->n_v6 > IBRES_HOST_ADDRS_MAX)
+	    v->n_v6 > IBRES_HOST_ADDRS_MAX || v->end <= v->names ||
+	    *v->names >= (size_t)(v->end - v->names))
 		return -EBADMSG;
 	n = v->n_v6 + v->n_v4;
 	if (!n)

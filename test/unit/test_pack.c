@@ -340,6 +340,30 @@ static void test_refused_records(void **state)
 	bad = v;
 	bad.n_v6 = UINT32_MAX;
 	refused(&bad);
+	/* names whose lengths run past the view's end: the first (both packers
+	 * refuse), or the second (the hostent's), the buffer left as it was */
+	{
+		static const uint8_t past[] = { 200, 'a' }, second[] = { 1, 'a', 5, 'b' };
+		struct gaih_addrtuple *pat = NULL;
+		struct hostent he;
+		char buf[1024];
+
+		bad = v;
+		bad.names = past;
+		bad.end = past + sizeof(past);
+		refused(&bad);
+		for (unsigned k = 0; k < 2; k++) {
+			bad.names = k ? second : past;
+			bad.end = k ? second + sizeof(second) : past + sizeof(past);
+			bad.n_names = k ? 2 : 1;
+			memset(buf, FILL, sizeof(buf));
+			assert_int_equal(ibpack_hostent(&he, buf, sizeof(buf), &bad, AF_INET, r.v4, 1, 4),
+					 -EBADMSG);
+			for (size_t i = 0; i < sizeof(buf); i++)
+				assert_int_equal((uint8_t)buf[i], FILL);
+		}
+		assert_int_equal(ibpack_tuples(&pat, buf, sizeof(buf), &bad), 0);
+	}
 	/* more addresses than a record holds, or an address longer than 16 bytes */
 	{
 		struct hostent he;

@@ -100,6 +100,10 @@ static const struct metric_desc metrics[] = {
 	  "(the port's out_of_buffer counter, every QP on it; 0 where the device has none)" },
 	{ "fabric_rx_queue_slots", G, "fabric_rx_queue_slots",
 	  "receive buffers of the ib endpoints' UD QPs (recv_depth within the device's limits)" },
+	/* the ip transport's sockets */
+	{ "fabric_rx_socket_drops", C, "fabric_rx_socket_drops",
+	  "datagrams the kernel dropped at the ip endpoints' sockets since the daemon started "
+	  "(receive buffer full; SO_RXQ_OVFL)" },
 	/* is the directory complete (doc/fabric-protocol.md)? */
 	{ "directory_complete", G, "directory_complete",
 	  "1 while a name the directory lacks is answered not found at once (settled, the peers' "

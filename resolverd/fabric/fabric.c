@@ -976,6 +976,7 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_rx_queue_empty", rx_sum.queue_empty },
 		{ "fabric_rx_hca_out_of_buffer", rx_sum.hw_out_of_buffer },
 		{ "fabric_rx_queue_slots", rx_sum.slots },
+		{ "fabric_rx_socket_drops", rx_sum.sock_drops },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

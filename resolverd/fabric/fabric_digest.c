@@ -119,6 +119,7 @@ void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum)
 		p->t.ops->rx_stats((struct transport *)&p->t, &s);
 		sum->queue_empty += s.queue_empty;
 		sum->slots += s.slots;
+		sum->sock_drops += s.sock_drops;
 		/* a port's out_of_buffer counter once however many endpoints
 		 * (P_Keys) share the port */
 		for (unsigned j = 0; j < i && s.hw_counted; j++)
@@ -135,7 +136,7 @@ static uint64_t rx_drops(const struct fabric *f)
 	struct transport_rx_stats s;
 
 	fabric_rx_sum(f, &s);
-	return s.queue_empty + s.hw_out_of_buffer;
+	return s.queue_empty + s.hw_out_of_buffer + s.sock_drops;
 }
 
 void fabric_digest_update(struct fabric *f)

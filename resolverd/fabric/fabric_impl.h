@@ -102,6 +102,14 @@ struct fabric {
 	uint8_t buf[FW_MAX_LEN];
 };
 
+/* fabric_tx.c: a message from @p (its identity, groups, rails) of @type
+ * with transaction id @tid; sent unicast to @to, or (NULL) multicast on
+ * the lowest group, stamped and signed when a key is set. 0 or a negative
+ * errno (counted: fabric_tx_errors). */
+void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint64_t tid);
+int fabric_port_send(struct fabric_port *p, const struct fw_msg *m,
+		     const struct transport_addr *to);
+
 /* The transports' receive paths, summed (fabric_digest.c). */
 void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
 

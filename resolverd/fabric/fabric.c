@@ -390,6 +390,7 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		/* compared once its sender is ours too; a refused sender's
 		 * word counts for nothing */
 		fabric_digest_heard(f, m, prev_seq);
+		fabric_fetch_peer(p, m, from);
 	}
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
@@ -523,6 +524,16 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	case FW_GOODBYE:
 		on_goodbye(p, &m);
+		break;
+	case FW_RANGE_QUERY:
+		/* the asker is learned like a requester: a node nobody heard
+		 * of, asking, becomes known */
+		if (learn(p, &m, best_common_group(p, m.groups, m.n_groups)) == 0)
+			f->c.overheard++;
+		fabric_range_answer(p, &m, from);
+		break;
+	case FW_RANGE_ANSWER:
+		fabric_fetch_answer(p, &m);
 		break;
 	case FW_RAIL_DOWN:
 		on_rail_down(p, &m);
@@ -745,6 +756,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 		goto err;
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	fabric_digest_start(f);
+	fabric_fetch_start(f);
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
 		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
@@ -864,6 +876,7 @@ void fabric_stop(struct fabric *f)
 	endpoints_unlisten(f->eps, on_identity, f);
 	loop_timer_cancel(f->loop, &f->announce_timer);
 	loop_timer_cancel(f->loop, &f->reannounce_timer);
+	fabric_fetch_stop(f);
 	fabric_digest_stop(f);
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
@@ -933,4 +946,5 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 	}
 	/* no fabric: the store is all there is, and complete */
 	fabric_digest_stats(f, fabric_authoritative_from(f) <= now_ms(), w);
+	fabric_fetch_stats(f, w);
 }

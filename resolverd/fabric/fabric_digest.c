@@ -271,8 +271,11 @@ void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
 	m->digest.seq = p->announce_seq;
 	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
 	m->digest.sum = own.sum;
-	m->digest.flags =
-		now_ms() >= f->settled_ms && !fabric_digest_incomplete(f) ? FW_DIGEST_SETTLED : 0;
+	m->digest.flags = FW_DIGEST_RANGES; /* fabric_range.c answers */
+	if (now_ms() >= f->settled_ms && !f->dg.burst_pending)
+		m->digest.flags |= FW_DIGEST_PAST_SETTLE;
+	if (now_ms() >= f->settled_ms && !fabric_digest_incomplete(f))
+		m->digest.flags |= FW_DIGEST_SETTLED;
 	if (unicast)
 		m->digest.flags |= FW_DIGEST_UNICAST;
 }
@@ -304,6 +307,29 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 	/* settled, we should hold what every peer holds: we missed its news */
 	if (now_ms() >= f->settled_ms)
 		digest_rule_drop(&f->dg.rule, now_ms());
+}
+
+void fabric_digest_answer(struct fabric *f, const struct fw_msg *m)
+{
+	struct fw_digest d = m->digest;
+	struct store_digest own;
+	uint64_t now = now_ms();
+
+	/* a peer past its settle time, answering us alone: what it holds
+	 * now. Equal to ours, it vouches as a settled announce does, though
+	 * it may count itself incomplete: after a storm every node does, and
+	 * none would vouch for another until a whole announce round passed.
+	 * A host all of them lack lost datagrams itself, so it asks a peer
+	 * too and is learned from its query. */
+	if (d.flags & FW_DIGEST_PAST_SETTLE)
+		d.flags |= FW_DIGEST_SETTLED;
+	store_digest(f->store, &own);
+	if (!digest_rule_heard(&f->dg.rule, &own, &d, now))
+		return;
+	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
+		  m->sender.names[0], d.hosts, (unsigned long long)own.hosts);
+	if (now >= f->settled_ms)
+		digest_rule_drop(&f->dg.rule, now);
 }
 
 bool fabric_digest_incomplete(const struct fabric *f)

@@ -87,6 +87,9 @@ void fabric_digest_burst_sent(struct fabric *f);
 /* An ANNOUNCE from a peer whose sender was learned; @prev_seq: the number of
  * its last announce heard here before it (0: none). */
 void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq);
+/* A RANGE_ANSWER's digest (fabric_fetch.c): the answering peer's whole
+ * directory, heard like an announce's; past its settle time it vouches. */
+void fabric_digest_answer(struct fabric *f, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);

@@ -14,6 +14,7 @@
 #include "fabric/fabric.h"
 #include "fabric/fabric_auth.h"
 #include "fabric/fabric_digest.h"
+#include "fabric/fabric_fetch.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
@@ -98,6 +99,8 @@ struct fabric {
 	uint64_t stale_logged_ms;
 	struct fabric_counters c;
 	struct fabric_digest dg;
+	struct fabric_fetch fx;
+	struct fw_msg answer; /* a range query's answer, built (fabric_range.c) */
 	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];
 };

@@ -13,9 +13,9 @@ bool store_range_valid(const struct store_range *r)
 	return r->lo <= r->hi && r->parts >= 1 && r->parts <= RANGE_PARTS_MAX;
 }
 
+/* The width of a part; 0 stands for 2^64 (one part, the whole space). */
 static uint64_t part_width(const struct store_range *r)
 {
-	/* at most 2^64 / parts, rounded up: no overflow for the whole space */
 	return (r->hi - r->lo) / r->parts + 1;
 }
 
@@ -23,8 +23,10 @@ int store_range_part(const struct store_range *r, uint64_t term)
 {
 	uint64_t i;
 
-	if (term < r->lo || term > r->hi)
+	if (!store_range_valid(r) || term < r->lo || term > r->hi)
 		return -1;
+	if (r->parts == 1)
+		return 0; /* and no division: the width may be 2^64 */
 	i = (term - r->lo) / part_width(r);
 	return i >= r->parts ? (int)r->parts - 1 : (int)i;
 }
@@ -33,9 +35,11 @@ bool store_range_sub(const struct store_range *r, unsigned i, struct store_range
 {
 	uint64_t w = part_width(r), off;
 
-	if (i >= r->parts)
+	if (!store_range_valid(r) || i >= r->parts)
 		return false;
-	off = (uint64_t)i * w; /* i < 16, w <= 2^60: no overflow */
+	/* no overflow: i is 0 for one part (w may stand for 2^64), else
+	 * i < 16 and i * w <= hi - lo + w */
+	off = (uint64_t)i * w;
 	if (off > r->hi - r->lo)
 		return false; /* past hi: empty */
 	out->lo = r->lo + off;

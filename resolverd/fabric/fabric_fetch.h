@@ -42,7 +42,7 @@
 #define FETCH_NAMES_AT 16
 /* Range queries answered, at most, a second (a burst of as many): each
  * costs one walk of the store (bench/RESULTS.md: range digests). */
-#define RANGE_ANSWERS_PER_S 50
+#define RANGE_ANSWERS_PER_S 20
 
 struct fetch_peer {
 	struct transport_addr addr; /* where its datagrams came from */

@@ -21,12 +21,24 @@
 
 static const struct fw_range whole = {.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
 
-/* Is there anything to fetch? The directory counts itself incomplete once
- * its start-up burst was checked (before that, the burst fills it). */
+/* Is there anything to fetch? Only where the store is the whole directory
+ * (announcements refresh every entry in time) and the directory counts
+ * itself incomplete once its start-up burst was checked (before that, the
+ * burst fills it). */
 static bool wanted(const struct fabric *f)
 {
-	return f->cfg->announce_interval_s > 0 && f->dg.burst_checked &&
+	const struct ibres_config *cfg = f->cfg;
+
+	return cfg->announce_interval_s > 0 &&
+	       (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s && f->dg.burst_checked &&
 	       now_ms() >= f->settled_ms && f->dg.rule.incomplete;
+}
+
+static void forget_peer(struct fabric_fetch *x, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (x->peers[i].used && !memcmp(x->peers[i].gid, gid, 16))
+			x->peers[i].used = false;
 }
 
 void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
@@ -37,8 +49,12 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 	struct store_digest own;
 	bool claim;
 
-	if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES) || !from)
+	if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES) || !from) {
+		/* restarted with an older daemon (a rolling upgrade, or back):
+		 * it would count our queries malformed */
+		forget_peer(x, m->sender.gids[0]);
 		return;
+	}
 	store_digest(p->f->store, &own);
 	claim = m->digest.hosts > own.hosts ||
 		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
@@ -78,13 +94,6 @@ static bool pick_peer(struct fabric_fetch *x)
 		}
 	}
 	return false;
-}
-
-static void forget_peer(struct fabric_fetch *x, const uint8_t gid[16])
-{
-	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (x->peers[i].used && !memcmp(x->peers[i].gid, gid, 16))
-			x->peers[i].used = false;
 }
 
 static void send_query(struct fabric *f)

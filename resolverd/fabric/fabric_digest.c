@@ -43,6 +43,8 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 {
 	struct digest_claim *c = &r->claim;
 
+	r->recent[r->heard++ % DIGEST_RECENT] =
+		(struct store_digest){.hosts = theirs->hosts, .sum = theirs->sum};
 	/* fewer hosts: the sender lags (or we hold one that left): its own
 	 * digests tell it, ours tell nothing to us */
 	if (theirs->hosts < own->hosts)
@@ -76,16 +78,42 @@ void digest_rule_drop(struct digest_rule *r, uint64_t now)
 	r->agree = 0;
 }
 
-bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+/* Settled digests that must agree: K, at most the peers known. */
+static unsigned agree_k(const struct store_digest *own)
 {
 	uint64_t peers = own->hosts ? own->hosts - 1 : 0;
-	unsigned k = peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
+
+	return peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
+}
+
+bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+{
+	unsigned n = r->heard < DIGEST_RECENT ? r->heard : DIGEST_RECENT, same = 0;
+
+	/* what peers said while the directory filled, against what it holds
+	 * now: in a burst that went well the last ones are all equal (claims
+	 * met by the answers that followed them) */
+	for (unsigned i = 0; i < n; i++)
+		same += r->recent[i].hosts == own->hosts && r->recent[i].sum == own->sum;
+	/* no digest heard: peers before the digest, today's rule */
+	if (!r->heard || same >= agree_k(own) || r->agree >= agree_k(own))
+		return false;
+	r->unvouched = true;
+	r->unvouched_ms = now;
+	return true;
+}
+
+bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+{
+	unsigned k = agree_k(own);
 	uint64_t since = now - r->disturbed_ms;
 
 	if (claim_met(&r->claim, own))
 		r->claim.hosts = 0; /* we learned what it held */
+	if (r->unvouched && (r->agree >= k || now >= r->unvouched_ms + r->round_ms))
+		r->unvouched = false;
 	if (!r->claim.hosts && !r->dropped)
-		return r->incomplete = false;
+		return r->incomplete = r->unvouched;
 	/* overruled: settled peers heard since hold what we hold, or a whole
 	 * announce round passed (every live peer announced once) without a
 	 * disagreement or a drop; a peer that still holds a host that left
@@ -93,7 +121,7 @@ bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uin
 	if ((since >= DIGEST_HOLD_MS && r->agree >= k) || since >= r->round_ms) {
 		r->claim.hosts = 0;
 		r->dropped = false;
-		return r->incomplete = false;
+		return r->incomplete = r->unvouched;
 	}
 	return r->incomplete = true;
 }
@@ -198,8 +226,16 @@ static void burst_check(struct fabric *f, uint64_t now)
 			 "lost",
 			 (unsigned long long)d->rule.claim.hosts, (unsigned long long)own.hosts);
 	}
-	if (d->burst_answers >= d->burst_known)
+	if (d->burst_answers >= d->burst_known) {
+		/* nothing against us; unless settled peers vouched, ask them
+		 * (fabric_fetch.c): a node that missed most of a whole-cluster
+		 * boot hears no claim until the next announce round */
+		if (!d->rule.dropped && digest_rule_burst_end(&d->rule, &own, now))
+			log_info("fabric: start-up over, %llu hosts, no settled peer vouched yet: "
+				 "asking peers",
+				 (unsigned long long)own.hosts);
 		return;
+	}
 	d->answers_missing += d->burst_known - d->burst_answers;
 	digest_rule_drop(&d->rule, now);
 	log_info("fabric: %llu of the %llu peers known at start-up did not answer: datagrams "

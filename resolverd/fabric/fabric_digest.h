@@ -29,6 +29,8 @@
 /* How long after the last NEWCOMER announce of a burst its answers are
  * waited for (they come at once), when the settle time is shorter. */
 #define DIGEST_ANSWER_MS 500
+/* Digests remembered from a burst, to compare with the directory at its end. */
+#define DIGEST_RECENT 8
 /* How often the receive path's drop counters are read. */
 #define DIGEST_TICK_MS 1000
 
@@ -48,6 +50,14 @@ struct digest_rule {
 	unsigned agree;	       /* settled digests that matched ours, in a row, since then */
 	bool dropped;	       /* the receive path dropped datagrams since then */
 	bool incomplete;       /* the verdict of the last digest_rule_eval() */
+	/* a burst ended with nothing against us, but peers that send digests
+	 * heard and fewer than K of the last ones equal to ours: until K
+	 * settled ones agree (or a round passes since @unvouched_ms), absence
+	 * of news is no proof */
+	bool unvouched;
+	uint64_t unvouched_ms;
+	struct store_digest recent[DIGEST_RECENT]; /* the last digests heard */
+	unsigned heard;				   /* digests heard since the reset */
 	uint64_t mismatches, drops;
 };
 
@@ -60,6 +70,12 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		       const struct fw_digest *theirs, uint64_t now);
 /* The receive path dropped datagrams (a queue overrun) at @now. */
 void digest_rule_drop(struct digest_rule *r, uint64_t now);
+/* A start-up burst was checked at @now with nothing against us: when
+ * digests were heard (peers that send them) but fewer than K of the last
+ * DIGEST_RECENT, settled or not, equal @own, count the directory unvouched
+ * (incomplete until K settled ones agree, or a round passed). Returns true
+ * when it did. */
+bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now);
 /* Decide, at @now with the store's digest @own: is a key the store lacks
  * possibly a live host? Sets and returns r->incomplete. The settle time is
  * the caller's. */

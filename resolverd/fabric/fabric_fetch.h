@@ -32,7 +32,7 @@
 #define FETCH_TRIES 3
 /* Between two sessions; and how often an idle fetch looks again. */
 #define FETCH_GAP_MS 200
-#define FETCH_IDLE_MS 1000
+#define FETCH_IDLE_MS 500
 /* A session asks at most this many queries and hands up at most this many
  * names; ranges waiting to be asked, at most. */
 #define FETCH_QUERIES_MAX 64

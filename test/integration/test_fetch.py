@@ -17,6 +17,8 @@ nobody has makes a node incomplete; its peers' answers to its range queries
 vouch for its directory and it is complete again, with no announce round.
 """
 import itertools
+import os
+import struct
 import time
 
 import pytest
@@ -24,7 +26,7 @@ import pytest
 from conftest import needs_root, run
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, ST_ENODATA, ST_SUCCESS,
                          cluster_factory, fabric_msg, group_items, host,  # noqa: F401 (fixture)
-                         identity_items, send_datagrams, stats, wait_until)
+                         identity_items, send_datagrams, stamp_item, stats, tlv, wait_until)
 from nss_helpers import client_env
 from test_lossy_boot import GROUP4, digest_item
 
@@ -49,13 +51,14 @@ def knowledge(c):
     return out
 
 
-def claim_more(c, k):
+def claim_more(c, k, key=None):
     """A forged peer node99, announcing from node @k's namespace a settled
-    digest of 40 hosts (a claim nobody meets; it answers no range query)."""
+    digest of 40 hosts (a claim nobody meets; it answers no range query);
+    signed and stamped with @key."""
     ident = identity_items("node99", "fe80::2:c903:0:99", ["198.18.0.99"], lid=99) + \
-        group_items()
+        group_items() + (stamp_item() if key else b"")
     send_datagrams(c.netns(k), GROUP4, FABRIC_PORT,
-                   [fabric_msg(FW_ANNOUNCE, ident + digest_item(40, 12345, 1, 1))],
+                   [fabric_msg(FW_ANNOUNCE, ident + digest_item(40, 12345, 1, 1), key=key)],
                    src=c.nodes[k]["ipv4"])
 
 
@@ -64,17 +67,19 @@ def test_lossy_boot_fetch_completes(cluster_factory):
     for attempt in range(BOOTS):
         c = cluster_factory(NODES, "--loss", LOSS, *PRODUCT, name="fetch%d" % attempt)
         c.wait_settled(SETTLE)
-        c.loss(0)
-        lifted = time.monotonic()
+        # what the nodes lack before the loss is lifted (after it, the
+        # fetch may fill it before the test has read every node)
         first = knowledge(c)
         missing = sum(len(lacks) for _, lacks in first.values())
+        c.loss(0)
+        lifted = time.monotonic()
         if missing:
             break
         c.down()
     assert missing, "no node missed a peer in %d boots: raise LOSS" % BOOTS
     assert time.monotonic() - c.started < 50, "the boot took too long to prove anything"
-    false_complete = []
-    seen = first
+    false_complete = [(k, lacks) for k, (complete, lacks) in first.items() if complete and lacks]
+    seen = knowledge(c)
     while True:
         false_complete += [(k, lacks) for k, (complete, lacks) in seen.items()
                            if complete and lacks]
@@ -130,3 +135,55 @@ def test_forged_claim_overruled_by_peers(cluster_factory):
     answered = sum(stats(c.sock(k))["fabric_range_answered"] for k in (2, 3, 4))
     assert answered >= 3
     assert after["fabric_fetch_hints"] == before["fabric_fetch_hints"]   # nothing to fetch
+
+
+def range_query(c, k, tid, key=None):
+    """A RANGE_QUERY (whole space, 16 parts) from node @k's namespace as a
+    node55 nobody runs, to node 2's unicast socket, signed and stamped with
+    @key."""
+    n = c.nodes[k]
+    items = identity_items("node55", "fe80::2:c903:0:55", ["198.18.0.55"], lid=55) + \
+        group_items()
+    items += tlv(0x107, struct.pack(">QQBB2x", 0, (1 << 64) - 1, 16, 0))
+    if key:
+        items += stamp_item()
+    send_datagrams(c.netns(k), c.nodes[2]["ipv4"], FABRIC_PORT,
+                   [fabric_msg(6, items, tid=tid, key=key)], src=n["ipv4"],
+                   sport=FABRIC_PORT + 1)
+
+
+def test_fetch_with_cluster_key(cluster_factory, tmp_path):
+    """With cluster_key_file the range queries and answers are signed and
+    stamped like every datagram: the fetch works, and a query without the
+    HMAC, or with a wrong one, is dropped and counted, never answered."""
+    key = b"0123456789abcdef-emulated-cluster-key"
+    kf = tmp_path / "cluster.key"
+    kf.write_bytes(key + b"\n")
+    os.chmod(kf, 0o600)
+    c = cluster_factory(4, "--set", "resolve.cluster_key_file=%s" % kf)
+    c.wait_settled(SETTLE)
+    wait_until(lambda: all(v[0] and not v[1] for v in knowledge(c).values()), 5.0,
+               what="every directory complete")
+    before = stats(c.sock(1))
+    claim_more(c, 3, key=key)
+    wait_until(lambda: stats(c.sock(1))["directory_complete"] == 0, 3.0,
+               what="node1 incomplete after a signed digest with more hosts")
+    wait_until(lambda: stats(c.sock(1))["directory_complete"] == 1, 10.0,
+               what="node1 complete again, its peers vouching")
+    after = stats(c.sock(1))
+    assert after["fabric_fetch_answers"] >= before["fabric_fetch_answers"] + 3
+    assert after["fabric_rx_auth_failed"] == before["fabric_rx_auth_failed"]
+    # unsigned, or signed with another key: dropped before anything of it is used
+    # (every node heard the claim: once all are complete, none fetches)
+    wait_until(lambda: all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes),
+               10.0, what="every node complete again")
+    two = stats(c.sock(2))
+    range_query(c, 3, 0x51)
+    range_query(c, 3, 0x52, key=b"another key, 16+ bytes long")
+    wait_until(lambda: stats(c.sock(2))["fabric_rx_auth_failed"] ==
+               two["fabric_rx_auth_failed"] + 2, 3.0, what="both refused")
+    # and a signed one is answered
+    assert stats(c.sock(2))["fabric_range_answered"] == two["fabric_range_answered"]
+    range_query(c, 3, 0x53, key=key)
+    wait_until(lambda: stats(c.sock(2))["fabric_range_answered"] >
+               two["fabric_range_answered"], 3.0, what="the signed query answered")

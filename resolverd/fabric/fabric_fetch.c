@@ -190,8 +190,7 @@ static void push(struct fabric_fetch *x, const struct store_range *r, bool names
 static void take_sums(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
-	struct store_range asked = {.lo = x->asked.lo, .hi = x->asked.hi,
-				    .parts = x->asked.parts};
+	struct store_range asked = {.lo = x->asked.lo, .hi = x->asked.hi, .parts = x->asked.parts};
 	struct store_digest own[RANGE_PARTS_MAX];
 
 	store_range_digest(f->store, &asked, own);
@@ -232,7 +231,8 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 	}
 	/* more than one datagram holds: split it, unless it cannot be */
 	if ((m->range.flags & FW_RANGE_MORE) && x->asked.lo < x->asked.hi) {
-		struct store_range r = {.lo = x->asked.lo, .hi = x->asked.hi, .parts = FW_PARTS_MAX};
+		struct store_range r = {
+			.lo = x->asked.lo, .hi = x->asked.hi, .parts = FW_PARTS_MAX};
 		struct store_range sub;
 
 		for (unsigned i = 0; i < FW_PARTS_MAX; i++)

@@ -29,15 +29,15 @@
 /* How long an answer is waited for, and how often a query is sent before
  * the session gives that peer up. */
 #define FETCH_WAIT_MS 300
-#define FETCH_TRIES 3
+#define FETCH_TRIES   3
 /* Between two sessions; and how often an idle fetch looks again. */
-#define FETCH_GAP_MS 200
+#define FETCH_GAP_MS  200
 #define FETCH_IDLE_MS 500
 /* A session asks at most this many queries and hands up at most this many
  * names; ranges waiting to be asked, at most. */
 #define FETCH_QUERIES_MAX 64
-#define FETCH_HINTS_MAX 256
-#define FETCH_TODO_MAX 32
+#define FETCH_HINTS_MAX	  256
+#define FETCH_TODO_MAX	  32
 /* A part the peer holds this few hosts in is asked for their names. */
 #define FETCH_NAMES_AT 16
 /* Range queries answered, at most, a second (a burst of as many): each

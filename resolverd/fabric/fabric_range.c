@@ -82,7 +82,8 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 
 		store_range_digest(f->store, &r, d);
 		for (unsigned i = 0; i < r.parts; i++) {
-			a->sums[i].hosts = d[i].hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)d[i].hosts;
+			a->sums[i].hosts =
+				d[i].hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)d[i].hosts;
 			a->sums[i].sum = d[i].sum;
 		}
 		a->n_sums = r.parts;

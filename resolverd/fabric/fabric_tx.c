@@ -37,8 +37,7 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	port_groups(p, m);
 }
 
-int fabric_port_send(struct fabric_port *p, const struct fw_msg *m,
-		     const struct transport_addr *to)
+int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
 {
 	struct fabric *f = p->f;
 	struct fw_msg stamped;

@@ -73,9 +73,9 @@ static void test_overflow_counted_by_kernel(void **state)
 	assert_true(queued > 0 && queued < FLOOD);
 	assert_int_equal(before, queued);
 	/* the next datagram carries the socket's total: every one not queued */
-	assert_int_equal(sendto(tx, payload, sizeof(payload), 0, (struct sockaddr *)&sin,
-				sizeof(sin)),
-			 (ssize_t)sizeof(payload));
+	assert_int_equal(
+		sendto(tx, payload, sizeof(payload), 0, (struct sockaddr *)&sin, sizeof(sin)),
+		(ssize_t)sizeof(payload));
 	assert_true(recv_one(rx, &have, &ovfl));
 	assert_true(have);
 	assert_int_equal(ovfl, FLOOD - queued);

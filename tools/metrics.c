@@ -117,6 +117,9 @@ static const struct metric_desc metrics[] = {
 	  "announces of a peer found missed (its announce numbers jumped)" },
 	{ "fabric_newcomer_answers_missing", C, "fabric_newcomer_answers_missing",
 	  "peers known at start-up (or a resync) that did not answer its announces" },
+	{ "fabric_bursts_unvouched", C, "fabric_bursts_unvouched",
+	  "start-ups (or resyncs) that ended with nothing against the directory but no peer "
+	  "vouching for it: peers were asked before it counted complete" },
 	{ "fabric_incomplete_queries", C, "fabric_incomplete_queries",
 	  "misses of cluster names asked on the fabric, after the settle time, because the "
 	  "directory was incomplete" },

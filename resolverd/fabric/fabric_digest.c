@@ -230,10 +230,12 @@ static void burst_check(struct fabric *f, uint64_t now)
 		/* nothing against us; unless settled peers vouched, ask them
 		 * (fabric_fetch.c): a node that missed most of a whole-cluster
 		 * boot hears no claim until the next announce round */
-		if (!d->rule.dropped && digest_rule_burst_end(&d->rule, &own, now))
-			log_info("fabric: start-up over, %llu hosts, no settled peer vouched yet: "
-				 "asking peers",
-				 (unsigned long long)own.hosts);
+		if (d->rule.dropped || !digest_rule_burst_end(&d->rule, &own, now))
+			return;
+		d->unvouched++;
+		log_info("fabric: start-up over, %llu hosts, no settled peer vouched yet: "
+			 "asking peers",
+			 (unsigned long long)own.hosts);
 		return;
 	}
 	d->answers_missing += d->burst_known - d->burst_answers;
@@ -384,6 +386,7 @@ void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_write
 		{"fabric_rx_drops_detected", f ? f->dg.rule.drops : 0},
 		{"fabric_rx_gaps", f ? f->dg.gaps : 0},
 		{"fabric_newcomer_answers_missing", f ? f->dg.answers_missing : 0},
+		{"fabric_bursts_unvouched", f ? f->dg.unvouched : 0},
 		{"fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0},
 	};
 

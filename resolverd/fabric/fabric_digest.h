@@ -114,7 +114,7 @@ bool fabric_digest_incomplete(const struct fabric *f);
 /* STATS rows: directory_complete (@complete: the caller knows, from the
  * settle time and this module's rule), fabric_digest_mismatches,
  * fabric_rx_drops_detected, fabric_rx_gaps, fabric_newcomer_answers_missing,
- * fabric_incomplete_queries. */
+ * fabric_bursts_unvouched, fabric_incomplete_queries. */
 void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w);
 
 #endif

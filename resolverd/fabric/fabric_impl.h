@@ -75,6 +75,7 @@ struct fabric_digest {
 	bool burst_pending;	  /* a burst whose check is still to come: incomplete */
 	bool told;		  /* the verdict the resolver last heard of */
 	uint64_t answers_missing; /* peers known then that did not answer */
+	uint64_t unvouched;	  /* bursts that ended unvouched (fabric_digest.h) */
 };
 
 struct fabric {

@@ -94,7 +94,8 @@ def test_lossy_boot_fetch_completes(cluster_factory):
     totals = {name: sum(stats(c.sock(k)).get(name, 0) for k in c.nodes)
               for name in ("fabric_fetch_sessions", "fabric_fetch_queries",
                            "fabric_fetch_hints", "fabric_range_answered",
-                           "fabric_range_refused", "fabric_incomplete_queries")}
+                           "fabric_range_refused", "fabric_incomplete_queries",
+                           "fabric_bursts_unvouched")}
     print("peers missing when the loss was lifted: %d; every node complete and knowing "
           "every peer after %.1f s; %s" % (missing, took, totals))
     assert not false_complete, "complete while lacking live peers: %s" % false_complete[:10]

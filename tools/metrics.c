@@ -100,6 +100,10 @@ static const struct metric_desc metrics[] = {
 	  "(the port's out_of_buffer counter, every QP on it; 0 where the device has none)" },
 	{ "fabric_rx_queue_slots", G, "fabric_rx_queue_slots",
 	  "receive buffers of the ib endpoints' UD QPs (recv_depth within the device's limits)" },
+	/* the ip transport's sockets */
+	{ "fabric_rx_socket_drops", C, "fabric_rx_socket_drops",
+	  "datagrams the kernel dropped at the ip endpoints' sockets since the daemon started "
+	  "(receive buffer full; SO_RXQ_OVFL)" },
 	/* is the directory complete (doc/fabric-protocol.md)? */
 	{ "directory_complete", G, "directory_complete",
 	  "1 while a name the directory lacks is answered not found at once (settled, the peers' "
@@ -113,9 +117,25 @@ static const struct metric_desc metrics[] = {
 	  "announces of a peer found missed (its announce numbers jumped)" },
 	{ "fabric_newcomer_answers_missing", C, "fabric_newcomer_answers_missing",
 	  "peers known at start-up (or a resync) that did not answer its announces" },
+	{ "fabric_bursts_unvouched", C, "fabric_bursts_unvouched",
+	  "start-ups (or resyncs) that ended with nothing against the directory but no peer "
+	  "vouching for it: peers were asked before it counted complete" },
 	{ "fabric_incomplete_queries", C, "fabric_incomplete_queries",
 	  "misses of cluster names asked on the fabric, after the settle time, because the "
 	  "directory was incomplete" },
+	/* fetching what a peer holds (doc/fabric-protocol.md) */
+	{ "fabric_fetch_sessions", C, "fabric_fetch_sessions",
+	  "range-query sessions started with a peer while the directory was incomplete" },
+	{ "fabric_fetch_queries", C, "fabric_fetch_queries",
+	  "range queries sent (attempts included)" },
+	{ "fabric_fetch_answers", C, "fabric_fetch_answers", "range answers taken" },
+	{ "fabric_fetch_timeouts", C, "fabric_fetch_timeouts",
+	  "fetch sessions given up because the peer did not answer" },
+	{ "fabric_fetch_hints", C, "fabric_fetch_hints",
+	  "names a peer held and this node lacked, asked on the fabric" },
+	{ "fabric_range_answered", C, "fabric_range_answered", "peers' range queries answered" },
+	{ "fabric_range_refused", C, "fabric_range_refused",
+	  "peers' range queries not answered: over the rate limit" },
 	{ "fabric_query_retries", C, "fabric_query_retries", "fabric queries sent again" },
 	{ "fabric_query_timeouts", C, "fabric_query_timeouts", "fabric queries that got no answer" },
 	{ "fabric_queries_joined", C, "fabric_queries_joined",

@@ -189,11 +189,25 @@ static void on_scope_changed(void *arg)
 	publish_scope(arg);
 }
 
+/* A peer holds a host we lack (a cluster name: the fabric checked): asked
+ * like a miss, with nobody waiting. A name that did not answer lately (a
+ * negative answer) is not asked again before that answer expires. */
+static void on_hint(void *arg, const struct host_key *k)
+{
+	struct resolver *r = arg;
+	uint64_t now = now_ms();
+
+	if (store_lookup(r->store, k, now, false) || store_negative(r->store, k, now, false))
+		return;
+	query_start(r, k);
+}
+
 struct fabric_events resolver_fabric_events(struct resolver *r)
 {
 	return (struct fabric_events){.learned = on_learned,
 				      .query_key = on_query_key,
 				      .scope_changed = on_scope_changed,
+				      .hint = on_hint,
 				      .arg = r};
 }
 

@@ -52,16 +52,6 @@ static bool directory_mode(const struct fabric *f)
 
 /* --- identities and groups ------------------------------------------------ */
 
-static void port_groups(const struct fabric_port *p, struct fw_msg *m)
-{
-	m->n_groups = 0;
-	for (unsigned g = 0; g < p->opened.n_groups && g < FW_MAX_GROUPS; g++) {
-		m->groups[m->n_groups].mtu = p->opened.groups[g].mtu;
-		m->groups[m->n_groups].rate = p->opened.groups[g].rate;
-		m->n_groups++;
-	}
-}
-
 /* The best of our groups that the peer also joined; -1 if none. */
 static int best_common_group(const struct fabric_port *p, const struct fw_group *theirs,
 			     unsigned n)
@@ -72,52 +62,6 @@ static int best_common_group(const struct fabric_port *p, const struct fw_group 
 			    theirs[i].rate == p->opened.groups[g].rate)
 				return g;
 	return -1;
-}
-
-static void msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint64_t tid)
-{
-	memset(m, 0, sizeof(*m));
-	m->type = type;
-	m->tid = tid;
-	m->sender = p->ep->cfg.id;
-	m->sender.ttl = p->f->cfg->addr_ttl_s;
-	m->n_rails = endpoint_rails(p->f->eps, p->ep, m->rails);
-	port_groups(p, m);
-}
-
-static int port_send(struct fabric_port *p, const struct fw_msg *m,
-		     const struct transport_addr *to)
-{
-	struct fabric *f = p->f;
-	struct fw_msg stamped;
-	int len, ret;
-
-	if (f->keys.n) {
-		stamped = *m;
-		stamped.has_stamp = true;
-		stamped.stamp = fresh_stamp(&f->fresh, wall_us());
-		m = &stamped;
-	}
-	len = fw_encode(m, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], f->buf,
-			sizeof(f->buf));
-	if (len < 0) {
-		f->c.tx_errors++;
-		return len;
-	}
-	if (to) {
-		ret = p->t.ops->send_ucast(&p->t, to, f->buf, (size_t)len);
-		f->c.tx_ucast++;
-	} else {
-		/* requests and announcements go to the lowest-priority group,
-		 * the one every node joins */
-		ret = p->t.ops->send_mcast(&p->t, 0, f->buf, (size_t)len);
-		f->c.tx_mcast++;
-	}
-	if (ret < 0) {
-		f->c.tx_errors++;
-		log_debug("fabric: send on %s failed: %s", p->ep->cfg.label, strerror(-ret));
-	}
-	return ret;
 }
 
 /* Is the known endpoint @e what @h says, in every word (names, addresses,
@@ -328,10 +272,10 @@ int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid
 
 		if (!p->open || p->ep->down)
 			continue;
-		msg_init(p, &m, FW_REQUEST, tid);
+		fabric_msg_init(p, &m, FW_REQUEST, tid);
 		m.has_target = true;
 		m.target = *k;
-		if (port_send(p, &m, NULL) == 0) {
+		if (fabric_port_send(p, &m, NULL) == 0) {
 			f->c.requests_sent++;
 			ret = 0;
 		}
@@ -362,11 +306,11 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 	}
 	if (learn_check(p, m))
 		return; /* a forged requester gets nothing from us */
-	msg_init(p, &r, FW_REPLY, m->tid);
+	fabric_msg_init(p, &r, FW_REPLY, m->tid);
 	r.has_chosen = true;
 	r.chosen.mtu = p->opened.groups[g < 0 ? 0 : g].mtu;
 	r.chosen.rate = p->opened.groups[g < 0 ? 0 : g].rate;
-	if (port_send(p, &r, from) == 0)
+	if (fabric_port_send(p, &r, from) == 0)
 		f->c.replies_sent++;
 	/* the requester waits for the REPLY, not for our bookkeeping */
 	if (learn_store(p, m, g) == 0)
@@ -446,13 +390,14 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		/* compared once its sender is ours too; a refused sender's
 		 * word counts for nothing */
 		fabric_digest_heard(f, m, prev_seq);
+		fabric_fetch_peer(p, m, from);
 	}
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
 	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender, m->tid)) {
-		msg_init(p, &r, FW_ANNOUNCE, 0);
+		fabric_msg_init(p, &r, FW_ANNOUNCE, 0);
 		fabric_digest_put(p, &r, true);
-		if (port_send(p, &r, from) == 0)
+		if (fabric_port_send(p, &r, from) == 0)
 			f->c.announces_sent++;
 	}
 }
@@ -580,6 +525,16 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	case FW_GOODBYE:
 		on_goodbye(p, &m);
 		break;
+	case FW_RANGE_QUERY:
+		/* the asker is learned like a requester: a node nobody heard
+		 * of, asking, becomes known */
+		if (learn(p, &m, best_common_group(p, m.groups, m.n_groups)) == 0)
+			f->c.overheard++;
+		fabric_range_answer(p, &m, from);
+		break;
+	case FW_RANGE_ANSWER:
+		fabric_fetch_answer(p, &m);
+		break;
 	case FW_RAIL_DOWN:
 		on_rail_down(p, &m);
 		break;
@@ -600,11 +555,11 @@ static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_
 
 		if (!p->open || p->ep->down)
 			continue;
-		msg_init(p, &m, type, tid);
+		fabric_msg_init(p, &m, type, tid);
 		m.flags = flags;
 		if (type == FW_ANNOUNCE)
 			fabric_digest_put(p, &m, false);
-		if (port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
+		if (fabric_port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
 			f->c.announces_sent++;
 	}
 }
@@ -801,6 +756,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 		goto err;
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	fabric_digest_start(f);
+	fabric_fetch_start(f);
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
 		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
@@ -865,10 +821,10 @@ static void rail_state(struct fabric *f, const struct endpoint *ep)
 
 		if (!p->open || p->ep == ep || p->ep->down || !ep->cfg.id.n_gids)
 			continue;
-		msg_init(p, &m, FW_RAIL_DOWN, 0);
+		fabric_msg_init(p, &m, FW_RAIL_DOWN, 0);
 		m.has_target = true;
 		host_key_addr(&m.target, IBRES_KEY_GID, ep->cfg.id.gids[0]);
-		port_send(p, &m, NULL);
+		fabric_port_send(p, &m, NULL);
 	}
 }
 
@@ -895,9 +851,9 @@ static void on_identity(void *arg, const struct endpoint *ep, const struct ibres
 
 		if (!p->open || p->ep != ep)
 			continue;
-		msg_init(p, &m, FW_GOODBYE, 0);
+		fabric_msg_init(p, &m, FW_GOODBYE, 0);
 		m.sender = *old;
-		port_send(p, &m, NULL);
+		fabric_port_send(p, &m, NULL);
 	}
 	fabric_announce_now(f);
 	if (announcing(f))
@@ -920,6 +876,7 @@ void fabric_stop(struct fabric *f)
 	endpoints_unlisten(f->eps, on_identity, f);
 	loop_timer_cancel(f->loop, &f->announce_timer);
 	loop_timer_cancel(f->loop, &f->reannounce_timer);
+	fabric_fetch_stop(f);
 	fabric_digest_stop(f);
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
@@ -976,6 +933,7 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_rx_queue_empty", rx_sum.queue_empty },
 		{ "fabric_rx_hca_out_of_buffer", rx_sum.hw_out_of_buffer },
 		{ "fabric_rx_queue_slots", rx_sum.slots },
+		{ "fabric_rx_socket_drops", rx_sum.sock_drops },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -988,4 +946,5 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 	}
 	/* no fabric: the store is all there is, and complete */
 	fabric_digest_stats(f, fabric_authoritative_from(f) <= now_ms(), w);
+	fabric_fetch_stats(f, w);
 }

@@ -35,6 +35,10 @@ struct fabric_events {
 	/* fabric_authoritative_from() moved: the directory became complete,
 	 * or incomplete (a peer's digest, a receive drop). */
 	void (*scope_changed)(void *arg);
+	/* A peer holds a host of canonical name @k that the store lacks
+	 * (fabric_fetch.h): ask it on the fabric, so that it answers for
+	 * itself; a peer's word is a hint, never an answer. */
+	void (*hint)(void *arg, const struct host_key *k);
 	void *arg;
 };
 

@@ -43,6 +43,8 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 {
 	struct digest_claim *c = &r->claim;
 
+	r->recent[r->heard++ % DIGEST_RECENT] =
+		(struct store_digest){.hosts = theirs->hosts, .sum = theirs->sum};
 	/* fewer hosts: the sender lags (or we hold one that left): its own
 	 * digests tell it, ours tell nothing to us */
 	if (theirs->hosts < own->hosts)
@@ -76,16 +78,42 @@ void digest_rule_drop(struct digest_rule *r, uint64_t now)
 	r->agree = 0;
 }
 
-bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+/* Settled digests that must agree: K, at most the peers known. */
+static unsigned agree_k(const struct store_digest *own)
 {
 	uint64_t peers = own->hosts ? own->hosts - 1 : 0;
-	unsigned k = peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
+
+	return peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
+}
+
+bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+{
+	unsigned n = r->heard < DIGEST_RECENT ? r->heard : DIGEST_RECENT, same = 0;
+
+	/* what peers said while the directory filled, against what it holds
+	 * now: in a burst that went well the last ones are all equal (claims
+	 * met by the answers that followed them) */
+	for (unsigned i = 0; i < n; i++)
+		same += r->recent[i].hosts == own->hosts && r->recent[i].sum == own->sum;
+	/* no digest heard: peers before the digest, today's rule */
+	if (!r->heard || same >= agree_k(own) || r->agree >= agree_k(own))
+		return false;
+	r->unvouched = true;
+	r->unvouched_ms = now;
+	return true;
+}
+
+bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+{
+	unsigned k = agree_k(own);
 	uint64_t since = now - r->disturbed_ms;
 
 	if (claim_met(&r->claim, own))
 		r->claim.hosts = 0; /* we learned what it held */
+	if (r->unvouched && (r->agree >= k || now >= r->unvouched_ms + r->round_ms))
+		r->unvouched = false;
 	if (!r->claim.hosts && !r->dropped)
-		return r->incomplete = false;
+		return r->incomplete = r->unvouched;
 	/* overruled: settled peers heard since hold what we hold, or a whole
 	 * announce round passed (every live peer announced once) without a
 	 * disagreement or a drop; a peer that still holds a host that left
@@ -93,7 +121,7 @@ bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uin
 	if ((since >= DIGEST_HOLD_MS && r->agree >= k) || since >= r->round_ms) {
 		r->claim.hosts = 0;
 		r->dropped = false;
-		return r->incomplete = false;
+		return r->incomplete = r->unvouched;
 	}
 	return r->incomplete = true;
 }
@@ -119,6 +147,7 @@ void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum)
 		p->t.ops->rx_stats((struct transport *)&p->t, &s);
 		sum->queue_empty += s.queue_empty;
 		sum->slots += s.slots;
+		sum->sock_drops += s.sock_drops;
 		/* a port's out_of_buffer counter once however many endpoints
 		 * (P_Keys) share the port */
 		for (unsigned j = 0; j < i && s.hw_counted; j++)
@@ -135,7 +164,7 @@ static uint64_t rx_drops(const struct fabric *f)
 	struct transport_rx_stats s;
 
 	fabric_rx_sum(f, &s);
-	return s.queue_empty + s.hw_out_of_buffer;
+	return s.queue_empty + s.hw_out_of_buffer + s.sock_drops;
 }
 
 void fabric_digest_update(struct fabric *f)
@@ -197,8 +226,18 @@ static void burst_check(struct fabric *f, uint64_t now)
 			 "lost",
 			 (unsigned long long)d->rule.claim.hosts, (unsigned long long)own.hosts);
 	}
-	if (d->burst_answers >= d->burst_known)
+	if (d->burst_answers >= d->burst_known) {
+		/* nothing against us; unless settled peers vouched, ask them
+		 * (fabric_fetch.c): a node that missed most of a whole-cluster
+		 * boot hears no claim until the next announce round */
+		if (d->rule.dropped || !digest_rule_burst_end(&d->rule, &own, now))
+			return;
+		d->unvouched++;
+		log_info("fabric: start-up over, %llu hosts, no settled peer vouched yet: "
+			 "asking peers",
+			 (unsigned long long)own.hosts);
 		return;
+	}
 	d->answers_missing += d->burst_known - d->burst_answers;
 	digest_rule_drop(&d->rule, now);
 	log_info("fabric: %llu of the %llu peers known at start-up did not answer: datagrams "
@@ -270,8 +309,11 @@ void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
 	m->digest.seq = p->announce_seq;
 	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
 	m->digest.sum = own.sum;
-	m->digest.flags =
-		now_ms() >= f->settled_ms && !fabric_digest_incomplete(f) ? FW_DIGEST_SETTLED : 0;
+	m->digest.flags = FW_DIGEST_RANGES; /* fabric_range.c answers */
+	if (now_ms() >= f->settled_ms && !f->dg.burst_pending)
+		m->digest.flags |= FW_DIGEST_PAST_SETTLE;
+	if (now_ms() >= f->settled_ms && !fabric_digest_incomplete(f))
+		m->digest.flags |= FW_DIGEST_SETTLED;
 	if (unicast)
 		m->digest.flags |= FW_DIGEST_UNICAST;
 }
@@ -305,6 +347,29 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 		digest_rule_drop(&f->dg.rule, now_ms());
 }
 
+void fabric_digest_answer(struct fabric *f, const struct fw_msg *m)
+{
+	struct fw_digest d = m->digest;
+	struct store_digest own;
+	uint64_t now = now_ms();
+
+	/* a peer past its settle time, answering us alone: what it holds
+	 * now. Equal to ours, it vouches as a settled announce does, though
+	 * it may count itself incomplete: after a storm every node does, and
+	 * none would vouch for another until a whole announce round passed.
+	 * A host all of them lack lost datagrams itself, so it asks a peer
+	 * too and is learned from its query. */
+	if (d.flags & FW_DIGEST_PAST_SETTLE)
+		d.flags |= FW_DIGEST_SETTLED;
+	store_digest(f->store, &own);
+	if (!digest_rule_heard(&f->dg.rule, &own, &d, now))
+		return;
+	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
+		  m->sender.names[0], d.hosts, (unsigned long long)own.hosts);
+	if (now >= f->settled_ms)
+		digest_rule_drop(&f->dg.rule, now);
+}
+
 bool fabric_digest_incomplete(const struct fabric *f)
 {
 	return f->dg.rule.incomplete || f->dg.burst_pending;
@@ -321,6 +386,7 @@ void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_write
 		{"fabric_rx_drops_detected", f ? f->dg.rule.drops : 0},
 		{"fabric_rx_gaps", f ? f->dg.gaps : 0},
 		{"fabric_newcomer_answers_missing", f ? f->dg.answers_missing : 0},
+		{"fabric_bursts_unvouched", f ? f->dg.unvouched : 0},
 		{"fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0},
 	};
 

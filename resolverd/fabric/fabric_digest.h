@@ -29,6 +29,8 @@
 /* How long after the last NEWCOMER announce of a burst its answers are
  * waited for (they come at once), when the settle time is shorter. */
 #define DIGEST_ANSWER_MS 500
+/* Digests remembered from a burst, to compare with the directory at its end. */
+#define DIGEST_RECENT 8
 /* How often the receive path's drop counters are read. */
 #define DIGEST_TICK_MS 1000
 
@@ -48,6 +50,14 @@ struct digest_rule {
 	unsigned agree;	       /* settled digests that matched ours, in a row, since then */
 	bool dropped;	       /* the receive path dropped datagrams since then */
 	bool incomplete;       /* the verdict of the last digest_rule_eval() */
+	/* a burst ended with nothing against us, but peers that send digests
+	 * heard and fewer than K of the last ones equal to ours: until K
+	 * settled ones agree (or a round passes since @unvouched_ms), absence
+	 * of news is no proof */
+	bool unvouched;
+	uint64_t unvouched_ms;
+	struct store_digest recent[DIGEST_RECENT]; /* the last digests heard */
+	unsigned heard;				   /* digests heard since the reset */
 	uint64_t mismatches, drops;
 };
 
@@ -60,6 +70,12 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		       const struct fw_digest *theirs, uint64_t now);
 /* The receive path dropped datagrams (a queue overrun) at @now. */
 void digest_rule_drop(struct digest_rule *r, uint64_t now);
+/* A start-up burst was checked at @now with nothing against us: when
+ * digests were heard (peers that send them) but fewer than K of the last
+ * DIGEST_RECENT, settled or not, equal @own, count the directory unvouched
+ * (incomplete until K settled ones agree, or a round passed). Returns true
+ * when it did. */
+bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now);
 /* Decide, at @now with the store's digest @own: is a key the store lacks
  * possibly a live host? Sets and returns r->incomplete. The settle time is
  * the caller's. */
@@ -87,6 +103,9 @@ void fabric_digest_burst_sent(struct fabric *f);
 /* An ANNOUNCE from a peer whose sender was learned; @prev_seq: the number of
  * its last announce heard here before it (0: none). */
 void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq);
+/* A RANGE_ANSWER's digest (fabric_fetch.c): the answering peer's whole
+ * directory, heard like an announce's; past its settle time it vouches. */
+void fabric_digest_answer(struct fabric *f, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
@@ -95,7 +114,7 @@ bool fabric_digest_incomplete(const struct fabric *f);
 /* STATS rows: directory_complete (@complete: the caller knows, from the
  * settle time and this module's rule), fabric_digest_mismatches,
  * fabric_rx_drops_detected, fabric_rx_gaps, fabric_newcomer_answers_missing,
- * fabric_incomplete_queries. */
+ * fabric_bursts_unvouched, fabric_incomplete_queries. */
 void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w);
 
 #endif

@@ -14,6 +14,7 @@
 #include "fabric/fabric.h"
 #include "fabric/fabric_auth.h"
 #include "fabric/fabric_digest.h"
+#include "fabric/fabric_fetch.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
@@ -74,6 +75,7 @@ struct fabric_digest {
 	bool burst_pending;	  /* a burst whose check is still to come: incomplete */
 	bool told;		  /* the verdict the resolver last heard of */
 	uint64_t answers_missing; /* peers known then that did not answer */
+	uint64_t unvouched;	  /* bursts that ended unvouched (fabric_digest.h) */
 };
 
 struct fabric {
@@ -98,9 +100,19 @@ struct fabric {
 	uint64_t stale_logged_ms;
 	struct fabric_counters c;
 	struct fabric_digest dg;
+	struct fabric_fetch fx;
+	struct fw_msg answer; /* a range query's answer, built (fabric_range.c) */
 	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];
 };
+
+/* fabric_tx.c: a message from @p (its identity, groups, rails) of @type
+ * with transaction id @tid; sent unicast to @to, or (NULL) multicast on
+ * the lowest group, stamped and signed when a key is set. 0 or a negative
+ * errno (counted: fabric_tx_errors). */
+void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint64_t tid);
+int fabric_port_send(struct fabric_port *p, const struct fw_msg *m,
+		     const struct transport_addr *to);
 
 /* The transports' receive paths, summed (fabric_digest.c). */
 void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);

@@ -120,6 +120,32 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 			return -EINVAL;
 		tlv_put(&w, FW_T_RAILS, m->rails, (size_t)m->n_rails * 16);
 	}
+	if (m->has_range) {
+		uint8_t d[FW_RANGE_LEN] = {0};
+
+		put_be64(d, m->range.lo);
+		put_be64(d + 8, m->range.hi);
+		d[16] = m->range.parts;
+		d[17] = m->range.flags;
+		tlv_put(&w, FW_T_RANGE, d, sizeof(d));
+	}
+	if (m->n_sums) {
+		uint8_t d[FW_PARTS_MAX * FW_SUM_LEN];
+
+		if (m->n_sums > FW_PARTS_MAX)
+			return -EINVAL;
+		for (unsigned i = 0; i < m->n_sums; i++) {
+			put_be32(d + i * FW_SUM_LEN, m->sums[i].hosts);
+			put_be64(d + i * FW_SUM_LEN + 4, m->sums[i].sum);
+		}
+		tlv_put(&w, FW_T_SUMS, d, (size_t)m->n_sums * FW_SUM_LEN);
+	}
+	for (size_t off = 0, i = 0; i < m->n_hints && off < m->hints_len; i++) {
+		size_t n = strnlen(m->hints + off, m->hints_len - off);
+
+		tlv_put(&w, FW_T_HINT, m->hints + off, n);
+		off += n + 1;
+	}
 	if (m->has_digest) {
 		uint8_t d[FW_DIGEST_LEN] = {0};
 
@@ -145,6 +171,18 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 	if (key && hmac(key, key_len, buf, len - FW_HMAC_LEN, buf + len - FW_HMAC_LEN) < 0)
 		return -EIO;
 	return (int)len;
+}
+
+int fw_hint_add(struct fw_msg *m, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!len || len > IBRES_NAME_MAX || m->hints_len + len + 1 > sizeof(m->hints))
+		return -ENOSPC;
+	memcpy(m->hints + m->hints_len, name, len + 1);
+	m->hints_len += len + 1;
+	m->n_hints++;
+	return 0;
 }
 
 static int get_key(const struct tlv_item *nest, struct host_key *k)
@@ -231,6 +269,37 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 			m->digest.seq = get_be32(it.value + 16);
 			m->has_digest = true;
 			break;
+		case FW_T_RANGE:
+			if (m->has_range || it.length < FW_RANGE_LEN)
+				return FW_ERR_MALFORMED;
+			m->range.lo = get_be64(it.value);
+			m->range.hi = get_be64(it.value + 8);
+			m->range.parts = it.value[16];
+			m->range.flags = it.value[17];
+			if (m->range.lo > m->range.hi || !m->range.parts ||
+			    m->range.parts > FW_PARTS_MAX)
+				return FW_ERR_MALFORMED;
+			m->has_range = true;
+			break;
+		case FW_T_SUMS:
+			if (m->n_sums || !it.length || it.length % FW_SUM_LEN ||
+			    it.length / FW_SUM_LEN > FW_PARTS_MAX)
+				return FW_ERR_MALFORMED;
+			m->n_sums = it.length / FW_SUM_LEN;
+			for (unsigned i = 0; i < m->n_sums; i++) {
+				m->sums[i].hosts = get_be32(it.value + i * FW_SUM_LEN);
+				m->sums[i].sum = get_be64(it.value + i * FW_SUM_LEN + 4);
+			}
+			break;
+		case FW_T_HINT: {
+			char name[IBRES_NAME_MAX + 1];
+
+			/* a name, no NUL inside (its user checks it further) */
+			if (tlv_get_str(&it, name, sizeof(name)) < 0 || !name[0] ||
+			    fw_hint_add(m, name) < 0)
+				return FW_ERR_MALFORMED;
+			break;
+		}
 		default:
 			break; /* identity items, and items of newer versions */
 		}
@@ -262,7 +331,7 @@ enum fw_error fw_decode(const uint8_t *buf, size_t len, const uint8_t *key, size
 	m->flags = get_be16(buf + 6);
 	memcpy(&tid, buf + 8, 8);
 	m->tid = be64toh(tid);
-	if (m->type < FW_REQUEST || m->type > FW_RAIL_DOWN)
+	if (m->type < FW_REQUEST || m->type > FW_RANGE_ANSWER)
 		return FW_ERR_MALFORMED;
 
 	if (key) {
@@ -284,6 +353,13 @@ enum fw_error fw_decode(const uint8_t *buf, size_t len, const uint8_t *key, size
 	if (m->type == FW_RAIL_DOWN && (!m->has_target || m->target.type != IBRES_KEY_GID))
 		return FW_ERR_MALFORMED;
 	if (m->type == FW_REPLY && !m->has_chosen)
+		return FW_ERR_MALFORMED;
+	/* a range query needs its range; an answer its range, the sender's
+	 * digest, and a sum for every part when it has sums */
+	if ((m->type == FW_RANGE_QUERY || m->type == FW_RANGE_ANSWER) && !m->has_range)
+		return FW_ERR_MALFORMED;
+	if (m->type == FW_RANGE_ANSWER &&
+	    (!m->has_digest || (m->n_sums && m->n_sums != m->range.parts)))
 		return FW_ERR_MALFORMED;
 	return FW_OK;
 }

@@ -24,6 +24,8 @@ enum fw_type {
 	FW_ANNOUNCE = 3, /* multicast (or unicast to a newcomer): here I am */
 	FW_GOODBYE = 4,  /* multicast: I am leaving */
 	FW_RAIL_DOWN = 5, /* multicast: TARGET (a GID), another endpoint of my host, is down */
+	FW_RANGE_QUERY = 6,  /* unicast: what do you hold in RANGE? (count and sum, or names) */
+	FW_RANGE_ANSWER = 7, /* unicast: the answer, same tid: RANGE, SUMS or HINTs, DIGEST */
 };
 
 enum fw_flags {
@@ -40,15 +42,44 @@ enum {
 	FW_T_RAILS = 0x105,  /* 16 bytes per GID: every endpoint of the sender's host,
 			      * ascending, distinct; only from a host of several */
 	FW_T_DIGEST = 0x106, /* 20 bytes: the sender's directory digest (ANNOUNCE) */
+	FW_T_RANGE = 0x107,  /* 20 bytes: lo, hi, parts, flags: a range of digest terms */
+	FW_T_SUMS = 0x108,   /* 12 bytes a part: hosts, sum of each part of RANGE */
+	FW_T_HINT = 0x109,   /* a canonical name the sender holds in RANGE; repeated */
 };
 
 #define FW_DIGEST_LEN 20 /* longer (a later version's) is read as far as known */
+#define FW_RANGE_LEN 20  /* likewise */
+#define FW_PARTS_MAX 16  /* parts of a range (core/hoststore_range.h) */
+#define FW_SUM_LEN 12
+/* The names of a RANGE_ANSWER, packed: each NUL-terminated. */
+#define FW_HINTS_BYTES FW_MAX_LEN
 
 enum fw_digest_flags {
 	/* the sender's settle time had passed, and it counted its directory
 	 * complete, when it sent it */
 	FW_DIGEST_SETTLED = 1 << 0,
 	FW_DIGEST_UNICAST = 1 << 1, /* sent to one node (an answer to a NEWCOMER) */
+	FW_DIGEST_RANGES = 1 << 2,  /* the sender answers RANGE_QUERY */
+	/* the sender's settle time had passed and its start-up burst was
+	 * checked (it may still count itself incomplete) */
+	FW_DIGEST_PAST_SETTLE = 1 << 3,
+};
+
+enum fw_range_flags {
+	FW_RANGE_NAMES = 1 << 0, /* query: list the names in the range, not the sums */
+	FW_RANGE_MORE = 1 << 1,  /* answer: more names than the datagram holds */
+};
+
+/* A range of digest terms, lo..hi inclusive, in @parts equal parts. */
+struct fw_range {
+	uint64_t lo, hi;
+	uint8_t parts; /* 1..FW_PARTS_MAX */
+	uint8_t flags;
+};
+
+struct fw_sum {
+	uint32_t hosts; /* saturated at UINT32_MAX */
+	uint64_t sum;
 };
 
 /* What the sender's directory holds (core/hoststore.h, struct store_digest),
@@ -82,7 +113,17 @@ struct fw_msg {
 	unsigned n_rails;
 	bool has_digest;
 	struct fw_digest digest;
+	bool has_range;
+	struct fw_range range;
+	struct fw_sum sums[FW_PARTS_MAX]; /* n_sums: 0, or range.parts */
+	unsigned n_sums;
+	char hints[FW_HINTS_BYTES]; /* n_hints names, each NUL-terminated */
+	unsigned n_hints, hints_len;
 };
+
+/* Append name @name to @m's hints: 0, or -ENOSPC when the datagram could
+ * not hold it (FW_HINTS_BYTES). */
+int fw_hint_add(struct fw_msg *m, const char *name);
 
 /* Why a datagram was dropped. */
 enum fw_error {

@@ -27,13 +27,16 @@ struct transport_addr {
 struct transport;
 
 /* The receive path's state, for STATS: how often the transport found its
- * receive queue empty (datagrams arriving then were dropped), and what the
- * device itself counted. */
+ * receive queue empty (datagrams arriving then were dropped), what the
+ * device itself counted, and what the kernel dropped at the ip transport's
+ * sockets. */
 struct transport_rx_stats {
 	uint64_t queue_empty;     /* the daemon's own count */
 	uint64_t hw_out_of_buffer; /* the port's out_of_buffer counter, since open */
 	bool hw_counted;          /* the device has that counter */
 	unsigned slots;           /* receive buffers, once the device's limits applied */
+	uint64_t sock_drops;      /* ip: datagrams the kernel dropped at the sockets
+				   * (full receive buffer; SO_RXQ_OVFL), since open */
 };
 
 struct transport_ops {

@@ -6,6 +6,7 @@
  * and receives unicast, so several daemons can share an interface.
  */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <assert.h>
 #include <errno.h>
 #include <net/if.h>
@@ -18,9 +19,11 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/list.h"
 #include "fabric/transport.h"
+#include "fabric/transport_ip.h"
 
 #define RECV_BUF 2048
 #define RECV_BATCH 8
@@ -31,6 +34,8 @@
  * kernel's default 208 KiB dropped half of a 48k boot storm). A bound on
  * what may queue, not memory taken up front. */
 #define SOCK_RCVBUF (32 << 20)
+/* A warning about socket drops at most this often. */
+#define DROP_LOG_MS 60000
 
 /* Root may raise the buffer past net.core.rmem_max; anyone else gets that. */
 static void set_rcvbuf(int fd)
@@ -44,6 +49,7 @@ static void set_rcvbuf(int fd)
 struct ip_sock {
 	struct loop_fd lf;
 	struct transport *t;
+	uint32_t ovfl; /* the kernel's drop count of this socket, as last reported */
 };
 
 struct ip_priv {
@@ -53,7 +59,51 @@ struct ip_priv {
 	struct ip_sock mcast[CFG_MAX_GROUPS];
 	bool joined[CFG_MAX_GROUPS];
 	struct loop *loop;
+	/* datagrams the kernel dropped at our sockets (a full receive buffer),
+	 * from their SO_RXQ_OVFL counts, summed since open */
+	uint64_t sock_drops;
+	uint64_t drop_warned_ms, drop_warned_at;
 };
+
+bool ip_rxq_ovfl(const struct msghdr *mh, uint32_t *count)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)mh); c;
+	     c = CMSG_NXTHDR((struct msghdr *)mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL ||
+		    c->cmsg_len != CMSG_LEN(sizeof(*count)))
+			continue;
+		memcpy(count, CMSG_DATA(c), sizeof(*count));
+		return true;
+	}
+	return false;
+}
+
+uint32_t ip_ovfl_advance(uint32_t *last, uint32_t now)
+{
+	/* the count is the socket's total when the datagram was queued, 32
+	 * bits wide: what it rose by since the last one read, modulo 2^32 */
+	uint32_t d = now - *last;
+
+	*last = now;
+	return d;
+}
+
+/* The kernel dropped datagrams at socket @s: counted, and said in the log. */
+static void sock_dropped(struct ip_sock *s, uint32_t n)
+{
+	struct ip_priv *p = s->t->priv;
+	uint64_t now = now_ms();
+
+	p->sock_drops += n;
+	if (p->drop_warned_ms && now < p->drop_warned_ms + DROP_LOG_MS)
+		return;
+	log_warn("endpoint %s: the kernel dropped %" PRIu64 " datagram%s at its sockets since the "
+		 "last warning (receive buffer full): datagrams were lost",
+		 s->t->ep->label, p->sock_drops - p->drop_warned_at,
+		 p->sock_drops - p->drop_warned_at == 1 ? "" : "s");
+	p->drop_warned_ms = now ? now : 1;
+	p->drop_warned_at = p->sock_drops;
+}
 
 /* Read in batches: a batch that comes back short has drained the socket,
  * so the usual case costs one system call and no EAGAIN. */
@@ -65,6 +115,10 @@ static void on_datagram(struct loop_fd *lf, uint32_t events)
 	struct transport_addr from[RECV_BATCH];
 	struct iovec iov[RECV_BATCH];
 	struct mmsghdr msgs[RECV_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint32_t))];
+		struct cmsghdr align;
+	} ctl[RECV_BATCH];
 
 	(void)events;
 	for (int i = 0; i < RECV_BATCH; i++)
@@ -79,6 +133,8 @@ static void on_datagram(struct loop_fd *lf, uint32_t events)
 							    .msg_namelen = sizeof(from[i].ss),
 							    .msg_iov = &iov[i],
 							    .msg_iovlen = 1,
+							    .msg_control = ctl[i].buf,
+							    .msg_controllen = sizeof(ctl[i].buf),
 						    } };
 		}
 		n = recvmmsg(lf->fd, msgs, RECV_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
@@ -86,7 +142,13 @@ static void on_datagram(struct loop_fd *lf, uint32_t events)
 			return;
 		for (int i = 0; i < n; i++) {
 			size_t len = msgs[i].msg_len;
+			uint32_t ovfl, d;
 
+			/* drops before this datagram: report them first, so
+			 * that the core sees the loss before what follows */
+			if (ip_rxq_ovfl(&msgs[i].msg_hdr, &ovfl) &&
+			    (d = ip_ovfl_advance(&s->ovfl, ovfl)) != 0)
+				sock_dropped(s, d);
 			from[i].len = msgs[i].msg_hdr.msg_namelen;
 			/* An oversize datagram arrives cut (MSG_TRUNC makes
 			 * msg_len its real length); hand over a length past
@@ -107,7 +169,9 @@ static int new_socket(int family)
 
 	if (fd < 0)
 		return -errno;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) {
+	/* SO_RXQ_OVFL: every datagram comes with the socket's drop count */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) < 0) {
 		close(fd);
 		return -errno;
 	}
@@ -297,6 +361,7 @@ static int ip_join(struct transport *t, unsigned g)
 	p->mcast[g].lf.fd = fd;
 	p->mcast[g].lf.cb = on_datagram;
 	p->mcast[g].t = t;
+	p->mcast[g].ovfl = 0; /* a new socket counts from 0 */
 	ret = loop_add_fd(p->loop, &p->mcast[g].lf, EPOLLIN);
 	if (ret) {
 		close(fd);
@@ -364,6 +429,15 @@ static int ip_send_ucast(struct transport *t, const struct transport_addr *to, c
 	return send_to(p, (const struct sockaddr *)&to->ss, to->len, buf, len);
 }
 
+static void ip_rx_stats(struct transport *t, struct transport_rx_stats *s)
+{
+	struct ip_priv *p = t->priv;
+
+	memset(s, 0, sizeof(*s));
+	if (p)
+		s->sock_drops = p->sock_drops;
+}
+
 const struct transport_ops transport_ip_ops = {
 	.name = "ip",
 	.open = ip_open,
@@ -372,4 +446,5 @@ const struct transport_ops transport_ip_ops = {
 	.leave = ip_leave,
 	.send_mcast = ip_send_mcast,
 	.send_ucast = ip_send_ucast,
+	.rx_stats = ip_rx_stats,
 };

@@ -6,7 +6,8 @@
  *
  * The first byte picks the daemon: with or without a cluster key (then
  * every datagram is signed and stamped), announcements on or off. The rest
- * is a program: ANNOUNCE, REQUEST, REPLY and GOODBYE from a small universe
+ * is a program: ANNOUNCE, REQUEST (or RANGE_QUERY, RANGE_ANSWER), REPLY and
+ * GOODBYE from a small universe
  * of peers whose identities the input bends (borrowed names, addresses and
  * GIDs, our own, a static host's), with stamps near the clock, far from it
  * or repeated; raw bytes; replays of earlier datagrams; lookups that send
@@ -180,6 +181,77 @@ static uint64_t sent_tid(void)
 	return 0;
 }
 
+/* The newest RANGE_QUERY the daemon sent (its tid and range); false when
+ * none is in the ring. */
+static bool sent_range(struct fw_msg *q)
+{
+	for (unsigned long i = fake_n_sent; i > 0 && fake_n_sent - i < FAKE_SENT_RING; i--) {
+		const struct fake_sent *f = &fake_sent[(i - 1) % FAKE_SENT_RING];
+
+		if (fw_decode(f->buf, f->len, s.keyed ? (const uint8_t *)KEY : NULL,
+			      s.keyed ? strlen(KEY) : 0, q) == FW_OK &&
+		    q->type == FW_RANGE_QUERY)
+			return true;
+	}
+	return false;
+}
+
+/* A REQUEST whose stamp byte has bit 2 set is a RANGE_QUERY instead (a
+ * range, parts and flags from the input, malformed ones too), bit 3 a
+ * RANGE_ANSWER: to the daemon's newest query when bit 4 is set too (its tid
+ * and range), with sums or names from the input. Older inputs left those
+ * bits clear in REQUESTs only by chance: they read differently now. */
+static void range_items(struct fw_msg *m, uint8_t st)
+{
+	struct fw_msg q;
+
+	m->has_target = false;
+	if (!(st & 0x08)) {
+		m->type = FW_RANGE_QUERY;
+		m->has_range = true;
+		m->range.lo = (uint64_t)take() << 56;
+		m->range.hi = m->range.lo + ((uint64_t)take() << 48) + take();
+		if (take() & 1)
+			m->range.hi = UINT64_MAX;
+		m->range.parts = take() % (FW_PARTS_MAX + 2);
+		m->range.flags = take() & 3;
+		return;
+	}
+	m->type = FW_RANGE_ANSWER;
+	m->has_range = true;
+	if ((st & 0x10) && sent_range(&q)) {
+		m->tid = q.tid;
+		m->range = q.range;
+	} else {
+		m->range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = 16};
+	}
+	m->has_digest = true;
+	{
+		struct store_digest own;
+
+		store_digest(&fake_d.store, &own);
+		m->digest.hosts = (uint32_t)own.hosts + (take() & 3) - 1;
+		m->digest.sum = (st & 0x20) ? own.sum : m->tid;
+		m->digest.flags = (uint8_t)(take() & 0x0f);
+	}
+	if (m->range.flags & FW_RANGE_NAMES) {
+		unsigned n = take() % 5;
+
+		for (unsigned i = 0; i < n; i++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "%s%u", take() & 1 ? "node" : "other",
+				 take() % (PEERS + 4));
+			fw_hint_add(m, name);
+		}
+		m->range.flags |= take() & FW_RANGE_MORE;
+	} else {
+		m->n_sums = m->range.parts;
+		for (unsigned i = 0; i < m->n_sums; i++)
+			m->sums[i] = (struct fw_sum){.hosts = take() % 4, .sum = take()};
+	}
+}
+
 static void send_msg(uint8_t type)
 {
 	uint8_t peer = (uint8_t)(take() % PEERS + 1), buf[FW_MAX_LEN], st = take();
@@ -201,6 +273,8 @@ static void send_msg(uint8_t type)
 		m.has_target = true;
 		snprintf(name, sizeof(name), "node%u", take() % (PEERS + 2));
 		host_key_name(&m.target, name);
+		if (st & 0x0c)
+			range_items(&m, st);
 	}
 	if (type == FW_REPLY) {
 		m.has_chosen = true;
@@ -219,6 +293,9 @@ static void send_msg(uint8_t type)
 		m.digest.hosts = (uint32_t)own.hosts + (st >> 3 & 3) - 1;
 		m.digest.sum = (st & 0x20) ? own.sum : m.tid;
 		m.digest.flags = (uint8_t)(st >> 6);
+		/* a peer that answers range queries, past its settle time */
+		if (m.tid & 0x80)
+			m.digest.flags |= FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE;
 		m.digest.seq = (uint32_t)(m.tid & 7);
 	}
 	/* the stamp: the peer's next (strictly rising, as a node sends), or
@@ -315,6 +392,9 @@ static void check_sent(void)
 		check(m.has_stamp == s.keyed);
 		/* every ANNOUNCE says what its sender holds */
 		check(m.type != FW_ANNOUNCE || m.has_digest);
+		/* range queries and answers go to one peer, answers with our digest */
+		check((m.type != FW_RANGE_QUERY && m.type != FW_RANGE_ANSWER) || f->ucast);
+		check(m.type != FW_RANGE_ANSWER || (m.has_digest && m.has_range));
 	}
 }
 

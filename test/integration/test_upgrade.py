@@ -9,6 +9,12 @@ folder of its own, once per machine (it is reused by later runs, e.g. the
 sanitized suite). Without git or without that commit in the checkout (a
 tarball), the test is skipped, saying why.
 
+test_upgrade_range_queries does the same with PREVIOUS_DIGEST, the last
+commit before range queries (issue 22: the DIGEST item, but no RANGES flag,
+no RANGE_QUERY): a new daemon asks only peers whose digest says they answer,
+so an older one never sees a range query, and a peer restarted with the
+older daemon is asked no more.
+
 Every wait is bounded; nothing asserts a timing."""
 import ipaddress
 import os
@@ -26,7 +32,7 @@ pytestmark = [needs_root]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREVIOUS = "bdde62b21630f55bc48a809e8119dd2f583ba818"
-CACHE = os.path.join("/var/tmp", "ibres-previous-" + PREVIOUS[:12])
+PREVIOUS_DIGEST = "29e8b13af61a89241670e5ecf9a813ace06923a5"
 BUILD_TIMEOUT = 900
 
 
@@ -42,25 +48,29 @@ def root_only(path, want_dir):
     return kind and st.st_uid == 0 and not st.st_mode & 0o022
 
 
-def build_previous():
-    """The previous daemon: (path, None), or (None, why not)."""
+def build_previous(commit):
+    """The daemon of @commit: (path, None), or (None, why not)."""
+    CACHE = os.path.join("/var/tmp", "ibres-previous-" + commit[:12])
     binary = os.path.join(CACHE, "build", "ibresd")
     if root_only(CACHE, True) and root_only(os.path.join(CACHE, "build"), True) and \
             root_only(binary, False) and run([binary, "--version"], timeout=10).returncode == 0:
         return binary, None
     try:
-        r = subprocess.run(["git", "-C", ROOT, "cat-file", "-e", PREVIOUS + "^{commit}"],
+        r = subprocess.run(["git", "-C", ROOT, "cat-file", "-e", commit + "^{commit}"],
                            capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, "git: %s" % e
     if r.returncode != 0:
-        return None, "commit %s is not in this checkout" % PREVIOUS[:12]
+        return None, "commit %s is not in this checkout" % commit[:12]
     # built in a folder of our own (mkdtemp: 0700, a fresh name)
     src = tempfile.mkdtemp(prefix="ibres-previous-", dir="/var/tmp")
-    r = subprocess.run("git -C %s archive %s | tar -x -C %s" % (ROOT, PREVIOUS, src),
+    r = subprocess.run("git -C %s archive %s | tar -x -C %s" % (ROOT, commit, src),
                        shell=True, capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    r = run(["make", "-C", src, "-j2", "build/ibresd"], timeout=BUILD_TIMEOUT)
+    # a make of its own: not the calling make's variables (B=..., -j...)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = run(["make", "-C", src, "-j2", "B=build", "build/ibresd"], timeout=BUILD_TIMEOUT,
+            env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     # kept for later runs only where nothing is in the way (a half-made or
     # someone else's cache is never taken); else used from where it was built
@@ -75,7 +85,15 @@ def build_previous():
 
 @pytest.fixture(scope="module")
 def previous():
-    path, why = build_previous()
+    path, why = build_previous(PREVIOUS)
+    if not path:
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="module")
+def previous_digest():
+    path, why = build_previous(PREVIOUS_DIGEST)
     if not path:
         pytest.skip(why)
     return path
@@ -120,6 +138,47 @@ def test_rolling_upgrade(tmp_path, previous):
                 emulate("start", "--dir", c.dir, "--node", k, "--ibresd", build, timeout=60)
                 wait_until(lambda: every_pair_resolves(c), 15, interval=0.3,
                            what="node%d on %s resolves and is resolved" % (k, build))
+        for k in c.nodes:
+            assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
+    finally:
+        c.down()
+
+
+@pytest.mark.timeout(BUILD_TIMEOUT + 300)
+def test_upgrade_range_queries(tmp_path, previous_digest):
+    """Three new daemons; node 3 is restarted with the daemon from before range
+    queries. A forged digest claiming hosts nobody has makes node 1
+    incomplete: it fetches from node 2 (a new daemon) only, is complete again,
+    and node 3 never receives a datagram it cannot parse. Every pair still
+    resolves, and node 3 back on the new daemon answers range queries."""
+    from test_fetch import claim_more
+    c = Cluster(tmp_path / "rq", 3)
+    c.up()
+    try:
+        wait_until(lambda: every_pair_resolves(c), 15, interval=0.3,
+                   what="the new cluster resolves")
+        c.kill(3)
+        emulate("start", "--dir", c.dir, "--node", 3, "--ibresd", previous_digest, timeout=60)
+        wait_until(lambda: every_pair_resolves(c), 15, interval=0.3,
+                   what="node3 on the previous daemon resolves and is resolved")
+        wait_until(lambda: stats(c.sock(1))["directory_complete"] == 1, 10,
+                   what="node1 complete with node3 on the previous daemon")
+        before = {k: stats(c.sock(k)) for k in c.nodes}
+        claim_more(c, 3)
+        wait_until(lambda: stats(c.sock(1))["directory_complete"] == 0, 3.0,
+                   what="node1 incomplete after a digest with more hosts")
+        wait_until(lambda: stats(c.sock(1))["directory_complete"] == 1, 10.0,
+                   what="node1 complete again, node2 vouching")
+        after = {k: stats(c.sock(k)) for k in c.nodes}
+        assert after[2]["fabric_range_answered"] > before[2]["fabric_range_answered"]
+        assert after[3]["fabric_rx_malformed"] == before[3]["fabric_rx_malformed"] == 0
+        assert "fabric_range_answered" not in after[3]   # the previous daemon
+        assert every_pair_resolves(c)
+        # node 3 upgraded again: asked and answering
+        c.kill(3)
+        emulate("start", "--dir", c.dir, "--node", 3, "--ibresd", IBRESD, timeout=60)
+        wait_until(lambda: every_pair_resolves(c), 15, interval=0.3,
+                   what="node3 on the new daemon again")
         for k in c.nodes:
             assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
     finally:

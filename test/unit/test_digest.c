@@ -322,6 +322,68 @@ static void test_rule_small_and_stale(void **state)
 	assert_int_equal(r.mismatches, 3);
 }
 
+/* A burst that ended with nothing against us is vouched for when K of the
+ * last digests heard equal what the directory holds at its end (or K settled
+ * ones agreed); else (digests were heard, so peers send them) it stays
+ * incomplete until K settled ones agree or a round passes. With no digest
+ * heard at all (peers before the digest) today's rule holds. */
+static void test_rule_burst_unvouched(void **state)
+{
+	struct digest_rule r = {0};
+	uint64_t t = 1000;
+
+	(void)state;
+	/* nothing heard: complete at once */
+	digest_rule_reset(&r, ROUND_MS);
+	assert_false(digest_rule_burst_end(&r, &(struct store_digest){10, 100}, t));
+	assert_false(eval(&r, own(10, 100), t));
+	/* answers heard, all claims while the directory filled: unvouched */
+	digest_rule_reset(&r, ROUND_MS);
+	assert_true(heard(&r, own(5, 50), theirs(10, 100, true), t));
+	assert_true(eval(&r, own(5, 50), t));
+	assert_true(digest_rule_burst_end(&r, &(struct store_digest){10, 100}, t + 10));
+	assert_true(eval(&r, own(10, 100), t + 10));
+	/* unsettled agreement vouches for nothing; K settled ones do, no hold */
+	heard(&r, own(10, 100), theirs(10, 100, false), t + 20);
+	assert_true(eval(&r, own(10, 100), t + 20));
+	for (unsigned i = 0; i < DIGEST_AGREE_K - 1; i++)
+		heard(&r, own(10, 100), theirs(10, 100, true), t + 30);
+	assert_true(eval(&r, own(10, 100), t + 30));
+	heard(&r, own(10, 100), theirs(10, 100, true), t + 40);
+	assert_false(eval(&r, own(10, 100), t + 40));
+	assert_false(r.unvouched);
+	/* K agreed during the burst already: vouched */
+	digest_rule_reset(&r, ROUND_MS);
+	for (unsigned i = 0; i < DIGEST_AGREE_K; i++)
+		heard(&r, own(10, 100), theirs(10, 100, true), t);
+	assert_false(digest_rule_burst_end(&r, &(struct store_digest){10, 100}, t));
+	assert_false(eval(&r, own(10, 100), t));
+	/* nobody vouches: a quiet round ends it */
+	digest_rule_reset(&r, ROUND_MS);
+	heard(&r, own(10, 100), theirs(10, 100, false), t);
+	assert_true(digest_rule_burst_end(&r, &(struct store_digest){10, 100}, t));
+	assert_true(eval(&r, own(10, 100), t + ROUND_MS - 1));
+	assert_false(eval(&r, own(10, 100), t + ROUND_MS));
+	/* rejoining a settled cluster of 3: the first answer claimed (it came
+	 * before we learned the other peer), the second agreed; both equal
+	 * what we hold at the end: vouched */
+	digest_rule_reset(&r, ROUND_MS);
+	assert_true(heard(&r, own(2, 20), theirs(3, 30, true), t));
+	assert_false(heard(&r, own(3, 30), theirs(3, 30, true), t + 1));
+	assert_false(digest_rule_burst_end(&r, &(struct store_digest){3, 30}, t + 2));
+	assert_false(eval(&r, own(3, 30), t + 2));
+	/* a node that missed most of a lossy boot: peers said more */
+	digest_rule_reset(&r, ROUND_MS);
+	for (unsigned i = 0; i < 4; i++)
+		heard(&r, own(9, 90), theirs(7 + i, 70 + i, false), t);
+	assert_true(digest_rule_burst_end(&r, &(struct store_digest){9, 90}, t));
+	assert_true(eval(&r, own(9, 90), t));
+	/* a node alone (K = 0) is vouched for by nobody and needs nobody */
+	digest_rule_reset(&r, ROUND_MS);
+	heard(&r, own(1, 10), theirs(1, 10, false), t);
+	assert_false(digest_rule_burst_end(&r, &(struct store_digest){1, 10}, t));
+}
+
 /* Announce numbers: a jump past the next is a multicast announce missed; an
  * answer repeats the last number; a lower number is a restart. */
 static void test_seq_gap(void **state)
@@ -349,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_rule_claims),
 		cmocka_unit_test(test_rule_drops),
 		cmocka_unit_test(test_rule_small_and_stale),
+		cmocka_unit_test(test_rule_burst_unvouched),
 		cmocka_unit_test(test_seq_gap),
 	};
 

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 
@@ -336,6 +337,146 @@ static void test_stamp_item(void **state)
 	assert_int_equal(fw_decode(buf, (size_t)len - 1, NULL, 0, &out), FW_ERR_MALFORMED);
 }
 
+/* A range query and its answer (0x107 RANGE, 0x108 SUMS, 0x109 HINT):
+ * round trips with and without a key, the bytes of RANGE, and every reason
+ * to drop one. */
+static int range_msg(struct fw_msg *m, uint8_t type, uint8_t *buf, const uint8_t *key,
+		     size_t key_len)
+{
+	sample(m, type);
+	m->has_range = true;
+	m->range = (struct fw_range){.lo = 0x0102030405060708ULL, .hi = 0xf0f0f0f0f0f0f0f0ULL,
+				     .parts = 16, .flags = 0};
+	if (type == FW_RANGE_ANSWER) {
+		m->has_digest = true;
+		m->digest = (struct fw_digest){.hosts = 3, .flags = FW_DIGEST_UNICAST |
+								   FW_DIGEST_RANGES,
+					       .sum = 77, .seq = 5};
+		m->n_sums = 16;
+		for (unsigned i = 0; i < 16; i++)
+			m->sums[i] = (struct fw_sum){.hosts = i, .sum = 0x1000000000ULL * i + 1};
+	}
+	return fw_encode(m, key, key_len, buf, FW_MAX_LEN);
+}
+
+static void test_range_items(void **state)
+{
+	uint8_t buf[FW_MAX_LEN + 8];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	for (int keyed = 0; keyed < 2; keyed++) {
+		const uint8_t *key = keyed ? KEY : NULL;
+		size_t kl = keyed ? sizeof(KEY) - 1 : 0;
+
+		len = range_msg(&m, FW_RANGE_QUERY, buf, key, kl);
+		assert_true(len > 0);
+		assert_int_equal(fw_decode(buf, (size_t)len, key, kl, &out), FW_OK);
+		assert_int_equal(out.type, FW_RANGE_QUERY);
+		assert_true(out.has_range);
+		assert_memory_equal(&out.range, &m.range, sizeof(m.range));
+		len = range_msg(&m, FW_RANGE_ANSWER, buf, key, kl);
+		assert_int_equal(fw_decode(buf, (size_t)len, key, kl, &out), FW_OK);
+		assert_int_equal(out.n_sums, 16);
+		assert_memory_equal(out.sums, m.sums, sizeof(m.sums));
+		assert_true(out.has_digest && out.digest.flags == m.digest.flags);
+	}
+	/* a query's RANGE is its last item: lo, hi, parts, flags, 2 bytes 0 */
+	len = range_msg(&m, FW_RANGE_QUERY, buf, NULL, 0);
+	assert_int_equal(buf[len - 24], 0x01);
+	assert_int_equal(buf[len - 23], 0x07);
+	assert_int_equal(buf[len - 21], 20);
+	assert_int_equal(buf[len - 20], 0x01);
+	assert_int_equal(buf[len - 13], 0x08);
+	assert_int_equal(buf[len - 12], 0xf0);
+	assert_int_equal(buf[len - 4], 16);
+	assert_int_equal(buf[len - 3], 0);
+	assert_int_equal(buf[len - 2] | buf[len - 1], 0);
+	/* longer (a later version's): read as far as known; shorter: malformed */
+	len = (int)resize_last_item(buf, (size_t)len, 20, 26);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_true(out.range.hi == m.range.hi && out.range.parts == 16);
+	len = range_msg(&m, FW_RANGE_QUERY, buf, NULL, 0);
+	len = (int)resize_last_item(buf, (size_t)len, 20, 19);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* twice */
+	len = range_msg(&m, FW_RANGE_QUERY, buf, NULL, 0);
+	memcpy(buf + len, buf + len - 24, 24);
+	buf[16] = (uint8_t)((len + 24) >> 8);
+	buf[17] = (uint8_t)(len + 24);
+	assert_int_equal(fw_decode(buf, (size_t)len + 24, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* lo above hi; 0 or 17 parts; none at all */
+	range_msg(&m, FW_RANGE_QUERY, buf, NULL, 0);
+	m.range.lo = m.range.hi + 1;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	for (unsigned parts = 0; parts <= 17; parts += 17) {
+		range_msg(&m, FW_RANGE_QUERY, buf, NULL, 0);
+		m.range.parts = (uint8_t)parts;
+		len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+		assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	}
+	range_msg(&m, FW_RANGE_QUERY, buf, NULL, 0);
+	m.has_range = false;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* an answer without the sender's digest, or with sums for fewer parts */
+	range_msg(&m, FW_RANGE_ANSWER, buf, NULL, 0);
+	m.has_digest = false;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	range_msg(&m, FW_RANGE_ANSWER, buf, NULL, 0);
+	m.n_sums = 15;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+}
+
+static void test_hint_items(void **state)
+{
+	uint8_t buf[FW_MAX_LEN + 8];
+	char longname[IBRES_NAME_MAX + 2];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	range_msg(&m, FW_RANGE_ANSWER, buf, NULL, 0);
+	m.n_sums = 0;
+	m.range.parts = 1;
+	m.range.flags = FW_RANGE_NAMES | FW_RANGE_MORE;
+	assert_int_equal(fw_hint_add(&m, "node7"), 0);
+	assert_int_equal(fw_hint_add(&m, "gpu-a12.cluster"), 0);
+	assert_int_equal(fw_hint_add(&m, ""), -ENOSPC);
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(fw_hint_add(&m, longname), -ENOSPC); /* 256 bytes: too long */
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_int_equal(out.n_hints, 2);
+	assert_string_equal(out.hints, "node7");
+	assert_string_equal(out.hints + 6, "gpu-a12.cluster");
+	assert_int_equal(out.range.flags, FW_RANGE_NAMES | FW_RANGE_MORE);
+	/* the packed names hold at most FW_HINTS_BYTES */
+	sample(&m, FW_ANNOUNCE);
+	longname[IBRES_NAME_MAX] = '\0';
+	while (fw_hint_add(&m, longname) == 0)
+		;
+	assert_true(m.hints_len <= FW_HINTS_BYTES);
+	assert_true(m.hints_len + IBRES_NAME_MAX + 1 > FW_HINTS_BYTES);
+	/* a HINT, the last item of this ANNOUNCE: empty, or with a NUL inside */
+	sample(&m, FW_ANNOUNCE);
+	fw_hint_add(&m, "node7");
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	buf[len - 3] = '\0';
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	len = (int)resize_last_item(buf, (size_t)len, 5, 0);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	/* so many that the names would not fit the decoder's room: impossible
+	 * in one datagram (FW_HINTS_BYTES is the datagram's length) */
+	static_assert(FW_HINTS_BYTES >= FW_MAX_LEN, "every name a datagram holds fits");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_drops),	   cmocka_unit_test(test_item_overrun),
 		cmocka_unit_test(test_hmac),	   cmocka_unit_test(test_encode_limits),
 		cmocka_unit_test(test_stamp_item), cmocka_unit_test(test_digest_item),
+		cmocka_unit_test(test_range_items), cmocka_unit_test(test_hint_items),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Asking a peer for what we lack (fabric_fetch.h): sessions of range
+ * queries to one peer at a time, while the directory is incomplete after
+ * the settle time.
+ */
+#include "fabric/fabric_fetch.h"
+#include "fabric/fabric_impl.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/endpoints.h"
+#include "core/hostkey.h"
+#include "core/list.h"
+#include "core/hoststore_range.h"
+#include "core/log.h"
+#include "hostrec.h"
+#include "tlv.h"
+
+static const struct fw_range whole = {.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
+
+/* Is there anything to fetch? Only where the store is the whole directory
+ * (announcements refresh every entry in time) and the directory counts
+ * itself incomplete once its start-up burst was checked (before that, the
+ * burst fills it). */
+static bool wanted(const struct fabric *f)
+{
+	const struct ibres_config *cfg = f->cfg;
+
+	return cfg->announce_interval_s > 0 &&
+	       (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s && f->dg.burst_checked &&
+	       now_ms() >= f->settled_ms && f->dg.rule.incomplete;
+}
+
+static void forget_peer(struct fabric_fetch *x, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (x->peers[i].used && !memcmp(x->peers[i].gid, gid, 16))
+			x->peers[i].used = false;
+}
+
+void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
+		       const struct transport_addr *from)
+{
+	struct fabric_fetch *x = &p->f->fx;
+	struct fetch_peer *slot = NULL;
+	struct store_digest own;
+	bool claim;
+
+	if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES) || !from) {
+		/* restarted with an older daemon (a rolling upgrade, or back):
+		 * it would count our queries malformed */
+		forget_peer(x, m->sender.gids[0]);
+		return;
+	}
+	store_digest(p->f->store, &own);
+	claim = m->digest.hosts > own.hosts ||
+		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
+	for (unsigned i = 0; i < FETCH_PEERS && !slot; i++)
+		if (x->peers[i].used && !memcmp(x->peers[i].gid, m->sender.gids[0], 16))
+			slot = &x->peers[i];
+	for (unsigned i = 0; i < FETCH_PEERS && !slot; i++)
+		if (!x->peers[i].used)
+			slot = &x->peers[i];
+	if (!slot) /* full: the next in the round takes the newcomer's place */
+		slot = &x->peers[x->next_peer % FETCH_PEERS];
+	slot->addr = *from;
+	memcpy(slot->gid, m->sender.gids[0], 16);
+	slot->port = (unsigned)(p - p->f->ports);
+	slot->claimed |= claim;
+	slot->used = true;
+}
+
+/* The peer of the next session: one whose digest claimed more, else the
+ * next in turn (so that answers vouching for us come from different peers).
+ * False when none is known. */
+static bool pick_peer(struct fabric_fetch *x)
+{
+	for (unsigned i = 0; i < FETCH_PEERS; i++) {
+		if (x->peers[i].used && x->peers[i].claimed) {
+			x->peers[i].claimed = false;
+			x->peer = x->peers[i];
+			return true;
+		}
+	}
+	for (unsigned n = 0; n < FETCH_PEERS; n++) {
+		struct fetch_peer *c = &x->peers[x->next_peer++ % FETCH_PEERS];
+
+		if (c->used) {
+			x->peer = *c;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void send_query(struct fabric *f)
+{
+	struct fabric_fetch *x = &f->fx;
+	struct fabric_port *p = &f->ports[x->peer.port];
+	struct fw_msg m;
+
+	x->waiting = true;
+	x->tries++;
+	loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_WAIT_MS);
+	if (!p->open || p->ep->down)
+		return; /* the timer ends the session */
+	fabric_msg_init(p, &m, FW_RANGE_QUERY, x->tid);
+	m.has_range = true;
+	m.range = x->asked;
+	if (fabric_port_send(p, &m, &x->peer.addr) == 0)
+		x->queries_sent++;
+}
+
+/* The next range waiting, or the end of the session. */
+static void next_query(struct fabric *f)
+{
+	struct fabric_fetch *x = &f->fx;
+
+	x->waiting = false;
+	if (!x->n_todo || x->queries >= FETCH_QUERIES_MAX) {
+		x->active = false;
+		x->n_todo = 0;
+		loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_GAP_MS);
+		return;
+	}
+	x->asked = x->todo[--x->n_todo];
+	x->queries++;
+	x->tries = 0;
+	x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
+	send_query(f);
+}
+
+static void session_start(struct fabric *f)
+{
+	struct fabric_fetch *x = &f->fx;
+
+	if (!pick_peer(x)) {
+		loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_IDLE_MS);
+		return;
+	}
+	x->active = true;
+	x->sessions++;
+	x->queries = x->hints = 0;
+	x->todo[0] = whole;
+	x->n_todo = 1;
+	next_query(f);
+}
+
+static void on_timer(struct loop_timer *t)
+{
+	struct fabric *f = container_of(t, struct fabric, fx.timer);
+	struct fabric_fetch *x = &f->fx;
+
+	if (x->active && x->waiting) {
+		if (x->tries < FETCH_TRIES) {
+			send_query(f);
+			return;
+		}
+		/* it does not answer (gone, an older daemon, a lossy path):
+		 * another peer next time */
+		x->timeouts++;
+		forget_peer(x, x->peer.gid);
+		x->n_todo = 0;
+		next_query(f);
+		return;
+	}
+	if (wanted(f))
+		session_start(f);
+	else
+		loop_timer_arm(f->loop, t, now_ms() + FETCH_IDLE_MS);
+}
+
+static void push(struct fabric_fetch *x, const struct store_range *r, bool names)
+{
+	if (x->n_todo == FETCH_TODO_MAX)
+		return; /* a later session finds it again */
+	x->todo[x->n_todo++] = (struct fw_range){
+		.lo = r->lo,
+		.hi = r->hi,
+		.parts = names || r->lo == r->hi ? 1 : FW_PARTS_MAX,
+		.flags = names || r->lo == r->hi ? FW_RANGE_NAMES : 0,
+	};
+}
+
+/* The peer's sums for the parts of what we asked: parts that differ from
+ * ours are asked again, split, or for their names once small. */
+static void take_sums(struct fabric *f, const struct fw_msg *m)
+{
+	struct fabric_fetch *x = &f->fx;
+	struct store_range asked = {.lo = x->asked.lo, .hi = x->asked.hi, .parts = x->asked.parts};
+	struct store_digest own[RANGE_PARTS_MAX];
+
+	store_range_digest(f->store, &asked, own);
+	for (unsigned i = 0; i < asked.parts; i++) {
+		struct store_range sub;
+
+		if (!m->sums[i].hosts ||
+		    (m->sums[i].hosts == own[i].hosts && m->sums[i].sum == own[i].sum) ||
+		    !store_range_sub(&asked, i, &sub))
+			continue;
+		push(x, &sub, m->sums[i].hosts <= FETCH_NAMES_AT);
+	}
+}
+
+/* The names the peer holds in what we asked: those we lack go up to be
+ * asked on the fabric, each host answering for itself. */
+static void take_names(struct fabric *f, const struct fw_msg *m)
+{
+	struct fabric_fetch *x = &f->fx;
+	const char *name = m->hints;
+
+	for (unsigned i = 0; i < m->n_hints; i++, name += strlen(name) + 1) {
+		struct host_key k;
+
+		/* a peer's word: only a name of ours to ask, and not one held */
+		if (host_key_name(&k, name) < 0 ||
+		    !hostrec_name_in_patterns(name, f->cfg->patterns[0],
+					      sizeof(f->cfg->patterns[0]), f->cfg->n_patterns) ||
+		    store_holder(f->store, &k))
+			continue;
+		if (x->hints == FETCH_HINTS_MAX)
+			break;
+		x->hints++;
+		x->hints_asked++;
+		log_debug("fabric: %s is held by a peer and not here: asked", name);
+		if (f->ev.hint)
+			f->ev.hint(f->ev.arg, &k);
+	}
+	/* more than one datagram holds: split it, unless it cannot be */
+	if ((m->range.flags & FW_RANGE_MORE) && x->asked.lo < x->asked.hi) {
+		struct store_range r = {
+			.lo = x->asked.lo, .hi = x->asked.hi, .parts = FW_PARTS_MAX};
+		struct store_range sub;
+
+		for (unsigned i = 0; i < FW_PARTS_MAX; i++)
+			if (store_range_sub(&r, i, &sub))
+				push(x, &sub, true);
+	}
+}
+
+void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
+{
+	struct fabric *f = p->f;
+	struct fabric_fetch *x = &f->fx;
+
+	/* the answer to the query outstanding, from the peer asked, about
+	 * what was asked: anything else is dropped */
+	if (!x->active || !x->waiting || m->tid != x->tid ||
+	    memcmp(m->sender.gids[0], x->peer.gid, 16) || m->range.lo != x->asked.lo ||
+	    m->range.hi != x->asked.hi || m->range.parts != x->asked.parts ||
+	    (m->range.flags & FW_RANGE_NAMES) != (x->asked.flags & FW_RANGE_NAMES) ||
+	    (!(x->asked.flags & FW_RANGE_NAMES) && !m->n_sums)) {
+		f->c.rx_unsolicited++;
+		return;
+	}
+	x->answers++;
+	fabric_digest_answer(f, m);
+	if (x->asked.flags & FW_RANGE_NAMES)
+		take_names(f, m);
+	else
+		take_sums(f, m);
+	next_query(f);
+}
+
+void fabric_fetch_start(struct fabric *f)
+{
+	f->fx.timer.cb = on_timer;
+	loop_timer_arm(f->loop, &f->fx.timer, now_ms() + FETCH_IDLE_MS);
+}
+
+void fabric_fetch_stop(struct fabric *f)
+{
+	loop_timer_cancel(f->loop, &f->fx.timer);
+}
+
+void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w)
+{
+	const struct fabric_fetch *x = f ? &f->fx : NULL;
+	const struct {
+		const char *name;
+		uint64_t value;
+	} rows[] = {
+		{"fabric_fetch_sessions", x ? x->sessions : 0},
+		{"fabric_fetch_queries", x ? x->queries_sent : 0},
+		{"fabric_fetch_answers", x ? x->answers : 0},
+		{"fabric_fetch_timeouts", x ? x->timeouts : 0},
+		{"fabric_fetch_hints", x ? x->hints_asked : 0},
+		{"fabric_range_answered", x ? x->answered : 0},
+		{"fabric_range_refused", x ? x->refused : 0},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
+		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
+	}
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fetching what a peer holds and we lack (doc/fabric-protocol.md, "Fetching
+ * what a peer holds"). While the directory is incomplete after the settle
+ * time, one peer that answers range queries is asked, by unicast, for the
+ * count and sum of its hosts whose digest term falls in a range, in 16
+ * parts; parts that differ from ours are asked again, split, and once a
+ * part holds few hosts, for their names. Each name we lack is handed up
+ * (fabric_events.hint) and asked on the fabric with a REQUEST, so that the
+ * host answers for itself: a peer's word is only a hint. Each answer also
+ * carries the peer's whole digest, which the completeness rule hears.
+ *
+ * fabric_range.c answers such queries (rate-limited); fabric_fetch.c asks
+ * them. One query outstanding at a time, one peer a session, every bound
+ * below explicit.
+ */
+#ifndef IBRESD_FABRIC_FETCH_H
+#define IBRESD_FABRIC_FETCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/loop.h"
+#include "fabric/fabric_wire.h"
+#include "fabric/transport.h"
+
+/* Peers heard to answer range queries (their DIGEST says so), remembered. */
+#define FETCH_PEERS 16
+/* How long an answer is waited for, and how often a query is sent before
+ * the session gives that peer up. */
+#define FETCH_WAIT_MS 300
+#define FETCH_TRIES   3
+/* Between two sessions; and how often an idle fetch looks again. */
+#define FETCH_GAP_MS  200
+#define FETCH_IDLE_MS 500
+/* A session asks at most this many queries and hands up at most this many
+ * names; ranges waiting to be asked, at most. */
+#define FETCH_QUERIES_MAX 64
+#define FETCH_HINTS_MAX	  256
+#define FETCH_TODO_MAX	  32
+/* A part the peer holds this few hosts in is asked for their names. */
+#define FETCH_NAMES_AT 16
+/* Range queries answered, at most, a second (a burst of as many): each
+ * costs one walk of the store (bench/RESULTS.md: range digests). */
+#define RANGE_ANSWERS_PER_S 20
+
+struct fetch_peer {
+	struct transport_addr addr; /* where its datagrams came from */
+	uint8_t gid[16];	    /* its port GID: the answer must come from it */
+	unsigned port;		    /* our port that heard it */
+	bool claimed;		    /* its digest held hosts we lacked: ask it first */
+	bool used;
+};
+
+struct fabric_fetch {
+	struct loop_timer timer;
+	struct fetch_peer peers[FETCH_PEERS];
+	unsigned next_peer; /* round robin: settled peers vouch one after another */
+	/* the session */
+	bool active, waiting;
+	struct fetch_peer peer;
+	struct fw_range todo[FETCH_TODO_MAX], asked;
+	unsigned n_todo, tries, queries, hints;
+	uint64_t tid;
+	/* the answering side's budget */
+	uint64_t bucket_ms;
+	unsigned bucket;
+	/* counters (STATS) */
+	uint64_t sessions, queries_sent, answers, timeouts, hints_asked;
+	uint64_t answered, refused;
+};
+
+struct fabric;
+struct fabric_port;
+struct fw_msg;
+struct tlv_writer;
+
+void fabric_fetch_start(struct fabric *f);
+void fabric_fetch_stop(struct fabric *f);
+/* An ANNOUNCE from a peer was learned on @p (from @from): remember it when
+ * it answers range queries, first in line when its digest holds hosts we
+ * lack. */
+void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
+		       const struct transport_addr *from);
+/* A RANGE_ANSWER arrived on @p. */
+void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m);
+/* A RANGE_QUERY arrived on @p from @from (fabric_range.c): answer it when
+ * the budget allows. */
+void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
+			 const struct transport_addr *from);
+/* STATS rows: fabric_fetch_sessions, fabric_fetch_queries, fabric_fetch_answers,
+ * fabric_fetch_timeouts, fabric_fetch_hints, fabric_range_answered,
+ * fabric_range_refused. */
+void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w);
+
+#endif

@@ -1,0 +1,190 @@
+"""Fetching what a peer holds (issue 22; doc/fabric-protocol.md, "Fetching
+what a peer holds").
+
+16 emulated nodes boot while 60% of the datagrams each node sends are lost,
+with the product defaults for announce_interval (60 s) and addr_ttl (1 h):
+some nodes miss some peers, and the next periodic announce is a minute
+away. Once the loss is lifted, each incomplete node asks a peer, by range
+queries, for the names it lacks and asks each on the fabric. Every node
+must know every peer and count its directory complete within FETCH_BOUND,
+well before the next periodic announce, and at no moment meanwhile may a
+node count itself complete while it lacks a live peer (it would answer that
+peer "not found"). Knowledge is read from the cache only, so that the test's
+own look-ups teach nothing; the real look-ups (socket and NSS) come last.
+
+test_forged_claim_overruled_by_peers: a forged digest that claims hosts
+nobody has makes a node incomplete; its peers' answers to its range queries
+vouch for its directory and it is complete again, with no announce round.
+"""
+import itertools
+import os
+import struct
+import time
+
+import pytest
+
+from conftest import needs_root, run
+from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, ST_ENODATA, ST_SUCCESS,
+                         cluster_factory, fabric_msg, group_items, host,  # noqa: F401 (fixture)
+                         identity_items, send_datagrams, stamp_item, stats, tlv, wait_until)
+from nss_helpers import client_env
+from test_lossy_boot import GROUP4, digest_item
+
+pytestmark = needs_root
+
+NODES = 16
+LOSS = 60
+SETTLE = 1.0
+BOOTS = 3
+FETCH_BOUND = 20.0   # seconds after the loss is lifted; the next announce is ~60 s away
+PRODUCT = ("--set", "resolve.announce_interval=60s", "--set", "resolve.addr_ttl=1h")
+
+
+def knowledge(c):
+    """{k: (complete, peers k lacks)}, each node's verdict read before its cache."""
+    out = {}
+    for k in c.nodes:
+        complete = stats(c.sock(k))["directory_complete"]
+        lacks = [d for d in c.nodes if d != k and
+                 host(c.sock(k), c.nodes[d]["name"], cache_only=True)[0] != ST_SUCCESS]
+        out[k] = (complete, lacks)
+    return out
+
+
+def claim_more(c, k, key=None):
+    """A forged peer node99, announcing from node @k's namespace a settled
+    digest of 40 hosts (a claim nobody meets; it answers no range query);
+    signed and stamped with @key."""
+    ident = identity_items("node99", "fe80::2:c903:0:99", ["198.18.0.99"], lid=99) + \
+        group_items() + (stamp_item() if key else b"")
+    send_datagrams(c.netns(k), GROUP4, FABRIC_PORT,
+                   [fabric_msg(FW_ANNOUNCE, ident + digest_item(40, 12345, 1, 1), key=key)],
+                   src=c.nodes[k]["ipv4"])
+
+
+@pytest.mark.timeout(240)
+def test_lossy_boot_fetch_completes(cluster_factory):
+    for attempt in range(BOOTS):
+        c = cluster_factory(NODES, "--loss", LOSS, *PRODUCT, name="fetch%d" % attempt)
+        c.wait_settled(SETTLE)
+        # what the nodes lack before the loss is lifted (after it, the
+        # fetch may fill it before the test has read every node)
+        first = knowledge(c)
+        missing = sum(len(lacks) for _, lacks in first.values())
+        c.loss(0)
+        lifted = time.monotonic()
+        if missing:
+            break
+        c.down()
+    assert missing, "no node missed a peer in %d boots: raise LOSS" % BOOTS
+    assert time.monotonic() - c.started < 50, "the boot took too long to prove anything"
+    false_complete = [(k, lacks) for k, (complete, lacks) in first.items() if complete and lacks]
+    seen = knowledge(c)
+    while True:
+        false_complete += [(k, lacks) for k, (complete, lacks) in seen.items()
+                           if complete and lacks]
+        if all(complete and not lacks for complete, lacks in seen.values()):
+            break
+        assert time.monotonic() - lifted < FETCH_BOUND, (
+            "not complete %.0f s after the loss was lifted: %s\n%s" % (
+                FETCH_BOUND, {k: v for k, v in seen.items() if not v[0] or v[1]}, c.logs()))
+        time.sleep(0.2)
+        seen = knowledge(c)
+    took = time.monotonic() - lifted
+    totals = {name: sum(stats(c.sock(k)).get(name, 0) for k in c.nodes)
+              for name in ("fabric_fetch_sessions", "fabric_fetch_queries",
+                           "fabric_fetch_hints", "fabric_range_answered",
+                           "fabric_range_refused", "fabric_incomplete_queries",
+                           "fabric_bursts_unvouched")}
+    print("peers missing when the loss was lifted: %d; every node complete and knowing "
+          "every peer after %.1f s; %s" % (missing, took, totals))
+    assert not false_complete, "complete while lacking live peers: %s" % false_complete[:10]
+    # the directories were filled by the fetch, not by the test
+    assert totals["fabric_fetch_hints"] > 0
+    assert time.monotonic() - c.started < 54, "the next periodic announce may have helped"
+    # and every look-up of a live host answers, through the socket and NSS
+    for i, (s, d) in enumerate(itertools.permutations(sorted(c.nodes), 2)):
+        if i % 2:
+            assert host(c.sock(s), c.nodes[d]["name"], timeout=10.0)[0] == ST_SUCCESS
+        else:
+            r = run(["getent", "-s", "hosts:ib", "hosts", c.nodes[d]["name"]],
+                    env=client_env(socket_path=c.sock(s)), timeout=30)
+            assert r.returncode == 0, (s, d, r.returncode)
+    # complete: a name nobody has is answered at once
+    t0 = time.monotonic()
+    assert host(c.sock(1), "node98")[0] == ST_ENODATA
+    assert time.monotonic() - t0 < 0.5
+
+
+def test_forged_claim_overruled_by_peers(cluster_factory):
+    c = cluster_factory(4)
+    c.wait_settled(SETTLE)
+    wait_until(lambda: all(v[0] and not v[1] for v in knowledge(c).values()), 5.0,
+               what="every directory complete")
+    before = stats(c.sock(1))
+    claim_more(c, 3)
+    wait_until(lambda: stats(c.sock(1))["directory_complete"] == 0, 3.0,
+               what="node1 incomplete after a digest with more hosts")
+    # its fetch asks the real peers: their answers agree with it (the
+    # forged peer answers no range query), and it is complete again long
+    # before an announce round (66 s) would overrule the claim
+    wait_until(lambda: stats(c.sock(1))["directory_complete"] == 1, 10.0,
+               what="node1 complete again, its peers vouching")
+    after = stats(c.sock(1))
+    assert after["fabric_fetch_sessions"] > before["fabric_fetch_sessions"]
+    assert after["fabric_fetch_answers"] >= before["fabric_fetch_answers"] + 3
+    answered = sum(stats(c.sock(k))["fabric_range_answered"] for k in (2, 3, 4))
+    assert answered >= 3
+    assert after["fabric_fetch_hints"] == before["fabric_fetch_hints"]   # nothing to fetch
+
+
+def range_query(c, k, tid, key=None):
+    """A RANGE_QUERY (whole space, 16 parts) from node @k's namespace as a
+    node55 nobody runs, to node 2's unicast socket, signed and stamped with
+    @key."""
+    n = c.nodes[k]
+    items = identity_items("node55", "fe80::2:c903:0:55", ["198.18.0.55"], lid=55) + \
+        group_items()
+    items += tlv(0x107, struct.pack(">QQBB2x", 0, (1 << 64) - 1, 16, 0))
+    if key:
+        items += stamp_item()
+    send_datagrams(c.netns(k), c.nodes[2]["ipv4"], FABRIC_PORT,
+                   [fabric_msg(6, items, tid=tid, key=key)], src=n["ipv4"],
+                   sport=FABRIC_PORT + 1)
+
+
+def test_fetch_with_cluster_key(cluster_factory, tmp_path):
+    """With cluster_key_file the range queries and answers are signed and
+    stamped like every datagram: the fetch works, and a query without the
+    HMAC, or with a wrong one, is dropped and counted, never answered."""
+    key = b"0123456789abcdef-emulated-cluster-key"
+    kf = tmp_path / "cluster.key"
+    kf.write_bytes(key + b"\n")
+    os.chmod(kf, 0o600)
+    c = cluster_factory(4, "--set", "resolve.cluster_key_file=%s" % kf)
+    c.wait_settled(SETTLE)
+    wait_until(lambda: all(v[0] and not v[1] for v in knowledge(c).values()), 5.0,
+               what="every directory complete")
+    before = stats(c.sock(1))
+    claim_more(c, 3, key=key)
+    wait_until(lambda: stats(c.sock(1))["directory_complete"] == 0, 3.0,
+               what="node1 incomplete after a signed digest with more hosts")
+    wait_until(lambda: stats(c.sock(1))["directory_complete"] == 1, 10.0,
+               what="node1 complete again, its peers vouching")
+    after = stats(c.sock(1))
+    assert after["fabric_fetch_answers"] >= before["fabric_fetch_answers"] + 3
+    assert after["fabric_rx_auth_failed"] == before["fabric_rx_auth_failed"]
+    # unsigned, or signed with another key: dropped before anything of it is used
+    # (every node heard the claim: once all are complete, none fetches)
+    wait_until(lambda: all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes),
+               10.0, what="every node complete again")
+    two = stats(c.sock(2))
+    range_query(c, 3, 0x51)
+    range_query(c, 3, 0x52, key=b"another key, 16+ bytes long")
+    wait_until(lambda: stats(c.sock(2))["fabric_rx_auth_failed"] ==
+               two["fabric_rx_auth_failed"] + 2, 3.0, what="both refused")
+    # and a signed one is answered
+    assert stats(c.sock(2))["fabric_range_answered"] == two["fabric_range_answered"]
+    range_query(c, 3, 0x53, key=key)
+    wait_until(lambda: stats(c.sock(2))["fabric_range_answered"] >
+               two["fabric_range_answered"], 3.0, what="the signed query answered")

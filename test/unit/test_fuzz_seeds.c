@@ -26,87 +26,13 @@
 
 #include <cmocka.h>
 
+#include "dir_image.h"
 #include "hostdir.h"
 #include "hostrec.h"
 
 #define DIRPACK "test/fuzz/corpus/fuzz_dirpack/"
 #define HOSTDIR "test/fuzz/corpus/fuzz_hostdir/"
 #define NOW_MS	1000000u /* the targets set the heartbeat to their own now */
-
-/* An image in the making: header, four tables of @slots slots, the record
- * area; records laid out one after the other, their keys in the tables. */
-struct img {
-	uint8_t *b;
-	size_t size;
-	uint32_t slots, next;
-};
-
-static void img_init(struct img *m, uint32_t slots, uint32_t area)
-{
-	struct ibdir_header *hd;
-
-	m->size = IBDIR_HEADER_SPACE + IBDIR_TABLES * (size_t)slots * 8 + area;
-	m->b = aligned_alloc(4096, (m->size + 4095) & ~(size_t)4095);
-	assert_non_null(m->b);
-	memset(m->b, 0, m->size);
-	m->slots = slots;
-	hd = (void *)m->b;
-	memcpy(hd->magic, IBDIR_MAGIC, sizeof(hd->magic));
-	hd->version = IBDIR_VERSION;
-	hd->header_size = sizeof(*hd);
-	hd->file_size = m->size;
-	hd->seed = 0x0123456789abcdefull;
-	hd->state = IBDIR_LIVE;
-	hd->heartbeat_ms = NOW_MS;
-	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
-		hd->tables[t].off = IBDIR_HEADER_SPACE + t * slots * 8;
-		hd->tables[t].n_slots = slots;
-	}
-	hd->rec_off = IBDIR_HEADER_SPACE + IBDIR_TABLES * slots * 8;
-	hd->rec_size = area;
-	m->next = hd->rec_off;
-	assert_int_equal(ibdir_header_check(m->b, m->size), 0);
-}
-
-static void img_slot(struct img *m, unsigned tab, const void *key, size_t len, uint32_t off)
-{
-	struct ibdir_header *hd = (void *)m->b;
-	uint64_t *slots = (uint64_t *)(void *)(m->b + hd->tables[tab].off);
-	uint32_t h = ibdir_hash(hd->seed, tab, key, len), i = h & (m->slots - 1);
-
-	while ((uint32_t)slots[i] != IBDIR_SLOT_EMPTY)
-		i = (i + 1) & (m->slots - 1);
-	slots[i] = (uint64_t)h << 32 | off;
-}
-
-/* @r as the writer encodes it (seq even, cap its rounded size), whatever
- * its counts; then @n_names, when not 0, put over the header's count (a
- * shape the writer never makes); its keys indexed. */
-static void img_put(struct img *m, const struct ibres_hostrec *r, uint8_t n_names)
-{
-	uint8_t enc[IBDIR_REC_MAX];
-	size_t len = ibdir_rec_encode(r, IBDIR_NEVER, enc), cap = (len + 7) & ~(size_t)7;
-	struct ibdir_rec hdr;
-	uint32_t off = m->next;
-
-	memcpy(&hdr, enc, sizeof(hdr));
-	hdr.seq = 2;
-	hdr.cap = (uint32_t)cap;
-	if (n_names)
-		hdr.n_names = n_names;
-	memcpy(enc, &hdr, sizeof(hdr));
-	assert_true(off + cap <= m->size);
-	memcpy(m->b + off, enc, len);
-	m->next += (uint32_t)cap;
-	for (unsigned i = 0; i < r->n_names; i++)
-		img_slot(m, IBDIR_TAB_NAME, r->names[i], strlen(r->names[i]), off);
-	for (unsigned i = 0; i < r->n_v4; i++)
-		img_slot(m, IBDIR_TAB_IPV4, &r->v4[i], 4, off);
-	for (unsigned i = 0; i < r->n_v6; i++)
-		img_slot(m, IBDIR_TAB_IPV6, &r->v6[i], 16, off);
-	for (unsigned i = 0; i < r->n_gids; i++)
-		img_slot(m, IBDIR_TAB_GID, r->gids[i], 16, off);
-}
 
 /* Host @k as test/fabric/emulate numbers them: nodeK, nodeK.cluster.example,
  * 198.18.0.K, 2001:db8::K, GID fe80::2:c903:0:K, LID K. */
@@ -132,34 +58,34 @@ static void node(struct ibres_hostrec *r, unsigned k, const char *name)
 }
 
 /* Ordinary hosts, one with GIDs only and one with an IPv6 address only. */
-static void small_cluster(struct img *m)
+static void small_cluster(struct dir_image *m)
 {
 	struct ibres_hostrec r;
 	char name[16];
 
-	img_init(m, 32, 6144);
+	dir_image_init(m, 32, 6144, NOW_MS);
 	for (unsigned k = 1; k <= 3; k++) {
 		snprintf(name, sizeof(name), "node%u", k);
 		node(&r, k, name);
-		img_put(m, &r, 0);
+		dir_image_put(m, &r, 0);
 	}
 	node(&r, 4, "gidonly");
 	r.n_names = 1;
 	r.n_v4 = r.n_v6 = 0;
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 	node(&r, 5, "v6only");
 	r.n_v4 = r.n_gids = 0;
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 }
 
 /* A large record: 8 names of 255 bytes, 8 + 8 addresses and 4 GIDs, about
  * the most the client protocol's answer carries (fuzz_dirpack packs what
  * it finds and checks that the daemon could also send it: pack_check.c). */
-static void largest_record(struct img *m)
+static void largest_record(struct dir_image *m)
 {
 	struct ibres_hostrec r;
 
-	img_init(m, 32, 6144);
+	dir_image_init(m, 32, 6144, NOW_MS);
 	memset(&r, 0, sizeof(r));
 	for (unsigned i = 0; i < 8; i++) {
 		memset(r.names[i], 'a' + (int)i, IBRES_NAME_MAX);
@@ -181,53 +107,53 @@ static void largest_record(struct img *m)
 	r.n_gids = 4;
 	r.lid = 7;
 	r.pkey = 0xffff;
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 }
 
 /* Issue 21's finding: a record without a name (n_names 0) whose IPv4, IPv6
  * and GID are in the tables, beside an ordinary one. */
-static void no_name_record(struct img *m)
+static void no_name_record(struct dir_image *m)
 {
 	struct ibres_hostrec r;
 
-	img_init(m, 32, 6144);
+	dir_image_init(m, 32, 6144, NOW_MS);
 	node(&r, 1, "node1");
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 	node(&r, 2, "node2");
 	r.n_names = 0;
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 }
 
 /* Shapes the writer never makes: a name with '_', one starting with a
  * hyphen, a record whose header counts 17 names. */
-static void refused_shapes(struct img *m)
+static void refused_shapes(struct dir_image *m)
 {
 	struct ibres_hostrec r;
 
-	img_init(m, 32, 6144);
+	dir_image_init(m, 32, 6144, NOW_MS);
 	node(&r, 1, "bad_name");
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 	node(&r, 2, "-node2");
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 	node(&r, 3, "node3");
-	img_put(m, &r, IBRES_HOST_NAMES_MAX + 1);
+	dir_image_put(m, &r, IBRES_HOST_NAMES_MAX + 1);
 	node(&r, 4, "node4");
-	img_put(m, &r, 0);
+	dir_image_put(m, &r, 0);
 }
 
 /* fuzz_hostdir's: a key selector byte, then an image of 200 hosts holding
  * what that target asks (node1, node2, NODE3 in any case, login1, the
  * addresses and GID of node 2). */
-static void static_hosts(struct img *m)
+static void static_hosts(struct dir_image *m)
 {
 	struct ibres_hostrec r;
 	char name[16];
 
-	img_init(m, 1024, 64 * 1024);
+	dir_image_init(m, 1024, 64 * 1024, NOW_MS);
 	for (unsigned k = 1; k <= 200; k++) {
 		snprintf(name, sizeof(name), k == 200 ? "login1" : "node%u", k);
 		node(&r, k, name);
-		img_put(m, &r, 0);
+		dir_image_put(m, &r, 0);
 	}
 }
 
@@ -255,7 +181,7 @@ static void check_file(const char *path, const uint8_t *want, size_t len)
 	free(have);
 }
 
-static int found(const struct img *m, uint16_t type, const void *key, size_t len)
+static int found(const struct dir_image *m, uint16_t type, const void *key, size_t len)
 {
 	struct ibres_hostrec r;
 
@@ -264,7 +190,7 @@ static int found(const struct img *m, uint16_t type, const void *key, size_t len
 
 static void test_dirpack_seeds(void **state)
 {
-	struct img m;
+	struct dir_image m;
 	struct in_addr v4 = {htonl(0xc6120002u)};
 
 	(void)state;
@@ -272,30 +198,30 @@ static void test_dirpack_seeds(void **state)
 	assert_int_equal(found(&m, IBRES_T_NAME, "NODE2.cluster.example", 21), 0);
 	assert_int_equal(found(&m, IBRES_T_NAME, "v6only", 6), 0);
 	check_file(DIRPACK "small-cluster", m.b, m.size);
-	free(m.b);
+	dir_image_free(&m);
 
 	largest_record(&m);
 	assert_int_equal(found(&m, IBRES_T_IPV4, &(struct in_addr){htonl(0xc6120107u)}, 4), 0);
 	check_file(DIRPACK "largest-record", m.b, m.size);
-	free(m.b);
+	dir_image_free(&m);
 
 	no_name_record(&m);
 	assert_int_equal(found(&m, IBRES_T_NAME, "node1", 5), 0);
 	assert_int_equal(found(&m, IBRES_T_IPV4, &v4, 4), -EBADMSG);
 	check_file(DIRPACK "no-name-record", m.b, m.size);
-	free(m.b);
+	dir_image_free(&m);
 
 	refused_shapes(&m);
 	assert_int_equal(found(&m, IBRES_T_NAME, "node4", 5), 0);
 	assert_int_equal(found(&m, IBRES_T_NAME, "bad_name", 8), -EBADMSG);
 	assert_int_equal(found(&m, IBRES_T_NAME, "node3", 5), -EBADMSG);
 	check_file(DIRPACK "refused-shapes", m.b, m.size);
-	free(m.b);
+	dir_image_free(&m);
 }
 
 static void test_hostdir_seeds(void **state)
 {
-	struct img m;
+	struct dir_image m;
 	uint8_t *seed;
 
 	(void)state;
@@ -310,7 +236,7 @@ static void test_hostdir_seeds(void **state)
 	/* the same, cut inside its first table */
 	check_file(HOSTDIR "truncated", seed, 5000);
 	free(seed);
-	free(m.b);
+	dir_image_free(&m);
 }
 
 int main(void)

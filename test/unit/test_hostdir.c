@@ -36,6 +36,7 @@
 #include "core/clock.h"
 #include "core/hoststore.h"
 #include "core/loop.h"
+#include "dir_image.h"
 #include "hostdir.h"
 #include "ibres.h"
 #include "msg.h"
@@ -926,110 +927,55 @@ static void test_decoder_refuses_what_the_writer_never_makes(void **state)
 	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
 }
 
-/* A hand-made image (no writer): header, four tables of 32 slots, the
- * record area; the records' keys in the tables. */
+/* Hand-made images (no writer, test/unit/dir_image.c): four tables of 32
+ * slots, 8 KiB of records. */
 #define IMG_SLOTS 32u
 #define IMG_AREA  8192u
-struct img {
-	_Alignas(4096) uint8_t b[IBDIR_HEADER_SPACE + IBDIR_TABLES * IMG_SLOTS * 8 + IMG_AREA];
-	uint32_t next;
-};
-
-static void img_init(struct img *m, uint64_t now)
-{
-	struct ibdir_header *hd = (void *)m->b;
-
-	memset(m->b, 0, sizeof(m->b));
-	memcpy(hd->magic, IBDIR_MAGIC, sizeof(hd->magic));
-	hd->version = IBDIR_VERSION;
-	hd->header_size = sizeof(*hd);
-	hd->file_size = sizeof(m->b);
-	hd->seed = 0x0123456789abcdefull;
-	hd->state = IBDIR_LIVE;
-	hd->heartbeat_ms = now;
-	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
-		hd->tables[t].off = IBDIR_HEADER_SPACE + t * IMG_SLOTS * 8;
-		hd->tables[t].n_slots = IMG_SLOTS;
-	}
-	hd->rec_off = IBDIR_HEADER_SPACE + IBDIR_TABLES * IMG_SLOTS * 8;
-	hd->rec_size = IMG_AREA;
-	m->next = hd->rec_off;
-	assert_int_equal(ibdir_header_check(m->b, sizeof(m->b)), 0);
-}
-
-static void img_slot(struct img *m, unsigned tab, const void *key, size_t len, uint32_t off)
-{
-	struct ibdir_header *hd = (void *)m->b;
-	uint64_t *slots = (uint64_t *)(m->b + hd->tables[tab].off);
-	uint32_t h = ibdir_hash(hd->seed, tab, key, len), i = h & (IMG_SLOTS - 1);
-
-	while ((uint32_t)slots[i] != IBDIR_SLOT_EMPTY)
-		i = (i + 1) & (IMG_SLOTS - 1);
-	slots[i] = (uint64_t)h << 32 | off;
-}
-
-/* @r as ibdir_rec_encode writes it, whatever its counts, its keys indexed. */
-static void img_put(struct img *m, const struct ibres_hostrec *r)
-{
-	uint8_t enc[IBDIR_REC_MAX];
-	size_t len = enc_rec(r, enc);
-	uint32_t off = m->next;
-
-	assert_true(off + len <= sizeof(m->b));
-	memcpy(m->b + off, enc, len);
-	m->next += (uint32_t)((len + 7) & ~(size_t)7);
-	for (unsigned i = 0; i < r->n_names; i++)
-		img_slot(m, IBDIR_TAB_NAME, r->names[i], strlen(r->names[i]), off);
-	for (unsigned i = 0; i < r->n_v4; i++)
-		img_slot(m, IBDIR_TAB_IPV4, &r->v4[i], 4, off);
-	for (unsigned i = 0; i < r->n_v6; i++)
-		img_slot(m, IBDIR_TAB_IPV6, &r->v6[i], 16, off);
-	for (unsigned i = 0; i < r->n_gids; i++)
-		img_slot(m, IBDIR_TAB_GID, r->gids[i], 16, off);
-}
 
 /* The finding of issue 21 through the reader: a record without a name,
  * looked up by its address or GID, is -EBADMSG (the client asks the daemon),
  * never a record with n_names 0; its neighbour still answers. */
 static void test_lookup_of_a_record_without_a_name(void **state)
 {
-	static struct img m;
+	struct dir_image m;
 	struct ibres_hostrec good, bad, got;
 	uint64_t now = 1000000;
 
 	(void)state;
-	img_init(&m, now);
+	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
 	mkrec(&good, 1, 1);
-	img_put(&m, &good);
+	dir_image_put(&m, &good, 0);
 	mkrec(&bad, 2, 1);
 	bad.n_names = 0;
-	img_put(&m, &bad);
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_IPV4, &bad.v4[0], 4, &got),
+	dir_image_put(&m, &bad, 0);
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV4, &bad.v4[0], 4, &got),
 			 -EBADMSG);
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_IPV6, &bad.v6[0], 16, &got),
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV6, &bad.v6[0], 16, &got),
 			 -EBADMSG);
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_GID, bad.gids[0], 16, &got),
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_GID, bad.gids[0], 16, &got),
 			 -EBADMSG);
 	memset(&got, 0, sizeof(got));
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_IPV4, &good.v4[0], 4, &got),
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV4, &good.v4[0], 4, &got),
 			 0);
 	assert_int_equal(hostrec_check(&got), 0);
 	assert_string_equal(got.names[0], good.names[0]);
 	assert_int_equal(got.n_names, good.n_names);
 	/* a name no host has: refused too */
-	img_init(&m, now);
+	dir_image_free(&m);
+	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
 	mkrec(&bad, 3, 1);
 	strcpy(bad.names[1], "under_score");
-	img_put(&m, &bad);
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, bad.names[0],
+	dir_image_put(&m, &bad, 0);
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, bad.names[0],
 				      strlen(bad.names[0]), &got),
 			 -EBADMSG);
 	/* a damaged record no longer holds the key its slot was made for: not
 	 * a collision to probe past into an authoritative "no such host" */
-	img_init(&m, now);
+	dir_image_free(&m);
+	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
 	mkrec(&good, 4, 1);
-	img_put(&m, &good);
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, "h4", 2, &got), 0);
+	dir_image_put(&m, &good, 0);
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "h4", 2, &got), 0);
 	{
 		struct ibdir_header *hd = (void *)m.b;
 		uint8_t *name0 = m.b + hd->rec_off + sizeof(struct ibdir_rec) + 16u * good.n_gids +
@@ -1038,10 +984,11 @@ static void test_lookup_of_a_record_without_a_name(void **state)
 		assert_int_equal(name0[0], 2);
 		name0[2] = '_'; /* "h_" */
 	}
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, "h4", 2, &got),
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "h4", 2, &got),
 			 -EBADMSG);
-	assert_int_equal(ibdir_lookup(m.b, sizeof(m.b), now, IBRES_T_NAME, "nothere", 7, &got),
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "nothere", 7, &got),
 			 -ENODATA);
+	dir_image_free(&m);
 }
 
 int main(void)

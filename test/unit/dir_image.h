@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Hand-made shared directory images for the unit tests (no writer): a
+ * header, four tables of a power of two of slots, the record area; records
+ * laid out one after the other as the writer encodes them, their keys in
+ * the tables, hashed by the reader's own ibdir_hash(). */
+#ifndef IBRES_TEST_DIR_IMAGE_H
+#define IBRES_TEST_DIR_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostrec.h"
+
+struct dir_image {
+	uint8_t *b; /* page aligned, @size bytes */
+	size_t size;
+	uint32_t slots, next;
+};
+
+/* A live image of @slots slots a table and @area bytes of records, its
+ * heartbeat @now_ms, its seed fixed (the same image every time). */
+void dir_image_init(struct dir_image *m, uint32_t slots, uint32_t area, uint64_t now_ms);
+
+/* Add @r as ibdir_rec_encode() writes it (seq even, cap its rounded size),
+ * whatever its counts, with every key it holds in the tables; @n_names,
+ * when not 0, is put over the header's name count (a shape the writer
+ * never makes). Returns the record's offset. */
+uint32_t dir_image_put(struct dir_image *m, const struct ibres_hostrec *r, uint8_t n_names);
+
+void dir_image_free(struct dir_image *m);
+
+#endif

@@ -34,7 +34,8 @@
  * N peers, and the daemon once one of its datagrams was heard), each term the
  * project's host_digest_term() (resolverd/core/hostkey.c) of the lower-cased
  * canonical name; flags SETTLED | RANGES | PAST_SETTLE once the peer is past its
- * own settle time (its up time + --settle), none before; the announce number
+ * own settle time (its up time + --settle); RANGES always, as the daemon's
+ * fabric_digest_put() sets it (--ranges-settled: only with SETTLED); the announce number
  * counts that peer's multicast ANNOUNCEs (dropped ones included), an answer
  * to a newcomer repeats it with UNICAST. --no-digest leaves it out.
  *
@@ -118,6 +119,7 @@ struct opts {
 	double max_seconds;
 	double loss; /* 0..1 */
 	bool digest;
+	bool ranges_settled; /* RANGES only with SETTLED */
 };
 
 /* A datagram due to the daemon that is not an announce: a RANGE_ANSWER or a REPLY. */
@@ -341,9 +343,11 @@ static void fill_digest(const struct opts *o, const struct peer *p, bool unicast
 {
 	d->hosts = o->count + have_daemon;
 	d->sum = peers_sum + (have_daemon ? daemon_term : 0);
-	d->flags = 0;
+	/* RANGES always, as fabric_digest_put() (a peer answers range queries
+	 * from its start); SETTLED and PAST_SETTLE once past its settle time */
+	d->flags = o->ranges_settled ? 0 : FW_DIGEST_RANGES;
 	if (peer_settled(o, p, t))
-		d->flags = FW_DIGEST_SETTLED | FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE;
+		d->flags |= FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE | FW_DIGEST_RANGES;
 	if (unicast)
 		d->flags |= FW_DIGEST_UNICAST;
 	d->seq = p->seq;
@@ -1084,6 +1088,7 @@ static void usage(FILE *f)
 		   "       [--interval MS]\n"
 		   "       [--mtu-enum E] [--rate-enum E] [--ttl S] [--domain D] [--seed S]\n"
 		   "       [--no-spoof] [--max-seconds S] [--loss PCT] [--no-digest]\n"
+		   "       [--ranges-settled]\n"
 		   "Prints \"ready\"; \"go\" on stdin starts the schedule, \"stop\" or EOF ends\n"
 		   "it and prints a JSON summary.\n");
 }
@@ -1110,6 +1115,7 @@ int main(int argc, char **argv)
 		{"max-seconds", required_argument, NULL, 'x'},
 		{"loss", required_argument, NULL, 'L'},
 		{"no-digest", no_argument, NULL, 'D'},
+		{"ranges-settled", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1197,6 +1203,9 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			o.digest = false;
+			break;
+		case 'P':
+			o.ranges_settled = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -14,8 +14,8 @@
  *	(what libnss_ib sends), "resolve" the ibacm protocol's RESOLVE by name
  *	(what librdmacm sends; the answer carries a path record). Every answer
  *	is checked. Prints "mean_ns p50_ns p99_ns failures".
- *   dir_probe watch SOCKET N SEED MAX_SECONDS
- *	From now until "stop" on stdin (or EOF, or MAX_SECONDS), looks up hosts
+ *   dir_probe watch SOCKET N SEED MAX_SECONDS [RATE]
+ *	At RATE hosts a second (default 1000; 0: as fast as it goes), from now until "stop" on stdin (or EOF, or MAX_SECONDS), looks up hosts
  *	drawn at random from node1 .. nodeN by name, each twice: through the
  *	daemon's socket (libibres's HOST query as libnss_ib sends it, not cache
  *	only; the shared directory off on that handle) and through the shared
@@ -186,7 +186,7 @@ static void tally_json(const char *key, const struct tally *t, const char *other
 	       key, t->n, t->found, t->notfound, t->wrong, other, t->other, t->first_nf, t->last_nf);
 }
 
-static int watch(const char *sock, unsigned n, unsigned seed, double max_s)
+static int watch(const char *sock, unsigned n, unsigned seed, double max_s, double rate)
 {
 	uint64_t x = 0x9E3779B97F4A7C15ULL ^ seed, t0 = now_ns();
 	struct tally ts = {.first_nf = -1, .last_nf = -1}, td = {.first_nf = -1, .last_nf = -1};
@@ -211,6 +211,14 @@ static int watch(const char *sock, unsigned n, unsigned seed, double max_s)
 
 		if (s > max_s)
 			break;
+		if (rate > 0 && ts.n > s * rate) {
+			struct timespec ns = {0, (long)((ts.n - s * rate) / rate * 1e9)};
+
+			if (ns.tv_nsec > 999999999)
+				ns.tv_nsec = 999999999;
+			nanosleep(&ns, NULL);
+			continue;
+		}
 		if (poll(&pfd, 1, 0) > 0) {
 			if (!fgets(buf, sizeof(buf), stdin) || !strncmp(buf, "stop", 4))
 				break;
@@ -263,12 +271,13 @@ int main(int argc, char **argv)
 	if (argc < 5) {
 		fprintf(stderr, "usage: dir_probe verify SOCKET N DOMAIN\n"
 				"       dir_probe latency SOCKET N CALLS SEED host|resolve\n"
-				"       dir_probe watch SOCKET N SEED MAX_SECONDS\n");
+				"       dir_probe watch SOCKET N SEED MAX_SECONDS [RATE]\n");
 		return 2;
 	}
 	n = (unsigned)strtoul(argv[3], NULL, 0);
-	if (!strcmp(argv[1], "watch") && argc == 6 && n)
-		return watch(argv[2], n, (unsigned)strtoul(argv[4], NULL, 0), atof(argv[5]));
+	if (!strcmp(argv[1], "watch") && (argc == 6 || argc == 7) && n)
+		return watch(argv[2], n, (unsigned)strtoul(argv[4], NULL, 0), atof(argv[5]),
+			     argc == 7 ? atof(argv[6]) : 1000);
 	if (!n || ibres_open(&h, argv[2], 10000))
 		return 2;
 	if (!strcmp(argv[1], "verify"))

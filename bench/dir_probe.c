@@ -16,8 +16,8 @@
  *	is checked. Prints "mean_ns p50_ns p99_ns failures".
  *   dir_probe watch SOCKET N SEED MAX_SECONDS [RATE]
  *	At RATE hosts a second (default 1000; 0: as fast as it goes), from now until "stop" on stdin (or EOF, or MAX_SECONDS), looks up hosts
- *	drawn at random from node1 .. nodeN by name, each twice: through the
- *	daemon's socket (libibres's HOST query as libnss_ib sends it, not cache
+ *	drawn at random from node1 .. nodeN by name, each twice: first through
+ *	the shared directory, then through the daemon's socket (libibres's HOST query as libnss_ib sends it, not cache
  *	only; the shared directory off on that handle) and through the shared
  *	directory alone (ibc_dir_query, lib/dirmap.c, what the NSS module reads
  *	first). Every one of them is live: an answer "not found" (ENODATA) is a
@@ -227,6 +227,19 @@ static int watch(const char *sock, unsigned n, unsigned seed, double max_s, doub
 		x ^= x << 25;
 		x ^= x >> 27;
 		k = (unsigned)((x * 0x2545F4914F6CDD1DULL) >> 33) % n + 1;
+		/* the directory first, as libnss_ib reads it: the socket's lookup
+		 * may teach the daemon the host */
+		snprintf(name, sizeof(name), "node%u", k);
+		td.n++;
+		r = ibc_dir_query(hd, IBRES_T_NAME, name, strlen(name), &rec);
+		if (r == 0 && !strcmp(rec.names[0], name))
+			td.found++;
+		else if (r == 0)
+			td.wrong++;
+		else if (r == -ENODATA)
+			nf_at(&td, (now_ns() - t0) / 1e9);
+		else
+			td.other++;
 		ts.n++;
 		r = host_ok(hs, k, NULL, 0);
 		if (r == 1)
@@ -239,17 +252,6 @@ static int watch(const char *sock, unsigned n, unsigned seed, double max_s, doub
 			ts.other++;
 			last_errno = (unsigned long)-r;
 		}
-		snprintf(name, sizeof(name), "node%u", k);
-		td.n++;
-		r = ibc_dir_query(hd, IBRES_T_NAME, name, strlen(name), &rec);
-		if (r == 0 && !strcmp(rec.names[0], name))
-			td.found++;
-		else if (r == 0)
-			td.wrong++;
-		else if (r == -ENODATA)
-			nf_at(&td, (now_ns() - t0) / 1e9);
-		else
-			td.other++;
 	}
 	printf("{\"seconds\": %.3f, ", (now_ns() - t0) / 1e9);
 	tally_json("socket", &ts, "other_errors");

@@ -29,6 +29,28 @@
  * peers have been up for a while). Each peer sends one periodic announce: the
  * benchmark does not wait longer than that.
  *
+ * Storm mode: every ANNOUNCE carries a DIGEST item (0x106) as a settled peer
+ * of the emulated cluster would send it: hosts and sum over the cluster (the
+ * N peers, and the daemon once one of its datagrams was heard), each term the
+ * project's host_digest_term() (resolverd/core/hostkey.c) of the lower-cased
+ * canonical name; flags SETTLED | RANGES | PAST_SETTLE once the peer is past its
+ * own settle time (its up time + --settle); RANGES always, as the daemon's
+ * fabric_digest_put() sets it (--ranges-settled: only with SETTLED); the announce number
+ * counts that peer's multicast ANNOUNCEs (dropped ones included), an answer
+ * to a newcomer repeats it with UNICAST. --no-digest leaves it out.
+ *
+ * Every mode answers what the daemon's fetch sends (fabric_fetch.c): a
+ * RANGE_QUERY to one peer gets that peer's RANGE_ANSWER computed over the
+ * emulated cluster (SUMS per part, or the names, MORE when they do not fit,
+ * as fabric_range.c), and a multicast REQUEST for a peer's name or address
+ * gets that peer's unicast REPLY (as fabric.c's on_request), once the peer
+ * is up.
+ *
+ * --loss PCT (storm): each datagram a peer would send to the daemon
+ * (announces, answers to its NEWCOMER, RANGE_ANSWERs, REPLYs) is dropped with
+ * that probability, drawn from an RNG seeded by --seed apart from the
+ * schedule's (the lossless run has the same schedule), and counted.
+ *
  * Every peer sends from its own address (IP_PKTINFO with IP_TRANSPARENT; the
  * namespace routes 198.18.0.0/16 to itself) and port --port, so the daemon's
  * unicast answers come back to that peer's address and are counted here.
@@ -53,12 +75,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hostkey.h"
 #include "fabric/fabric_wire.h"
 
 #define BATCH		  64
 #define RX_BATCH	  64
 #define MAX_PEERS	  65024 /* 198.18.X.Y, X 0..255, Y 1..254 */
 #define MAX_DAEMON_BURSTS 16
+#define REPLY_Q		  8192 /* RANGE_ANSWERs and REPLYs due */
 
 enum mode { LEARN, STORM, REJOIN };
 
@@ -68,6 +92,8 @@ struct peer {
 	uint64_t answered_burst; /* the daemon burst it answered; 0 none */
 	uint32_t off_nc, off_plain;
 	uint16_t len_nc, len_plain;
+	uint16_t dig_nc, dig_plain; /* offset of the DIGEST value; 0 none */
+	uint32_t seq;		    /* multicast ANNOUNCEs sent (dropped ones too) */
 	uint32_t rx_ucast; /* unicast ANNOUNCEs the daemon sent to it */
 	struct in_addr addr;
 };
@@ -91,6 +117,23 @@ struct opts {
 	unsigned seed;
 	bool spoof;
 	double max_seconds;
+	double loss; /* 0..1 */
+	bool digest;
+	bool ranges_settled; /* RANGES only with SETTLED */
+};
+
+/* A datagram due to the daemon that is not an announce: a RANGE_ANSWER or a REPLY. */
+struct due {
+	uint8_t type;
+	uint32_t peer;
+	uint64_t tid;
+	struct fw_range range;
+	struct sockaddr_in to;
+};
+
+struct term {
+	uint64_t t;
+	uint32_t k; /* peer index + 1 */
 };
 
 static struct peer *peers;
@@ -104,7 +147,16 @@ static int fd;
 static struct sockaddr_in group_sa;
 static uint64_t go_ns;
 static bool going;
-static uint64_t rng_state;
+static uint64_t rng_state, loss_state;
+static struct term *terms; /* the peers' digest terms, ascending */
+static uint64_t *prefix;  /* prefix[i]: sum of terms[0..i-1] mod 2^64 */
+static uint64_t peers_sum;
+static bool have_daemon;
+static uint64_t daemon_term;
+static char daemon_name[IBRES_NAME_MAX + 1];
+static struct due *due_q;
+static size_t dq_head, dq_tail;
+static const struct opts *gopts;
 
 static struct {
 	uint64_t mcast_sent, ucast_sent, send_retries, send_failed, newcomer_sent, periodic_sent;
@@ -120,6 +172,11 @@ static struct {
 	uint64_t last_answer_sent_ns;
 	uint64_t bytes_nc, bytes_plain; /* encoded sizes, summed over the peers */
 	uint64_t rx_ucast_bytes, rx_mcast_bytes;
+	uint64_t lost_announce, lost_answer, lost_range, lost_reply;
+	uint64_t rx_range_query, rx_range_names, range_answers, range_unknown_peer;
+	uint64_t rx_request, rx_request_ours, rx_request_down, replies;
+	uint64_t due_overflow, encode_failed;
+	uint64_t first_range_query_ns, last_range_query_ns, first_request_ns, last_request_ns;
 } st;
 
 static uint64_t now_ns(void)
@@ -197,6 +254,318 @@ static void identity(const struct opts *o, unsigned k, struct ibres_hostrec *h)
 	h->ttl = o->ttl; /* a peer announces its addr_ttl */
 }
 
+
+static void put16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *b, uint32_t v)
+{
+	put16(b, (uint16_t)(v >> 16));
+	put16(b + 2, (uint16_t)v);
+}
+
+static void put64(uint8_t *b, uint64_t v)
+{
+	put32(b, (uint32_t)(v >> 32));
+	put32(b + 4, (uint32_t)v);
+}
+
+/* The loss draw: an RNG of its own, so that --loss leaves the schedule as it is. */
+static bool lost(const struct opts *o)
+{
+	if (o->loss <= 0)
+		return false;
+	loss_state ^= loss_state >> 12;
+	loss_state ^= loss_state << 25;
+	loss_state ^= loss_state >> 27;
+	return (double)((loss_state * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0 < o->loss;
+}
+
+/* The DIGEST term of a canonical name (doc/fabric-protocol.md), by the
+ * daemon's own code: SipHash-2-4 under the protocol key of the NAME key. */
+static uint64_t name_term(const char *name)
+{
+	struct host_key k;
+
+	if (host_key_name(&k, name))
+		return 0;
+	return host_digest_term(&k);
+}
+
+static int cmp_term(const void *a, const void *b)
+{
+	const struct term *x = a, *y = b;
+
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int build_terms(const struct opts *o)
+{
+	char name[32];
+
+	terms = calloc(o->count, sizeof(*terms));
+	prefix = calloc((size_t)o->count + 1, sizeof(*prefix));
+	if (!terms || !prefix)
+		return -ENOMEM;
+	for (unsigned k = 1; k <= o->count; k++) {
+		snprintf(name, sizeof(name), "node%u", k);
+		terms[k - 1] = (struct term){name_term(name), k};
+		peers_sum += terms[k - 1].t;
+	}
+	qsort(terms, o->count, sizeof(*terms), cmp_term);
+	for (unsigned i = 0; i < o->count; i++)
+		prefix[i + 1] = prefix[i] + terms[i].t;
+	return 0;
+}
+
+static bool peer_up(const struct opts *o, const struct peer *p, uint64_t t)
+{
+	if (o->mode != STORM)
+		return true;
+	return going && p->up_ns <= t - go_ns;
+}
+
+/* Past its own settle time: its burst checked, the cluster known (a
+ * settled peer of the emulated cluster). Learn and rejoin peers were up
+ * long before. */
+static bool peer_settled(const struct opts *o, const struct peer *p, uint64_t t)
+{
+	if (o->mode != STORM)
+		return true;
+	return going && p->up_ns + (uint64_t)o->settle_ms * 1000000ull <= t - go_ns;
+}
+
+static void fill_digest(const struct opts *o, const struct peer *p, bool unicast, uint64_t t,
+			struct fw_digest *d)
+{
+	d->hosts = o->count + have_daemon;
+	d->sum = peers_sum + (have_daemon ? daemon_term : 0);
+	/* RANGES always, as fabric_digest_put() (a peer answers range queries
+	 * from its start); SETTLED and PAST_SETTLE once past its settle time */
+	d->flags = o->ranges_settled ? 0 : FW_DIGEST_RANGES;
+	if (peer_settled(o, p, t))
+		d->flags |= FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE | FW_DIGEST_RANGES;
+	if (unicast)
+		d->flags |= FW_DIGEST_UNICAST;
+	d->seq = p->seq;
+}
+
+/* The DIGEST item's value in an encoded datagram: its offset, 0 none. */
+static unsigned find_item(const uint8_t *b, unsigned len, uint16_t type)
+{
+	unsigned off = FW_HDR_LEN;
+
+	while (off + 4 <= len) {
+		uint16_t t = (uint16_t)(b[off] << 8 | b[off + 1]);
+		uint16_t l = (uint16_t)(b[off + 2] << 8 | b[off + 3]);
+
+		if (t == type)
+			return off + 4;
+		off += 4 + l;
+	}
+	return 0;
+}
+
+static void patch_digest(uint8_t *b, unsigned off, const struct fw_digest *d)
+{
+	put32(b + off, d->hosts);
+	b[off + 4] = d->flags;
+	put64(b + off + 8, d->sum);
+	put32(b + off + 16, d->seq);
+}
+
+/* Part @i of lo..hi in @parts (doc/fabric-protocol.md): false when empty. */
+static bool range_part(const struct fw_range *r, unsigned i, uint64_t *a, uint64_t *b)
+{
+	unsigned parts = r->parts ? r->parts : 1;
+	unsigned __int128 w, x, y;
+
+	if (r->hi < r->lo)
+		return false;
+	w = (unsigned __int128)((r->hi - r->lo) / parts) + 1;
+	x = (unsigned __int128)r->lo + i * w;
+	if (x > r->hi)
+		return false;
+	y = i + 1 == parts ? r->hi : x + w - 1;
+	if (y > r->hi)
+		y = r->hi;
+	*a = (uint64_t)x;
+	*b = (uint64_t)y;
+	return true;
+}
+
+/* First index whose term is >= @t. */
+static size_t lower(uint64_t t)
+{
+	size_t lo = 0, hi = gopts->count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (terms[mid].t < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* First index whose term is > @t. */
+static size_t upper(uint64_t t)
+{
+	return t == UINT64_MAX ? gopts->count : lower(t + 1);
+}
+
+/* A peer's identity and group list into @m, as fabric_msg_init(). */
+static void msg_init(const struct opts *o, unsigned k, struct fw_msg *m, uint8_t type, uint64_t tid)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->tid = tid;
+	identity(o, k, &m->sender);
+	m->groups[0].mtu = (uint8_t)o->mtu_enum;
+	m->groups[0].rate = (uint8_t)o->rate_enum;
+	m->n_groups = 1;
+}
+
+/* The RANGE_ANSWER peer @k gives to @d, over the emulated cluster (as
+ * fabric_range.c over its store), into @buf: its length, or negative. */
+static int range_answer(const struct opts *o, const struct due *d, uint64_t t, uint8_t *buf)
+{
+	static struct fw_msg m;
+	const struct peer *p = &peers[d->peer];
+	uint64_t a, b;
+
+	msg_init(o, d->peer + 1, &m, FW_RANGE_ANSWER, d->tid);
+	m.has_range = true;
+	m.range = d->range;
+	m.range.flags &= FW_RANGE_NAMES;
+	m.has_digest = true;
+	fill_digest(o, p, true, t, &m.digest);
+	if (d->range.flags & FW_RANGE_NAMES) {
+		struct fw_range whole = d->range;
+		int base = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+		size_t room = 0;
+		char name[32];
+
+		if (base < 0)
+			return base;
+		if ((size_t)base + FW_HMAC_LEN + 12 < FW_MAX_LEN)
+			room = FW_MAX_LEN - (size_t)base - FW_HMAC_LEN - 12;
+		whole.parts = 1;
+		if (range_part(&whole, 0, &a, &b)) {
+			size_t i = lower(a), end = upper(b);
+			bool more = false;
+
+			for (; i < end && !more; i++) {
+				snprintf(name, sizeof(name), "node%u", terms[i].k);
+				if (4 + strlen(name) > room || fw_hint_add(&m, name) < 0)
+					more = true;
+				else
+					room -= 4 + strlen(name);
+			}
+			if (!more && have_daemon && daemon_term >= a && daemon_term <= b) {
+				if (4 + strlen(daemon_name) > room || fw_hint_add(&m, daemon_name) < 0)
+					more = true;
+			}
+			if (more)
+				m.range.flags |= FW_RANGE_MORE;
+		}
+	} else {
+		for (unsigned i = 0; i < m.range.parts && i < FW_PARTS_MAX; i++) {
+			struct fw_sum *s = &m.sums[i];
+
+			*s = (struct fw_sum){0, 0};
+			if (range_part(&m.range, i, &a, &b)) {
+				size_t lo = lower(a), hi = upper(b);
+
+				s->hosts = (uint32_t)(hi - lo);
+				s->sum = prefix[hi] - prefix[lo];
+				if (have_daemon && daemon_term >= a && daemon_term <= b) {
+					s->hosts++;
+					s->sum += daemon_term;
+				}
+			}
+			m.n_sums = i + 1;
+		}
+	}
+	return fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+}
+
+/* The REPLY the owner @k of a REQUEST's target gives, as fabric.c's on_request. */
+static int reply(const struct opts *o, const struct due *d, uint8_t *buf)
+{
+	static struct fw_msg m;
+
+	msg_init(o, d->peer + 1, &m, FW_REPLY, d->tid);
+	m.has_chosen = true;
+	m.chosen = m.groups[0];
+	return fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+}
+
+/* The peer (index + 1) a REQUEST's TARGET names, or -1. */
+static long target_peer(const struct opts *o, const struct host_key *k)
+{
+	static const uint8_t gid[12] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x02, 0xc9, 0x03};
+	static const uint8_t v6[14] = {0x20, 0x01, 0x0d, 0xb8};
+	long n = -1;
+
+	switch (k->type) {
+	case IBRES_KEY_NAME: {
+		char s[HOST_KEY_MAX + 1];
+		size_t dl = strlen(o->domain);
+		char *end;
+
+		memcpy(s, k->data, k->len);
+		s[k->len] = 0;
+		if (strncmp(s, "node", 4) || s[4] < '1' || s[4] > '9')
+			return -1;
+		n = strtol(s + 4, &end, 10);
+		if (*end && !(*end == '.' && strlen(end + 1) == dl && !strcasecmp(end + 1, o->domain)))
+			return -1;
+		break;
+	}
+	case IBRES_KEY_IPV4: {
+		struct in_addr a;
+
+		memcpy(&a, k->data, 4);
+		n = peer_of_v4(a);
+		break;
+	}
+	case IBRES_KEY_IPV6:
+		if (k->len == 16 && !memcmp(k->data, v6, 14))
+			n = k->data[14] << 8 | k->data[15];
+		break;
+	case IBRES_KEY_GID:
+		if (k->len == 16 && !memcmp(k->data, gid, 12) && !k->data[12] && !k->data[13])
+			n = k->data[14] << 8 | k->data[15];
+		break;
+	}
+	return n >= 1 && (unsigned long)n <= o->count ? n : -1;
+}
+
+static void queue_due(const struct opts *o, uint8_t type, long k, uint64_t tid,
+		      const struct fw_range *r, const struct sockaddr_in *to)
+{
+	struct due *d;
+
+	(void)o;
+	if (dq_tail - dq_head >= REPLY_Q) {
+		st.due_overflow++;
+		return;
+	}
+	d = &due_q[dq_tail++ % REPLY_Q];
+	d->type = type;
+	d->peer = (uint32_t)(k - 1);
+	d->tid = tid;
+	if (r)
+		d->range = *r;
+	d->to = *to;
+}
+
 static int encode_all(const struct opts *o)
 {
 	size_t cap = (size_t)o->count * 2 * 256, used = 0;
@@ -215,6 +584,7 @@ static int encode_all(const struct opts *o)
 		m.groups[0].mtu = (uint8_t)o->mtu_enum;
 		m.groups[0].rate = (uint8_t)o->rate_enum;
 		m.n_groups = 1;
+		m.has_digest = o->digest;
 		p->addr = m.sender.v4[0];
 		p->burst = rnd64() | 1;
 		for (int v = 0; v < 2; v++) {
@@ -230,6 +600,18 @@ static int encode_all(const struct opts *o)
 				return -EINVAL;
 			}
 			memcpy(pool + used, buf, (size_t)len);
+			if (o->digest) {
+				unsigned off = find_item(buf, (unsigned)len, FW_T_DIGEST);
+
+				if (!off || off + FW_DIGEST_LEN > (unsigned)len) {
+					fprintf(stderr, "dir_gen: no DIGEST in peer %u's announce\n", k);
+					return -EINVAL;
+				}
+				if (v == 0)
+					p->dig_nc = (uint16_t)off;
+				else
+					p->dig_plain = (uint16_t)off;
+			}
 			if (v == 0) {
 				p->off_nc = (uint32_t)used;
 				p->len_nc = (uint16_t)len;
@@ -343,17 +725,19 @@ struct out {
 		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
 		struct cmsghdr align;
 	} ctl;
+	uint8_t data[FW_MAX_LEN];
 };
 
-static void fill(struct mmsghdr *mh, struct out *ob, const struct opts *o, const struct peer *p,
-		 const struct sockaddr_in *to, bool newcomer)
+/* @len bytes in ob->data, from @src (the peer's own address) to @to. */
+static void fill_raw(struct mmsghdr *mh, struct out *ob, const struct opts *o, struct in_addr src,
+		     const struct sockaddr_in *to, size_t len)
 {
 	struct cmsghdr *c;
 	struct in_pktinfo pi = {0};
 
 	ob->to = *to;
-	ob->iov.iov_base = pool + (newcomer ? p->off_nc : p->off_plain);
-	ob->iov.iov_len = newcomer ? p->len_nc : p->len_plain;
+	ob->iov.iov_base = ob->data;
+	ob->iov.iov_len = len;
 	memset(mh, 0, sizeof(*mh));
 	mh->msg_hdr.msg_name = &ob->to;
 	mh->msg_hdr.msg_namelen = sizeof(ob->to);
@@ -369,8 +753,26 @@ static void fill(struct mmsghdr *mh, struct out *ob, const struct opts *o, const
 	c->cmsg_level = IPPROTO_IP;
 	c->cmsg_type = IP_PKTINFO;
 	c->cmsg_len = CMSG_LEN(sizeof(pi));
-	pi.ipi_spec_dst = p->addr;
+	pi.ipi_spec_dst = src;
 	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+}
+
+/* A peer's announce: NEWCOMER or plain, its digest as of @t (@unicast: an
+ * answer to the daemon's NEWCOMER). */
+static void fill(struct mmsghdr *mh, struct out *ob, const struct opts *o, const struct peer *p,
+		 const struct sockaddr_in *to, bool newcomer, bool unicast, uint64_t t)
+{
+	size_t len = newcomer ? p->len_nc : p->len_plain;
+	unsigned off = newcomer ? p->dig_nc : p->dig_plain;
+
+	memcpy(ob->data, pool + (newcomer ? p->off_nc : p->off_plain), len);
+	if (off) {
+		struct fw_digest d;
+
+		fill_digest(o, p, unicast, t, &d);
+		patch_digest(ob->data, off, &d);
+	}
+	fill_raw(mh, ob, o, p->addr, to, len);
 }
 
 /* Send @n prepared messages; each is one peer's datagram on its own
@@ -474,14 +876,50 @@ static void receive(const struct opts *o)
 				st.rx_malformed++;
 				continue;
 			}
+			if (!have_daemon && m.sender.n_names) {
+				/* the daemon's host is one of the cluster's */
+				snprintf(daemon_name, sizeof(daemon_name), "%s", m.sender.names[0]);
+				daemon_term = name_term(daemon_name);
+				have_daemon = true;
+			}
 			if (dst.s_addr == group_sa.sin_addr.s_addr) {
 				st.rx_mcast_bytes += mh[i].msg_len;
 				if (m.type == FW_ANNOUNCE && (m.flags & FW_FLAG_NEWCOMER)) {
 					st.rx_mcast_newcomer++;
 					on_daemon_newcomer(o, &m, &from[i], t);
+				} else if (m.type == FW_REQUEST && m.has_target) {
+					long k = target_peer(o, &m.target);
+
+					st.rx_request++;
+					if (!st.first_request_ns)
+						st.first_request_ns = t;
+					st.last_request_ns = t;
+					if (k < 0)
+						continue;
+					st.rx_request_ours++;
+					if (!peer_up(o, &peers[k - 1], t)) {
+						st.rx_request_down++;
+						continue;
+					}
+					queue_due(o, FW_REPLY, k, m.tid, NULL, &from[i]);
 				} else {
 					st.rx_mcast_other++;
 				}
+				continue;
+			}
+			if (m.type == FW_RANGE_QUERY && m.has_range) {
+				long k = o->spoof ? peer_of_v4(dst) : -1;
+
+				st.rx_range_query++;
+				st.rx_range_names += !!(m.range.flags & FW_RANGE_NAMES);
+				if (!st.first_range_query_ns)
+					st.first_range_query_ns = t;
+				st.last_range_query_ns = t;
+				if (k < 1 || (unsigned long)k > o->count) {
+					st.range_unknown_peer++;
+					continue;
+				}
+				queue_due(o, FW_RANGE_ANSWER, k, m.tid, &m.range, &from[i]);
 				continue;
 			}
 			if (m.type != FW_ANNOUNCE) {
@@ -504,7 +942,8 @@ static void receive(const struct opts *o)
 	}
 }
 
-/* Send what is due: answers first (they are late already), then the schedule. */
+/* Send what is due: answers first (they are late already), then the
+ * schedule. Each datagram to the daemon is lost with probability --loss. */
 static void send_due(const struct opts *o)
 {
 	static struct mmsghdr mh[BATCH];
@@ -515,19 +954,45 @@ static void send_due(const struct opts *o)
 	while (aq_head < aq_tail && n < BATCH) {
 		const struct peer *p = &peers[answer_q[aq_head++ % o->count]];
 
-		fill(&mh[n], &ob[n], o, p, &answer_to, false);
-		n++;
 		st.ucast_sent++;
+		if (lost(o)) {
+			st.lost_answer++;
+			continue;
+		}
+		fill(&mh[n], &ob[n], o, p, &answer_to, false, true, t);
+		n++;
 	}
 	if (n && aq_head == aq_tail)
 		st.last_answer_sent_ns = t;
+	while (dq_head < dq_tail && n < BATCH) {
+		const struct due *d = &due_q[dq_head++ % REPLY_Q];
+		int len = d->type == FW_REPLY ? reply(o, d, ob[n].data)
+					      : range_answer(o, d, t, ob[n].data);
+
+		if (len < 0) {
+			st.encode_failed++;
+			continue;
+		}
+		if (d->type == FW_REPLY)
+			st.replies++;
+		else
+			st.range_answers++;
+		if (lost(o)) {
+			if (d->type == FW_REPLY)
+				st.lost_reply++;
+			else
+				st.lost_range++;
+			continue;
+		}
+		fill_raw(&mh[n], &ob[n], o, peers[d->peer].addr, &d->to, (size_t)len);
+		n++;
+	}
 	while (going && next_ev < n_evs && n < BATCH && evs[next_ev].t_ns <= t - go_ns) {
 		const struct ev *e = &evs[next_ev++];
-		const struct peer *p = &peers[e->peer];
+		struct peer *p = &peers[e->peer];
 
-		fill(&mh[n], &ob[n], o, p, &group_sa, e->newcomer);
-		n++;
 		st.mcast_sent++;
+		p->seq++;
 		if (e->newcomer)
 			st.newcomer_sent++;
 		else
@@ -536,6 +1001,12 @@ static void send_due(const struct opts *o)
 			st.first_round_last_ns = t - go_ns;
 		if (next_ev == n_evs)
 			st.schedule_done_ns = t - go_ns;
+		if (lost(o)) {
+			st.lost_announce++;
+			continue;
+		}
+		fill(&mh[n], &ob[n], o, p, &group_sa, e->newcomer, false, t);
+		n++;
 	}
 	if (n)
 		send_batch(mh, n);
@@ -554,6 +1025,25 @@ static void report(const struct opts *o, uint64_t end)
 	}
 	printf("{\"newcomer_sent\": %llu, \"periodic_sent\": %llu, ",
 	       (unsigned long long)st.newcomer_sent, (unsigned long long)st.periodic_sent);
+	printf("\"loss\": %g, \"digest\": %s, \"lost_announce\": %llu, \"lost_answer\": %llu, "
+	       "\"lost_range\": %llu, \"lost_reply\": %llu, \"rx_range_query\": %llu, "
+	       "\"rx_range_names\": %llu, \"range_answers\": %llu, \"range_unknown_peer\": %llu, "
+	       "\"rx_request\": %llu, \"rx_request_ours\": %llu, \"rx_request_down\": %llu, "
+	       "\"replies\": %llu, \"due_overflow\": %llu, \"encode_failed\": %llu, "
+	       "\"daemon_name\": \"%s\", \"range_queries_ms\": [%.1f, %.1f], "
+	       "\"requests_ms\": [%.1f, %.1f], ",
+	       o->loss * 100, o->digest ? "true" : "false", (unsigned long long)st.lost_announce,
+	       (unsigned long long)st.lost_answer, (unsigned long long)st.lost_range,
+	       (unsigned long long)st.lost_reply, (unsigned long long)st.rx_range_query,
+	       (unsigned long long)st.rx_range_names, (unsigned long long)st.range_answers,
+	       (unsigned long long)st.range_unknown_peer, (unsigned long long)st.rx_request,
+	       (unsigned long long)st.rx_request_ours, (unsigned long long)st.rx_request_down,
+	       (unsigned long long)st.replies, (unsigned long long)st.due_overflow,
+	       (unsigned long long)st.encode_failed, have_daemon ? daemon_name : "",
+	       st.first_range_query_ns && go_ns ? ((double)st.first_range_query_ns - (double)go_ns) / 1e6 : -1.0,
+	       st.last_range_query_ns && go_ns ? ((double)st.last_range_query_ns - (double)go_ns) / 1e6 : -1.0,
+	       st.first_request_ns && go_ns ? ((double)st.first_request_ns - (double)go_ns) / 1e6 : -1.0,
+	       st.last_request_ns && go_ns ? ((double)st.last_request_ns - (double)go_ns) / 1e6 : -1.0);
 	printf("\"mode\": \"%s\", \"count\": %u, \"spoof\": %s, \"mcast_sent\": %llu, "
 	       "\"ucast_sent\": %llu, \"send_retries\": %llu, \"send_failed\": %llu, "
 	       "\"schedule_done_ms\": %.1f, \"first_round_ms\": %.1f, "
@@ -597,7 +1087,8 @@ static void usage(FILE *f)
 		   "       [--port P] [--rate PER_S] [--window MS] [--settle MS] [--announces K]\n"
 		   "       [--interval MS]\n"
 		   "       [--mtu-enum E] [--rate-enum E] [--ttl S] [--domain D] [--seed S]\n"
-		   "       [--no-spoof] [--max-seconds S]\n"
+		   "       [--no-spoof] [--max-seconds S] [--loss PCT] [--no-digest]\n"
+		   "       [--ranges-settled]\n"
 		   "Prints \"ready\"; \"go\" on stdin starts the schedule, \"stop\" or EOF ends\n"
 		   "it and prints a JSON summary.\n");
 }
@@ -622,6 +1113,9 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, 'S'},
 		{"no-spoof", no_argument, NULL, 'N'},
 		{"max-seconds", required_argument, NULL, 'x'},
+		{"loss", required_argument, NULL, 'L'},
+		{"no-digest", no_argument, NULL, 'D'},
+		{"ranges-settled", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -638,7 +1132,8 @@ int main(int argc, char **argv)
 			 .domain = "cluster.example",
 			 .seed = 1,
 			 .spoof = true,
-			 .max_seconds = 600};
+			 .max_seconds = 600,
+			 .digest = true};
 	char line[64];
 	uint64_t deadline;
 	int c;
@@ -703,6 +1198,15 @@ int main(int argc, char **argv)
 		case 'x':
 			o.max_seconds = atof(optarg);
 			break;
+		case 'L':
+			o.loss = atof(optarg) / 100;
+			break;
+		case 'D':
+			o.digest = false;
+			break;
+		case 'P':
+			o.ranges_settled = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -712,14 +1216,21 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!o.count || o.count > MAX_PEERS || !o.ifname || o.rate <= 0 ||
-	    (o.mode == STORM && !o.announces)) {
+	    (o.mode == STORM && !o.announces) || o.loss < 0 || o.loss > 1 ||
+	    (o.mode != STORM && o.loss > 0)) {
 		usage(stderr);
 		return 2;
 	}
+	if (o.mode != STORM)
+		o.digest = false; /* the digest is the storm's (steady-state peers keep today's) */
 	rng_state = 0x9E3779B97F4A7C15ULL ^ o.seed;
+	loss_state = 0xD1B54A32D192ED03ULL ^ ((uint64_t)o.seed << 1 | 1);
+	gopts = &o;
 	peers = calloc(o.count, sizeof(*peers));
 	answer_q = calloc(o.count, sizeof(*answer_q));
-	if (!peers || !answer_q || encode_all(&o) || schedule(&o) || open_socket(&o))
+	due_q = calloc(REPLY_Q, sizeof(*due_q));
+	if (!peers || !answer_q || !due_q || build_terms(&o) || encode_all(&o) || schedule(&o) ||
+	    open_socket(&o))
 		return 1;
 	printf("ready\n");
 	fflush(stdout);
@@ -734,7 +1245,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "dir_gen: --max-seconds reached\n");
 			break;
 		}
-		if (aq_head < aq_tail)
+		if (aq_head < aq_tail || dq_head < dq_tail)
 			timeout = 0;
 		else if (going && next_ev < n_evs) {
 			uint64_t due = go_ns + evs[next_ev].t_ns;

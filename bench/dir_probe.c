@@ -14,12 +14,24 @@
  *	(what libnss_ib sends), "resolve" the ibacm protocol's RESOLVE by name
  *	(what librdmacm sends; the answer carries a path record). Every answer
  *	is checked. Prints "mean_ns p50_ns p99_ns failures".
+ *   dir_probe watch SOCKET N SEED MAX_SECONDS [RATE]
+ *	At RATE hosts a second (default 1000; 0: as fast as it goes), from now until "stop" on stdin (or EOF, or MAX_SECONDS), looks up hosts
+ *	drawn at random from node1 .. nodeN by name, each twice: first through
+ *	the shared directory, then through the daemon's socket (libibres's HOST query as libnss_ib sends it, not cache
+ *	only; the shared directory off on that handle) and through the shared
+ *	directory alone (ibc_dir_query, lib/dirmap.c, what the NSS module reads
+ *	first). Every one of them is live: an answer "not found" (ENODATA) is a
+ *	false NOT FOUND. Prints one JSON object: lookups, found, not found,
+ *	wrong records, other errors (ETIMEDOUT: TRYAGAIN, not NOTFOUND) by
+ *	socket; hits, not found and "ask the daemon" by directory; the seconds
+ *	(from the start) of the first and last false NOT FOUND.
  *
  * Host K has the addresses test/fabric/emulate gives node K (198.18.X.Y,
  * Y in 1..254) and LID K.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +166,104 @@ static int latency(struct ibres *h, unsigned n, long calls, unsigned seed, int r
 	return 0;
 }
 
+struct tally {
+	unsigned long n, found, notfound, wrong, other;
+	double first_nf, last_nf; /* seconds from the start; -1 none */
+};
+
+static void nf_at(struct tally *t, double s)
+{
+	t->notfound++;
+	if (t->first_nf < 0)
+		t->first_nf = s;
+	t->last_nf = s;
+}
+
+static void tally_json(const char *key, const struct tally *t, const char *other)
+{
+	printf("\"%s\": {\"lookups\": %lu, \"found\": %lu, \"notfound\": %lu, \"wrong\": %lu, "
+	       "\"%s\": %lu, \"first_notfound_s\": %.3f, \"last_notfound_s\": %.3f}",
+	       key, t->n, t->found, t->notfound, t->wrong, other, t->other, t->first_nf, t->last_nf);
+}
+
+static int watch(const char *sock, unsigned n, unsigned seed, double max_s, double rate)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ULL ^ seed, t0 = now_ns();
+	struct tally ts = {.first_nf = -1, .last_nf = -1}, td = {.first_nf = -1, .last_nf = -1};
+	struct ibres *hs, *hd;
+	unsigned long last_errno = 0;
+	char buf[64];
+
+	if (ibres_open(&hs, sock, 10000))
+		return 2;
+	if (ibres_open(&hd, sock, 10000)) {
+		ibres_close(hs);
+		return 2;
+	}
+	ibc_dir_disable(hs); /* this handle asks the daemon, every time */
+	for (;;) {
+		struct pollfd pfd = {.fd = 0, .events = POLLIN};
+		struct ibres_hostrec rec;
+		char name[32];
+		unsigned k;
+		double s = (now_ns() - t0) / 1e9;
+		int r;
+
+		if (s > max_s)
+			break;
+		if (rate > 0 && ts.n > s * rate) {
+			struct timespec ns = {0, (long)((ts.n - s * rate) / rate * 1e9)};
+
+			if (ns.tv_nsec > 999999999)
+				ns.tv_nsec = 999999999;
+			nanosleep(&ns, NULL);
+			continue;
+		}
+		if (poll(&pfd, 1, 0) > 0) {
+			if (!fgets(buf, sizeof(buf), stdin) || !strncmp(buf, "stop", 4))
+				break;
+		}
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		k = (unsigned)((x * 0x2545F4914F6CDD1DULL) >> 33) % n + 1;
+		/* the directory first, as libnss_ib reads it: the socket's lookup
+		 * may teach the daemon the host */
+		snprintf(name, sizeof(name), "node%u", k);
+		td.n++;
+		r = ibc_dir_query(hd, IBRES_T_NAME, name, strlen(name), &rec);
+		if (r == 0 && !strcmp(rec.names[0], name))
+			td.found++;
+		else if (r == 0)
+			td.wrong++;
+		else if (r == -ENODATA)
+			nf_at(&td, (now_ns() - t0) / 1e9);
+		else
+			td.other++;
+		ts.n++;
+		r = host_ok(hs, k, NULL, 0);
+		if (r == 1)
+			ts.found++;
+		else if (r == 0)
+			ts.wrong++;
+		else if (r == -ENODATA)
+			nf_at(&ts, s);
+		else {
+			ts.other++;
+			last_errno = (unsigned long)-r;
+		}
+	}
+	printf("{\"seconds\": %.3f, ", (now_ns() - t0) / 1e9);
+	tally_json("socket", &ts, "other_errors");
+	printf(", \"socket_last_errno\": %lu, ", last_errno);
+	tally_json("directory", &td, "ask_daemon");
+	printf("}\n");
+	fflush(stdout);
+	ibres_close(hs);
+	ibres_close(hd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibres *h;
@@ -162,10 +272,14 @@ int main(int argc, char **argv)
 
 	if (argc < 5) {
 		fprintf(stderr, "usage: dir_probe verify SOCKET N DOMAIN\n"
-				"       dir_probe latency SOCKET N CALLS SEED host|resolve\n");
+				"       dir_probe latency SOCKET N CALLS SEED host|resolve\n"
+				"       dir_probe watch SOCKET N SEED MAX_SECONDS [RATE]\n");
 		return 2;
 	}
 	n = (unsigned)strtoul(argv[3], NULL, 0);
+	if (!strcmp(argv[1], "watch") && (argc == 6 || argc == 7) && n)
+		return watch(argv[2], n, (unsigned)strtoul(argv[4], NULL, 0), atof(argv[5]),
+			     argc == 7 ? atof(argv[6]) : 1000);
 	if (!n || ibres_open(&h, argv[2], 10000))
 		return 2;
 	if (!strcmp(argv[1], "verify"))

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <linux/sock_diag.h>
 #include <assert.h>
 #include <errno.h>
 #include <net/if.h>
@@ -80,12 +81,28 @@ bool ip_rxq_ovfl(const struct msghdr *mh, uint32_t *count)
 
 uint32_t ip_ovfl_advance(uint32_t *last, uint32_t now)
 {
-	/* the count is the socket's total when the datagram was queued, 32
-	 * bits wide: what it rose by since the last one read, modulo 2^32 */
-	uint32_t d = now - *last;
+	/* the count is the socket's total, 32 bits wide: what it rose by since
+	 * the last one seen, modulo 2^32. A datagram queued before drops that
+	 * the socket's own count (ip_sock_drops) already showed carries an
+	 * older total: no rise, and no going back. */
+	int32_t d = (int32_t)(now - *last);
 
+	if (d <= 0)
+		return 0;
 	*last = now;
-	return d;
+	return (uint32_t)d;
+}
+
+bool ip_sock_drops(int fd, uint32_t *count)
+{
+	uint32_t mem[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mem);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0 ||
+	    len < (SK_MEMINFO_DROPS + 1) * sizeof(mem[0]))
+		return false;
+	*count = mem[SK_MEMINFO_DROPS];
+	return true;
 }
 
 /* The kernel dropped datagrams at socket @s: counted, and said in the log. */
@@ -429,13 +446,30 @@ static int ip_send_ucast(struct transport *t, const struct transport_addr *to, c
 	return send_to(p, (const struct sockaddr *)&to->ss, to->len, buf, len);
 }
 
+/* Drops at @s since its count was last seen, asked of the socket itself: a
+ * datagram carries the count only when one arrives after the drops, and
+ * none may (the end of a storm). */
+static void poll_drops(struct ip_sock *s)
+{
+	uint32_t count, d;
+
+	if (s->lf.fd >= 0 && ip_sock_drops(s->lf.fd, &count) &&
+	    (d = ip_ovfl_advance(&s->ovfl, count)) != 0)
+		sock_dropped(s, d);
+}
+
 static void ip_rx_stats(struct transport *t, struct transport_rx_stats *s)
 {
 	struct ip_priv *p = t->priv;
 
 	memset(s, 0, sizeof(*s));
-	if (p)
-		s->sock_drops = p->sock_drops;
+	if (!p)
+		return;
+	poll_drops(&p->ucast);
+	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
+		if (p->joined[g])
+			poll_drops(&p->mcast[g]);
+	s->sock_drops = p->sock_drops;
 }
 
 const struct transport_ops transport_ip_ops = {

@@ -85,6 +85,54 @@ static void test_overflow_counted_by_kernel(void **state)
 	close(tx);
 }
 
+/* Drops after the last datagram read: no datagram reports them, the
+ * socket's own count does (what the transport asks every second). */
+static void test_drops_asked_of_the_socket(void **state)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	int rx, tx, small = 2048;
+	unsigned queued = 0;
+	char payload[200] = {0};
+	bool have = false;
+	uint32_t ovfl = 0, count = 0, last = 0;
+
+	(void)state;
+	rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(rx >= 0 && tx >= 0);
+	assert_int_equal(setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	assert_int_equal(bind(rx, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(rx, (struct sockaddr *)&sin, &len), 0);
+	assert_true(ip_sock_drops(rx, &count));
+	assert_int_equal(count, 0);
+	for (int i = 0; i < FLOOD; i++)
+		assert_int_equal(sendto(tx, payload, sizeof(payload), 0, (struct sockaddr *)&sin,
+					sizeof(sin)),
+				 (ssize_t)sizeof(payload));
+	while (recv_one(rx, &have, &ovfl))
+		queued++;
+	assert_true(queued > 0 && queued < FLOOD);
+	assert_true(ip_sock_drops(rx, &count));
+	assert_int_equal(count, FLOOD - queued);
+	assert_int_equal(ip_ovfl_advance(&last, count), FLOOD - queued);
+	close(rx);
+	close(tx);
+}
+
+static void test_older_count_adds_nothing(void **state)
+{
+	uint32_t last = 10;
+
+	(void)state;
+	/* a datagram queued before drops the socket's count already showed */
+	assert_int_equal(ip_ovfl_advance(&last, 7), 0);
+	assert_int_equal(last, 10);
+	assert_int_equal(ip_ovfl_advance(&last, 10), 0);
+	assert_int_equal(ip_ovfl_advance(&last, 12), 2);
+	assert_int_equal(last, 12);
+}
+
 static void test_no_control_message(void **state)
 {
 	struct msghdr mh = {0};
@@ -109,6 +157,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_overflow_counted_by_kernel),
+		cmocka_unit_test(test_drops_asked_of_the_socket),
+		cmocka_unit_test(test_older_count_adds_nothing),
 		cmocka_unit_test(test_no_control_message),
 		cmocka_unit_test(test_count_wraps),
 	};

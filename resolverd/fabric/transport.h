@@ -36,7 +36,8 @@ struct transport_rx_stats {
 	bool hw_counted;          /* the device has that counter */
 	unsigned slots;           /* receive buffers, once the device's limits applied */
 	uint64_t sock_drops;      /* ip: datagrams the kernel dropped at the sockets
-				   * (full receive buffer; SO_RXQ_OVFL), since open */
+				   * (full receive buffer; SO_RXQ_OVFL with each datagram,
+				   * SO_MEMINFO asked at each rx_stats), since open */
 };
 
 struct transport_ops {
@@ -50,7 +51,8 @@ struct transport_ops {
 	int (*send_mcast)(struct transport *t, unsigned g, const void *buf, size_t len);
 	int (*send_ucast)(struct transport *t, const struct transport_addr *to, const void *buf,
 			  size_t len);
-	/* Optional: fill @s with the receive path's counters (NULL: none kept). */
+	/* Optional: fill @s with the receive path's counters (NULL: none kept),
+	 * reading the kernel's or the device's own where it keeps them. */
 	void (*rx_stats)(struct transport *t, struct transport_rx_stats *s);
 };
 

@@ -88,26 +88,50 @@ def test_recv_depth_and_the_device_limit_in_stats_and_log():
     assert not os.path.exists("/sys/class/infiniband/rxe2/ports/1/hw_counters/out_of_buffer")
 
 
-def test_burst_overruns_counted_and_directory_converges(sender):
+def burst_while_stopped(sender, restart_peers):
+    """A burst of junk to node2's QP while its daemon is stopped (and, the
+    first time, node1 and node3 starting again meanwhile: their start-up
+    announcements and the burst share its 64 buffers). node2's counters
+    before it."""
     qpn, gid2 = node2_qpn(), nodes()["node2"]["gid"]
     before = stats("node2")
-    assert before["fabric_rx_queue_empty"] == 0
     os.kill(int(open("%s/node2.pid" % VMDIR).read()), signal.SIGSTOP)
     try:
-        # node1 and node3 start again while node2 cannot take anything:
-        # their start-up announcements and the burst share its 64 buffers
-        for n in ("node1", "node3"):
-            stop_daemon(n, signal.SIGTERM)
+        if restart_peers:
+            for n in ("node1", "node3"):
+                stop_daemon(n, signal.SIGTERM)
         junk = "deadbeef" * 8
         r = run([sender, "rxe1", "1", gid2, str(qpn), hex(QKEY), hex(QKEY), str(BURST), junk],
                 check=True, timeout=120)
         assert "sent %d" % BURST in r.stdout
-        for n in ("node1", "node3"):
-            start_daemon(n)
+        if restart_peers:
+            for n in ("node1", "node3"):
+                start_daemon(n)
         time.sleep(2)  # past their first announcements
     finally:
         os.kill(int(open("%s/node2.pid" % VMDIR).read()), signal.SIGCONT)
+    return before
 
+
+def dry_within(seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if stats("node2")["fabric_rx_queue_empty"] >= 1:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_burst_overruns_counted_and_directory_converges(sender):
+    assert stats("node2")["fabric_rx_queue_empty"] == 0
+    before = burst_while_stopped(sender, True)
+    # soft-RoCE under qemu TCG may hand node2 the burst's tail only after it
+    # resumed and posted its buffers again, so that no poll finds them all
+    # consumed: another burst then, at most three in all
+    for _ in range(2):
+        if dry_within(10):
+            break
+        before = burst_while_stopped(sender, False)
     wait_until(lambda: stats("node2")["fabric_rx_queue_empty"] >= 1, 10,
                lambda: "node2 counted its queue running dry: %s" % stats("node2"))
     after = stats("node2")

@@ -219,7 +219,12 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 					       .ttl_s = ttl,
 					       .grp_mtu = mtu,
 					       .grp_rate = rate,
-					       .seq = m->has_digest ? m->digest.seq : 0},
+					       /* multicast numbers only: they
+						* arrive in order (digest_seq_gap) */
+					       .seq = m->has_digest &&
+							      !(m->digest.flags & FW_DIGEST_UNICAST)
+						      ? m->digest.seq
+						      : 0},
 			   now_ms(), NULL);
 	if (ret)
 		return ret;
@@ -528,8 +533,10 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	case FW_RANGE_QUERY:
 		/* the asker is learned like a requester: a node nobody heard
 		 * of, asking, becomes known */
-		if (learn(p, &m, best_common_group(p, m.groups, m.n_groups)) == 0)
+		if (learn(p, &m, best_common_group(p, m.groups, m.n_groups)) == 0) {
 			f->c.overheard++;
+			fabric_fetch_asker(p, &m, from);
+		}
 		fabric_range_answer(p, &m, from);
 		break;
 	case FW_RANGE_ANSWER:

@@ -292,9 +292,12 @@ void fabric_digest_reset(struct fabric *f)
 
 bool digest_seq_gap(uint32_t prev, const struct fw_digest *d)
 {
-	/* an answer repeats the last multicast number: one above it means a
-	 * multicast announce we did not hear */
-	return prev && d->seq > prev + (d->flags & FW_DIGEST_UNICAST ? 0u : 1u);
+	/* Only multicast announces, which reach us in the order sent, are
+	 * compared with the last one heard. A unicast answer repeats its
+	 * sender's last multicast number, but comes on another socket (or
+	 * queue) and may be read before that multicast announce, which is
+	 * still waiting behind a storm's backlog: no gap. */
+	return prev && !(d->flags & FW_DIGEST_UNICAST) && d->seq > prev + 1;
 }
 
 void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)

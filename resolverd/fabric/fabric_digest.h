@@ -89,8 +89,9 @@ void fabric_digest_start(struct fabric *f);
 void fabric_digest_stop(struct fabric *f);
 /* The directory is relearned from scratch (a resync). */
 void fabric_digest_reset(struct fabric *f);
-/* Did we miss announces of a peer whose last number heard was @prev (0:
- * none) before @d? A lower number is a restart, not a gap. */
+/* Did we miss multicast announces of a peer whose last multicast number
+ * heard was @prev (0: none) before @d? A lower number is a restart, not a
+ * gap; a unicast answer is never one (it may overtake its multicast). */
 bool digest_seq_gap(uint32_t prev, const struct fw_digest *d);
 
 struct fabric_port;

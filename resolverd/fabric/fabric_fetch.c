@@ -41,36 +41,63 @@ static void forget_peer(struct fabric_fetch *x, const uint8_t gid[16])
 			x->peers[i].used = false;
 }
 
+static struct fetch_peer *find_peer(struct fabric_fetch *x, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (x->peers[i].used && !memcmp(x->peers[i].gid, gid, 16))
+			return &x->peers[i];
+	return NULL;
+}
+
+/* A peer that answers range queries was heard from @from on @p: its slot
+ * (kept, or a free one, or the next in the round's) and a clean record. */
+static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
+			  const struct transport_addr *from, bool claim)
+{
+	struct fabric_fetch *x = &p->f->fx;
+	struct fetch_peer *slot = find_peer(x, gid);
+
+	for (unsigned i = 0; i < FETCH_PEERS && !slot; i++)
+		if (!x->peers[i].used)
+			slot = &x->peers[i];
+	if (!slot) /* full: the next in the round takes the newcomer's place */
+		slot = &x->peers[x->next_peer % FETCH_PEERS];
+	if (!slot->used)
+		slot->claimed = false;
+	slot->addr = *from;
+	memcpy(slot->gid, gid, 16);
+	slot->port = (unsigned)(p - p->f->ports);
+	slot->claimed |= claim;
+	slot->strikes = 0; /* heard: alive, whatever sessions were lost */
+	slot->used = true;
+}
+
 void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 		       const struct transport_addr *from)
 {
-	struct fabric_fetch *x = &p->f->fx;
-	struct fetch_peer *slot = NULL;
 	struct store_digest own;
 	bool claim;
 
 	if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES) || !from) {
 		/* restarted with an older daemon (a rolling upgrade, or back):
 		 * it would count our queries malformed */
-		forget_peer(x, m->sender.gids[0]);
+		forget_peer(&p->f->fx, m->sender.gids[0]);
 		return;
 	}
 	store_digest(p->f->store, &own);
 	claim = m->digest.hosts > own.hosts ||
 		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
-	for (unsigned i = 0; i < FETCH_PEERS && !slot; i++)
-		if (x->peers[i].used && !memcmp(x->peers[i].gid, m->sender.gids[0], 16))
-			slot = &x->peers[i];
-	for (unsigned i = 0; i < FETCH_PEERS && !slot; i++)
-		if (!x->peers[i].used)
-			slot = &x->peers[i];
-	if (!slot) /* full: the next in the round takes the newcomer's place */
-		slot = &x->peers[x->next_peer % FETCH_PEERS];
-	slot->addr = *from;
-	memcpy(slot->gid, m->sender.gids[0], 16);
-	slot->port = (unsigned)(p - p->f->ports);
-	slot->claimed |= claim;
-	slot->used = true;
+	remember_peer(p, m->sender.gids[0], from, claim);
+}
+
+void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
+			const struct transport_addr *from)
+{
+	/* it asks, so it answers too: after a whole-cluster boot no announce
+	 * comes for a round, and incomplete peers' queries are what refill
+	 * the list that lossy sessions emptied */
+	if (from)
+		remember_peer(p, m->sender.gids[0], from, false);
 }
 
 /* The peer of the next session: one whose digest claimed more, else the
@@ -143,7 +170,7 @@ static void session_start(struct fabric *f)
 	}
 	x->active = true;
 	x->sessions++;
-	x->queries = x->hints = 0;
+	x->queries = x->hints = x->switches = 0;
 	x->todo[0] = whole;
 	x->n_todo = 1;
 	next_query(f);
@@ -153,6 +180,7 @@ static void on_timer(struct loop_timer *t)
 {
 	struct fabric *f = container_of(t, struct fabric, fx.timer);
 	struct fabric_fetch *x = &f->fx;
+	struct fetch_peer *c;
 
 	if (x->active && x->waiting) {
 		if (x->tries < FETCH_TRIES) {
@@ -160,9 +188,20 @@ static void on_timer(struct loop_timer *t)
 			return;
 		}
 		/* it does not answer (gone, an older daemon, a lossy path):
-		 * another peer next time */
+		 * forgotten after FETCH_STRIKES such queries in a row, as on
+		 * a lossy fabric many are lost. The same range goes to the
+		 * next peer, keeping what the session found so far. */
 		x->timeouts++;
-		forget_peer(x, x->peer.gid);
+		c = find_peer(x, x->peer.gid);
+		if (c && ++c->strikes >= FETCH_STRIKES)
+			c->used = false;
+		if (x->switches < FETCH_SWITCHES && pick_peer(x)) {
+			x->switches++;
+			x->tries = 0;
+			x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
+			send_query(f);
+			return;
+		}
 		x->n_todo = 0;
 		next_query(f);
 		return;
@@ -245,6 +284,7 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
 	struct fabric_fetch *x = &f->fx;
+	struct fetch_peer *c;
 
 	/* the answer to the query outstanding, from the peer asked, about
 	 * what was asked: anything else is dropped */
@@ -257,6 +297,9 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	x->answers++;
+	c = find_peer(x, x->peer.gid);
+	if (c)
+		c->strikes = 0;
 	fabric_digest_answer(f, m);
 	if (x->asked.flags & FW_RANGE_NAMES)
 		take_names(f, m);

@@ -30,6 +30,10 @@
  * the session gives that peer up. */
 #define FETCH_WAIT_MS 300
 #define FETCH_TRIES   3
+/* Queries in a row a peer may leave unanswered before it is forgotten;
+ * how often a session moves its query on to another peer. */
+#define FETCH_STRIKES  3
+#define FETCH_SWITCHES 4
 /* Between two sessions; and how often an idle fetch looks again. */
 #define FETCH_GAP_MS  200
 #define FETCH_IDLE_MS 500
@@ -48,6 +52,7 @@ struct fetch_peer {
 	struct transport_addr addr; /* where its datagrams came from */
 	uint8_t gid[16];	    /* its port GID: the answer must come from it */
 	unsigned port;		    /* our port that heard it */
+	unsigned strikes;	    /* queries it left unanswered since last heard */
 	bool claimed;		    /* its digest held hosts we lacked: ask it first */
 	bool used;
 };
@@ -60,7 +65,7 @@ struct fabric_fetch {
 	bool active, waiting;
 	struct fetch_peer peer;
 	struct fw_range todo[FETCH_TODO_MAX], asked;
-	unsigned n_todo, tries, queries, hints;
+	unsigned n_todo, tries, queries, hints, switches;
 	uint64_t tid;
 	/* the answering side's budget */
 	uint64_t bucket_ms;
@@ -82,6 +87,11 @@ void fabric_fetch_stop(struct fabric *f);
  * lack. */
 void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 		       const struct transport_addr *from);
+/* A RANGE_QUERY from a peer was learned on @p (from @from): it answers
+ * range queries too, so remember it (it refills a list that lossy sessions
+ * emptied). */
+void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
+			const struct transport_addr *from);
 /* A RANGE_ANSWER arrived on @p. */
 void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m);
 /* A RANGE_QUERY arrived on @p from @from (fabric_range.c): answer it when

@@ -36,6 +36,7 @@
 #include "engine/resolver.h"
 #include "fabric/fabric.h"
 #include "fabric/fabric_auth.h"
+#include "fabric/fabric_fetch.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 #include "tlv.h"
@@ -1577,6 +1578,87 @@ static void test_reload_keeps_transport_qpn(void **state)
 	assert_int_equal(last_sent()->m.sender.qpn, 0x4242);
 }
 
+/* Peer @n's announce carrying a DIGEST: @hosts hosts, announce number
+ * @seq, @flags (RANGES: it answers range queries). */
+static void announce_digest(unsigned n, uint32_t hosts, uint32_t seq, uint8_t flags)
+{
+	struct fw_msg m;
+
+	peer_msg(&m, FW_ANNOUNCE, n, 0);
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = hosts, .sum = 0x5eed + hosts, .seq = seq,
+				      .flags = flags};
+	deliver(&m, n);
+}
+
+/* RANGE_QUERYs sent to peer @n. */
+static unsigned range_queries_to(unsigned n)
+{
+	struct transport_addr a = peer_addr(n);
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < fake.n_sent; i++)
+		k += fake.sent[i].m.type == FW_RANGE_QUERY && fake.sent[i].ucast &&
+		     !memcmp(&fake.sent[i].to.ss, &a.ss, a.len);
+	return k;
+}
+
+/* Announce numbers are compared between multicast announces only: a unicast
+ * answer repeats its sender's last multicast number and may be read before
+ * that multicast announce (another socket, a storm's backlog), which is no
+ * gap; a multicast number past the next is one. */
+static void test_unicast_answer_no_gap(void **state)
+{
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_digest(2, 1, 1, FW_DIGEST_RANGES);
+	announce_digest(2, 2, 2, FW_DIGEST_RANGES | FW_DIGEST_UNICAST); /* ahead of multicast 2 */
+	announce_digest(2, 2, 2, FW_DIGEST_RANGES);
+	announce_digest(2, 2, 3, FW_DIGEST_RANGES);
+	assert_int_equal(counter("fabric_rx_gaps"), 0);
+	announce_digest(2, 2, 9, FW_DIGEST_RANGES | FW_DIGEST_UNICAST);
+	assert_int_equal(counter("fabric_rx_gaps"), 0);
+	announce_digest(2, 2, 5, FW_DIGEST_RANGES); /* multicast 4 was not heard */
+	assert_int_equal(counter("fabric_rx_gaps"), 1);
+	assert_int_equal(counter("fabric_overheard"), 6);
+}
+
+/* A fetch whose peer answers nothing: each query is tried FETCH_TRIES times,
+ * then moved on to the next peer (here the same one); the peer is forgotten
+ * after FETCH_STRIKES unanswered queries in a row, not after the first (on a
+ * lossy fabric most are lost). A peer that asks us a range query answers
+ * them too: it refills the list. */
+static void test_fetch_keeps_lossy_peers(void **state)
+{
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	/* peer 2 holds 5 hosts: we can never meet that claim */
+	announce_digest(2, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	/* (all within one announce round, before a quiet round could
+	 * overrule the claim) */
+	advance_to(START_MS + 8000);
+	assert_int_equal(counter("directory_complete"), 0);
+	assert_int_equal(range_queries_to(2), FETCH_STRIKES * FETCH_TRIES);
+	assert_int_equal(counter("fabric_fetch_timeouts"), FETCH_STRIKES);
+	assert_int_equal(counter("fabric_fetch_sessions"), 1);
+	advance_to(START_MS + 9000);
+	assert_int_equal(range_queries_to(2), FETCH_STRIKES * FETCH_TRIES); /* forgotten */
+	assert_int_equal(counter("directory_complete"), 0);
+
+	/* peer 3 asks us: answered, and asked in turn by the next session */
+	peer_msg(&m, FW_RANGE_QUERY, 3, 0x77);
+	m.has_range = true;
+	m.range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
+	deliver(&m, 3);
+	assert_int_equal(count_sent(FW_RANGE_ANSWER), 1);
+	assert_int_equal(range_queries_to(3), 0);
+	advance(FETCH_IDLE_MS + 1);
+	assert_int_equal(range_queries_to(3), 1);
+	assert_int_equal(counter("fabric_fetch_sessions"), 2);
+}
+
 /* What the receiver drops before looking at a message: malformed, another
  * version, an HMAC it cannot check, its own datagrams. */
 static void test_receive_drops(void **state)
@@ -1822,6 +1904,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_owner_replies, teardown),
 		cmocka_unit_test_teardown(test_conflicts, teardown),
 		cmocka_unit_test_teardown(test_directory_rule, teardown),
+		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
+		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_no_directory, teardown),
 		cmocka_unit_test_teardown(test_startup_announces, teardown),
 		cmocka_unit_test_teardown(test_newcomer_answered, teardown),

@@ -174,6 +174,33 @@ int hs_rec_validate(const struct ibres_hostrec *r)
 	return r->n_names + r->n_v4 + r->n_v6 + r->n_gids + (r->lid ? 1 : 0) ? 0 : -EINVAL;
 }
 
+bool hs_same_rec(const struct host *h, const struct ibres_hostrec *r)
+{
+	const uint8_t *p = h->data;
+
+	if (h->qpn != r->qpn || h->lid != r->lid || h->pkey != r->pkey ||
+	    h->n_names != r->n_names || h->n_v4 != r->n_v4 || h->n_v6 != r->n_v6 ||
+	    h->n_gids != r->n_gids)
+		return false;
+	for (unsigned i = 0; i < r->n_gids; i++, p += 16)
+		if (memcmp(p, r->gids[i], 16))
+			return false;
+	for (unsigned i = 0; i < r->n_v6; i++, p += 16)
+		if (memcmp(p, &r->v6[i], 16))
+			return false;
+	for (unsigned i = 0; i < r->n_v4; i++, p += 4)
+		if (memcmp(p, &r->v4[i], 4))
+			return false;
+	for (unsigned i = 0; i < r->n_names; i++) {
+		size_t len = strlen(r->names[i]);
+
+		if (*p != len || memcmp(p + 1, r->names[i], len))
+			return false; /* a name's case too: the record keeps it */
+		p += 1 + len;
+	}
+	return true;
+}
+
 struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on)
 {
 	size_t size = sizeof(struct host) + 16 * (r->n_gids + r->n_v6) + 4 * r->n_v4;
@@ -216,14 +243,27 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 	return h;
 }
 
-void hs_paths_free(struct host_path *p)
+void hs_paths_free(struct host_store *s, struct host_path *p)
 {
 	while (p) {
 		struct host_path *next = p->next;
 
 		free(p);
+		s->n_paths--;
 		p = next;
 	}
+}
+
+size_t hs_rec_bytes(const struct host *h)
+{
+	size_t size = sizeof(*h) + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
+	unsigned len;
+
+	for (unsigned i = 0; i < h->n_names; i++) {
+		h_name(h, i, &len);
+		size += 1 + len;
+	}
+	return size;
 }
 
 /* ---- the record, paths ----------------------------------------------------- */
@@ -428,7 +468,6 @@ int store_set_route(struct host_store *s, struct host *h, int ep,
 {
 	struct host_path *p;
 
-	(void)s;
 	for (p = h->paths; p; p = p->next)
 		if (p->ep == ep)
 			break;
@@ -439,6 +478,7 @@ int store_set_route(struct host_store *s, struct host *h, int ep,
 		p->ep = ep;
 		p->next = h->paths;
 		h->paths = p;
+		s->n_paths++;
 	}
 	p->path = *path;
 	p->expires_ms = deadline(now_ms, ttl_s);
@@ -459,6 +499,7 @@ unsigned store_drop_routes(struct host_store *s, int ep, const uint8_t *gid)
 				if (ep < 0 || p->ep == ep) {
 					*pp = p->next;
 					free(p);
+					s->n_paths--;
 					n++;
 				} else {
 					pp = &p->next;

@@ -159,6 +159,7 @@ static void ident_link(struct host_store *s, struct host *h)
 	b = ident_bucket(s, &k, s->ident_mask);
 	h->id_next = s->idents[b];
 	s->idents[b] = h;
+	s->rec_bytes += hs_rec_bytes(h);
 }
 
 static void ident_unlink(struct host_store *s, struct host *h)
@@ -170,6 +171,7 @@ static void ident_unlink(struct host_store *s, struct host *h)
 	for (pp = &s->idents[ident_bucket(s, &k, s->ident_mask)]; *pp; pp = &(*pp)->id_next)
 		if (*pp == h) {
 			*pp = h->id_next;
+			s->rec_bytes -= hs_rec_bytes(h);
 			return;
 		}
 }
@@ -303,7 +305,7 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	}
 	s->stats.hosts--;
 	s->stats.keys = s->n_keys;
-	hs_paths_free(h->paths);
+	hs_paths_free(s, h->paths);
 	free(h);
 	return n;
 }
@@ -338,7 +340,7 @@ void store_fini(struct host_store *s)
 
 			for (; h; h = next) {
 				next = h->id_next;
-				hs_paths_free(h->paths);
+				hs_paths_free(s, h->paths);
 				free(h);
 			}
 		}
@@ -504,6 +506,42 @@ static void join_host(struct host_store *s, struct host *nh)
 		ring_link(nh, holder);
 }
 
+/* A learned host heard again as it is, alone, every key its own: only its
+ * expiry and announce number move. Most of a boot storm's datagrams repeat
+ * what the first one taught (bench/RESULTS.md): a new record, its keys and
+ * the shared directory's record would cost them each as much again. */
+static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_hostrec *r,
+		       const struct store_put *how, uint64_t now_ms)
+{
+	if (h->origin != how->origin || origin_pinned(h->origin) || h->sib_next ||
+	    h->rails != how->rails || (h->heard_on | how->heard_on) != h->heard_on ||
+	    (how->grp_mtu && (how->grp_mtu != h->grp_mtu || how->grp_rate != h->grp_rate)) ||
+	    h->n_indexed != h_nkeys(h) || !hs_same_rec(h, r))
+		return false;
+	h->expires_ms = deadline(now_ms, how->ttl_s);
+	if (how->seq)
+		h->seq = how->seq;
+	s->stats.inserts++;
+	if (s->ob.refresh)
+		s->ob.refresh(s->ob.arg, h);
+	else if (s->ob.put)
+		s->ob.put(s->ob.arg, h);
+	return true;
+}
+
+bool store_refresh(struct host_store *s, const struct ibres_hostrec *r, const struct store_put *how,
+		   uint64_t now_ms)
+{
+	struct host_key id;
+	struct host *h;
+
+	if (!s || !r || !how || hs_rec_validate(r))
+		return false;
+	hs_rec_ident(r, &id);
+	h = hs_ident_find(s, &id);
+	return h && hs_refresh(s, h, r, how, now_ms);
+}
+
 int store_insert(struct host_store *s, const struct ibres_hostrec *r, const struct store_put *how,
 		 uint64_t now_ms, struct host **out)
 {
@@ -530,6 +568,11 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	old = hs_ident_find(s, &id);
 	if (old && origin_rank(old->origin) < origin_rank(origin))
 		return 0; /* a more authoritative record of this host wins */
+	if (old && hs_refresh(s, old, r, how, now_ms)) {
+		if (out)
+			*out = old;
+		return 0;
+	}
 
 	/* a learned endpoint stays reachable through every port that heard it */
 	if (old && old->origin == origin && origin == IBRES_ORIGIN_FABRIC)
@@ -616,7 +659,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 			lru_unlink(s, nh);
 		if ((nh->cookie || nh->cookie_all) && s->ob.gone)
 			s->ob.gone(s->ob.arg, nh);
-		hs_paths_free(nh->paths);
+		hs_paths_free(s, nh->paths);
 		free(nh);
 		if (changed)
 			s->stats.inserts++;
@@ -827,6 +870,7 @@ unsigned store_sweep(struct host_store *s, uint64_t now_ms)
 				if (p->expires_ms <= now_ms) {
 					*pp = p->next;
 					free(p);
+					s->n_paths--;
 				} else {
 					pp = &p->next;
 				}

@@ -56,12 +56,15 @@ struct store_stats {
 };
 
 /* One follower of the store's hosts (the shared host directory). @put: @h
- * is new, or holds a refreshed record: a refresh makes a new struct host,
+ * is new, or holds a changed record: a change makes a new struct host,
  * which takes over the old one's cookie (the old one is then gone with
- * cookie 0). @gone: @h is about to be freed. Neither may change the store;
- * both may read it. */
+ * cookie 0). @refresh: @h was heard again unchanged (the same struct, a
+ * later expiry). @gone: @h is about to be freed. None may change the store;
+ * all may read it. */
 struct store_observer {
 	void (*put)(void *arg, struct host *h);
+	/* @h heard again as it was: only its expiry moved (NULL: put) */
+	void (*refresh)(void *arg, struct host *h);
 	void (*gone)(void *arg, struct host *h);
 	void *arg;
 };
@@ -89,6 +92,11 @@ struct host_store {
 	unsigned neg_mask;
 	struct store_neg *neg_oldest, *neg_newest;
 	struct store_stats stats;
+	/* what store_bytes() adds up, kept on every change (store_check()
+	 * walks and compares): linked hosts' records, route objects, negative
+	 * entries */
+	size_t rec_bytes, neg_bytes;
+	unsigned long n_paths;
 	struct store_digest digest;
 	struct key_hasher kh;
 	struct store_observer ob;
@@ -175,6 +183,13 @@ struct store_put {
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
 		 uint64_t now_ms, struct host **out);
+/* The learned host of @h's identity, heard again exactly as stored (alone,
+ * every key its own, already heard where @how says): its expiry and
+ * announce number move, nothing else. Returns true when it did; false: use
+ * store_insert(). No key of such a record can conflict with another host's
+ * (each leads to it), which spares a boot storm's repeats every check. */
+bool store_refresh(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
+		   uint64_t now_ms);
 
 /* Remove the endpoint of port GID @gid and P_Key @pkey (its GOODBYE) unless
  * LOCAL/STATIC. Returns the keys removed. */

@@ -181,9 +181,14 @@ void hs_rec_ident(const struct ibres_hostrec *r, struct host_key *k);
 void hs_gid_ident(const uint8_t gid[16], uint16_t pkey, struct host_key *k);
 int hs_rec_validate(const struct ibres_hostrec *r);
 struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on);
+/* Does @h hold exactly what @r says (what hs_pack would make of it)? */
+bool hs_same_rec(const struct host *h, const struct ibres_hostrec *r);
 /* Do @a and @b have the same canonical name (ASCII case aside)? */
 bool hs_same_canonical(const struct host *a, const struct host *b);
-void hs_paths_free(struct host_path *p);
+/* Frees a host's route list (counted off s->n_paths). */
+void hs_paths_free(struct host_store *s, struct host_path *p);
+/* The bytes of @h's struct and record, its routes aside. */
+size_t hs_rec_bytes(const struct host *h);
 
 /* The key of a host or a negative answer, hashed. */
 static inline uint32_t hs_hash(const struct host_store *s, const struct host_key *k)

@@ -34,6 +34,7 @@ void hs_neg_remove(struct host_store *s, struct store_neg **pp)
 	else
 		s->neg_newest = n->older;
 	s->stats.negatives--;
+	s->neg_bytes -= sizeof(*n) + n->len;
 	free(n);
 }
 
@@ -103,6 +104,7 @@ int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t 
 	n->type = k->type;
 	n->len = k->len;
 	memcpy(n->data, k->data, k->len);
+	s->neg_bytes += sizeof(*n) + n->len;
 	n->next = s->negs[hash & s->neg_mask];
 	s->negs[hash & s->neg_mask] = n;
 	n->newer = NULL;

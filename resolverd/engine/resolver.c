@@ -68,10 +68,13 @@ static void end_all_answered(struct resolver *r)
 /* The fabric stored a peer's record. */
 static void on_learned(void *arg, const struct ibres_hostrec *h)
 {
+	struct resolver *r = arg;
 	struct host_key keys[HOST_KEYS_MAX];
 
+	if (!r->pending.n)
+		return; /* nothing asked: a boot storm's common case */
 	/* a LID is never asked on the fabric: its fabric does not matter here */
-	end_answered(arg, keys, host_keys_of(h, HOST_FABRIC_NONE, keys));
+	end_answered(r, keys, host_keys_of(h, HOST_FABRIC_NONE, keys));
 }
 
 static int on_query_key(void *arg, uint64_t tid, struct host_key *k)

@@ -196,48 +196,60 @@ static int learn_check(struct fabric_port *p, const struct fw_msg *m)
 	return -EEXIST;
 }
 
+/* What @m says of its sender, for the store, as heard on @p. */
+static struct store_put put_of(struct fabric_port *p, const struct fw_msg *m, int group)
+{
+	struct fabric *f = p->f;
+	uint32_t ttl = f->cfg->addr_ttl_s;
+	struct store_put how = {.origin = IBRES_ORIGIN_FABRIC,
+				.heard_on = 1u << p->ep->index,
+				.rails = msg_rails(m),
+				/* multicast numbers only: they arrive in order
+				 * (digest_seq_gap) */
+				.seq = m->has_digest && !(m->digest.flags & FW_DIGEST_UNICAST)
+					       ? m->digest.seq
+					       : 0};
+
+	/* a sender may ask for a shorter lifetime, never a longer one */
+	if (m->sender.ttl && m->sender.ttl < ttl)
+		ttl = m->sender.ttl;
+	how.ttl_s = ttl;
+	if (group >= 0) {
+		how.grp_mtu = p->opened.groups[group].mtu;
+		how.grp_rate = p->opened.groups[group].rate;
+	}
+	return how;
+}
+
 /* Store a sender's identity that passed learn_check(), and tell the resolver. */
 static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 {
 	struct fabric *f = p->f;
-	const struct ibres_hostrec *h = &m->sender;
-	uint32_t ttl = f->cfg->addr_ttl_s;
-	uint8_t mtu = 0, rate = 0;
-	int ret;
+	struct store_put how = put_of(p, m, group);
+	int ret = store_insert(f->store, &m->sender, &how, now_ms(), NULL);
 
-	/* a sender may ask for a shorter lifetime, never a longer one */
-	if (h->ttl && h->ttl < ttl)
-		ttl = h->ttl;
-	if (group >= 0) {
-		mtu = p->opened.groups[group].mtu;
-		rate = p->opened.groups[group].rate;
-	}
-	ret = store_insert(f->store, h,
-			   &(struct store_put){.origin = IBRES_ORIGIN_FABRIC,
-					       .heard_on = 1u << p->ep->index,
-					       .rails = msg_rails(m),
-					       .ttl_s = ttl,
-					       .grp_mtu = mtu,
-					       .grp_rate = rate,
-					       /* multicast numbers only: they
-						* arrive in order (digest_seq_gap) */
-					       .seq = m->has_digest &&
-							      !(m->digest.flags & FW_DIGEST_UNICAST)
-						      ? m->digest.seq
-						      : 0},
-			   now_ms(), NULL);
 	if (ret)
 		return ret;
 	if (f->ev.learned)
-		f->ev.learned(f->ev.arg, h);
+		f->ev.learned(f->ev.arg, &m->sender);
 	return 0;
 }
 
-/* Cache a peer's identity (overheard or answered). */
+/* Cache a peer's identity (overheard or answered). A sender heard again as
+ * it is stored is only refreshed: each of its keys leads to it, so none can
+ * conflict (most of a boot storm's datagrams). */
 static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
 {
-	int ret = learn_check(p, m);
+	struct fabric *f = p->f;
+	struct store_put how = put_of(p, m, group);
+	int ret;
 
+	if (store_refresh(f->store, &m->sender, &how, now_ms())) {
+		if (f->ev.learned)
+			f->ev.learned(f->ev.arg, &m->sender);
+		return 0;
+	}
+	ret = learn_check(p, m);
 	return ret ? ret : learn_store(p, m, group);
 }
 

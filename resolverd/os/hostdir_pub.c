@@ -67,6 +67,13 @@
  * there then takes 3.9 slots on average (2.5 at half full). */
 #define TABLE_FULL_NUM 5u
 #define TABLE_FULL_DEN 8u
+/* A new file is built once the store was quiet HOSTDIR_REBUILD_QUIET_MS
+ * (hostdir_pub.h), or REBUILD_WAIT_MS after it became due: each new file
+ * writes every host again, and a 48,000-node boot storm made about 17 of
+ * them, a quarter of the daemon's CPU (bench/RESULTS.md). Meanwhile hosts
+ * are not written into the file that is full (it says it is incomplete, so
+ * readers ask the daemon, as they must while the directory fills anyway). */
+#define REBUILD_WAIT_MS 3000u
 
 struct dkey {
 	uint8_t tab, len;
@@ -85,6 +92,8 @@ struct hostdir_pub {
 	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
 	bool in_section; /* table_seq is odd */
 	bool rebuild;	 /* a new file is needed */
+	uint64_t due_ms;     /* when it became so */
+	uint64_t changed_ms; /* the store's last change */
 	bool incomplete; /* a host is missing from the file: not authoritative */
 	bool logged;	 /* a failure was logged; quiet until a success */
 	unsigned retry_in;
@@ -92,7 +101,7 @@ struct hostdir_pub {
 	char patterns[IBDIR_PATTERNS_MAX][IBDIR_PATTERN_LEN];
 	unsigned n_patterns;
 	struct jitter_rng rng;
-	struct loop_timer beat, end_section;
+	struct loop_timer beat, end_section, later;
 	struct hostdir_stats stats;
 	uint8_t enc[IBDIR_REC_MAX];
 	/* records expanded: the one written, the one it replaces, the one being
@@ -173,6 +182,13 @@ static void section_end(struct hostdir_pub *p)
 		return;
 	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELEASE);
 	p->in_section = false;
+}
+
+static void want_rebuild(struct hostdir_pub *p)
+{
+	if (!p->rebuild)
+		p->due_ms = now_ms();
+	p->rebuild = true;
 }
 
 static void store_words(uint8_t *dst, const uint8_t *src, size_t n)
@@ -291,7 +307,7 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 	 * too): a new file */
 	if ((uint64_t)p->used[k->tab] * TABLE_FULL_DEN >
 	    (uint64_t)hd_of(p)->tables[k->tab].n_slots * TABLE_FULL_NUM)
-		p->rebuild = true;
+		want_rebuild(p);
 	return 0;
 }
 
@@ -346,7 +362,7 @@ static void drop_record(struct hostdir_pub *p, uint32_t off)
  * miss is no longer authoritative), and a new file is due. */
 static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t off, uint32_t to)
 {
-	p->rebuild = true;
+	want_rebuild(p);
 	p->incomplete = true;
 	scope_write(p);
 	drop_record(p, to);
@@ -362,15 +378,22 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
 	uint32_t off = host_cookie(h, all), to;
 	unsigned n, n_old, mine = 0;
+	bool held[REC_KEYS_MAX];
 	uint64_t expires;
 	size_t len;
 
 	if (off && rec_read(p, off, &p->prev))
 		off = 0;
+	if (all && !host_next_endpoint(h, h)) {
+		/* a host alone shares no name with another endpoint */
+		drop_record(p, off);
+		host_set_cookie(h, all, 0);
+		return;
+	}
 	expires = view_of(h, all, &p->cur);
 	n = rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
-		mine += holds(p, h, &keys[i], all);
+		mine += held[i] = holds(p, h, &keys[i], all);
 	if (!mine) {
 		/* nothing a reader could ask for (a LID alone; no name the host shares) */
 		drop_record(p, off);
@@ -392,7 +415,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 	}
 	host_set_cookie(h, all, to);
 	for (unsigned i = 0; i < n; i++)
-		if (holds(p, h, &keys[i], all) && slot_set(p, &keys[i], to)) {
+		if (held[i] && slot_set(p, &keys[i], to)) {
 			lose_host(p, h, all, off, to);
 			return;
 		}
@@ -411,15 +434,57 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 		rec_free(p, off);
 }
 
+/* A new file is due: @h waits for it. Its records here go (they may be
+ * older than it is), and the file says it is incomplete. */
+static void hold_back(struct hostdir_pub *p, struct host *h)
+{
+	for (int all = 0; all < 2; all++) {
+		drop_record(p, host_cookie(h, all));
+		host_set_cookie(h, all, 0);
+	}
+	if (!p->incomplete) {
+		p->incomplete = true;
+		scope_write(p);
+	}
+}
+
 static void on_put(void *arg, struct host *h)
 {
 	struct hostdir_pub *p = arg;
 
 	if (!p->map)
 		return;
+	p->changed_ms = now_ms();
 	section_begin(p);
+	if (p->rebuild) {
+		hold_back(p, h);
+		return;
+	}
 	put_view(p, h, false);
 	put_view(p, h, true);
+}
+
+static void on_refresh(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+	uint32_t off = host_cookie(h, false);
+	struct ibdir_rec *b;
+	uint32_t seq;
+
+	if (!p->map)
+		return;
+	if (!off || host_cookie(h, true)) {
+		on_put(arg, h); /* no record yet, or its host's view too */
+		return;
+	}
+	/* the record is the same: its expiry alone, in place, between two
+	 * increments of its seq as rec_write does */
+	b = block(p, off);
+	seq = b->seq;
+	__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&b->expires_ms, host_expires_ms(h), __ATOMIC_RELAXED);
+	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 static void on_gone(void *arg, struct host *h)
@@ -428,6 +493,7 @@ static void on_gone(void *arg, struct host *h)
 
 	if (!p->map)
 		return;
+	p->changed_ms = now_ms();
 	section_begin(p);
 	for (int all = 0; all < 2; all++) {
 		drop_record(p, host_cookie(h, all));
@@ -632,6 +698,7 @@ static int build(struct hostdir_pub *p)
 	}
 	section_end(p);
 	loop_timer_cancel(p->loop, &p->end_section);
+	loop_timer_cancel(p->loop, &p->later);
 	scope_write(p);
 	hd->heartbeat_ms = now_ms();
 	__atomic_store_n(&hd->state, IBDIR_LIVE, __ATOMIC_RELEASE);
@@ -658,14 +725,34 @@ err_map:
 	return -ENOSPC;
 }
 
+/* The new file that is due, now if the store is quiet (or it waited long
+ * enough), else when it will be. */
+static void try_rebuild(struct hostdir_pub *p)
+{
+	uint64_t at = p->changed_ms + HOSTDIR_REBUILD_QUIET_MS;
+
+	if (!p->rebuild || !p->map || p->retry_in || p->in_section)
+		return;
+	if (at > p->due_ms + REBUILD_WAIT_MS)
+		at = p->due_ms + REBUILD_WAIT_MS;
+	if (now_ms() >= at)
+		build(p);
+	else
+		loop_timer_arm(p->loop, &p->later, at);
+}
+
+static void on_later(struct loop_timer *t)
+{
+	try_rebuild(container_of(t, struct hostdir_pub, later));
+}
+
 static void on_end_section(struct loop_timer *t)
 {
 	struct hostdir_pub *p = container_of(t, struct hostdir_pub, end_section);
 
 	if (p->map)
 		section_end(p);
-	if (p->rebuild && p->map && !p->retry_in)
-		build(p);
+	try_rebuild(p);
 }
 
 static void on_beat(struct loop_timer *t)
@@ -674,8 +761,12 @@ static void on_beat(struct loop_timer *t)
 
 	if (p->map)
 		__atomic_store_n(&hd_of(p)->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
-	if ((!p->map || p->rebuild) && !p->in_section && (!p->retry_in || !--p->retry_in))
-		build(p);
+	if ((!p->map || p->rebuild) && !p->in_section && (!p->retry_in || !--p->retry_in)) {
+		if (p->map)
+			try_rebuild(p);
+		else
+			build(p);
+	}
 	loop_timer_arm(p->loop, t, now_ms() + IBDIR_HEARTBEAT_MS);
 }
 
@@ -693,8 +784,10 @@ int hostdir_start(struct hostdir_pub **out, struct loop *loop, struct host_store
 	p->auth_from = IBDIR_NEVER; /* until the resolver says otherwise */
 	p->beat.cb = on_beat;
 	p->end_section.cb = on_end_section;
+	p->later.cb = on_later;
 	jitter_seed(&p->rng);
-	store_observe(store, &(struct store_observer){ .put = on_put, .gone = on_gone, .arg = p });
+	store_observe(store, &(struct store_observer){
+				     .put = on_put, .refresh = on_refresh, .gone = on_gone, .arg = p});
 	if (!build(p))
 		log_info("host directory: %llu hosts, %llu bytes, passed to readers over the socket",
 			 (unsigned long long)p->stats.records, (unsigned long long)p->stats.bytes);
@@ -710,6 +803,7 @@ void hostdir_stop(struct hostdir_pub *p)
 	store_observe(p->store, NULL);
 	loop_timer_cancel(p->loop, &p->beat);
 	loop_timer_cancel(p->loop, &p->end_section);
+	loop_timer_cancel(p->loop, &p->later);
 	if (p->map) {
 		section_end(p);
 		__atomic_store_n(&hd_of(p)->state, IBDIR_CLOSED, __ATOMIC_RELEASE);

@@ -22,6 +22,10 @@
 
 struct hostdir_pub;
 
+/* A new file, once one is due (the last one filled up), waits until the
+ * store has not changed for this long (or three seconds have passed). */
+#define HOSTDIR_REBUILD_QUIET_MS 100u
+
 /* Shown by STATS: bytes is a gauge, the rest counters. */
 struct hostdir_stats {
 	uint64_t bytes;	   /* size of the generation published now (0: none) */

@@ -451,6 +451,18 @@ static void test_refresh_move_remove_expire(void **state)
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
 	assert_int_equal(got.qpn, 2);
 	assert_in_range(got.ttl, 119, 120);
+	/* heard again as it is: the same host, its expiry moved in place */
+	put(f, 1, 2, IBRES_ORIGIN_FABRIC, 300);
+	assert_ptr_equal(store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
+								   .len = 2, .data = "h1" },
+				      now_ms(), false),
+			 h);
+	assert_int_equal(host_cookie(h, false), cookie);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(got.qpn, 2);
+	assert_in_range(got.ttl, 299, 300);
+	assert_int_equal(look(m, size, IBRES_T_GID, a.gids[0], 16, &got), 0);
+	assert_in_range(got.ttl, 299, 300);
 	/* an address that moved to another host answers with that host */
 	mkrec(&a, 2, 1);
 	a.v4[0].s_addr = htonl(0x0a000001u);
@@ -493,7 +505,14 @@ static void test_growth_replaces_the_generation(void **state)
 		put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
 		loop_run_due(&f->loop);
 	}
-	/* the first generation was replaced (more than once): readers ask again */
+	/* full, and hosts still coming: no new file yet; the full one says
+	 * it is incomplete (a miss there is no answer) and still answers what
+	 * it holds */
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h2999", 5, &got), -EAGAIN);
+	/* quiet: the new file, once */
+	usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
+	loop_run_due(&f->loop);
 	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -ESTALE);
 	m2 = map_now(f, &size2);
 	assert_true(size2 > size);
@@ -802,9 +821,12 @@ static void test_32_readers_and_a_busy_writer(void **state)
 		if (w % 16 == 0)
 			loop_run_due(&f->loop);
 		feed_directory(f, feed[0], &fed);
-		if (w % 1000 == 0)
-			/* heartbeats and late replacements, as the daemon's timer does */
+		if (w % 2000 == 0) {
+			/* a quiet moment: heartbeats and the replacement due, as
+			 * the daemon's timers make them */
+			usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
 			loop_run_due(&f->loop);
+		}
 	}
 	stop = 1;
 	for (unsigned i = 0; i < READERS; i++) {

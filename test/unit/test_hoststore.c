@@ -776,6 +776,90 @@ static void test_refresh_same_host(void **state)
 	store_fini(&s);
 }
 
+static unsigned refreshes_seen, puts_unchanged;
+
+static void count_refresh(void *arg, struct host *h)
+{
+	(void)arg;
+	(void)h;
+	refreshes_seen++;
+}
+
+static void count_put_unchanged(void *arg, struct host *h)
+{
+	(void)arg;
+	(void)h;
+	puts_unchanged++;
+}
+
+/* A learned host heard again exactly as it is (a boot storm's repeats) is
+ * refreshed in place: the same host, a new expiry and announce number, the
+ * observer told "refresh" instead of "put". Anything else (another QPN, a
+ * key another host took meanwhile, a new local port) is a replacement, as
+ * before. */
+static void test_refresh_unchanged_in_place(void **state)
+{
+	struct ibres_hostrec h, b;
+	struct host *e, *again;
+	struct host_store s;
+
+	(void)state;
+	refreshes_seen = puts_unchanged = 0;
+	assert_int_equal(store_init(&s, 16), 0);
+	store_observe(&s, &(struct store_observer){ .put = count_put_unchanged,
+						     .refresh = count_refresh });
+	rec_init(&h, "Node-A");
+	rec_v4(&h, "198.18.0.1");
+	rec_gid(&h, "fe80::a");
+	h.lid = 7;
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 10, 0, 0, 1000, &e), 0);
+	assert_int_equal(puts_unchanged, 1);
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 0, 0, 3000, &again), 0);
+	assert_ptr_equal(again, e);
+	assert_int_equal(host_expires_ms(e), 23000);
+	assert_int_equal(refreshes_seen, 1);
+	assert_int_equal(puts_unchanged, 1);
+	assert_int_equal(keys_of(&s, e), 4);
+	assert_int_equal(s.stats.hosts, 1);
+	assert_int_equal(s.stats.inserts, 2);
+
+	/* a name's case is the record's: another spelling replaces it */
+	rec_init(&b, "node-a");
+	rec_v4(&b, "198.18.0.1");
+	rec_gid(&b, "fe80::a");
+	b.lid = 7;
+	assert_int_equal(insert_grp(&s, &b, IBRES_ORIGIN_FABRIC, 20, 0, 0, 3000, &again), 0);
+	assert_ptr_not_equal(again, e);
+	assert_int_equal(puts_unchanged, 2);
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 0, 0, 3000, &e), 0);
+	assert_int_equal(puts_unchanged, 3);
+
+	/* its address taken by another host: hearing it again takes it back */
+	assert_int_equal(
+		insert_simple(&s, "b", "198.18.0.1", "fe80::b", IBRES_ORIGIN_FABRIC, 10, 4000), 0);
+	assert_string_equal(host_name(lk_v4(&s, "198.18.0.1", 4000), (char[IBRES_NAME_MAX + 1]){0}),
+			    "b");
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 0, 0, 5000, &again), 0);
+	assert_ptr_not_equal(again, e);
+	assert_ptr_equal(lk_v4(&s, "198.18.0.1", 5000), again);
+	e = again;
+
+	/* another QPN, or group parameters: a replacement */
+	h.qpn = 99;
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 0, 0, 6000, &again), 0);
+	assert_ptr_not_equal(again, e);
+	e = again;
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 4, 3, 6000, &again), 0);
+	assert_ptr_not_equal(again, e);
+	e = again;
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 4, 3, 7000, &again), 0);
+	assert_ptr_equal(again, e); /* the same parameters: a refresh */
+	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 0, 0, 7000, &again), 0);
+	assert_ptr_equal(again, e); /* none said: they stay */
+	assert_int_equal(store_check(&s), 0);
+	store_fini(&s);
+}
+
 /* A host is identified by gids[0], else its first name, else its first IPv4,
  * IPv6 address, else its LID: a record of a known identity replaces the
  * host; a record of another identity only takes the keys it lists. */
@@ -3517,6 +3601,7 @@ int main(void)
 		cmocka_unit_test(test_insert_invalid),
 		cmocka_unit_test(test_duplicate_keys_in_record),
 		cmocka_unit_test(test_refresh_same_host),
+		cmocka_unit_test(test_refresh_unchanged_in_place),
 		cmocka_unit_test(test_identity_rules),
 		cmocka_unit_test(test_ttl_expiry_lookup),
 		cmocka_unit_test(test_ttl_expiry_sweep),

@@ -118,6 +118,17 @@ bool hs_same_canonical(const struct host *a, const struct host *b)
 	return la == lb && hostrec_name_eq(na, nb, la);
 }
 
+bool hs_canonical_is(const struct host *h, const char *name)
+{
+	unsigned len;
+	const uint8_t *n;
+
+	if (!h->n_names)
+		return false;
+	n = h_name(h, 0, &len);
+	return strlen(name) == len && hostrec_name_eq(n, (const uint8_t *)name, len);
+}
+
 /* An endpoint's identity: its port GID and P_Key (the partitions of one
  * port are endpoints of their own), a key of the store's own making. */
 static void gid_ident(struct host_key *k, const uint8_t gid[16], uint16_t pkey)
@@ -322,11 +333,6 @@ unsigned host_endpoint_count(const struct host *h)
 uint32_t host_heard_on(const struct host *h)
 {
 	return h->heard_on;
-}
-
-uint32_t host_seq(const struct host *h)
-{
-	return h->seq;
 }
 
 uint64_t host_rails(const struct host *h)

@@ -530,16 +530,23 @@ static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_
 }
 
 bool store_refresh(struct host_store *s, const struct ibres_hostrec *r, const struct store_put *how,
-		   uint64_t now_ms)
+		   uint64_t now_ms, uint32_t *seq_before)
 {
 	struct host_key id;
 	struct host *h;
 
+	if (seq_before)
+		*seq_before = 0;
 	if (!s || !r || !how || hs_rec_validate(r))
 		return false;
 	hs_rec_ident(r, &id);
 	h = hs_ident_find(s, &id);
-	return h && hs_refresh(s, h, r, how, now_ms);
+	if (!h)
+		return false;
+	if (seq_before && h->origin == IBRES_ORIGIN_FABRIC && (h->heard_on & how->heard_on) &&
+	    hs_canonical_is(h, r->names[0]))
+		*seq_before = h->seq;
+	return hs_refresh(s, h, r, how, now_ms);
 }
 
 int store_insert(struct host_store *s, const struct ibres_hostrec *r, const struct store_put *how,

@@ -187,9 +187,12 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *h, const stru
  * every key its own, already heard where @how says): its expiry and
  * announce number move, nothing else. Returns true when it did; false: use
  * store_insert(). No key of such a record can conflict with another host's
- * (each leads to it), which spares a boot storm's repeats every check. */
+ * (each leads to it), which spares a boot storm's repeats every check.
+ * *@seq_before (may be NULL): the announce number that host had, if it was
+ * learned from the fabric under @h's canonical name and heard where @how
+ * says, whether refreshed or not; else 0. */
 bool store_refresh(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
-		   uint64_t now_ms);
+		   uint64_t now_ms, uint32_t *seq_before);
 
 /* Remove the endpoint of port GID @gid and P_Key @pkey (its GOODBYE) unless
  * LOCAL/STATIC. Returns the keys removed. */
@@ -222,8 +225,6 @@ struct host *host_next_endpoint(const struct host *h, const struct host *e);
 unsigned host_endpoint_count(const struct host *h);
 /* The local endpoints (bits, by index) @h was heard on; a LOCAL one's own. */
 uint32_t host_heard_on(const struct host *h);
-/* Its last announce number heard (store_put.seq); 0: none. */
-uint32_t host_seq(const struct host *h);
 /* The rails digest it was stored with (0: a host alone). */
 uint64_t host_rails(const struct host *h);
 /* Does another endpoint of @h's host list @k too (a name of the whole host,

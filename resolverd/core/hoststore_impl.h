@@ -185,6 +185,8 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 bool hs_same_rec(const struct host *h, const struct ibres_hostrec *r);
 /* Do @a and @b have the same canonical name (ASCII case aside)? */
 bool hs_same_canonical(const struct host *a, const struct host *b);
+/* Is @name (a record's) @h's canonical name, ASCII case aside? */
+bool hs_canonical_is(const struct host *h, const char *name);
 /* Frees a host's route list (counted off s->n_paths). */
 void hs_paths_free(struct host_store *s, struct host_path *p);
 /* The bytes of @h's struct and record, its routes aside. */

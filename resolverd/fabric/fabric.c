@@ -237,14 +237,15 @@ static int learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 
 /* Cache a peer's identity (overheard or answered). A sender heard again as
  * it is stored is only refreshed: each of its keys leads to it, so none can
- * conflict (most of a boot storm's datagrams). */
-static int learn(struct fabric_port *p, const struct fw_msg *m, int group)
+ * conflict (most of a boot storm's datagrams). *@prev_seq (may be NULL): the
+ * announce number this endpoint had, heard here before (0: none). */
+static int learn(struct fabric_port *p, const struct fw_msg *m, int group, uint32_t *prev_seq)
 {
 	struct fabric *f = p->f;
 	struct store_put how = put_of(p, m, group);
 	int ret;
 
-	if (store_refresh(f->store, &m->sender, &how, now_ms())) {
+	if (store_refresh(f->store, &m->sender, &how, now_ms(), prev_seq)) {
 		if (f->ev.learned)
 			f->ev.learned(f->ev.arg, &m->sender);
 		return 0;
@@ -317,7 +318,7 @@ static void on_request(struct fabric_port *p, const struct fw_msg *m,
 
 	/* every receiver stores the requester */
 	if (!key_matches_host(&m->target, &p->ep->cfg.id)) {
-		if (learn(p, m, g) == 0)
+		if (learn(p, m, g, NULL) == 0)
 			f->c.overheard++;
 		return;
 	}
@@ -349,7 +350,7 @@ static void on_reply(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	/* learning it ends the query (the resolver hears of it) */
-	learn(p, m, best_common_group(p, &m->chosen, 1));
+	learn(p, m, best_common_group(p, &m->chosen, 1), NULL);
 }
 
 /* The endpoint of port GID @gid and P_Key @pkey, learned from the fabric
@@ -397,12 +398,10 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from)
 {
 	struct fabric *f = p->f;
-	struct host *known =
-		heard_endpoint(p, m->sender.gids[0], m->sender.pkey, m->sender.names[0]);
-	uint32_t prev_seq = known ? host_seq(known) : 0;
+	uint32_t prev_seq;
 	struct fw_msg r;
 
-	if (learn(p, m, best_common_group(p, m->groups, m->n_groups)) == 0) {
+	if (learn(p, m, best_common_group(p, m->groups, m->n_groups), &prev_seq) == 0) {
 		f->c.overheard++;
 		/* compared once its sender is ours too; a refused sender's
 		 * word counts for nothing */
@@ -545,7 +544,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	case FW_RANGE_QUERY:
 		/* the asker is learned like a requester: a node nobody heard
 		 * of, asking, becomes known */
-		if (learn(p, &m, best_common_group(p, m.groups, m.n_groups)) == 0) {
+		if (learn(p, &m, best_common_group(p, m.groups, m.n_groups), NULL) == 0) {
 			f->c.overheard++;
 			fabric_fetch_asker(p, &m, from);
 		}

@@ -473,6 +473,8 @@ static void on_refresh(void *arg, struct host *h)
 
 	if (!p->map)
 		return;
+	if (!off && p->rebuild)
+		return; /* held back: the new file will hold it (and nothing changed) */
 	if (!off || host_cookie(h, true)) {
 		on_put(arg, h); /* no record yet, or its host's view too */
 		return;

@@ -506,6 +506,25 @@ static void join_host(struct host_store *s, struct host *nh)
 		ring_link(nh, holder);
 }
 
+/* The hosts a new record took keys from (each once; none that went). */
+static void moved_add(struct host **moved, unsigned *n, struct host *h)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (moved[i] == h)
+			return;
+	if (*n < HOST_KEYS_MAX)
+		moved[(*n)++] = h;
+}
+
+static void moved_forget(struct host **moved, unsigned *n, const struct host *h)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (moved[i] == h) {
+			moved[i] = moved[--*n];
+			return;
+		}
+}
+
 /* A learned host heard again as it is, alone, every key its own: only its
  * expiry and announce number move. Most of a boot storm's datagrams repeat
  * what the first one taught (bench/RESULTS.md): a new record, its keys and
@@ -541,8 +560,8 @@ bool store_refresh(struct host_store *s, const struct ibres_hostrec *r, const st
 		return false;
 	hs_rec_ident(r, &id);
 	h = hs_ident_find(s, &id);
-	if (!h)
-		return false;
+	if (!h || h->expires_ms <= now_ms)
+		return false; /* expired: gone, as a lookup would have found it */
 	if (seq_before && h->origin == IBRES_ORIGIN_FABRIC && (h->heard_on & how->heard_on) &&
 	    hs_canonical_is(h, r->names[0]))
 		*seq_before = h->seq;
@@ -554,7 +573,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 {
 	uint8_t origin = how ? how->origin : 0xff, grp_mtu, grp_rate;
 	uint32_t heard_on, ttl_s;
-	struct host *nh, *old;
+	struct host *nh, *old, *moved[HOST_KEYS_MAX];
+	unsigned n_moved = 0;
 	struct host_key id, k;
 	unsigned nk, changed = 0;
 	bool placed = false;
@@ -648,8 +668,12 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 			holder->n_indexed--;
 			hs_at_set(s, at, nh, i);
 			nh->n_indexed++;
-			if (!holder->n_indexed && !holder->sib_next)
+			if (!holder->n_indexed && !holder->sib_next) {
+				moved_forget(moved, &n_moved, holder);
 				hs_host_remove(s, holder);
+			} else {
+				moved_add(moved, &n_moved, holder);
+			}
 		} else {
 			slot_put(s->slots, s->slot_mask, slot_make(nh, i, hash, 0), hash);
 			nh->n_indexed++;
@@ -685,8 +709,12 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	}
 	s->stats.inserts++;
 	s->stats.keys = s->n_keys;
-	if (s->ob.put)
+	if (s->ob.put) {
 		s->ob.put(s->ob.arg, nh);
+		/* and the hosts it took keys from: what leads to them changed */
+		for (unsigned i = 0; i < n_moved; i++)
+			s->ob.put(s->ob.arg, moved[i]);
+	}
 	if (nh->sib_next)
 		ring_changed(s, nh, nh);
 	if (out)

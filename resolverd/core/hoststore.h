@@ -56,7 +56,8 @@ struct store_stats {
 };
 
 /* One follower of the store's hosts (the shared host directory). @put: @h
- * is new, or holds a changed record: a change makes a new struct host,
+ * is new, or holds a changed record, or lost a key to another host (put
+ * after that one): a change makes a new struct host,
  * which takes over the old one's cookie (the old one is then gone with
  * cookie 0). @refresh: @h was heard again unchanged (the same struct, a
  * later expiry). @gone: @h is about to be freed. None may change the store;

@@ -62,8 +62,8 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 			slot = &x->peers[i];
 	if (!slot) /* full: the next in the round takes the newcomer's place */
 		slot = &x->peers[x->next_peer % FETCH_PEERS];
-	if (!slot->used)
-		slot->claimed = false;
+	if (!slot->used || memcmp(slot->gid, gid, 16))
+		slot->claimed = false; /* a new peer's slot: nothing of the last one's */
 	slot->addr = *from;
 	memcpy(slot->gid, gid, 16);
 	slot->port = (unsigned)(p - p->f->ports);
@@ -100,22 +100,25 @@ void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
 		remember_peer(p, m->sender.gids[0], from, false);
 }
 
-/* The peer of the next session: one whose digest claimed more, else the
+/* The peer of the next session, or the next one of a session whose peer
+ * did not answer (@avoid: that one): one whose digest claimed more, else the
  * next in turn (so that answers vouching for us come from different peers).
  * False when none is known. */
-static bool pick_peer(struct fabric_fetch *x)
+static bool pick_peer(struct fabric_fetch *x, const uint8_t *avoid)
 {
 	for (unsigned i = 0; i < FETCH_PEERS; i++) {
-		if (x->peers[i].used && x->peers[i].claimed) {
-			x->peers[i].claimed = false;
-			x->peer = x->peers[i];
+		struct fetch_peer *c = &x->peers[i];
+
+		if (c->used && c->claimed && (!avoid || memcmp(c->gid, avoid, 16))) {
+			c->claimed = false;
+			x->peer = *c;
 			return true;
 		}
 	}
 	for (unsigned n = 0; n < FETCH_PEERS; n++) {
 		struct fetch_peer *c = &x->peers[x->next_peer++ % FETCH_PEERS];
 
-		if (c->used) {
+		if (c->used && (!avoid || memcmp(c->gid, avoid, 16))) {
 			x->peer = *c;
 			return true;
 		}
@@ -164,7 +167,7 @@ static void session_start(struct fabric *f)
 {
 	struct fabric_fetch *x = &f->fx;
 
-	if (!pick_peer(x)) {
+	if (!pick_peer(x, NULL)) {
 		loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_IDLE_MS);
 		return;
 	}
@@ -195,7 +198,7 @@ static void on_timer(struct loop_timer *t)
 		c = find_peer(x, x->peer.gid);
 		if (c && ++c->strikes >= FETCH_STRIKES)
 			c->used = false;
-		if (x->switches < FETCH_SWITCHES && pick_peer(x)) {
+		if (x->switches < FETCH_SWITCHES && pick_peer(x, x->peer.gid)) {
 			x->switches++;
 			x->tries = 0;
 			x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);

@@ -434,8 +434,10 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 		rec_free(p, off);
 }
 
-/* A new file is due: @h waits for it. Its records here go (they may be
- * older than it is), and the file says it is incomplete. */
+/* A new file is due: @h waits for it. Its records here go, and the slots
+ * leading to them (they may be older than it is; a host that lost a key to
+ * another is put too, so that its old record does not answer for it). The
+ * file says it is incomplete: a reader asks the daemon instead. */
 static void hold_back(struct hostdir_pub *p, struct host *h)
 {
 	for (int all = 0; all < 2; all++) {

@@ -525,6 +525,47 @@ static void test_growth_replaces_the_generation(void **state)
 	munmap(m2, size2);
 }
 
+/* While a full file waits for its replacement, a host that takes another's
+ * address is held back, and the address must not lead readers to the host
+ * that lost it (its record still lists it): they ask the daemon instead. */
+static void test_held_back_key_moved(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec a, got;
+	size_t size;
+	void *m;
+
+	m = map_now(f, &size);
+	for (unsigned i = 0; i < 3000; i++) {
+		put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
+		loop_run_due(&f->loop);
+	}
+	mkrec(&a, 1, 1);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
+	assert_string_equal(got.names[0], "h1");
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h2999", 5, &got), -EAGAIN); /* held back */
+	/* h5000 takes h1's address (its GID, name and the rest its own) */
+	mkrec(&a, 5000, 1);
+	a.v4[0].s_addr = htonl(0x0a000001u);
+	assert_int_equal(store_insert(&f->store, &a,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600 },
+				      now_ms(), NULL),
+			 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), -EAGAIN);
+	/* h1 changed too (it lost a key): held back as well, asked of the daemon */
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -EAGAIN);
+	/* the replacement: the address is h5000's */
+	usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
+	loop_run_due(&f->loop);
+	munmap(m, size);
+	m = map_now(f, &size);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
+	assert_string_equal(got.names[0], "h5000");
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	munmap(m, size);
+}
+
 static void test_stop_closes(void **state)
 {
 	struct fx *f = *state;
@@ -1025,6 +1066,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_held_back_key_moved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_images, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, setup, teardown),

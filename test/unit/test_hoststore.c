@@ -856,6 +856,33 @@ static void test_refresh_unchanged_in_place(void **state)
 	assert_ptr_equal(again, e); /* the same parameters: a refresh */
 	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 20, 0, 0, 7000, &again), 0);
 	assert_ptr_equal(again, e); /* none said: they stay */
+
+	/* store_refresh() tells the number it had; an expired host is gone
+	 * (as a lookup would find it), not refreshed, and tells none */
+	{
+		struct store_put how = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 20, .seq = 4};
+		uint32_t seq = 99;
+
+		assert_true(store_refresh(&s, &h, &how, 8000, &seq));
+		assert_int_equal(seq, 0); /* heard on no local endpoint: none of its numbers */
+		how.seq = 5;
+		assert_true(store_refresh(&s, &h, &how, 9000, &seq));
+		assert_int_equal(host_expires_ms(e), 29000);
+		assert_false(store_refresh(&s, &h, &how, 29000, &seq));
+		assert_int_equal(seq, 0);
+
+		rec_init(&b, "c");
+		rec_gid(&b, "fe80::c");
+		how = (struct store_put){.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .ttl_s = 20,
+					 .seq = 3};
+		assert_int_equal(store_insert(&s, &b, &how, 30000, NULL), 0);
+		how.seq = 4;
+		assert_true(store_refresh(&s, &b, &how, 31000, &seq));
+		assert_int_equal(seq, 3);
+		how.heard_on = 2; /* another local endpoint: not heard there yet */
+		assert_false(store_refresh(&s, &b, &how, 31000, &seq));
+		assert_int_equal(seq, 0);
+	}
 	assert_int_equal(store_check(&s), 0);
 	store_fini(&s);
 }

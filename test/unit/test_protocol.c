@@ -1624,7 +1624,7 @@ static void test_unicast_answer_no_gap(void **state)
 }
 
 /* A fetch whose peer answers nothing: each query is tried FETCH_TRIES times,
- * then moved on to the next peer (here the same one); the peer is forgotten
+ * then the session ends (no other peer to move on to); the peer is forgotten
  * after FETCH_STRIKES unanswered queries in a row, not after the first (on a
  * lossy fabric most are lost). A peer that asks us a range query answers
  * them too: it refills the list. */
@@ -1642,7 +1642,7 @@ static void test_fetch_keeps_lossy_peers(void **state)
 	assert_int_equal(counter("directory_complete"), 0);
 	assert_int_equal(range_queries_to(2), FETCH_STRIKES * FETCH_TRIES);
 	assert_int_equal(counter("fabric_fetch_timeouts"), FETCH_STRIKES);
-	assert_int_equal(counter("fabric_fetch_sessions"), 1);
+	assert_int_equal(counter("fabric_fetch_sessions"), FETCH_STRIKES);
 	advance_to(START_MS + 9000);
 	assert_int_equal(range_queries_to(2), FETCH_STRIKES * FETCH_TRIES); /* forgotten */
 	assert_int_equal(counter("directory_complete"), 0);
@@ -1656,7 +1656,29 @@ static void test_fetch_keeps_lossy_peers(void **state)
 	assert_int_equal(range_queries_to(3), 0);
 	advance(FETCH_IDLE_MS + 1);
 	assert_int_equal(range_queries_to(3), 1);
-	assert_int_equal(counter("fabric_fetch_sessions"), 2);
+	assert_int_equal(counter("fabric_fetch_sessions"), FETCH_STRIKES + 1);
+}
+
+/* A query the peer leaves unanswered moves on to another peer within the
+ * session, never back to the one that did not answer. */
+static void test_fetch_moves_on(void **state)
+{
+	unsigned to2, to4;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_digest(2, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	announce_digest(4, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
+		advance(10);
+	assert_int_equal(count_sent(FW_RANGE_QUERY), 1);
+	/* its three attempts, then the other peer's first, in one session */
+	advance(FETCH_TRIES * FETCH_WAIT_MS + 1);
+	to2 = range_queries_to(2);
+	to4 = range_queries_to(4);
+	assert_true((to2 == FETCH_TRIES && to4 == 1) || (to4 == FETCH_TRIES && to2 == 1));
+	assert_int_equal(counter("fabric_fetch_sessions"), 1);
+	assert_int_equal(counter("fabric_fetch_timeouts"), 1);
 }
 
 /* What the receiver drops before looking at a message: malformed, another
@@ -1906,6 +1928,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_directory_rule, teardown),
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
+		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_no_directory, teardown),
 		cmocka_unit_test_teardown(test_startup_announces, teardown),
 		cmocka_unit_test_teardown(test_newcomer_answered, teardown),

@@ -5,7 +5,7 @@
  * process maps read-only, so that a cached name, address or GID, and a name
  * that is not the cluster's, is answered with no system call. This header is
  * the image's format and the one copy of its rules (hashing, record layout,
- * validity) for the writer in the daemon (resolverd/os/hostdir_pub.c) and
+ * validity) for the writer in the daemon (resolverd/os/hostdir_write.c) and
  * the readers (lib/dirmap.c).
  *
  * Layout, all integers in host byte order, every offset from the file's start:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of the shared host directory: the daemon's writer
- * (resolverd/os/hostdir_pub.c, following a real host store) and the
+ * (resolverd/os/hostdir_pub.c and hostdir_write.c, following a real host store) and the
  * readers' side (lib/hostdir.c over the image, lib/dirmap.c fetching the
  * sealed memfd over a socket for a handle). The concurrency test runs the
  * writer on this thread and 32 readers on theirs, through the library's own

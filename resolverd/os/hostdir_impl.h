@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared host directory's writer (hostdir_pub.h; the format is
+ * lib/hostdir.h). An endpoint's record is one block of the record area; its
+ * struct host keeps the block's offset as the store's observer cookie. An
+ * endpoint of a host of several (one per rail) that holds a name they share
+ * has a second block, its host's record (host_record_all: every rail's
+ * addresses), which those names lead to; its own addresses and names lead
+ * to its own.
+ *
+ * In place: a refreshed record that fits its block is rewritten between two
+ * increments of the block's seq; one that does not gets a new block, its
+ * slots move to it, and the old block is freed. Slots are changed with
+ * table_seq odd, from the first change of a loop turn until the next turn
+ * (a zero-delay timer), so a store operation made of several events (a key
+ * moving from one host to another) is one change to a reader that misses.
+ *
+ * A new generation: at start-up, when the record area is full or 5/8 of a
+ * table taken (live or deleted slots), and to retry after a failure. It is a
+ * memfd, never a file in a folder someone else could reach: its space is
+ * reserved with posix_fallocate (no memory fails here, never with SIGBUS in
+ * a reader), it is mapped for writing here and then sealed against
+ * shrinking, growing, any other writer and more seals, written in full, and
+ * only then handed out (frontend/directory.c passes the descriptor over the
+ * socket) while the old one is marked IBDIR_REPLACED. Readers check the
+ * seals before they map it, so nobody, the daemon's own account included,
+ * can truncate a mapping under a reader or write into it through the
+ * descriptor it was given. Blocks are never reused inside a generation, so
+ * a reader's stale slot can only lead to a record that says which keys it
+ * holds.
+ *
+ * Two files: hostdir_write.c writes records and slots into the generation
+ * published now and follows the store (its observer callbacks);
+ * hostdir_pub.c makes generations, runs the timers and is hostdir_pub.h.
+ * Calls go from hostdir_pub.c to hostdir_write.c only; hostdir_write.c only
+ * flags that a new generation is due.
+ */
+#ifndef IBRESD_HOSTDIR_IMPL_H
+#define IBRESD_HOSTDIR_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hoststore.h"
+#include "core/jitter.h"
+#include "core/loop.h"
+#include "hostdir.h"
+#include "hostrec.h"
+#include "os/hostdir_pub.h"
+
+#define REC_KEYS_MAX (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX)
+
+struct dkey {
+	uint8_t tab, len;
+	const void *data;
+};
+
+struct hostdir_pub {
+	struct loop *loop;
+	struct host_store *store;
+	uint8_t *map; /* the generation published now, read-write; NULL: none */
+	size_t size;
+	int fd;			     /* its sealed memfd (what readers are given); -1: none */
+	uint32_t rec_next, rec_end;  /* free space of the record area */
+	uint64_t rec_built;	     /* bytes of records written when the file was made */
+	uint64_t left_behind;	     /* bytes of blocks freed since (never reused) */
+	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
+	bool in_section;	     /* table_seq is odd */
+	bool rebuild;		     /* a new file is needed */
+	uint64_t due_ms;	     /* when it became so */
+	uint64_t changed_ms;	     /* the store's last change */
+	bool incomplete;	     /* a host is missing from the file: not authoritative */
+	bool logged;		     /* a failure was logged; quiet until a success */
+	unsigned retry_in;
+	uint64_t auth_from; /* as the resolver said; IBDIR_NEVER while incomplete */
+	char patterns[IBDIR_PATTERNS_MAX][IBDIR_PATTERN_LEN];
+	unsigned n_patterns;
+	struct jitter_rng rng;
+	struct loop_timer beat, end_section, later;
+	struct hostdir_stats stats;
+	uint8_t enc[IBDIR_REC_MAX];
+	/* records expanded: the one written, the one it replaces, the one being
+	 * dropped */
+	struct ibres_hostrec cur, prev, gone;
+};
+
+static inline struct ibdir_header *hd_of(const struct hostdir_pub *p)
+{
+	return (struct ibdir_header *)p->map;
+}
+
+/* hostdir_write.c */
+
+/* The keys of record @r, into @k (REC_KEYS_MAX); returns how many. */
+unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k);
+/* Does the store give @k to @h, and is it a key of @h's view (@all: its
+ * host's record)? */
+bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
+		   bool all);
+/* The slots' changes of this loop turn are over (table_seq even again). */
+void hostdir_section_end(struct hostdir_pub *p);
+/* The header's scope (authoritative from, name patterns) as @p has it. */
+void hostdir_scope_write(struct hostdir_pub *p);
+/* The store's observer (store_observe()): @arg is the hostdir_pub. */
+void hostdir_on_put(void *arg, struct host *h);
+void hostdir_on_refresh(void *arg, struct host *h);
+void hostdir_on_gone(void *arg, struct host *h);
+
+#endif

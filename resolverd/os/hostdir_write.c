@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The shared host directory's records and slots, written under the readers'
+ * feet, and the store's observer (hostdir_impl.h has the design).
+ */
+#include "os/hostdir_impl.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+/* A table is written at most half full (layout()) and makes a new file once
+ * TABLE_FULL_NUM/TABLE_FULL_DEN of it is taken: 25 % more keys, as much as
+ * the record area has room for, so that a table does not make a file of its
+ * own just after the area made one. A reader's probe for a key that is not
+ * there then takes 3.9 slots on average (2.5 at half full). */
+#define TABLE_FULL_NUM 5u
+#define TABLE_FULL_DEN 8u
+
+static uint64_t *slots_of(const struct hostdir_pub *p, unsigned tab)
+{
+	return (uint64_t *)(p->map + hd_of(p)->tables[tab].off);
+}
+
+unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < r->n_names; i++)
+		k[n++] = (struct dkey){IBDIR_TAB_NAME, (uint8_t)strlen(r->names[i]), r->names[i]};
+	for (unsigned i = 0; i < r->n_v4; i++)
+		k[n++] = (struct dkey){IBDIR_TAB_IPV4, 4, &r->v4[i]};
+	for (unsigned i = 0; i < r->n_v6; i++)
+		k[n++] = (struct dkey){IBDIR_TAB_IPV6, 16, &r->v6[i]};
+	for (unsigned i = 0; i < r->n_gids; i++)
+		k[n++] = (struct dkey){IBDIR_TAB_GID, 16, r->gids[i]};
+	return n;
+}
+
+/* Does the store give this key to @h? Only then does its slot point at @h.
+ * And is it a key of @h's view: a name every endpoint of its host shares
+ * leads to the host's record (@all), any other key to @h's own. */
+bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
+		   bool all)
+{
+	struct host_key hk;
+
+	/* the store's own key rules (a name is folded to lower case) */
+	if (k->tab == IBDIR_TAB_NAME)
+		host_key_name(&hk, k->data); /* a record's names are NUL-terminated */
+	else
+		host_key_addr(&hk, ibdir_key_type(k->tab), k->data);
+	if (store_holder(p->store, &hk) != h)
+		return false;
+	return all == (k->tab == IBDIR_TAB_NAME && host_key_shared(h, &hk));
+}
+
+/* The record of @h's view into @r; returns its expiry. */
+static uint64_t view_of(const struct host *h, bool all, struct ibres_hostrec *r)
+{
+	if (all)
+		return host_record_all(h, r, 0);
+	host_record(h, r, 0);
+	return host_expires_ms(h);
+}
+
+/* ---- writing under the readers' feet ------------------------------------------ */
+
+static void section_begin(struct hostdir_pub *p)
+{
+	struct ibdir_header *hd = hd_of(p);
+
+	if (p->in_section)
+		return;
+	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	p->in_section = true;
+	loop_timer_arm(p->loop, &p->end_section, now_ms());
+}
+
+void hostdir_section_end(struct hostdir_pub *p)
+{
+	struct ibdir_header *hd = hd_of(p);
+
+	if (!p->in_section)
+		return;
+	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELEASE);
+	p->in_section = false;
+}
+
+static void want_rebuild(struct hostdir_pub *p)
+{
+	if (!p->rebuild)
+		p->due_ms = now_ms();
+	p->rebuild = true;
+}
+
+static void store_words(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, src + i, 8);
+		__atomic_store_n((uint64_t *)(dst + i), w, __ATOMIC_RELAXED);
+	}
+}
+
+static struct ibdir_rec *block(const struct hostdir_pub *p, uint32_t off)
+{
+	return (struct ibdir_rec *)(p->map + off);
+}
+
+/* Write @len encoded bytes (p->enc) into the block at @off: a new block, or
+ * in place between two increments of its seq. */
+static void rec_write(struct hostdir_pub *p, uint32_t off, size_t len, bool fresh)
+{
+	struct ibdir_rec *b = block(p, off);
+	size_t n = (len + 7) & ~(size_t)7;
+	uint32_t seq = fresh ? 0 : b->seq, cap = fresh ? (uint32_t)n : b->cap;
+
+	memset(p->enc + len, 0, n - len);
+	memcpy(p->enc, &(uint32_t){seq + 1}, 4);
+	memcpy(p->enc + 4, &cap, 4);
+	if (!fresh) {
+		__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	}
+	/* the block's first word (seq, cap) too: seq stays odd until the end */
+	store_words((uint8_t *)b, p->enc, n);
+	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+static void rec_free(struct hostdir_pub *p, uint32_t off)
+{
+	struct ibdir_rec *b = block(p, off);
+	uint32_t seq = b->seq;
+
+	__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&b->expires_ms, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+	p->left_behind += b->cap;
+	if (p->stats.records)
+		p->stats.records--;
+}
+
+static uint32_t rec_alloc(struct hostdir_pub *p, size_t len)
+{
+	uint32_t n = (uint32_t)((len + 7) & ~(size_t)7), off = p->rec_next;
+
+	if (n > p->rec_end - p->rec_next)
+		return 0;
+	p->rec_next += n;
+	return off;
+}
+
+/* Our own record at @off, expanded into @r. */
+static int rec_read(const struct hostdir_pub *p, uint32_t off, struct ibres_hostrec *r)
+{
+	const struct ibdir_header *hd = hd_of(p);
+
+	if (off < hd->rec_off || off >= p->rec_next || (off & 7))
+		return -EINVAL;
+	return ibdir_rec_decode(p->map + off, p->rec_next - off, r);
+}
+
+/* The slot holding @k (-1 if none); *@free_at the first slot @k could take. */
+static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, long *free_at)
+{
+	uint32_t n = hd_of(p)->tables[k->tab].n_slots, mask = n - 1, i = hash & mask;
+	uint64_t *slots = slots_of(p, k->tab);
+
+	*free_at = -1;
+	for (uint32_t probes = 0; probes < n; probes++, i = (i + 1) & mask) {
+		uint32_t at = (uint32_t)slots[i];
+
+		if (at == IBDIR_SLOT_EMPTY) {
+			if (*free_at < 0)
+				*free_at = i;
+			return -1;
+		}
+		if (at == IBDIR_SLOT_DELETED) {
+			if (*free_at < 0)
+				*free_at = i;
+			continue;
+		}
+		if ((uint32_t)(slots[i] >> 32) == hash && at >= hd_of(p)->rec_off &&
+		    at < p->rec_next && !(at & 7) &&
+		    ibdir_rec_has_key(p->map + at, p->rec_next - at, k->tab, k->data, k->len))
+			return i;
+	}
+	return -1;
+}
+
+/* Point the slot of @k at the block @off. 0, or -ENOSPC (table full). */
+static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
+{
+	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
+	uint64_t *slots = slots_of(p, k->tab);
+	long free_at, at = slot_find(p, k, hash, &free_at);
+
+	if (at < 0) {
+		if (free_at < 0)
+			return -ENOSPC;
+		at = free_at;
+		if ((uint32_t)slots[at] == IBDIR_SLOT_EMPTY)
+			p->used[k->tab]++;
+	}
+	__atomic_store_n(&slots[at], (uint64_t)hash << 32 | off, __ATOMIC_RELEASE);
+	/* TABLE_FULL_NUM/DEN of the table taken (deleted slots lengthen probes
+	 * too): a new file */
+	if ((uint64_t)p->used[k->tab] * TABLE_FULL_DEN >
+	    (uint64_t)hd_of(p)->tables[k->tab].n_slots * TABLE_FULL_NUM)
+		want_rebuild(p);
+	return 0;
+}
+
+/* Delete the slot of @k if it points at the block @off. */
+static void slot_del(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
+{
+	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
+	uint64_t *slots = slots_of(p, k->tab);
+	long free_at, at = slot_find(p, k, hash, &free_at);
+
+	if (at >= 0 && (uint32_t)slots[at] == off)
+		__atomic_store_n(&slots[at], (uint64_t)IBDIR_SLOT_DELETED, __ATOMIC_RELEASE);
+}
+
+void hostdir_scope_write(struct hostdir_pub *p)
+{
+	struct ibdir_header *hd = hd_of(p);
+	uint32_t seq;
+	uint64_t from = p->incomplete ? IBDIR_NEVER : p->auth_from;
+
+	if (!p->map)
+		return;
+	seq = hd->scope_seq;
+	if (hd->authoritative_from_ms == from && hd->n_patterns == p->n_patterns &&
+	    !memcmp(hd->patterns, p->patterns, sizeof(p->patterns)))
+		return;
+	__atomic_store_n(&hd->scope_seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&hd->authoritative_from_ms, from, __ATOMIC_RELAXED);
+	__atomic_store_n(&hd->n_patterns, p->n_patterns, __ATOMIC_RELAXED);
+	store_words((uint8_t *)hd->patterns, (const uint8_t *)p->patterns, sizeof(p->patterns));
+	__atomic_store_n(&hd->scope_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* ---- following the store --------------------------------------------------------- */
+
+/* Remove the record at @off and the slots pointing at it. */
+static void drop_record(struct hostdir_pub *p, uint32_t off)
+{
+	struct dkey keys[REC_KEYS_MAX];
+	unsigned n;
+
+	if (!off || rec_read(p, off, &p->gone))
+		return;
+	n = hostdir_rec_keys(&p->gone, keys);
+	for (unsigned i = 0; i < n; i++)
+		slot_del(p, &keys[i], off);
+	rec_free(p, off);
+}
+
+/* @h's view could not be written: its records go (its keys now miss, and a
+ * miss is no longer authoritative), and a new file is due. */
+static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t off, uint32_t to)
+{
+	want_rebuild(p);
+	p->incomplete = true;
+	hostdir_scope_write(p);
+	drop_record(p, to);
+	if (off != to)
+		drop_record(p, off);
+	host_set_cookie(h, all, 0);
+}
+
+/* Write one view of @h (its own record, or its host's) and the slots of the
+ * keys that lead to it. */
+static void put_view(struct hostdir_pub *p, struct host *h, bool all)
+{
+	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
+	uint32_t off = host_cookie(h, all), to;
+	unsigned n, n_old, mine = 0;
+	bool held[REC_KEYS_MAX];
+	uint64_t expires;
+	size_t len;
+
+	if (off && rec_read(p, off, &p->prev))
+		off = 0;
+	if (all && !host_next_endpoint(h, h)) {
+		/* a host alone shares no name with another endpoint */
+		drop_record(p, off);
+		host_set_cookie(h, all, 0);
+		return;
+	}
+	expires = view_of(h, all, &p->cur);
+	n = hostdir_rec_keys(&p->cur, keys);
+	for (unsigned i = 0; i < n; i++)
+		mine += held[i] = hostdir_holds(p, h, &keys[i], all);
+	if (!mine) {
+		/* nothing a reader could ask for (a LID alone; no name the host shares) */
+		drop_record(p, off);
+		host_set_cookie(h, all, 0);
+		return;
+	}
+	len = ibdir_rec_encode(&p->cur, expires, p->enc);
+	if (off && len <= block(p, off)->cap) {
+		to = off;
+		rec_write(p, to, len, false);
+	} else {
+		to = rec_alloc(p, len);
+		if (!to) {
+			lose_host(p, h, all, off, off);
+			return;
+		}
+		rec_write(p, to, len, true);
+		p->stats.records++;
+	}
+	host_set_cookie(h, all, to);
+	for (unsigned i = 0; i < n; i++)
+		if (held[i] && slot_set(p, &keys[i], to)) {
+			lose_host(p, h, all, off, to);
+			return;
+		}
+	if (!off)
+		return;
+	n_old = hostdir_rec_keys(&p->prev, old_keys);
+	for (unsigned i = 0; i < n_old; i++) {
+		const struct dkey *k = &old_keys[i];
+
+		if (to == off &&
+		    hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) &&
+		    hostdir_holds(p, h, k, all))
+			continue;
+		slot_del(p, k, off);
+	}
+	if (to != off)
+		rec_free(p, off);
+}
+
+/* A new file is due: @h waits for it. Its records here go, and the slots
+ * leading to them (they may be older than it is; a host that lost a key to
+ * another is put too, so that its old record does not answer for it). The
+ * file says it is incomplete: a reader asks the daemon instead. */
+static void hold_back(struct hostdir_pub *p, struct host *h)
+{
+	for (int all = 0; all < 2; all++) {
+		drop_record(p, host_cookie(h, all));
+		host_set_cookie(h, all, 0);
+	}
+	if (!p->incomplete) {
+		p->incomplete = true;
+		hostdir_scope_write(p);
+	}
+}
+
+void hostdir_on_put(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+
+	if (!p->map)
+		return;
+	p->changed_ms = now_ms();
+	section_begin(p);
+	if (p->rebuild) {
+		hold_back(p, h);
+		return;
+	}
+	put_view(p, h, false);
+	put_view(p, h, true);
+}
+
+void hostdir_on_refresh(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+	uint32_t off = host_cookie(h, false);
+	struct ibdir_rec *b;
+	uint32_t seq;
+
+	if (!p->map)
+		return;
+	if (!off && p->rebuild)
+		return; /* held back: the new file will hold it (and nothing changed) */
+	if (!off || host_cookie(h, true)) {
+		hostdir_on_put(arg, h); /* no record yet, or its host's view too */
+		return;
+	}
+	/* the record is the same: its expiry alone, in place, between two
+	 * increments of its seq as rec_write does */
+	b = block(p, off);
+	seq = b->seq;
+	__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&b->expires_ms, host_expires_ms(h), __ATOMIC_RELAXED);
+	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+void hostdir_on_gone(void *arg, struct host *h)
+{
+	struct hostdir_pub *p = arg;
+
+	if (!p->map)
+		return;
+	p->changed_ms = now_ms();
+	section_begin(p);
+	for (int all = 0; all < 2; all++) {
+		drop_record(p, host_cookie(h, all));
+		host_set_cookie(h, all, 0);
+	}
+}

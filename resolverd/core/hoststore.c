@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The host store (see hoststore.h for the contract): the key index, the
- * identity index, the LRU order of learned hosts, insertion, removal and
- * expiry. The index is open addressing with linear probing and
- * backward-shift deletion (no tombstones), kept under 3/4 full. The record
- * itself is host_record.c, negative answers hoststore_neg.c, walking and
- * checking hoststore_check.c.
+ * identity index, the LRU order of learned hosts, look-ups and insertion.
+ * The index is open addressing with linear probing and backward-shift
+ * deletion (no tombstones), kept under 3/4 full. The record itself is
+ * host_record.c, removals and expiry hoststore_remove.c, negative answers
+ * hoststore_neg.c, walking and checking hoststore_check.c.
  */
 #include "core/hoststore_impl.h"
 
@@ -35,7 +35,7 @@ static unsigned slot_home(const struct host_store *s, unsigned i)
 	return slot_hash_home(s, s->slots[i], s->slot_mask);
 }
 
-static void slot_put(struct store_slot *slots, unsigned mask, struct store_slot sl, unsigned home)
+void hs_slot_put(struct store_slot *slots, unsigned mask, struct store_slot sl, unsigned home)
 {
 	unsigned i = home & mask;
 
@@ -45,7 +45,7 @@ static void slot_put(struct store_slot *slots, unsigned mask, struct store_slot 
 }
 
 /* Backward-shift deletion: later members of the probe run move up. */
-static void slot_del(struct host_store *s, unsigned i)
+void hs_slot_del(struct host_store *s, unsigned i)
 {
 	unsigned j = i, mask = s->slot_mask;
 
@@ -82,7 +82,7 @@ static int slots_reserve(struct host_store *s, unsigned more)
 	 * every key is read from its host and hashed again */
 	for (unsigned i = 0; i < cap; i++)
 		if (s->slots[i].w)
-			slot_put(ns, ncap - 1, s->slots[i],
+			hs_slot_put(ns, ncap - 1, s->slots[i],
 				 slot_hash_home(s, s->slots[i], ncap - 1));
 	free(s->slots);
 	s->slots = ns;
@@ -92,7 +92,7 @@ static int slots_reserve(struct host_store *s, unsigned more)
 
 /* ---- hosts: identity index, LRU ---------------------------------------- */
 
-static unsigned ident_bucket(const struct host_store *s, const struct host_key *k,
+unsigned hs_ident_bucket(const struct host_store *s, const struct host_key *k,
 			     unsigned mask)
 {
 	struct host_key gid;
@@ -111,7 +111,7 @@ struct host *hs_ident_find(const struct host_store *s, const struct host_key *id
 {
 	struct host_key k;
 
-	for (struct host *h = s->idents[ident_bucket(s, id, s->ident_mask)]; h; h = h->id_next) {
+	for (struct host *h = s->idents[hs_ident_bucket(s, id, s->ident_mask)]; h; h = h->id_next) {
 		hs_ident(h, &k);
 		if (host_key_eq(&k, id))
 			return h;
@@ -139,7 +139,7 @@ static int idents_reserve(struct host_store *s)
 
 			next = h->id_next;
 			hs_ident(h, &k);
-			b = ident_bucket(s, &k, ncap - 1);
+			b = hs_ident_bucket(s, &k, ncap - 1);
 			h->id_next = nb[b];
 			nb[b] = h;
 		}
@@ -156,7 +156,7 @@ static void ident_link(struct host_store *s, struct host *h)
 	unsigned b;
 
 	hs_ident(h, &k);
-	b = ident_bucket(s, &k, s->ident_mask);
+	b = hs_ident_bucket(s, &k, s->ident_mask);
 	h->id_next = s->idents[b];
 	s->idents[b] = h;
 	s->rec_bytes += hs_rec_bytes(h);
@@ -168,7 +168,7 @@ static void ident_unlink(struct host_store *s, struct host *h)
 	struct host **pp;
 
 	hs_ident(h, &k);
-	for (pp = &s->idents[ident_bucket(s, &k, s->ident_mask)]; *pp; pp = &(*pp)->id_next)
+	for (pp = &s->idents[hs_ident_bucket(s, &k, s->ident_mask)]; *pp; pp = &(*pp)->id_next)
 		if (*pp == h) {
 			*pp = h->id_next;
 			s->rec_bytes -= hs_rec_bytes(h);
@@ -253,7 +253,7 @@ static struct host *ring_lister(const struct host *h, const struct host_key *k, 
  * is @skip, told already): the one its canonical name leads to lists every
  * endpoint, and keys (a shared name, a port's GID) may have passed from one
  * to another. A ring has at most HOST_RAILS_MAX endpoints. */
-static void ring_changed(struct host_store *s, struct host *member, const struct host *skip)
+void hs_ring_changed(struct host_store *s, struct host *member, const struct host *skip)
 {
 	if (!member || !s->ob.put)
 		return;
@@ -287,13 +287,13 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 			h->n_indexed--;
 			continue;
 		}
-		slot_del(s, (unsigned)at);
+		hs_slot_del(s, (unsigned)at);
 		n++;
 	}
 	if (s->ob.gone)
 		s->ob.gone(s->ob.arg, h);
 	left = ring_unlink(h);
-	ring_changed(s, left, NULL);
+	hs_ring_changed(s, left, NULL);
 	ident_unlink(s, h);
 	if (alone)
 		hs_digest_count(s, h, -1); /* its host's last endpoint */
@@ -675,7 +675,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 				moved_add(moved, &n_moved, holder);
 			}
 		} else {
-			slot_put(s->slots, s->slot_mask, slot_make(nh, i, hash, 0), hash);
+			hs_slot_put(s->slots, s->slot_mask, slot_make(nh, i, hash, 0), hash);
 			nh->n_indexed++;
 			s->n_keys++;
 		}
@@ -685,7 +685,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	if (!nh->n_indexed && !nh->sib_next) {
 		/* every key is held above: nothing of it is visible (an endpoint
 		 * of a host is, through its host, with every key shared) */
-		ring_changed(s, ring_unlink(nh), NULL);
+		hs_ring_changed(s, ring_unlink(nh), NULL);
 		if (placed)
 			lru_unlink(s, nh);
 		if ((nh->cookie || nh->cookie_all) && s->ob.gone)
@@ -716,213 +716,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 			s->ob.put(s->ob.arg, moved[i]);
 	}
 	if (nh->sib_next)
-		ring_changed(s, nh, nh);
+		hs_ring_changed(s, nh, nh);
 	if (out)
 		*out = nh;
 	return 0;
 }
-
-/* ---- removal ------------------------------------------------------------- */
-
-unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey)
-{
-	struct host_key k;
-	struct host *h;
-
-	hs_gid_ident(gid, pkey, &k);
-	h = hs_ident_find(s, &k);
-	if (!h || origin_pinned(h->origin))
-		return 0;
-	return hs_host_remove(s, h);
-}
-
-unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
-{
-	struct host_key k;
-	unsigned n = 0;
-	bool again = true;
-
-	/* a port's partitions share their identity's bucket (ident_bucket) */
-	hs_gid_ident(gid, 0, &k);
-	while (again) {
-		again = false;
-		for (struct host *h = s->idents[ident_bucket(s, &k, s->ident_mask)]; h;
-		     h = h->id_next) {
-			if (!h->n_gids || memcmp(h_gid(h, 0), gid, 16) || origin_pinned(h->origin))
-				continue;
-			n += hs_host_remove(s, h);
-			again = true; /* the chain changed under us */
-			break;
-		}
-	}
-	return n;
-}
-
-/* @h is heard on @on from now on: its LID key moves to the fabric that gives. */
-static void set_heard_on(struct host_store *s, struct host *h, uint32_t on)
-{
-	unsigned lid_kidx = h_nkeys(h) - 1; /* the LID is the last key */
-	struct host_key k;
-	uint32_t hash;
-	long at;
-
-	if (!h->lid || fabric_of_bits(on) == h_fabric(h)) {
-		h->heard_on = on;
-		return;
-	}
-	hs_key(h, lid_kidx, &k);
-	at = hs_slot_find(s, &k, hs_hash(s, &k));
-	h->heard_on = on;
-	if (at < 0 || hs_at(s, at) != h)
-		return; /* its LID was another's: it still is */
-	slot_del(s, (unsigned)at);
-	hs_key(h, lid_kidx, &k);
-	hash = hs_hash(s, &k);
-	if (hs_slot_find(s, &k, hash) >= 0)
-		return; /* taken on that fabric: the first there keeps it */
-	/* one slot freed, one taken: no growth */
-	slot_put(s->slots, s->slot_mask, slot_make(h, lid_kidx, hash, 0), hash);
-	h->n_indexed++;
-	s->n_keys++;
-}
-
-unsigned store_forget_fabric(struct host_store *s, unsigned ep)
-{
-	uint32_t bit = ep < 32 ? 1u << ep : 0;
-	unsigned n = 0;
-
-	for (unsigned i = 0; bit && i <= s->ident_mask; i++) {
-		struct host *h = s->idents[i], *next;
-
-		/* removing @h unlinks @h alone (the observer changes nothing) */
-		for (; h; h = next) {
-			next = h->id_next;
-			if (h->origin != IBRES_ORIGIN_FABRIC || !(h->heard_on & bit))
-				continue;
-			set_heard_on(s, h, h->heard_on & ~bit);
-			if (!h->heard_on || !h->n_indexed) {
-				hs_host_remove(s, h);
-				n++;
-				continue;
-			}
-			if (s->ob.put)
-				s->ob.put(s->ob.arg, h);
-			ring_changed(s, h, h);
-		}
-	}
-	s->stats.keys = s->n_keys;
-	return n;
-}
-
-/* Remove the hosts @pred selects. */
-static unsigned remove_hosts(struct host_store *s, bool (*pred)(const struct host *h, void *arg),
-			     void *arg)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i <= s->ident_mask; i++) {
-		struct host *h = s->idents[i], *next;
-
-		for (; h; h = next) {
-			next = h->id_next;
-			if (pred(h, arg))
-				n += hs_host_remove(s, h);
-		}
-	}
-	return n;
-}
-
-static bool pred_origin(const struct host *h, void *arg)
-{
-	return h->origin == *(const uint8_t *)arg;
-}
-
-unsigned store_remove_origin(struct host_store *s, uint8_t origin)
-{
-	return remove_hosts(s, pred_origin, &origin);
-}
-
-static bool pred_learned(const struct host *h, void *arg)
-{
-	(void)arg;
-	return !origin_pinned(h->origin);
-}
-
-unsigned store_flush(struct host_store *s, const struct host_key *k)
-{
-	unsigned n;
-
-	if (!k) {
-		n = remove_hosts(s, pred_learned, NULL) + s->stats.negatives;
-		while (s->neg_oldest)
-			hs_neg_remove_oldest(s);
-		return n;
-	}
-	if (!host_key_valid(k))
-		return 0;
-	struct store_neg **pp = hs_neg_find(s, k, hs_hash(s, k));
-
-	if (pp) {
-		hs_neg_remove(s, pp);
-		return 1;
-	}
-	long at = hs_slot_find(s, k, hs_hash(s, k));
-
-	if (at < 0 || origin_pinned(hs_at(s, at)->origin))
-		return 0;
-	/* the whole host: every endpoint of it */
-	struct host *h = hs_at(s, at);
-
-	n = 0;
-	while (h->sib_next)
-		n += hs_host_remove(s, h->sib_next);
-	return n + hs_host_remove(s, h);
-}
-
-static bool pred_expired(const struct host *h, void *arg)
-{
-	return h->expires_ms <= *(const uint64_t *)arg;
-}
-
-unsigned store_sweep(struct host_store *s, uint64_t now_ms)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i <= s->ident_mask; i++) {
-		struct host *h = s->idents[i], *next;
-
-		for (; h; h = next) {
-			next = h->id_next;
-			if (pred_expired(h, &now_ms)) {
-				hs_host_remove(s, h);
-				s->stats.expirations++;
-				n++;
-				continue;
-			}
-			for (struct host_path **pp = &h->paths; *pp;) {
-				struct host_path *p = *pp;
-
-				if (p->expires_ms <= now_ms) {
-					*pp = p->next;
-					free(p);
-					s->n_paths--;
-				} else {
-					pp = &p->next;
-				}
-			}
-		}
-	}
-	for (struct store_neg *ng = s->neg_oldest, *next; ng; ng = next) {
-		next = ng->newer;
-		if (ng->expires_ms <= now_ms) {
-			struct host_key k = { .type = ng->type, .len = ng->len };
-
-			memcpy(k.data, ng->data, ng->len);
-			hs_neg_remove(s, hs_neg_find(s, &k, ng->hash));
-			s->stats.expirations++;
-			n++;
-		}
-	}
-	return n;
-}
-

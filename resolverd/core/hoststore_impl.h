@@ -280,9 +280,18 @@ static inline bool hs_digest_counts(const struct host *h)
 uint64_t hs_digest_term(const struct host *h);
 void hs_digest_count(struct host_store *s, const struct host *h, int sign);
 
-/* hoststore.c: the indexes */
+/* hoststore.c: the indexes, for hoststore_remove.c */
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id);
+/* The identity bucket of @k in a table of @mask + 1 (a GID's P_Key aside). */
+unsigned hs_ident_bucket(const struct host_store *s, const struct host_key *k, unsigned mask);
+/* Every slot of @h, @h unlinked and freed; returns the slots removed. */
 unsigned hs_host_remove(struct host_store *s, struct host *h);
+/* Slot @sl into @slots from its @home on (a free slot there is known). */
+void hs_slot_put(struct store_slot *slots, unsigned mask, struct store_slot sl, unsigned home);
+/* Slot @i emptied (backward shift), its host's count down. */
+void hs_slot_del(struct host_store *s, unsigned i);
+/* Every endpoint of @member's host but @skip put to the observer. */
+void hs_ring_changed(struct host_store *s, struct host *member, const struct host *skip);
 
 /* hoststore_neg.c: negative answers */
 struct store_neg **hs_neg_find(struct host_store *s, const struct host_key *k, uint32_t hash);

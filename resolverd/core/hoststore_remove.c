@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The host store's removals (hoststore.h): an endpoint, a port's GID, what a
+ * local port heard, an origin, a flush, the sweep of expired hosts. The
+ * index and the hosts themselves are hoststore.c.
+ */
+#include "core/hoststore_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey)
+{
+	struct host_key k;
+	struct host *h;
+
+	hs_gid_ident(gid, pkey, &k);
+	h = hs_ident_find(s, &k);
+	if (!h || origin_pinned(h->origin))
+		return 0;
+	return hs_host_remove(s, h);
+}
+
+unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
+{
+	struct host_key k;
+	unsigned n = 0;
+	bool again = true;
+
+	/* a port's partitions share their identity's bucket (hs_ident_bucket) */
+	hs_gid_ident(gid, 0, &k);
+	while (again) {
+		again = false;
+		for (struct host *h = s->idents[hs_ident_bucket(s, &k, s->ident_mask)]; h;
+		     h = h->id_next) {
+			if (!h->n_gids || memcmp(h_gid(h, 0), gid, 16) || origin_pinned(h->origin))
+				continue;
+			n += hs_host_remove(s, h);
+			again = true; /* the chain changed under us */
+			break;
+		}
+	}
+	return n;
+}
+
+/* @h is heard on @on from now on: its LID key moves to the fabric that gives. */
+static void set_heard_on(struct host_store *s, struct host *h, uint32_t on)
+{
+	unsigned lid_kidx = h_nkeys(h) - 1; /* the LID is the last key */
+	struct host_key k;
+	uint32_t hash;
+	long at;
+
+	if (!h->lid || fabric_of_bits(on) == h_fabric(h)) {
+		h->heard_on = on;
+		return;
+	}
+	hs_key(h, lid_kidx, &k);
+	at = hs_slot_find(s, &k, hs_hash(s, &k));
+	h->heard_on = on;
+	if (at < 0 || hs_at(s, at) != h)
+		return; /* its LID was another's: it still is */
+	hs_slot_del(s, (unsigned)at);
+	hs_key(h, lid_kidx, &k);
+	hash = hs_hash(s, &k);
+	if (hs_slot_find(s, &k, hash) >= 0)
+		return; /* taken on that fabric: the first there keeps it */
+	/* one slot freed, one taken: no growth */
+	hs_slot_put(s->slots, s->slot_mask, slot_make(h, lid_kidx, hash, 0), hash);
+	h->n_indexed++;
+	s->n_keys++;
+}
+
+unsigned store_forget_fabric(struct host_store *s, unsigned ep)
+{
+	uint32_t bit = ep < 32 ? 1u << ep : 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; bit && i <= s->ident_mask; i++) {
+		struct host *h = s->idents[i], *next;
+
+		/* removing @h unlinks @h alone (the observer changes nothing) */
+		for (; h; h = next) {
+			next = h->id_next;
+			if (h->origin != IBRES_ORIGIN_FABRIC || !(h->heard_on & bit))
+				continue;
+			set_heard_on(s, h, h->heard_on & ~bit);
+			if (!h->heard_on || !h->n_indexed) {
+				hs_host_remove(s, h);
+				n++;
+				continue;
+			}
+			if (s->ob.put)
+				s->ob.put(s->ob.arg, h);
+			hs_ring_changed(s, h, h);
+		}
+	}
+	s->stats.keys = s->n_keys;
+	return n;
+}
+
+/* Remove the hosts @pred selects. */
+static unsigned remove_hosts(struct host_store *s, bool (*pred)(const struct host *h, void *arg),
+			     void *arg)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i <= s->ident_mask; i++) {
+		struct host *h = s->idents[i], *next;
+
+		for (; h; h = next) {
+			next = h->id_next;
+			if (pred(h, arg))
+				n += hs_host_remove(s, h);
+		}
+	}
+	return n;
+}
+
+static bool pred_origin(const struct host *h, void *arg)
+{
+	return h->origin == *(const uint8_t *)arg;
+}
+
+unsigned store_remove_origin(struct host_store *s, uint8_t origin)
+{
+	return remove_hosts(s, pred_origin, &origin);
+}
+
+static bool pred_learned(const struct host *h, void *arg)
+{
+	(void)arg;
+	return !origin_pinned(h->origin);
+}
+
+unsigned store_flush(struct host_store *s, const struct host_key *k)
+{
+	unsigned n;
+
+	if (!k) {
+		n = remove_hosts(s, pred_learned, NULL) + s->stats.negatives;
+		while (s->neg_oldest)
+			hs_neg_remove_oldest(s);
+		return n;
+	}
+	if (!host_key_valid(k))
+		return 0;
+	struct store_neg **pp = hs_neg_find(s, k, hs_hash(s, k));
+
+	if (pp) {
+		hs_neg_remove(s, pp);
+		return 1;
+	}
+	long at = hs_slot_find(s, k, hs_hash(s, k));
+
+	if (at < 0 || origin_pinned(hs_at(s, at)->origin))
+		return 0;
+	/* the whole host: every endpoint of it */
+	struct host *h = hs_at(s, at);
+
+	n = 0;
+	while (h->sib_next)
+		n += hs_host_remove(s, h->sib_next);
+	return n + hs_host_remove(s, h);
+}
+
+static bool pred_expired(const struct host *h, void *arg)
+{
+	return h->expires_ms <= *(const uint64_t *)arg;
+}
+
+unsigned store_sweep(struct host_store *s, uint64_t now_ms)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i <= s->ident_mask; i++) {
+		struct host *h = s->idents[i], *next;
+
+		for (; h; h = next) {
+			next = h->id_next;
+			if (pred_expired(h, &now_ms)) {
+				hs_host_remove(s, h);
+				s->stats.expirations++;
+				n++;
+				continue;
+			}
+			for (struct host_path **pp = &h->paths; *pp;) {
+				struct host_path *p = *pp;
+
+				if (p->expires_ms <= now_ms) {
+					*pp = p->next;
+					free(p);
+					s->n_paths--;
+				} else {
+					pp = &p->next;
+				}
+			}
+		}
+	}
+	for (struct store_neg *ng = s->neg_oldest, *next; ng; ng = next) {
+		next = ng->newer;
+		if (ng->expires_ms <= now_ms) {
+			struct host_key k = {.type = ng->type, .len = ng->len};
+
+			memcpy(k.data, ng->data, ng->len);
+			hs_neg_remove(s, hs_neg_find(s, &k, ng->hash));
+			s->stats.expirations++;
+			n++;
+		}
+	}
+	return n;
+}

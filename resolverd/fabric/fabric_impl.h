@@ -114,6 +114,20 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 int fabric_port_send(struct fabric_port *p, const struct fw_msg *m,
 		     const struct transport_addr *to);
 
+/* fabric_learn.c: the best of @p's groups the peer also joined (-1: none);
+ * did @h send the datagram from @from (its address, LID or GID)? */
+int fabric_best_group(const struct fabric_port *p, const struct fw_group *theirs, unsigned n);
+bool fabric_sent_by(const struct transport_addr *from, const struct ibres_hostrec *h);
+/* May the sender's identity be cached? 0, or -EEXIST (counted) when it
+ * claims what another live host owns. */
+int fabric_learn_check(struct fabric_port *p, const struct fw_msg *m);
+/* Store a sender that passed the check (a group index or -1), and tell the
+ * resolver. */
+int fabric_learn_store(struct fabric_port *p, const struct fw_msg *m, int group);
+/* Both, or a refresh in place of a sender heard again as stored;
+ * *@prev_seq (may be NULL): its announce number heard here before (0: none). */
+int fabric_learn(struct fabric_port *p, const struct fw_msg *m, int group, uint32_t *prev_seq);
+
 /* The transports' receive paths, summed (fabric_digest.c). */
 void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
 

@@ -34,19 +34,21 @@ static bool wanted(const struct fabric *f)
 	       now_ms() >= f->settled_ms && f->dg.rule.incomplete;
 }
 
-static void forget_peer(struct fabric_fetch *x, const uint8_t gid[16])
-{
-	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (x->peers[i].used && !memcmp(x->peers[i].gid, gid, 16))
-			x->peers[i].used = false;
-}
-
+/* A peer's slot (one at most: remember_peer() keeps a slot a peer). */
 static struct fetch_peer *find_peer(struct fabric_fetch *x, const uint8_t gid[16])
 {
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
 		if (x->peers[i].used && !memcmp(x->peers[i].gid, gid, 16))
 			return &x->peers[i];
 	return NULL;
+}
+
+static void forget_peer(struct fabric_fetch *x, const uint8_t gid[16])
+{
+	struct fetch_peer *c = find_peer(x, gid);
+
+	if (c)
+		c->used = false;
 }
 
 /* A peer that answers range queries was heard from @from on @p: its slot

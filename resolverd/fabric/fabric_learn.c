@@ -186,18 +186,30 @@ static struct store_put put_of(struct fabric_port *p, const struct fw_msg *m, in
 	return how;
 }
 
-/* Store a sender's identity that passed fabric_learn_check(), and tell the resolver. */
-int fabric_learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
+/* Store @how of a sender that passed fabric_learn_check() (refreshed or
+ * inserted), and tell the resolver. */
+static int keep(struct fabric_port *p, const struct fw_msg *m, const struct store_put *how,
+		bool refreshed)
 {
 	struct fabric *f = p->f;
-	struct store_put how = put_of(p, m, group);
-	int ret = store_insert(f->store, &m->sender, &how, now_ms(), NULL);
 
-	if (ret)
-		return ret;
+	if (!refreshed) {
+		int ret = store_insert(f->store, &m->sender, how, now_ms(), NULL);
+
+		if (ret)
+			return ret;
+	}
 	if (f->ev.learned)
 		f->ev.learned(f->ev.arg, &m->sender);
 	return 0;
+}
+
+/* Store a sender's identity that passed fabric_learn_check(), and tell the resolver. */
+int fabric_learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
+{
+	struct store_put how = put_of(p, m, group);
+
+	return keep(p, m, &how, false);
 }
 
 /* Cache a peer's identity (overheard or answered). A sender heard again as
@@ -206,15 +218,11 @@ int fabric_learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
  * announce number this endpoint had, heard here before (0: none). */
 int fabric_learn(struct fabric_port *p, const struct fw_msg *m, int group, uint32_t *prev_seq)
 {
-	struct fabric *f = p->f;
 	struct store_put how = put_of(p, m, group);
 	int ret;
 
-	if (store_refresh(f->store, &m->sender, &how, now_ms(), prev_seq)) {
-		if (f->ev.learned)
-			f->ev.learned(f->ev.arg, &m->sender);
-		return 0;
-	}
+	if (store_refresh(p->f->store, &m->sender, &how, now_ms(), prev_seq))
+		return keep(p, m, &how, true);
 	ret = fabric_learn_check(p, m);
-	return ret ? ret : fabric_learn_store(p, m, group);
+	return ret ? ret : keep(p, m, &how, false);
 }

@@ -131,15 +131,23 @@ static void rec_write(struct hostdir_pub *p, uint32_t off, size_t len, bool fres
 	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-static void rec_free(struct hostdir_pub *p, uint32_t off)
+/* The block's expiry alone, in place, between two increments of its seq
+ * (0: the block is free). */
+static void rec_set_expiry(struct ibdir_rec *b, uint64_t expires_ms)
 {
-	struct ibdir_rec *b = block(p, off);
 	uint32_t seq = b->seq;
 
 	__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&b->expires_ms, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->expires_ms, expires_ms, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+static void rec_free(struct hostdir_pub *p, uint32_t off)
+{
+	struct ibdir_rec *b = block(p, off);
+
+	rec_set_expiry(b, 0);
 	p->left_behind += b->cap;
 	if (p->stats.records)
 		p->stats.records--;
@@ -376,8 +384,6 @@ void hostdir_on_refresh(void *arg, struct host *h)
 {
 	struct hostdir_pub *p = arg;
 	uint32_t off = host_cookie(h, false);
-	struct ibdir_rec *b;
-	uint32_t seq;
 
 	if (!p->map)
 		return;
@@ -387,14 +393,7 @@ void hostdir_on_refresh(void *arg, struct host *h)
 		hostdir_on_put(arg, h); /* no record yet, or its host's view too */
 		return;
 	}
-	/* the record is the same: its expiry alone, in place, between two
-	 * increments of its seq as rec_write does */
-	b = block(p, off);
-	seq = b->seq;
-	__atomic_store_n(&b->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&b->expires_ms, host_expires_ms(h), __ATOMIC_RELAXED);
-	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
+	rec_set_expiry(block(p, off), host_expires_ms(h)); /* the record is the same */
 }
 
 void hostdir_on_gone(void *arg, struct host *h)

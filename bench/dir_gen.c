@@ -174,7 +174,7 @@ static struct {
 	uint64_t rx_ucast_bytes, rx_mcast_bytes;
 	uint64_t lost_announce, lost_answer, lost_range, lost_reply;
 	uint64_t rx_range_query, rx_range_names, range_answers, range_unknown_peer;
-	uint64_t rx_request, rx_request_ours, rx_request_down, replies;
+	uint64_t rx_request, rx_request_unicast, rx_request_ours, rx_request_down, replies;
 	uint64_t due_overflow, encode_failed;
 	uint64_t first_range_query_ns, last_range_query_ns, first_request_ns, last_request_ns;
 } st;
@@ -442,7 +442,9 @@ static int range_answer(const struct opts *o, const struct due *d, uint64_t t, u
 	msg_init(o, d->peer + 1, &m, FW_RANGE_ANSWER, d->tid);
 	m.has_range = true;
 	m.range = d->range;
-	m.range.flags &= FW_RANGE_NAMES;
+	/* names in term order with where each peer is (fabric_range.c) */
+	m.range.flags &= FW_RANGE_NAMES |
+			 (d->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
 	m.has_digest = true;
 	fill_digest(o, p, true, t, &m.digest);
 	if (d->range.flags & FW_RANGE_NAMES) {
@@ -461,13 +463,26 @@ static int range_answer(const struct opts *o, const struct due *d, uint64_t t, u
 			bool more = false;
 
 			for (; i < end && !more; i++) {
+				struct fw_where w = {0};
+				size_t need;
+
 				snprintf(name, sizeof(name), "node%u", terms[i].k);
-				if (4 + strlen(name) > room || fw_hint_add(&m, name) < 0)
+				if (m.range.flags & FW_RANGE_WHERE) {
+					struct in_addr v4 = peer_v4(terms[i].k);
+
+					w.kind = FW_WHERE_IPV4;
+					memcpy(w.addr, &v4, 4);
+				}
+				need = 4 + fw_where_len(&w) + strlen(name);
+				if (need > room || fw_hint_add_at(&m, name, &w) < 0)
 					more = true;
 				else
-					room -= 4 + strlen(name);
+					room -= need;
 			}
-			if (!more && have_daemon && daemon_term >= a && daemon_term <= b) {
+			/* the daemon itself: not in term order, so only in an
+			 * answer that need not be (it does not lack itself) */
+			if (!more && have_daemon && daemon_term >= a && daemon_term <= b &&
+			    !(m.range.flags & FW_RANGE_WHERE)) {
 				if (4 + strlen(daemon_name) > room || fw_hint_add(&m, daemon_name) < 0)
 					more = true;
 			}
@@ -922,6 +937,25 @@ static void receive(const struct opts *o)
 				queue_due(o, FW_RANGE_ANSWER, k, m.tid, &m.range, &from[i]);
 				continue;
 			}
+			if (m.type == FW_REQUEST && m.has_target) {
+				/* a REQUEST sent to one peer's address alone (a
+				 * hint's, fabric_fetch.c): that peer answers if
+				 * it is the target and up */
+				long k = o->spoof ? peer_of_v4(dst) : -1;
+
+				st.rx_request++;
+				st.rx_request_unicast++;
+				if (k < 1 || (unsigned long)k > o->count ||
+				    target_peer(o, &m.target) != k)
+					continue;
+				st.rx_request_ours++;
+				if (!peer_up(o, &peers[k - 1], t)) {
+					st.rx_request_down++;
+					continue;
+				}
+				queue_due(o, FW_REPLY, k, m.tid, NULL, &from[i]);
+				continue;
+			}
 			if (m.type != FW_ANNOUNCE) {
 				st.rx_other++;
 				continue;
@@ -1028,7 +1062,8 @@ static void report(const struct opts *o, uint64_t end)
 	printf("\"loss\": %g, \"digest\": %s, \"lost_announce\": %llu, \"lost_answer\": %llu, "
 	       "\"lost_range\": %llu, \"lost_reply\": %llu, \"rx_range_query\": %llu, "
 	       "\"rx_range_names\": %llu, \"range_answers\": %llu, \"range_unknown_peer\": %llu, "
-	       "\"rx_request\": %llu, \"rx_request_ours\": %llu, \"rx_request_down\": %llu, "
+	       "\"rx_request\": %llu, \"rx_request_unicast\": %llu, \"rx_request_ours\": %llu, "
+	       "\"rx_request_down\": %llu, "
 	       "\"replies\": %llu, \"due_overflow\": %llu, \"encode_failed\": %llu, "
 	       "\"daemon_name\": \"%s\", \"range_queries_ms\": [%.1f, %.1f], "
 	       "\"requests_ms\": [%.1f, %.1f], ",
@@ -1037,6 +1072,7 @@ static void report(const struct opts *o, uint64_t end)
 	       (unsigned long long)st.lost_reply, (unsigned long long)st.rx_range_query,
 	       (unsigned long long)st.rx_range_names, (unsigned long long)st.range_answers,
 	       (unsigned long long)st.range_unknown_peer, (unsigned long long)st.rx_request,
+	       (unsigned long long)st.rx_request_unicast,
 	       (unsigned long long)st.rx_request_ours, (unsigned long long)st.rx_request_down,
 	       (unsigned long long)st.replies, (unsigned long long)st.due_overflow,
 	       (unsigned long long)st.encode_failed, have_daemon ? daemon_name : "",

@@ -112,8 +112,10 @@ static void on_query_timer(struct pending_query *q, void *arg)
 	q->attempts++;
 }
 
-/* Ask the fabric for @k, or join the query in flight. */
-static struct pending_query *query_start(struct resolver *r, const struct host_key *k)
+/* Ask the fabric for @k, or join the query in flight; the first attempt to
+ * @at alone when a hint said where the host is (the retries multicast). */
+static struct pending_query *query_start_at(struct resolver *r, const struct host_key *k,
+					    const struct fabric_at *at)
 {
 	struct pending_query *q = pending_find(&r->pending, k);
 
@@ -129,8 +131,13 @@ static struct pending_query *query_start(struct resolver *r, const struct host_k
 		pending_end(q, -ENOMEM);
 		return NULL;
 	}
-	fabric_send_request(r->fabric, k, q->tid);
+	fabric_send_request_at(r->fabric, k, q->tid, at);
 	return q;
+}
+
+static struct pending_query *query_start(struct resolver *r, const struct host_key *k)
+{
+	return query_start_at(r, k, NULL);
 }
 
 /* Local endpoints and static hosts never expire: they are the truth. */
@@ -195,14 +202,14 @@ static void on_scope_changed(void *arg)
 /* A peer holds a host we lack (a cluster name: the fabric checked): asked
  * like a miss, with nobody waiting. A name that did not answer lately (a
  * negative answer) is not asked again before that answer expires. */
-static void on_hint(void *arg, const struct host_key *k)
+static void on_hint(void *arg, const struct host_key *k, const struct fabric_at *at)
 {
 	struct resolver *r = arg;
 	uint64_t now = now_ms();
 
 	if (store_lookup(r->store, k, now, false) || store_negative(r->store, k, now, false))
 		return;
-	query_start(r, k);
+	query_start_at(r, k, at);
 }
 
 struct fabric_events resolver_fabric_events(struct resolver *r)

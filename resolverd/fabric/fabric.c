@@ -97,6 +97,27 @@ int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid
 	return ret;
 }
 
+int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t tid,
+			   const struct fabric_at *at)
+{
+	struct fabric_port *p;
+	struct fw_msg m;
+
+	if (!f || !at || at->port >= f->n_ports)
+		return fabric_send_request(f, k, tid);
+	p = &f->ports[at->port];
+	if (!p->open || p->ep->down)
+		return -ENOTCONN;
+	fabric_msg_init(p, &m, FW_REQUEST, tid);
+	m.has_target = true;
+	m.target = *k;
+	if (fabric_port_send(p, &m, &at->addr) < 0)
+		return -EIO;
+	f->c.requests_sent++;
+	f->c.requests_unicast++;
+	return 0;
+}
+
 /* --- receiving ---------------------------------------------------------------- */
 
 static bool key_matches_host(const struct host_key *k, const struct ibres_hostrec *h)
@@ -205,8 +226,12 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		fabric_fetch_peer(p, m, from);
 	}
 	/* a newcomer learns the directory from everyone's unicast answer; one
-	 * answer per newcomer and settle period, not one per announcement */
-	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && newcomer_first(f, &m->sender, m->tid)) {
+	 * answer per newcomer and settle period, not one per announcement.
+	 * Not before our own first multicast announce: the newcomer is up, and
+	 * that one reaches it (at a whole-cluster boot, each node then hears
+	 * each peer once, by multicast or by answer) */
+	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && p->announce_seq &&
+	    newcomer_first(f, &m->sender, m->tid)) {
 		fabric_msg_init(p, &r, FW_ANNOUNCE, 0);
 		fabric_digest_put(p, &r, true);
 		if (fabric_port_send(p, &r, from) == 0)
@@ -388,10 +413,18 @@ static void on_announce_timer(struct loop_timer *t)
 	if (!announcing(f))
 		return;
 	if (f->startup_announces_left) {
-		f->startup_announces_left--;
-		announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
-		if (!f->startup_announces_left)
+		/* one NEWCOMER announce: every peer up hears it or answers it.
+		 * Again only while nobody was heard at all (the first node up,
+		 * or ours lost): a repeat costs every node a datagram, and
+		 * what a node missed the fetch finds (fabric_fetch.h) */
+		if (f->startup_announces_left == STARTUP_ANNOUNCES ||
+		    f->c.overheard == f->burst_overheard) {
+			f->startup_announces_left--;
+			announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
 			fabric_digest_burst_sent(f);
+		} else {
+			f->startup_announces_left = 0;
+		}
 		/* spread the start-up announcements over the settle time */
 		next = f->cfg->settle_ms / (STARTUP_ANNOUNCES + 1);
 		if (next < 50)
@@ -573,6 +606,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	fabric_fetch_start(f);
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
+		f->burst_overheard = f->c.overheard;
 		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 		/* random start-up delay: a rebooting rack must not announce at once */
 		loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
@@ -592,6 +626,7 @@ void fabric_resync(struct fabric *f)
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	fabric_digest_reset(f);
 	f->startup_announces_left = STARTUP_ANNOUNCES;
+	f->burst_overheard = f->c.overheard;
 	f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
 }
@@ -732,6 +767,7 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_rx_conflict", c->rx_conflict },
 		{ "fabric_overheard", c->overheard },
 		{ "fabric_requests_sent", c->requests_sent },
+		{ "fabric_requests_unicast", c->requests_unicast },
 		{ "fabric_replies_sent", c->replies_sent },
 		{ "fabric_announces_sent", c->announces_sent },
 		{ "fabric_goodbyes_rx", c->goodbyes_rx },

@@ -16,6 +16,7 @@
 struct endpoint;
 struct endpoints;
 struct fabric;
+struct fabric_at;
 struct host;
 struct host_store;
 struct ibres_config;
@@ -37,8 +38,10 @@ struct fabric_events {
 	void (*scope_changed)(void *arg);
 	/* A peer holds a host of canonical name @k that the store lacks
 	 * (fabric_fetch.h): ask it on the fabric, so that it answers for
-	 * itself; a peer's word is a hint, never an answer. */
-	void (*hint)(void *arg, const struct host_key *k);
+	 * itself; a peer's word is a hint, never an answer. @at (NULL: not
+	 * known) is where the peer said the host is reached, valid during the
+	 * call only: fabric_send_request_at() asks the host there alone. */
+	void (*hint)(void *arg, const struct host_key *k, const struct fabric_at *at);
 	void *arg;
 };
 
@@ -93,6 +96,10 @@ uint64_t fabric_authoritative_from(const struct fabric *f);
  * attempt; the resolver's pending table retries). 0, or a negative errno
  * when no port could send. */
 int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid);
+/* The same, by unicast to @at only (a hint's, see fabric_events.hint), on
+ * the port that heard the hint; a multicast REQUEST when @at is NULL. */
+int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t tid,
+			   const struct fabric_at *at);
 
 /* The path parameters towards @h from @ep: the group both joined (the
  * lowest when unknown), capped by the endpoint's own MTU and rate, and on

@@ -8,6 +8,7 @@
 #include "fabric/fabric_impl.h"
 
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -152,14 +153,17 @@ static void next_query(struct fabric *f)
 	struct fabric_fetch *x = &f->fx;
 
 	x->waiting = false;
-	if (!x->n_todo || x->queries >= FETCH_QUERIES_MAX) {
+	if (!x->n_todo || x->queries >= FETCH_QUERIES_MAX || x->pages >= FETCH_PAGES_MAX) {
 		x->active = false;
 		x->n_todo = 0;
 		loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_GAP_MS);
 		return;
 	}
 	x->asked = x->todo[--x->n_todo];
-	x->queries++;
+	if (x->asked.flags & FW_RANGE_NAMES)
+		x->pages++;
+	else
+		x->queries++;
 	x->tries = 0;
 	x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 	send_query(f);
@@ -175,7 +179,7 @@ static void session_start(struct fabric *f)
 	}
 	x->active = true;
 	x->sessions++;
-	x->queries = x->hints = x->switches = 0;
+	x->queries = x->pages = x->hints = x->switches = 0;
 	x->todo[0] = whole;
 	x->n_todo = 1;
 	next_query(f);
@@ -211,6 +215,7 @@ static void on_timer(struct loop_timer *t)
 		next_query(f);
 		return;
 	}
+	fabric_range_idle(f, now_ms());
 	if (wanted(f))
 		session_start(f);
 	else
@@ -225,12 +230,15 @@ static void push(struct fabric_fetch *x, const struct store_range *r, bool names
 		.lo = r->lo,
 		.hi = r->hi,
 		.parts = names || r->lo == r->hi ? 1 : FW_PARTS_MAX,
-		.flags = names || r->lo == r->hi ? FW_RANGE_NAMES : 0,
+		.flags = names || r->lo == r->hi ? FW_RANGE_NAMES | FW_RANGE_WHERE : 0,
 	};
 }
 
 /* The peer's sums for the parts of what we asked: parts that differ from
- * ours are asked again, split, or for their names once small. */
+ * ours are asked again, split, or for their names once small, or once we
+ * lack at least one of FETCH_DENSE of them (paging through their names,
+ * about 40 a datagram, then costs less than splitting further: after a
+ * lossy boot most parts lack a few). */
 static void take_sums(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
@@ -245,36 +253,91 @@ static void take_sums(struct fabric *f, const struct fw_msg *m)
 		    (m->sums[i].hosts == own[i].hosts && m->sums[i].sum == own[i].sum) ||
 		    !store_range_sub(&asked, i, &sub))
 			continue;
-		push(x, &sub, m->sums[i].hosts <= FETCH_NAMES_AT);
+		push(x, &sub,
+		     m->sums[i].hosts <= FETCH_NAMES_AT ||
+			     (m->sums[i].hosts > own[i].hosts &&
+			      (m->sums[i].hosts - own[i].hosts) * FETCH_DENSE >= m->sums[i].hosts));
 	}
 }
 
+/* Where hint @w's host is reached, on the port and in the form of the
+ * peer's own address (the same subnet: port number, scope): false when it
+ * does not fit that port's transport. */
+static bool hint_at(const struct fetch_peer *peer, const struct fw_where *w, struct fabric_at *at)
+{
+	at->port = peer->port;
+	at->addr = peer->addr;
+	if (w->kind == FW_WHERE_IPV4 && at->addr.len && at->addr.ss.ss_family == AF_INET) {
+		memcpy(&((struct sockaddr_in *)&at->addr.ss)->sin_addr, w->addr, 4);
+		return true;
+	}
+	if (w->kind == FW_WHERE_IPV6 && at->addr.len && at->addr.ss.ss_family == AF_INET6) {
+		memcpy(&((struct sockaddr_in6 *)&at->addr.ss)->sin6_addr, w->addr, 16);
+		return true;
+	}
+	if (w->kind == FW_WHERE_IB && !at->addr.len && w->lid) {
+		at->addr.lid = w->lid;
+		at->addr.qpn = w->qpn;
+		memcpy(at->addr.gid, w->addr, 16);
+		return true;
+	}
+	return false;
+}
+
 /* The names the peer holds in what we asked: those we lack go up to be
- * asked on the fabric, each host answering for itself. */
+ * asked on the fabric, each host answering for itself (where the peer
+ * said it is reached: it alone receives the question). Names in term order
+ * (FW_RANGE_WHERE kept) continue after the last one; others are split. */
 static void take_names(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
+	bool sorted = m->range.flags & FW_RANGE_WHERE;
 	const char *name = m->hints;
+	uint64_t last = 0;
+	bool any = false;
 
 	for (unsigned i = 0; i < m->n_hints; i++, name += strlen(name) + 1) {
+		struct fabric_at at;
 		struct host_key k;
+		uint64_t t;
 
 		/* a peer's word: only a name of ours to ask, and not one held */
-		if (host_key_name(&k, name) < 0 ||
-		    !hostrec_name_in_patterns(name, f->cfg->patterns[0],
+		if (host_key_name(&k, name) < 0)
+			continue;
+		t = host_digest_term(&k);
+		if (t >= x->asked.lo && t <= x->asked.hi && (!any || t > last)) {
+			last = t;
+			any = true;
+		}
+		if (!hostrec_name_in_patterns(name, f->cfg->patterns[0],
 					      sizeof(f->cfg->patterns[0]), f->cfg->n_patterns) ||
 		    store_holder(f->store, &k))
 			continue;
 		if (x->hints == FETCH_HINTS_MAX)
-			break;
+			continue; /* a later session finds it again */
 		x->hints++;
 		x->hints_asked++;
 		log_debug("fabric: %s is held by a peer and not here: asked", name);
 		if (f->ev.hint)
-			f->ev.hint(f->ev.arg, &k);
+			f->ev.hint(f->ev.arg, &k,
+				   i < FW_WHERE_MAX && hint_at(&x->peer, &m->where[i], &at) ? &at
+											    : NULL);
+	}
+	if (!(m->range.flags & FW_RANGE_MORE))
+		return;
+	if (sorted) {
+		/* the next page: after the last name, which must move on */
+		if (any && last < x->asked.hi && x->n_todo < FETCH_TODO_MAX)
+			x->todo[x->n_todo++] = (struct fw_range){
+				.lo = last + 1,
+				.hi = x->asked.hi,
+				.parts = 1,
+				.flags = FW_RANGE_NAMES | FW_RANGE_WHERE,
+			};
+		return;
 	}
 	/* more than one datagram holds: split it, unless it cannot be */
-	if ((m->range.flags & FW_RANGE_MORE) && x->asked.lo < x->asked.hi) {
+	if (x->asked.lo < x->asked.hi) {
 		struct store_range r = {
 			.lo = x->asked.lo, .hi = x->asked.hi, .parts = FW_PARTS_MAX};
 		struct store_range sub;
@@ -322,6 +385,7 @@ void fabric_fetch_start(struct fabric *f)
 void fabric_fetch_stop(struct fabric *f)
 {
 	loop_timer_cancel(f->loop, &f->fx.timer);
+	term_index_free(&f->fx.index);
 }
 
 void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w)
@@ -338,6 +402,7 @@ void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w)
 		{"fabric_fetch_hints", x ? x->hints_asked : 0},
 		{"fabric_range_answered", x ? x->answered : 0},
 		{"fabric_range_refused", x ? x->refused : 0},
+		{"fabric_range_index_builds", x ? x->index_builds : 0},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

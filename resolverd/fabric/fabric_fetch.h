@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/loop.h"
+#include "core/term_index.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
@@ -37,16 +38,25 @@
 /* Between two sessions; and how often an idle fetch looks again. */
 #define FETCH_GAP_MS  200
 #define FETCH_IDLE_MS 500
-/* A session asks at most this many queries and hands up at most this many
- * names; ranges waiting to be asked, at most. */
+/* A session asks at most this many queries for sums and pages of names,
+ * and hands up at most this many names; ranges waiting to be asked, at
+ * most. A page holds about 40 names: 2,048 list 80,000 hosts. */
 #define FETCH_QUERIES_MAX 64
-#define FETCH_HINTS_MAX	  256
+#define FETCH_PAGES_MAX	  2048
+#define FETCH_HINTS_MAX	  4096
 #define FETCH_TODO_MAX	  32
-/* A part the peer holds this few hosts in is asked for their names. */
+/* A part the peer holds this few hosts in is asked for their names; so is
+ * a part where we lack at least one in FETCH_DENSE of the peer's. */
 #define FETCH_NAMES_AT 16
-/* Range queries answered, at most, a second (a burst of as many): each
- * costs one walk of the store (bench/RESULTS.md: range digests). */
-#define RANGE_ANSWERS_PER_S 20
+#define FETCH_DENSE    32
+/* Range queries answered, at most, a second (a burst of as many): each is
+ * two binary searches a part, or a page of names, from the sorted copy of
+ * the terms; the copy is rebuilt (a walk of the store and a sort) at most
+ * every RANGE_INDEX_FRESH_MS while the store changes, and freed once no
+ * query came for RANGE_INDEX_IDLE_MS. */
+#define RANGE_ANSWERS_PER_S  1000
+#define RANGE_INDEX_FRESH_MS 1000
+#define RANGE_INDEX_IDLE_MS  10000
 
 struct fetch_peer {
 	struct transport_addr addr; /* where its datagrams came from */
@@ -65,11 +75,13 @@ struct fabric_fetch {
 	bool active, waiting;
 	struct fetch_peer peer;
 	struct fw_range todo[FETCH_TODO_MAX], asked;
-	unsigned n_todo, tries, queries, hints, switches;
+	unsigned n_todo, tries, queries, pages, hints, switches;
 	uint64_t tid;
-	/* the answering side's budget */
+	/* the answering side's budget, and its sorted copy of the terms */
 	uint64_t bucket_ms;
 	unsigned bucket;
+	struct term_index index;
+	uint64_t index_used_ms, index_builds;
 	/* counters (STATS) */
 	uint64_t sessions, queries_sent, answers, timeouts, hints_asked;
 	uint64_t answered, refused;
@@ -98,9 +110,11 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m);
  * the budget allows. */
 void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 			 const struct transport_addr *from);
+/* Free the answering side's copy of the terms when unused a while. */
+void fabric_range_idle(struct fabric *f, uint64_t now);
 /* STATS rows: fabric_fetch_sessions, fabric_fetch_queries, fabric_fetch_answers,
  * fabric_fetch_timeouts, fabric_fetch_hints, fabric_range_answered,
- * fabric_range_refused. */
+ * fabric_range_refused, fabric_range_index_builds. */
 void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w);
 
 #endif

@@ -36,7 +36,14 @@ struct fabric_port {
 struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
 		rx_auth_failed, rx_auth_second_key, rx_stale, rx_replayed, rx_duplicate, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
-		requests_sent, replies_sent, announces_sent, goodbyes_rx;
+		requests_sent, requests_unicast, replies_sent, announces_sent, goodbyes_rx;
+};
+
+/* Where a hint said its host is reached (fabric.h): the port that heard
+ * it, and the host's address there. */
+struct fabric_at {
+	unsigned port;
+	struct transport_addr addr;
 };
 
 /* Newcomers answered lately, by GID and P_Key hash: a whole cluster can
@@ -92,6 +99,7 @@ struct fabric {
 	struct loop_timer announce_timer;
 	struct loop_timer reannounce_timer;
 	unsigned startup_announces_left;
+	uint64_t burst_overheard; /* c.overheard when the burst began: heard anyone since? */
 	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
 	struct jitter_rng rng;

@@ -2,16 +2,21 @@
 /*
  * Answering range queries (fabric_fetch.h): the count and sum of our hosts
  * in each part of the range asked, or their names, to the asker alone,
- * with our whole digest. At most RANGE_ANSWERS_PER_S a second: each answer
- * walks the store once.
+ * with our whole digest, from a sorted copy of the directory's terms
+ * (core/term_index.h) rebuilt at most every RANGE_INDEX_FRESH_MS while the
+ * store changes. At most RANGE_ANSWERS_PER_S a second.
  */
 #include "fabric/fabric_fetch.h"
 #include "fabric/fabric_impl.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 #include "core/clock.h"
+#include "core/endpoints.h"
+#include "core/hostkey.h"
 #include "core/hoststore_range.h"
+#include "core/term_index.h"
 
 _Static_assert(FW_PARTS_MAX == RANGE_PARTS_MAX, "the wire's parts are the store's");
 
@@ -31,22 +36,91 @@ static bool budget(struct fabric_fetch *x, uint64_t now)
 	return true;
 }
 
-struct names_fill {
-	struct fw_msg *m;
-	size_t room; /* bytes of items left in the datagram */
-};
-
-static int add_name(void *arg, const char *name)
+/* Where @name's host is reached from the asker's port @p, as seen from
+ * @from (the asker's address: the same family): FW_WHERE_NONE when not
+ * learned there (ourselves, gone since the index was built). */
+static void where_of(struct fabric_port *p, const char *name, const struct transport_addr *from,
+		     uint64_t now, struct fw_where *w)
 {
-	struct names_fill *nf = arg;
-	size_t need = 4 + strlen(name); /* an item's header and the name */
+	struct ibres_hostrec rec;
+	struct host_key k;
+	struct host *h;
 
-	if (need > nf->room || fw_hint_add(nf->m, name) < 0) {
-		nf->m->range.flags |= FW_RANGE_MORE;
-		return 1;
+	memset(w, 0, sizeof(*w));
+	if (host_key_name(&k, name) < 0)
+		return;
+	h = store_lookup(p->f->store, &k, now, false);
+	for (struct host *e = h; e; e = host_next_endpoint(h, e)) {
+		if (host_origin(e) != IBRES_ORIGIN_FABRIC ||
+		    !(host_heard_on(e) >> p->ep->index & 1))
+			continue;
+		host_record(e, &rec, now);
+		if (from->len && from->ss.ss_family == AF_INET && rec.n_v4) {
+			w->kind = FW_WHERE_IPV4;
+			memcpy(w->addr, &rec.v4[0], 4);
+		} else if (from->len && from->ss.ss_family == AF_INET6 && rec.n_v6) {
+			w->kind = FW_WHERE_IPV6;
+			memcpy(w->addr, &rec.v6[0], 16);
+		} else if (!from->len && rec.n_gids) {
+			w->kind = FW_WHERE_IB;
+			w->lid = rec.lid;
+			w->qpn = rec.qpn;
+			memcpy(w->addr, rec.gids[0], 16);
+		}
+		return;
 	}
-	nf->room -= need;
-	return 0;
+}
+
+/* The names of the index in lo..hi from lo on, as many as fit @room bytes
+ * of items; MORE when some did not. */
+static void put_names(struct fabric_port *p, struct fw_msg *a, size_t room,
+		      const struct transport_addr *from)
+{
+	const struct term_index *ti = &p->f->fx.index;
+	bool where = a->range.flags & FW_RANGE_WHERE;
+	uint64_t now = now_ms();
+
+	for (size_t i = term_index_lower(ti, a->range.lo);
+	     i < ti->n && ti->e[i].term <= a->range.hi; i++) {
+		const char *name = term_index_name(ti, i);
+		struct fw_where w = {0};
+		size_t need;
+
+		if (where)
+			where_of(p, name, from, now, &w);
+		need = 4 + fw_where_len(&w) + strlen(name); /* an item's header, the rest */
+		if (need > room || fw_hint_add_at(a, name, &w) < 0) {
+			a->range.flags |= FW_RANGE_MORE;
+			return;
+		}
+		room -= need;
+	}
+}
+
+/* The index, rebuilt when the store changed and it is not from the last
+ * moments: false when there is none (out of memory). */
+static bool index_ready(struct fabric *f, uint64_t now)
+{
+	struct term_index *ti = &f->fx.index;
+	struct store_digest d;
+
+	f->fx.index_used_ms = now;
+	if (ti->built_ms) {
+		store_digest(f->store, &d);
+		if ((d.hosts == ti->of.hosts && d.sum == ti->of.sum) ||
+		    now < ti->built_ms + RANGE_INDEX_FRESH_MS)
+			return true;
+	}
+	if (term_index_build(ti, f->store, now) < 0)
+		return false;
+	f->fx.index_builds++;
+	return true;
+}
+
+void fabric_range_idle(struct fabric *f, uint64_t now)
+{
+	if (f->fx.index.built_ms && now >= f->fx.index_used_ms + RANGE_INDEX_IDLE_MS)
+		term_index_free(&f->fx.index);
 }
 
 void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
@@ -55,32 +129,31 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 	struct fabric *f = p->f;
 	struct store_range r = {.lo = m->range.lo, .hi = m->range.hi, .parts = m->range.parts};
 	struct fw_msg *a = &f->answer;
+	uint64_t now = now_ms();
 
-	if (!budget(&f->fx, now_ms())) {
+	if (!budget(&f->fx, now)) {
 		f->fx.refused++;
 		return;
 	}
+	if (!index_ready(f, now))
+		return;
 	fabric_msg_init(p, a, FW_RANGE_ANSWER, m->tid);
 	a->has_range = true;
 	a->range = m->range;
-	a->range.flags &= FW_RANGE_NAMES;
+	a->range.flags &= FW_RANGE_NAMES | (m->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
 	fabric_digest_put(p, a, true);
 	if (m->range.flags & FW_RANGE_NAMES) {
 		/* what the rest takes, then as many names as fit (a stamp and
 		 * an HMAC counted whether a key is set or not) */
 		int base = fw_encode(a, NULL, 0, f->buf, sizeof(f->buf));
-		struct names_fill nf = {.m = a};
 
-		if (base < 0)
+		if (base < 0 || (size_t)base + FW_HMAC_LEN + 12 >= FW_MAX_LEN)
 			return;
-		if ((size_t)base + FW_HMAC_LEN + 12 < FW_MAX_LEN)
-			nf.room = FW_MAX_LEN - (size_t)base - FW_HMAC_LEN - 12;
-		r.parts = 1;
-		store_range_names(f->store, &r, add_name, &nf);
+		put_names(p, a, FW_MAX_LEN - (size_t)base - FW_HMAC_LEN - 12, from);
 	} else {
 		struct store_digest d[RANGE_PARTS_MAX];
 
-		store_range_digest(f->store, &r, d);
+		term_index_digest(&f->fx.index, &r, d);
 		for (unsigned i = 0; i < r.parts; i++) {
 			a->sums[i].hosts =
 				d[i].hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)d[i].hosts;

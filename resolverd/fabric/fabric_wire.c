@@ -82,6 +82,57 @@ static int put_key(struct tlv_writer *w, const struct host_key *k)
 	return -EINVAL;
 }
 
+size_t fw_where_len(const struct fw_where *w)
+{
+	switch (w->kind) {
+	case FW_WHERE_IPV4:
+		return 1 + 4;
+	case FW_WHERE_IPV6:
+		return 1 + 16;
+	case FW_WHERE_IB:
+		return 1 + 22;
+	default:
+		return 0;
+	}
+}
+
+/* @w's kind and address at @d (fw_where_len(@w) bytes). */
+static void where_put(const struct fw_where *w, uint8_t *d)
+{
+	d[0] = w->kind;
+	if (w->kind == FW_WHERE_IPV4)
+		memcpy(d + 1, w->addr, 4);
+	else if (w->kind == FW_WHERE_IPV6)
+		memcpy(d + 1, w->addr, 16);
+	else {
+		put_be16(d + 1, w->lid);
+		put_be32(d + 3, w->qpn);
+		memcpy(d + 7, w->addr, 16);
+	}
+}
+
+/* The kind and address at the start of a FW_T_HINT_AT item's value:
+ * their length, or 0 when malformed (an unknown kind, too short). */
+static size_t where_get(const uint8_t *d, size_t len, struct fw_where *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (!len)
+		return 0;
+	w->kind = d[0];
+	if (fw_where_len(w) == 0 || fw_where_len(w) > len)
+		return 0;
+	if (w->kind == FW_WHERE_IPV4)
+		memcpy(w->addr, d + 1, 4);
+	else if (w->kind == FW_WHERE_IPV6)
+		memcpy(w->addr, d + 1, 16);
+	else {
+		w->lid = get_be16(d + 1);
+		w->qpn = get_be32(d + 3);
+		memcpy(w->addr, d + 7, 16);
+	}
+	return fw_where_len(w);
+}
+
 int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_t *buf,
 	      size_t cap)
 {
@@ -142,8 +193,17 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 	}
 	for (size_t off = 0, i = 0; i < m->n_hints && off < m->hints_len; i++) {
 		size_t n = strnlen(m->hints + off, m->hints_len - off);
+		const struct fw_where *at = i < FW_WHERE_MAX ? &m->where[i] : NULL;
+		uint8_t d[1 + 22 + IBRES_NAME_MAX];
+		size_t wl = at ? fw_where_len(at) : 0;
 
-		tlv_put(&w, FW_T_HINT, m->hints + off, n);
+		if (wl && n <= IBRES_NAME_MAX) {
+			where_put(at, d);
+			memcpy(d + wl, m->hints + off, n);
+			tlv_put(&w, FW_T_HINT_AT, d, wl + n);
+		} else {
+			tlv_put(&w, FW_T_HINT, m->hints + off, n);
+		}
 		off += n + 1;
 	}
 	if (m->has_digest) {
@@ -171,6 +231,23 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 	if (key && hmac(key, key_len, buf, len - FW_HMAC_LEN, buf + len - FW_HMAC_LEN) < 0)
 		return -EIO;
 	return (int)len;
+}
+
+int fw_hint_add_at(struct fw_msg *m, const char *name, const struct fw_where *w)
+{
+	unsigned i = m->n_hints;
+	int ret;
+
+	if (w && w->kind != FW_WHERE_NONE && (i >= FW_WHERE_MAX || !fw_where_len(w)))
+		return -ENOSPC;
+	ret = fw_hint_add(m, name);
+	if (ret == 0 && i < FW_WHERE_MAX) {
+		if (w)
+			m->where[i] = *w;
+		else
+			memset(&m->where[i], 0, sizeof(m->where[i]));
+	}
+	return ret;
 }
 
 int fw_hint_add(struct fw_msg *m, const char *name)
@@ -297,6 +374,20 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 			/* a name, no NUL inside (its user checks it further) */
 			if (tlv_get_str(&it, name, sizeof(name)) < 0 || !name[0] ||
 			    fw_hint_add(m, name) < 0)
+				return FW_ERR_MALFORMED;
+			break;
+		}
+		case FW_T_HINT_AT: {
+			char name[IBRES_NAME_MAX + 1];
+			struct fw_where at;
+			size_t wl = where_get(it.value, it.length, &at), n = it.length - wl;
+
+			/* an address of a kind we know, then a name without NUL */
+			if (!wl || !n || n > IBRES_NAME_MAX || memchr(it.value + wl, 0, n))
+				return FW_ERR_MALFORMED;
+			memcpy(name, it.value + wl, n);
+			name[n] = '\0';
+			if (fw_hint_add_at(m, name, &at) < 0)
 				return FW_ERR_MALFORMED;
 			break;
 		}

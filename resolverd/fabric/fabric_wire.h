@@ -45,6 +45,8 @@ enum {
 	FW_T_RANGE = 0x107,  /* 20 bytes: lo, hi, parts, flags: a range of digest terms */
 	FW_T_SUMS = 0x108,   /* 12 bytes a part: hosts, sum of each part of RANGE */
 	FW_T_HINT = 0x109,   /* a canonical name the sender holds in RANGE; repeated */
+	FW_T_HINT_AT = 0x10a, /* the same with where its host is reached: kind, address,
+			       * name (an answer to FW_RANGE_WHERE); repeated */
 };
 
 #define FW_DIGEST_LEN 20 /* longer (a later version's) is read as far as known */
@@ -53,6 +55,9 @@ enum {
 #define FW_SUM_LEN 12
 /* The names of a RANGE_ANSWER, packed: each NUL-terminated. */
 #define FW_HINTS_BYTES FW_MAX_LEN
+/* Hints of a datagram that carry an address (FW_T_HINT_AT), at most: each
+ * takes at least 10 bytes (item header, kind, an IPv4 address, a name). */
+#define FW_WHERE_MAX 140
 
 enum fw_digest_flags {
 	/* the sender's settle time had passed, and it counted its directory
@@ -68,6 +73,28 @@ enum fw_digest_flags {
 enum fw_range_flags {
 	FW_RANGE_NAMES = 1 << 0, /* query: list the names in the range, not the sums */
 	FW_RANGE_MORE = 1 << 1,  /* answer: more names than the datagram holds */
+	/* query (with NAMES): the names in ascending digest term from lo on,
+	 * each with where its host is reached (FW_T_HINT_AT); an answer that
+	 * keeps the flag did so, and with MORE the rest starts after the last
+	 * name's term. Daemons before it clear it in their answer. */
+	FW_RANGE_WHERE = 1 << 2,
+};
+
+/* Where a hinted host is reached on the port that heard the hint: its
+ * address on the ip transport (the port number is the cluster's), its LID,
+ * QPN and GID on InfiniBand. */
+enum fw_where_kind {
+	FW_WHERE_NONE = 0,
+	FW_WHERE_IPV4 = 1, /* 4 bytes */
+	FW_WHERE_IPV6 = 2, /* 16 bytes */
+	FW_WHERE_IB = 3,   /* LID 2, QPN 4, GID 16 (big-endian) */
+};
+
+struct fw_where {
+	uint8_t kind; /* enum fw_where_kind */
+	uint8_t addr[16];
+	uint16_t lid;
+	uint32_t qpn;
 };
 
 /* A range of digest terms, lo..hi inclusive, in @parts equal parts. */
@@ -119,11 +146,19 @@ struct fw_msg {
 	unsigned n_sums;
 	char hints[FW_HINTS_BYTES]; /* n_hints names, each NUL-terminated */
 	unsigned n_hints, hints_len;
+	/* where[i]: hint i's host, for the first FW_WHERE_MAX hints (kind
+	 * FW_WHERE_NONE: a plain FW_T_HINT) */
+	struct fw_where where[FW_WHERE_MAX];
 };
 
 /* Append name @name to @m's hints: 0, or -ENOSPC when the datagram could
  * not hold it (FW_HINTS_BYTES). */
 int fw_hint_add(struct fw_msg *m, const char *name);
+/* The same with where its host is reached (@w NULL or FW_WHERE_NONE: a
+ * plain hint); -ENOSPC also past FW_WHERE_MAX hints. */
+int fw_hint_add_at(struct fw_msg *m, const char *name, const struct fw_where *w);
+/* The encoded length of @w (0 for FW_WHERE_NONE). */
+size_t fw_where_len(const struct fw_where *w);
 
 /* Why a datagram was dropped. */
 enum fw_error {

@@ -477,6 +477,76 @@ static void test_hint_items(void **state)
 	static_assert(FW_HINTS_BYTES >= FW_MAX_LEN, "every name a datagram holds fits");
 }
 
+/* A hint with where its host is reached: each kind round-trips, a plain
+ * hint beside it stays plain; an unknown kind, an address cut short, a
+ * name missing or with a NUL inside: malformed; past FW_WHERE_MAX refused. */
+static void test_hint_at_items(void **state)
+{
+	const struct fw_where v4 = {.kind = FW_WHERE_IPV4, .addr = {198, 18, 0, 7}};
+	const struct fw_where v6 = {.kind = FW_WHERE_IPV6, .addr = {0x20, 0x01, 0x0d, 0xb8, [15] = 9}};
+	const struct fw_where ib = {
+		.kind = FW_WHERE_IB, .lid = 0x1234, .qpn = 0xabcdef, .addr = {0xfe, 0x80, [15] = 3}};
+	const struct fw_where bad = {.kind = 9};
+	uint8_t buf[FW_MAX_LEN + 8];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	range_msg(&m, FW_RANGE_ANSWER, buf, NULL, 0);
+	m.n_sums = 0;
+	m.range.parts = 1;
+	m.range.flags = FW_RANGE_NAMES | FW_RANGE_WHERE | FW_RANGE_MORE;
+	assert_int_equal(fw_hint_add_at(&m, "node7", &v4), 0);
+	assert_int_equal(fw_hint_add_at(&m, "node8", &v6), 0);
+	assert_int_equal(fw_hint_add(&m, "node9"), 0);
+	assert_int_equal(fw_hint_add_at(&m, "node10", &ib), 0);
+	assert_int_equal(fw_hint_add_at(&m, "node11", &bad), -ENOSPC);
+	assert_int_equal(m.n_hints, 4);
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_true(len > 0);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_int_equal(out.n_hints, 4);
+	assert_int_equal(out.range.flags, FW_RANGE_NAMES | FW_RANGE_WHERE | FW_RANGE_MORE);
+	assert_string_equal(out.hints, "node7");
+	assert_string_equal(out.hints + 6, "node8");
+	assert_string_equal(out.hints + 12, "node9");
+	assert_string_equal(out.hints + 18, "node10");
+	assert_int_equal(out.where[0].kind, FW_WHERE_IPV4);
+	assert_memory_equal(out.where[0].addr, v4.addr, 4);
+	assert_int_equal(out.where[1].kind, FW_WHERE_IPV6);
+	assert_memory_equal(out.where[1].addr, v6.addr, 16);
+	assert_int_equal(out.where[2].kind, FW_WHERE_NONE);
+	assert_int_equal(out.where[3].kind, FW_WHERE_IB);
+	assert_int_equal(out.where[3].lid, ib.lid);
+	assert_int_equal(out.where[3].qpn, ib.qpn);
+	assert_memory_equal(out.where[3].addr, ib.addr, 16);
+	/* the item of an IB hint, the last of this ANNOUNCE: its kind unknown,
+	 * cut into its address, its name empty or with a NUL inside */
+	sample(&m, FW_ANNOUNCE);
+	assert_int_equal(fw_hint_add_at(&m, "node10", &ib), 0);
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_int_equal(out.where[0].qpn, ib.qpn);
+	buf[len - 29] = 9;
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	buf[len - 29] = FW_WHERE_IB;
+	buf[len - 2] = '\0';
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	buf[len - 2] = '1';
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_int_equal(fw_decode(buf, resize_last_item(buf, (size_t)len, 29, 23), NULL, 0, &out),
+			 FW_ERR_MALFORMED);
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, resize_last_item(buf, (size_t)len, 29, 10), NULL, 0, &out),
+			 FW_ERR_MALFORMED);
+	/* at most FW_WHERE_MAX of them */
+	sample(&m, FW_ANNOUNCE);
+	for (unsigned i = 0; i < FW_WHERE_MAX; i++)
+		assert_int_equal(fw_hint_add_at(&m, "n", &v4), 0);
+	assert_int_equal(fw_hint_add_at(&m, "n", &v4), -ENOSPC);
+	assert_int_equal(fw_hint_add(&m, "n"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_hmac),	   cmocka_unit_test(test_encode_limits),
 		cmocka_unit_test(test_stamp_item), cmocka_unit_test(test_digest_item),
 		cmocka_unit_test(test_range_items), cmocka_unit_test(test_hint_items),
+		cmocka_unit_test(test_hint_at_items),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

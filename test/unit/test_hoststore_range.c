@@ -18,6 +18,7 @@
 #include "core/hostkey.h"
 #include "core/hoststore.h"
 #include "core/hoststore_range.h"
+#include "core/term_index.h"
 
 #define COST_HOSTS 48000
 #define COST_WALKS 20
@@ -251,6 +252,89 @@ static void test_cost_48k(void **state)
 	store_fini(&s);
 }
 
+/* core/term_index.c: the sorted copy answers what the walk answers (every
+ * part of every level down to parts of a few hosts), in ascending term, each
+ * host once; a range's first name is found by its term; its build at 48,000
+ * hosts is printed (bench/RESULTS.md). */
+static void test_term_index(void **state)
+{
+	struct store_range whole = {.lo = 0, .hi = UINT64_MAX, .parts = 16};
+	struct store_digest walk[16], index[16];
+	struct term_index ti = {0};
+	struct host_store s;
+	uint64_t t0, build_ns;
+	char name[32];
+
+	(void)state;
+	assert_int_equal(store_init(&s, COST_HOSTS + 16), 0);
+	for (unsigned n = 0; n < 300; n++) {
+		snprintf(name, sizeof(name), "node%u", n);
+		put(&s, name, n, 0, IBRES_ORIGIN_FABRIC, 0);
+	}
+	for (unsigned i = 0; i < 3; i++)
+		put(&s, "gpu1", 500, i, IBRES_ORIGIN_FABRIC, 0x1234);
+	put(&s, "static1", 600, 0, IBRES_ORIGIN_STATIC, 0);
+	assert_int_equal(term_index_build(&ti, &s, 5), 0);
+	assert_int_equal(ti.n, 301);
+	assert_int_equal(ti.built_ms, 5);
+	for (size_t i = 1; i < ti.n; i++)
+		assert_true(ti.e[i - 1].term < ti.e[i].term);
+	for (size_t i = 0; i < ti.n; i++) {
+		assert_true(term_of(term_index_name(&ti, i)) == ti.e[i].term);
+		assert_true(strcmp(term_index_name(&ti, i), "static1") != 0);
+	}
+	/* two levels of 16 parts, and one level more inside part 5 */
+	for (unsigned top = 0; top < 16; top++) {
+		struct store_range sub, subsub;
+
+		store_range_digest(&s, &whole, walk);
+		term_index_digest(&ti, &whole, index);
+		assert_memory_equal(walk, index, sizeof(walk));
+		assert_true(store_range_sub(&whole, top, &sub));
+		sub.parts = 16;
+		store_range_digest(&s, &sub, walk);
+		term_index_digest(&ti, &sub, index);
+		assert_memory_equal(walk, index, sizeof(walk));
+		if (top != 5)
+			continue;
+		assert_true(store_range_sub(&sub, 3, &subsub));
+		subsub.parts = 16;
+		store_range_digest(&s, &subsub, walk);
+		term_index_digest(&ti, &subsub, index);
+		assert_memory_equal(walk, index, sizeof(walk));
+	}
+	/* the first name at or after a term: gpu1's own, and the one after */
+	{
+		size_t at = term_index_lower(&ti, term_of("gpu1"));
+
+		assert_string_equal(term_index_name(&ti, at), "gpu1");
+		assert_true(term_index_lower(&ti, term_of("gpu1") + 1) == at + 1);
+		assert_int_equal(term_index_lower(&ti, 0), 0);
+	}
+	/* built again from a store of 48,000: timed */
+	for (unsigned n = 300; n < COST_HOSTS; n++) {
+		snprintf(name, sizeof(name), "node%u", n);
+		put(&s, name, n, 0, IBRES_ORIGIN_FABRIC, 0);
+	}
+	t0 = ns_now();
+	assert_int_equal(term_index_build(&ti, &s, 6), 0);
+	build_ns = ns_now() - t0;
+	{
+		struct store_digest all;
+
+		store_digest(&s, &all); /* what the store kept of them */
+		assert_true(all.hosts > COST_HOSTS / 2);
+		assert_int_equal(ti.n, all.hosts);
+	}
+	store_range_digest(&s, &whole, walk);
+	term_index_digest(&ti, &whole, index);
+	assert_memory_equal(walk, index, sizeof(walk));
+	printf("# term index of %zu hosts: built in %.2f ms\n", ti.n, build_ns / 1e6);
+	term_index_free(&ti);
+	assert_int_equal(ti.n, 0);
+	store_fini(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_parts_cover),
 		cmocka_unit_test(test_digests_and_names),
 		cmocka_unit_test(test_cost_48k),
+		cmocka_unit_test(test_term_index),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,7 +30,9 @@
 
 #include "daemon.h"
 #include "core/clock.h"
+#include "core/hostkey.h"
 #include "core/hoststore.h"
+#include "core/hoststore_range.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "engine/resolver.h"
@@ -1194,6 +1196,30 @@ static void test_startup_announces(void **state)
 	assert_int_equal(fake.n_sent, 5);
 }
 
+/* A node that heard a peer after its first NEWCOMER announce sends no
+ * other: every node up heard that one, or answers it (the boot budget); its
+ * next announce is the periodic one. The burst is checked all the same. */
+static void test_startup_one_newcomer_once_heard(void **state)
+{
+	const struct sent_dgram *a;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance_to(START_MS + 100);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
+	a = nth_sent(FW_ANNOUNCE, 0);
+	assert_int_equal(a->m.flags, FW_FLAG_NEWCOMER);
+	announce_from(2); /* a peer's answer */
+	advance_to(START_MS + 2000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
+	advance_to(a->at_ms + 8999);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
+	advance_to(a->at_ms + 11000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 2);
+	assert_int_equal(nth_sent(FW_ANNOUNCE, 1)->m.flags, 0);
+	assert_int_equal(counter("fabric_announces_sent"), 2);
+}
+
 /* A NEWCOMER announcement gets one unicast ANNOUNCE of ours per burst. */
 static void test_newcomer_answered(void **state)
 {
@@ -1205,6 +1231,14 @@ static void test_newcomer_answered(void **state)
 	start(DIRECTORY, NULL);
 	peer_msg(&m, FW_ANNOUNCE, 2, 0xb1);
 	m.flags = FW_FLAG_NEWCOMER;
+	/* before our own first announce: that one reaches the newcomer, which
+	 * is up; no answer */
+	deliver(&m, 2);
+	assert_int_equal(fake.n_sent, 0);
+	advance_to(START_MS + 100);
+	assert_int_equal(fake.n_sent, 1); /* our NEWCOMER announce */
+	fake.n_sent = 0;
+	m.tid = 0xb0; /* its next burst, after ours went out */
 	deliver(&m, 2);
 	assert_int_equal(fake.n_sent, 1);
 	s = last_sent();
@@ -1224,8 +1258,8 @@ static void test_newcomer_answered(void **state)
 	m.flags = 0; /* a periodic one */
 	deliver(&m, 2);
 	assert_int_equal(fake.n_sent, 2);
-	assert_int_equal(counter("fabric_overheard"), 4);
-	assert_int_equal(counter("fabric_announces_sent"), 2);
+	assert_int_equal(counter("fabric_overheard"), 5);
+	assert_int_equal(counter("fabric_announces_sent"), 3);
 }
 
 /* GOODBYE removes the peer, every key of it; a GOODBYE from another identity
@@ -1681,6 +1715,156 @@ static void test_fetch_moves_on(void **state)
 	assert_int_equal(counter("fabric_fetch_timeouts"), 1);
 }
 
+static uint64_t name_term(const char *name)
+{
+	struct host_key k = key_name(name);
+
+	return host_digest_term(&k);
+}
+
+/* The fetch after a lossy boot: a part where we lack many of the peer's
+ * hosts is paged through at once (not split), names in term order with
+ * where each host is; a host we lack is asked by unicast at the address the
+ * peer named, alone; the next page starts after the last name's term. An
+ * answer without WHERE (a daemon before it) is split as before. */
+static void test_fetch_pages_and_asks_the_host(void **state)
+{
+	const char *lacked = "node50";
+	uint64_t t = name_term(lacked);
+	struct fw_range asked, whole = {.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
+	struct store_range part, sr = {.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
+	const struct sent_dgram *q;
+	struct transport_addr at = peer_addr(9);
+	struct fw_where w = {.kind = FW_WHERE_IPV4};
+	struct fw_msg m;
+	int p;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_digest(2, 41, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
+		advance(10);
+	q = last_sent();
+	assert_int_equal(q->m.type, FW_RANGE_QUERY);
+	assert_memory_equal(&q->m.range, &whole, sizeof(whole));
+	/* the peer holds 40 hosts in node50's part, we none: dense */
+	p = store_range_part(&sr, t);
+	assert_true(p >= 0 && store_range_sub(&sr, (unsigned)p, &part));
+	peer_msg(&m, FW_RANGE_ANSWER, 2, q->m.tid);
+	m.has_range = true;
+	m.range = q->m.range;
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = 41, .sum = 1, .seq = 1,
+				      .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
+	m.n_sums = FW_PARTS_MAX;
+	m.sums[p] = (struct fw_sum){.hosts = 40, .sum = 77};
+	deliver(&m, 2);
+	q = last_sent();
+	assert_int_equal(q->m.type, FW_RANGE_QUERY);
+	assert_int_equal(q->m.range.flags, FW_RANGE_NAMES | FW_RANGE_WHERE);
+	assert_true(q->m.range.lo == part.lo && q->m.range.hi == part.hi);
+	asked = q->m.range;
+
+	/* a page: node50 with its address, MORE */
+	peer_msg(&m, FW_RANGE_ANSWER, 2, q->m.tid);
+	m.has_range = true;
+	m.range = asked;
+	m.range.flags |= FW_RANGE_MORE;
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = 41, .sum = 1, .seq = 1,
+				      .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
+	memcpy(w.addr, &((struct sockaddr_in *)&at.ss)->sin_addr, 4);
+	assert_int_equal(fw_hint_add_at(&m, lacked, &w), 0);
+	deliver(&m, 2);
+	assert_int_equal(counter("fabric_fetch_hints"), 1);
+	assert_int_equal(counter("fabric_requests_unicast"), 1);
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+	q = nth_sent(FW_REQUEST, 0);
+	assert_true(q->ucast);
+	assert_memory_equal(&q->to.ss, &at.ss, at.len); /* the named address, our port */
+	assert_true(q->m.has_target && q->m.target.len == strlen(lacked) &&
+		    !memcmp(q->m.target.data, lacked, q->m.target.len));
+	/* the next page, after node50's term */
+	q = last_sent();
+	assert_int_equal(q->m.type, FW_RANGE_QUERY);
+	assert_int_equal(q->m.range.flags, FW_RANGE_NAMES | FW_RANGE_WHERE);
+	assert_true(q->m.range.lo == t + 1 && q->m.range.hi == asked.hi);
+	asked = q->m.range;
+
+	/* a daemon before WHERE: its answer clears the flag, MORE: split */
+	peer_msg(&m, FW_RANGE_ANSWER, 2, q->m.tid);
+	m.has_range = true;
+	m.range = asked;
+	m.range.flags = FW_RANGE_NAMES | FW_RANGE_MORE;
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = 41, .sum = 1, .seq = 1,
+				      .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
+	assert_int_equal(fw_hint_add(&m, "node51"), 0);
+	deliver(&m, 2);
+	q = last_sent();
+	assert_int_equal(q->m.type, FW_RANGE_QUERY);
+	assert_int_equal(q->m.range.flags, FW_RANGE_NAMES | FW_RANGE_WHERE);
+	assert_true(q->m.range.lo >= asked.lo && q->m.range.hi <= asked.hi &&
+		    q->m.range.hi - q->m.range.lo < asked.hi - asked.lo);
+	/* its name without an address: asked on the fabric, multicast */
+	assert_int_equal(count_sent(FW_REQUEST), 2);
+	assert_false(nth_sent(FW_REQUEST, 1)->ucast);
+	assert_int_equal(counter("fabric_requests_unicast"), 1);
+}
+
+/* The answering side: names in ascending term from the range's start, each
+ * with the address its endpoint was heard from on the asking port; this
+ * node itself without one; a query without WHERE gets plain names. */
+static void test_range_names_in_term_order_with_where(void **state)
+{
+	struct fw_msg m, a;
+	const struct sent_dgram *s;
+	uint64_t prev = 0;
+	unsigned with = 0;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	for (unsigned n = 2; n <= 6; n++)
+		announce_from(n);
+	peer_msg(&m, FW_RANGE_QUERY, 3, 0x55);
+	m.has_range = true;
+	m.range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = 1,
+				    .flags = FW_RANGE_NAMES | FW_RANGE_WHERE};
+	deliver(&m, 3);
+	s = last_sent();
+	assert_int_equal(s->m.type, FW_RANGE_ANSWER);
+	assert_true(s->ucast);
+	a = s->m;
+	assert_int_equal(a.range.flags, FW_RANGE_NAMES | FW_RANGE_WHERE);
+	assert_int_equal(a.n_hints, 6); /* five peers and us */
+	for (unsigned i = 0, off = 0; i < a.n_hints; off += (unsigned)strlen(a.hints + off) + 1, i++) {
+		const char *name = a.hints + off;
+		uint64_t t = name_term(name);
+
+		assert_true(i == 0 || t > prev);
+		prev = t;
+		if (!strcmp(name, "node1")) {
+			assert_int_equal(a.where[i].kind, FW_WHERE_NONE);
+			continue;
+		}
+		with++;
+		assert_int_equal(a.where[i].kind, FW_WHERE_IPV4);
+		assert_int_equal(a.where[i].addr[0], 198);
+		assert_int_equal(a.where[i].addr[3], (uint8_t)atoi(name + 4));
+	}
+	assert_int_equal(with, 5);
+
+	/* without WHERE: plain names, the flag not kept */
+	m.tid = 0x56;
+	m.range.flags = FW_RANGE_NAMES;
+	deliver(&m, 3);
+	a = last_sent()->m;
+	assert_int_equal(a.range.flags, FW_RANGE_NAMES);
+	assert_int_equal(a.n_hints, 6);
+	for (unsigned i = 0; i < a.n_hints; i++)
+		assert_int_equal(a.where[i].kind, FW_WHERE_NONE);
+}
+
 /* What the receiver drops before looking at a message: malformed, another
  * version, an HMAC it cannot check, its own datagrams. */
 static void test_receive_drops(void **state)
@@ -1931,7 +2115,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_no_directory, teardown),
 		cmocka_unit_test_teardown(test_startup_announces, teardown),
+		cmocka_unit_test_teardown(test_startup_one_newcomer_once_heard, teardown),
 		cmocka_unit_test_teardown(test_newcomer_answered, teardown),
+		cmocka_unit_test_teardown(test_fetch_pages_and_asks_the_host, teardown),
+		cmocka_unit_test_teardown(test_range_names_in_term_order_with_where, teardown),
 		cmocka_unit_test_teardown(test_goodbye, teardown),
 		cmocka_unit_test_teardown(test_expiry, teardown),
 		cmocka_unit_test_teardown(test_identity_change_lid, teardown),

@@ -18,7 +18,9 @@
  *         ms (± 10 %, at least 50 ms) apart, as fabric.c's on_announce_timer.
  *         A peer that is up when the daemon's NEWCOMER announce arrives
  *         answers it with one unicast ANNOUNCE (once per burst, as
- *         newcomer_first()).
+ *         newcomer_first()), unless its own announce went out while the
+ *         daemon listened (the NEWCOMER's UP item; fabric.c heard_us()):
+ *         with --announces 1 only, the protocol since the boot budget.
  * rejoin  the daemon (re)starts into a running cluster: all N peers are up and
  *         answer the daemon's first NEWCOMER announce by unicast.
  *
@@ -42,9 +44,11 @@
  * Every mode answers what the daemon's fetch sends (fabric_fetch.c): a
  * RANGE_QUERY to one peer gets that peer's RANGE_ANSWER computed over the
  * emulated cluster (SUMS per part, or the names, MORE when they do not fit,
- * as fabric_range.c), and a multicast REQUEST for a peer's name or address
- * gets that peer's unicast REPLY (as fabric.c's on_request), once the peer
- * is up.
+ * as fabric_range.c; with the WHERE flag in ascending term from the range's
+ * start, each with the peer's IPv4 address), and a REQUEST for a peer's
+ * name or address, multicast or sent to that peer's address alone, gets
+ * that peer's unicast REPLY (as fabric.c's on_request), once the peer is
+ * up.
  *
  * --loss PCT (storm): each datagram a peer would send to the daemon
  * (announces, answers to its NEWCOMER, RANGE_ANSWERs, REPLYs) is dropped with
@@ -836,12 +840,18 @@ static void on_daemon_newcomer(const struct opts *o, const struct fw_msg *m,
 	if (o->mode == LEARN)
 		return; /* steady-state peers only: nobody answers */
 	answer_to = *from;
-	/* every peer that is up answers once per burst (fabric.c newcomer_first) */
+	/* every peer that is up answers once per burst (fabric.c newcomer_first),
+	 * unless the daemon heard its announce: it went out (when the peer came
+	 * up) while the daemon listened, as the NEWCOMER's UP says (fabric.c
+	 * heard_us; peers of the protocol before it, --announces > 1, answer) */
 	for (unsigned i = 0; i < o->count; i++) {
 		struct peer *p = &peers[i];
 		bool up = o->mode == REJOIN || (going && p->up_ns <= t - go_ns);
 
 		if (!up || p->answered_burst == m->tid)
+			continue;
+		if (o->mode == STORM && o->announces == 1 && m->has_up &&
+		    go_ns + p->up_ns >= t - (uint64_t)m->up_ms * 1000000u)
 			continue;
 		p->answered_burst = m->tid;
 		answer_q[aq_tail++ % o->count] = i;

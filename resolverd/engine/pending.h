@@ -14,6 +14,7 @@
 #include "core/waiter.h"
 #include "core/list.h"
 #include "core/loop.h"
+#include "fabric/fabric.h"
 
 /* Queries in flight at most: a full table answers ENOMEM, never grows. */
 #define PENDING_MAX 16384u
@@ -25,6 +26,10 @@ struct pending_query {
 	struct host_key key;
 	uint64_t tid;
 	unsigned attempts; /* requests sent */
+	/* a hint's (fabric_events.hint): where the host is, asked there alone
+	 * while nobody waits */
+	bool has_at;
+	struct fabric_at at;
 	struct loop_timer timer;
 	struct list_node waiters;
 	struct pending_table *pt;

@@ -102,18 +102,29 @@ static void on_query_timer(struct pending_query *q, void *arg)
 		r->stats.query_timeouts++;
 		log_debug("fabric: no answer for %s after %u attempts",
 			  host_key_str(&q->key, key, sizeof(key)), q->attempts);
-		store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s, -ETIMEDOUT, now);
+		/* a hint's query nobody waited for: the fetch does not ask that
+		 * name again before negative_ttl, but a client does (a peer
+		 * said it lives; the loss may have been ours) */
+		store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s,
+				   q->has_at ? -EHOSTUNREACH : -ETIMEDOUT, now);
 		pending_end(q, -ETIMEDOUT);
 		return;
 	}
 	r->stats.query_retries++;
-	fabric_send_request(r->fabric, &q->key, q->tid);
+	/* a hint's query stays with the host it named: a multicast from each
+	 * node that lost a REPLY would reach every node (at 48,000 nodes,
+	 * millions of datagrams each); a lookup that joins it makes it a
+	 * client's query (query_start_at()) */
+	fabric_send_request_at(r->fabric, &q->key, q->tid, q->has_at ? &q->at : NULL);
 	pending_arm(q, now + jitter_apply(&r->rng, attempt_wait(r->cfg, q->attempts)));
 	q->attempts++;
 }
 
-/* Ask the fabric for @k, or join the query in flight; the first attempt to
- * @at alone when a hint said where the host is (the retries multicast). */
+/* Ask the fabric for @k, or join the query in flight; every attempt to @at
+ * alone when a hint said where the host is. A client's lookup (@at NULL)
+ * that joins a hint's query starts it again as its own, on the whole
+ * fabric and with every attempt: the hint's may be spent, on a host that
+ * did not answer there. */
 static struct pending_query *query_start_at(struct resolver *r, const struct host_key *k,
 					    const struct fabric_at *at)
 {
@@ -121,6 +132,12 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 
 	if (q) {
 		r->stats.queries_joined++;
+		if (!at && q->has_at) {
+			q->has_at = false;
+			q->attempts = 1;
+			pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0)));
+			fabric_send_request(r->fabric, k, q->tid);
+		}
 		return q;
 	}
 	q = pending_add(&r->pending, k);
@@ -130,6 +147,10 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 	if (pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0))) < 0) {
 		pending_end(q, -ENOMEM);
 		return NULL;
+	}
+	if (at) {
+		q->has_at = true;
+		q->at = *at;
 	}
 	fabric_send_request_at(r->fabric, k, q->tid, at);
 	return q;
@@ -377,9 +398,11 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 
 	/* a key a host holds is never negative: asking this first counts a
 	 * negative answer as the one hit it is */
-	neg = store_negative(r->store, k, now, true);
-	if (neg)
+	neg = store_negative(r->store, k, now, false);
+	if (neg && neg != -EHOSTUNREACH) { /* a hint's is asked: see on_query_timer() */
+		store_negative(r->store, k, now, true);
 		return neg == -ETIMEDOUT ? LOOKUP_TIMEDOUT : LOOKUP_NOTFOUND;
+	}
 	*out = store_lookup(r->store, k, now, true);
 	if (*out)
 		return LOOKUP_FOUND;

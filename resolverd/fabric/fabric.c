@@ -30,10 +30,12 @@
 
 #define STARTUP_ANNOUNCES 3
 #define REANNOUNCE_MS 1000 /* an identity change is announced at once and again after this */
+#define NEWCOMER_AGAIN_MS 500 /* between a burst's NEWCOMER announces sent on evidence */
 
 static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
 			unsigned changes);
 static void on_reannounce(struct loop_timer *t);
+static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid);
 
 static bool announcing(const struct fabric *f)
 {
@@ -211,6 +213,21 @@ static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint
 	return true;
 }
 
+/* Did NEWCOMER @m's sender hear who we are from us already? Not before our
+ * own first multicast announce (it comes, and the newcomer is up to hear
+ * it); yes when our last one went out while it was listening, which its UP
+ * says (a daemon before UP: answered). At a whole-cluster boot each node
+ * so hears each peer once, by its multicast or by its answer. */
+static bool heard_us(const struct fabric_port *p, const struct fw_msg *m)
+{
+	uint64_t now = now_ms();
+
+	if (!p->announce_seq)
+		return true;
+	return m->has_up && m->up_ms <= now && p->mcast_announced_ms &&
+	       p->mcast_announced_ms >= now - m->up_ms;
+}
+
 static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from)
 {
@@ -226,11 +243,8 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		fabric_fetch_peer(p, m, from);
 	}
 	/* a newcomer learns the directory from everyone's unicast answer; one
-	 * answer per newcomer and settle period, not one per announcement.
-	 * Not before our own first multicast announce: the newcomer is up, and
-	 * that one reaches it (at a whole-cluster boot, each node then hears
-	 * each peer once, by multicast or by answer) */
-	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && p->announce_seq &&
+	 * answer per newcomer and settle period, not one per announcement */
+	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && !heard_us(p, m) &&
 	    newcomer_first(f, &m->sender, m->tid)) {
 		fabric_msg_init(p, &r, FW_ANNOUNCE, 0);
 		fabric_digest_put(p, &r, true);
@@ -277,6 +291,22 @@ static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
 	f->c.goodbyes_rx++;
 	/* the port is down: every partition of it */
 	store_remove_gid(f->store, m->target.data);
+}
+
+/* A peer we asked had not heard of us: our NEWCOMER announce (and its
+ * repeats) did not reach it, so maybe not others either. Once more, at most
+ * STARTUP_ANNOUNCES - 1 times a burst and NEWCOMER_AGAIN_MS apart (the
+ * next evidence comes from peers asked after the last one). */
+static void newcomer_again(struct fabric *f)
+{
+	uint64_t now = now_ms();
+
+	if (!announcing(f) || !f->newcomer_repeats_left ||
+	    now < f->newcomer_sent_ms + NEWCOMER_AGAIN_MS)
+		return;
+	f->newcomer_repeats_left--;
+	f->c.newcomer_repeats++;
+	announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
 }
 
 /* An authenticated datagram: is it new, or a copy of an old one? Only
@@ -362,15 +392,18 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	case FW_GOODBYE:
 		on_goodbye(p, &m);
 		break;
-	case FW_RANGE_QUERY:
+	case FW_RANGE_QUERY: {
 		/* the asker is learned like a requester: a node nobody heard
-		 * of, asking, becomes known */
+		 * of, asking, becomes known (and is told so) */
+		bool knew = heard_endpoint(p, m.sender.gids[0], m.sender.pkey, m.sender.names[0]);
+
 		if (fabric_learn(p, &m, fabric_best_group(p, m.groups, m.n_groups), NULL) == 0) {
 			f->c.overheard++;
 			fabric_fetch_asker(p, &m, from);
 		}
-		fabric_range_answer(p, &m, from);
+		fabric_range_answer(p, &m, from, !knew);
 		break;
+	}
 	case FW_RANGE_ANSWER:
 		fabric_fetch_answer(p, &m);
 		break;
@@ -379,6 +412,10 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	}
 	p->rx_from = NULL;
+	if (f->fx.unheard) {
+		f->fx.unheard = false;
+		newcomer_again(f);
+	}
 	/* a digest heard, or a host learned that a peer's digest had */
 	fabric_digest_update(f);
 }
@@ -398,6 +435,15 @@ static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_
 		m.flags = flags;
 		if (type == FW_ANNOUNCE)
 			fabric_digest_put(p, &m, false);
+		if (flags & FW_FLAG_NEWCOMER) {
+			/* since when we keep what we hear: peers that announced
+			 * since need not answer (heard_us()) */
+			uint64_t up = now_ms() - f->burst_began_ms;
+
+			m.has_up = true;
+			m.up_ms = up > UINT32_MAX ? UINT32_MAX : (uint32_t)up;
+			f->newcomer_sent_ms = now_ms();
+		}
 		if (fabric_port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
 			f->c.announces_sent++;
 	}
@@ -415,11 +461,15 @@ static void on_announce_timer(struct loop_timer *t)
 	if (f->startup_announces_left) {
 		/* one NEWCOMER announce: every peer up hears it or answers it.
 		 * Again only while nobody was heard at all (the first node up,
-		 * or ours lost): a repeat costs every node a datagram, and
-		 * what a node missed the fetch finds (fabric_fetch.h) */
-		if (f->startup_announces_left == STARTUP_ANNOUNCES ||
-		    f->c.overheard == f->burst_overheard) {
+		 * or ours lost), or when a peer asked later had not heard of
+		 * us (newcomer_again()): a repeat costs every node a datagram,
+		 * and what a node missed the fetch finds (fabric_fetch.h) */
+		bool first = f->startup_announces_left == STARTUP_ANNOUNCES;
+
+		if (first || (f->c.overheard == f->burst_overheard && f->newcomer_repeats_left)) {
 			f->startup_announces_left--;
+			if (!first)
+				f->newcomer_repeats_left--;
 			announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
 			fabric_digest_burst_sent(f);
 		} else {
@@ -607,6 +657,8 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	if (announcing(f)) {
 		f->startup_announces_left = STARTUP_ANNOUNCES;
 		f->burst_overheard = f->c.overheard;
+		f->burst_began_ms = now_ms();
+		f->newcomer_repeats_left = STARTUP_ANNOUNCES - 1;
 		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 		/* random start-up delay: a rebooting rack must not announce at once */
 		loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
@@ -627,6 +679,8 @@ void fabric_resync(struct fabric *f)
 	fabric_digest_reset(f);
 	f->startup_announces_left = STARTUP_ANNOUNCES;
 	f->burst_overheard = f->c.overheard;
+	f->burst_began_ms = now_ms();
+	f->newcomer_repeats_left = STARTUP_ANNOUNCES - 1;
 	f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
 }
@@ -770,6 +824,7 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_requests_unicast", c->requests_unicast },
 		{ "fabric_replies_sent", c->replies_sent },
 		{ "fabric_announces_sent", c->announces_sent },
+		{ "fabric_newcomer_repeats", c->newcomer_repeats },
 		{ "fabric_goodbyes_rx", c->goodbyes_rx },
 	};
 

@@ -11,12 +11,12 @@
 #include <stdbool.h>
 
 #include "core/hostkey.h"
+#include "fabric/transport.h"
 #include "hostrec.h"
 
 struct endpoint;
 struct endpoints;
 struct fabric;
-struct fabric_at;
 struct host;
 struct host_store;
 struct ibres_config;
@@ -24,6 +24,13 @@ struct loop;
 struct path_params;
 struct sa_client;
 struct tlv_writer;
+
+/* Where a peer's hint said a host is reached (fabric_events.hint): the
+ * local port that heard the hint, and the host's address there. */
+struct fabric_at {
+	unsigned port;
+	struct transport_addr addr;
+};
 
 /* What the protocol core reports up (registered by the resolver, which owns
  * the queries in flight; see engine/pending.h). */
@@ -40,7 +47,7 @@ struct fabric_events {
 	 * (fabric_fetch.h): ask it on the fabric, so that it answers for
 	 * itself; a peer's word is a hint, never an answer. @at (NULL: not
 	 * known) is where the peer said the host is reached, valid during the
-	 * call only: fabric_send_request_at() asks the host there alone. */
+	 * call: fabric_send_request_at() asks the host there alone. */
 	void (*hint)(void *arg, const struct host_key *k, const struct fabric_at *at);
 	void *arg;
 };

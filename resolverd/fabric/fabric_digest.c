@@ -43,8 +43,13 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 {
 	struct digest_claim *c = &r->claim;
 
-	r->recent[r->heard++ % DIGEST_RECENT] =
-		(struct store_digest){.hosts = theirs->hosts, .sum = theirs->sum};
+	r->heard++;
+	/* only what a peer held once its own start-up was over can vouch at
+	 * the end of ours: a NEWCOMER's digest says what its sender had heard
+	 * when it booted, and peers that missed the same host agree */
+	if (theirs->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE))
+		r->recent[r->late++ % DIGEST_RECENT] =
+			(struct store_digest){.hosts = theirs->hosts, .sum = theirs->sum};
 	/* fewer hosts: the sender lags (or we hold one that left): its own
 	 * digests tell it, ours tell nothing to us */
 	if (theirs->hosts < own->hosts)
@@ -88,11 +93,10 @@ static unsigned agree_k(const struct store_digest *own)
 
 bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now)
 {
-	unsigned n = r->heard < DIGEST_RECENT ? r->heard : DIGEST_RECENT, same = 0;
+	unsigned n = r->late < DIGEST_RECENT ? r->late : DIGEST_RECENT, same = 0;
 
-	/* what peers said while the directory filled, against what it holds
-	 * now: in a burst that went well the last ones are all equal (claims
-	 * met by the answers that followed them) */
+	/* what settled peers said while the directory filled, against what it
+	 * holds now (a node rejoining a settled cluster hears them) */
 	for (unsigned i = 0; i < n; i++)
 		same += r->recent[i].hosts == own->hosts && r->recent[i].sum == own->sum;
 	/* no digest heard: peers before the digest, today's rule */
@@ -188,10 +192,6 @@ void fabric_digest_update(struct fabric *f)
 
 void fabric_digest_burst_sent(struct fabric *f)
 {
-	struct store_digest own;
-
-	store_digest(f->store, &own);
-	f->dg.burst_known = own.hosts ? own.hosts - 1 : 0;
 	f->dg.burst_sent_ms = now_ms();
 	f->dg.burst_sent = true;
 	/* the check decides before the directory counts complete: on time */
@@ -201,10 +201,10 @@ void fabric_digest_burst_sent(struct fabric *f)
 			       : f->dg.burst_sent_ms + DIGEST_ANSWER_MS);
 }
 
-/* Once the burst settled: every peer known when its last NEWCOMER announce
- * went was up then, heard one of them (they repeat) and answered once.
- * Fewer answers: announces or answers were lost, ours and maybe others' (a
- * loss the receive counters cannot see), so a peer we lack may be live. */
+/* Once the burst settled: a claim still unmet is a loss; nothing against us
+ * and no settled peer vouching: ask them. (Answers to our NEWCOMER are not
+ * counted: a peer whose announce we heard after our start answers none, as
+ * that announce reached us; only those that announced before do.) */
 static void burst_check(struct fabric *f, uint64_t now)
 {
 	struct fabric_digest *d = &f->dg;
@@ -226,24 +226,14 @@ static void burst_check(struct fabric *f, uint64_t now)
 			 "lost",
 			 (unsigned long long)d->rule.claim.hosts, (unsigned long long)own.hosts);
 	}
-	if (d->burst_answers >= d->burst_known) {
-		/* nothing against us; unless settled peers vouched, ask them
-		 * (fabric_fetch.c): a node that missed most of a whole-cluster
-		 * boot hears no claim until the next announce round */
-		if (d->rule.dropped || !digest_rule_burst_end(&d->rule, &own, now))
-			return;
-		d->unvouched++;
-		log_info("fabric: start-up over, %llu hosts, no settled peer vouched yet: "
-			 "asking peers",
-			 (unsigned long long)own.hosts);
+	/* nothing against us; unless settled peers vouched, ask them
+	 * (fabric_fetch.c): a node that missed most of a whole-cluster boot
+	 * hears no claim until the next announce round */
+	if (d->rule.dropped || !digest_rule_burst_end(&d->rule, &own, now))
 		return;
-	}
-	d->answers_missing += d->burst_known - d->burst_answers;
-	digest_rule_drop(&d->rule, now);
-	log_info("fabric: %llu of the %llu peers known at start-up did not answer: datagrams "
-		 "were lost",
-		 (unsigned long long)(d->burst_known - d->burst_answers),
-		 (unsigned long long)d->burst_known);
+	d->unvouched++;
+	log_info("fabric: start-up over, %llu hosts, no settled peer vouched yet: asking peers",
+		 (unsigned long long)own.hosts);
 }
 
 static void on_tick(struct loop_timer *t)
@@ -263,7 +253,7 @@ static void on_tick(struct loop_timer *t)
 static void burst_begin(struct fabric *f)
 {
 	f->dg.burst_sent = f->dg.burst_checked = false;
-	f->dg.burst_sent_ms = f->dg.burst_known = f->dg.burst_answers = 0;
+	f->dg.burst_sent_ms = 0;
 	f->dg.burst_pending = f->cfg->announce_interval_s > 0;
 	f->dg.told = fabric_digest_incomplete(f); /* the caller publishes the scope */
 }
@@ -325,11 +315,6 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 {
 	struct store_digest own;
 
-	/* an answer to our burst: not itself a NEWCOMER announce, and sent
-	 * to us alone (a daemon before the digest does not say: counted) */
-	if (!(m->flags & FW_FLAG_NEWCOMER) && !f->dg.burst_checked &&
-	    (!m->has_digest || (m->digest.flags & FW_DIGEST_UNICAST)))
-		f->dg.burst_answers++;
 	if (!m->has_digest)
 		return; /* a daemon before the digest */
 	if (digest_seq_gap(prev_seq, &m->digest)) {
@@ -388,7 +373,6 @@ void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_write
 		{"fabric_digest_mismatches", f ? f->dg.rule.mismatches : 0},
 		{"fabric_rx_drops_detected", f ? f->dg.rule.drops : 0},
 		{"fabric_rx_gaps", f ? f->dg.gaps : 0},
-		{"fabric_newcomer_answers_missing", f ? f->dg.answers_missing : 0},
 		{"fabric_bursts_unvouched", f ? f->dg.unvouched : 0},
 		{"fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0},
 	};

@@ -56,8 +56,9 @@ struct digest_rule {
 	 * of news is no proof */
 	bool unvouched;
 	uint64_t unvouched_ms;
-	struct store_digest recent[DIGEST_RECENT]; /* the last digests heard */
-	unsigned heard;				   /* digests heard since the reset */
+	/* the last digests heard from peers past their own start-up */
+	struct store_digest recent[DIGEST_RECENT];
+	unsigned heard, late; /* digests heard since the reset; of them, such */
 	uint64_t mismatches, drops;
 };
 
@@ -72,9 +73,9 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 void digest_rule_drop(struct digest_rule *r, uint64_t now);
 /* A start-up burst was checked at @now with nothing against us: when
  * digests were heard (peers that send them) but fewer than K of the last
- * DIGEST_RECENT, settled or not, equal @own, count the directory unvouched
- * (incomplete until K settled ones agree, or a round passed). Returns true
- * when it did. */
+ * DIGEST_RECENT from peers past their own start-up (SETTLED or
+ * PAST_SETTLE) equal @own, count the directory unvouched (incomplete until
+ * K settled ones agree, or a round passed). Returns true when it did. */
 bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now);
 /* Decide, at @now with the store's digest @own: is a key the store lacks
  * possibly a live host? Sets and returns r->incomplete. The settle time is
@@ -114,7 +115,7 @@ void fabric_digest_update(struct fabric *f);
 bool fabric_digest_incomplete(const struct fabric *f);
 /* STATS rows: directory_complete (@complete: the caller knows, from the
  * settle time and this module's rule), fabric_digest_mismatches,
- * fabric_rx_drops_detected, fabric_rx_gaps, fabric_newcomer_answers_missing,
+ * fabric_rx_drops_detected, fabric_rx_gaps,
  * fabric_bursts_unvouched, fabric_incomplete_queries. */
 void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w);
 

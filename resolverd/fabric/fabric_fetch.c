@@ -133,11 +133,17 @@ static void send_query(struct fabric *f)
 {
 	struct fabric_fetch *x = &f->fx;
 	struct fabric_port *p = &f->ports[x->peer.port];
+	unsigned wait = x->srtt_ms ? 4 * x->srtt_ms : FETCH_WAIT_MS;
 	struct fw_msg m;
 
+	if (wait < FETCH_WAIT_MIN_MS)
+		wait = FETCH_WAIT_MIN_MS;
+	if (wait > FETCH_WAIT_MS)
+		wait = FETCH_WAIT_MS;
 	x->waiting = true;
-	x->tries++;
-	loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_WAIT_MS);
+	if (!x->tries++)
+		x->sent_ms = now_ms();
+	loop_timer_arm(f->loop, &x->timer, now_ms() + wait);
 	if (!p->open || p->ep->down)
 		return; /* the timer ends the session */
 	fabric_msg_init(p, &m, FW_RANGE_QUERY, x->tid);
@@ -180,6 +186,7 @@ static void session_start(struct fabric *f)
 	x->active = true;
 	x->sessions++;
 	x->queries = x->pages = x->hints = x->switches = 0;
+	x->srtt_ms = 0;
 	x->todo[0] = whole;
 	x->n_todo = 1;
 	next_query(f);
@@ -207,6 +214,7 @@ static void on_timer(struct loop_timer *t)
 		if (x->switches < FETCH_SWITCHES && pick_peer(x, x->peer.gid)) {
 			x->switches++;
 			x->tries = 0;
+			x->srtt_ms = 0; /* another peer */
 			x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 			send_query(f);
 			return;
@@ -237,15 +245,19 @@ static void push(struct fabric_fetch *x, const struct store_range *r, bool names
 /* The peer's sums for the parts of what we asked: parts that differ from
  * ours are asked again, split, or for their names once small, or once we
  * lack at least one of FETCH_DENSE of them (paging through their names,
- * about 40 a datagram, then costs less than splitting further: after a
+ * about 50 a datagram, then costs less than splitting further: after a
  * lossy boot most parts lack a few). */
 static void take_sums(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
 	struct store_range asked = {.lo = x->asked.lo, .hi = x->asked.hi, .parts = x->asked.parts};
+	const struct term_index *ti = fabric_terms(f, now_ms());
 	struct store_digest own[RANGE_PARTS_MAX];
 
-	store_range_digest(f->store, &asked, own);
+	if (ti)
+		term_index_digest(ti, &asked, own);
+	else
+		store_range_digest(f->store, &asked, own);
 	for (unsigned i = 0; i < asked.parts; i++) {
 		struct store_range sub;
 
@@ -365,10 +377,19 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	x->answers++;
+	if (x->tries == 1) {
+		/* a round trip, when unambiguous (an answer to a first try) */
+		unsigned rtt = (unsigned)(now_ms() - x->sent_ms) + 1;
+
+		x->srtt_ms = x->srtt_ms ? (7 * x->srtt_ms + rtt) / 8 : rtt;
+	}
 	c = find_peer(x, x->peer.gid);
 	if (c)
 		c->strikes = 0;
 	fabric_digest_answer(f, m);
+	/* our announces did not reach it: maybe not others either */
+	if (m->range.flags & FW_RANGE_ASKER_NEW)
+		x->unheard = true;
 	if (x->asked.flags & FW_RANGE_NAMES)
 		take_names(f, m);
 	else

@@ -28,9 +28,13 @@
 /* Peers heard to answer range queries (their DIGEST says so), remembered. */
 #define FETCH_PEERS 16
 /* How long an answer is waited for, and how often a query is sent before
- * the session gives that peer up. */
-#define FETCH_WAIT_MS 300
-#define FETCH_TRIES   3
+ * the session gives that peer up. Once the peer answered, the wait is four
+ * times its smoothed round trip, within FETCH_WAIT_MIN_MS..FETCH_WAIT_MS:
+ * a session of a thousand pages on a lossy fabric must not wait 300 ms for
+ * each answer lost. */
+#define FETCH_WAIT_MS	  300
+#define FETCH_WAIT_MIN_MS 25
+#define FETCH_TRIES	  3
 /* Queries in a row a peer may leave unanswered before it is forgotten;
  * how often a session moves its query on to another peer. */
 #define FETCH_STRIKES  3
@@ -40,11 +44,12 @@
 #define FETCH_IDLE_MS 500
 /* A session asks at most this many queries for sums and pages of names,
  * and hands up at most this many names; ranges waiting to be asked, at
- * most. A page holds about 40 names: 2,048 list 80,000 hosts. */
+ * most (a depth-first descent of 16 parts a level keeps at most 16 a
+ * level waiting). A page holds about 50 names (IPv4): 2,048 list 100,000 hosts. */
 #define FETCH_QUERIES_MAX 64
 #define FETCH_PAGES_MAX	  2048
 #define FETCH_HINTS_MAX	  4096
-#define FETCH_TODO_MAX	  32
+#define FETCH_TODO_MAX	  256
 /* A part the peer holds this few hosts in is asked for their names; so is
  * a part where we lack at least one in FETCH_DENSE of the peer's. */
 #define FETCH_NAMES_AT 16
@@ -77,6 +82,8 @@ struct fabric_fetch {
 	struct fw_range todo[FETCH_TODO_MAX], asked;
 	unsigned n_todo, tries, queries, pages, hints, switches;
 	uint64_t tid;
+	uint64_t sent_ms;  /* the query's first attempt */
+	unsigned srtt_ms;  /* the peer's smoothed round trip (0: none yet) */
 	/* the answering side's budget, and its sorted copy of the terms */
 	uint64_t bucket_ms;
 	unsigned bucket;
@@ -84,6 +91,7 @@ struct fabric_fetch {
 	uint64_t index_used_ms, index_builds;
 	/* counters (STATS) */
 	uint64_t sessions, queries_sent, answers, timeouts, hints_asked;
+	bool unheard; /* an answer said its peer had not heard of us (fabric.c repeats) */
 	uint64_t answered, refused;
 };
 
@@ -107,10 +115,18 @@ void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
 /* A RANGE_ANSWER arrived on @p. */
 void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m);
 /* A RANGE_QUERY arrived on @p from @from (fabric_range.c): answer it when
- * the budget allows. */
+ * the budget allows; @asker_new: we had not heard of the asker before it
+ * (the answer says so: its announces did not reach us). */
 void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
-			 const struct transport_addr *from);
-/* Free the answering side's copy of the terms when unused a while. */
+			 const struct transport_addr *from, bool asker_new);
+/* The sorted copy of the store's digest terms (core/term_index.h), made
+ * again when the store changed and the copy is RANGE_INDEX_FRESH_MS old:
+ * NULL when it cannot be made (out of memory). Up to that old, so what it
+ * says is a hint: it answers range queries, and a session compares a
+ * peer's sums with it (a copy behind the store lacks hosts learned since,
+ * which costs a query more, never one less). */
+const struct term_index *fabric_terms(struct fabric *f, uint64_t now);
+/* Free the copy of the terms when unused a while. */
 void fabric_range_idle(struct fabric *f, uint64_t now);
 /* STATS rows: fabric_fetch_sessions, fabric_fetch_queries, fabric_fetch_answers,
  * fabric_fetch_timeouts, fabric_fetch_hints, fabric_range_answered,

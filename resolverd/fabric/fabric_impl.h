@@ -27,6 +27,7 @@ struct fabric_port {
 	struct transport t;
 	bool open;
 	uint32_t announce_seq; /* multicast announces sent (the DIGEST item's number) */
+	uint64_t mcast_announced_ms; /* when the last one went out (0: none yet) */
 	/* the source of the datagram being handled (set by on_datagram for the
 	 * length of the call): who really sent it, whatever it says */
 	const struct transport_addr *rx_from;
@@ -36,14 +37,8 @@ struct fabric_port {
 struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
 		rx_auth_failed, rx_auth_second_key, rx_stale, rx_replayed, rx_duplicate, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
-		requests_sent, requests_unicast, replies_sent, announces_sent, goodbyes_rx;
-};
-
-/* Where a hint said its host is reached (fabric.h): the port that heard
- * it, and the host's address there. */
-struct fabric_at {
-	unsigned port;
-	struct transport_addr addr;
+		requests_sent, requests_unicast, replies_sent, announces_sent, goodbyes_rx,
+		newcomer_repeats;
 };
 
 /* Newcomers answered lately, by GID and P_Key hash: a whole cluster can
@@ -74,14 +69,10 @@ struct fabric_digest {
 	uint64_t drops_seen;	     /* their sum at the last tick */
 	uint64_t incomplete_queries; /* misses asked because of it */
 	uint64_t gaps;		     /* announces of a peer missed (its numbers jumped) */
-	/* the start-up (or resync) burst: the peers known when its last
-	 * NEWCOMER announce went, and the answers heard to it */
-	uint64_t burst_known, burst_answers;
 	uint64_t burst_sent_ms; /* when its last NEWCOMER announce went */
 	bool burst_sent, burst_checked;
 	bool burst_pending;	  /* a burst whose check is still to come: incomplete */
 	bool told;		  /* the verdict the resolver last heard of */
-	uint64_t answers_missing; /* peers known then that did not answer */
 	uint64_t unvouched;	  /* bursts that ended unvouched (fabric_digest.h) */
 };
 
@@ -100,6 +91,9 @@ struct fabric {
 	struct loop_timer reannounce_timer;
 	unsigned startup_announces_left;
 	uint64_t burst_overheard; /* c.overheard when the burst began: heard anyone since? */
+	uint64_t burst_began_ms;  /* since then we keep what we hear (NEWCOMER's UP) */
+	uint64_t newcomer_sent_ms; /* the burst's last NEWCOMER announce */
+	unsigned newcomer_repeats_left; /* NEWCOMER announces the burst may still repeat */
 	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
 	struct jitter_rng rng;

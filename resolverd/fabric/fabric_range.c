@@ -97,9 +97,7 @@ static void put_names(struct fabric_port *p, struct fw_msg *a, size_t room,
 	}
 }
 
-/* The index, rebuilt when the store changed and it is not from the last
- * moments: false when there is none (out of memory). */
-static bool index_ready(struct fabric *f, uint64_t now)
+const struct term_index *fabric_terms(struct fabric *f, uint64_t now)
 {
 	struct term_index *ti = &f->fx.index;
 	struct store_digest d;
@@ -109,12 +107,12 @@ static bool index_ready(struct fabric *f, uint64_t now)
 		store_digest(f->store, &d);
 		if ((d.hosts == ti->of.hosts && d.sum == ti->of.sum) ||
 		    now < ti->built_ms + RANGE_INDEX_FRESH_MS)
-			return true;
+			return ti;
 	}
 	if (term_index_build(ti, f->store, now) < 0)
-		return false;
+		return NULL;
 	f->fx.index_builds++;
-	return true;
+	return ti;
 }
 
 void fabric_range_idle(struct fabric *f, uint64_t now)
@@ -124,7 +122,7 @@ void fabric_range_idle(struct fabric *f, uint64_t now)
 }
 
 void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
-			 const struct transport_addr *from)
+			 const struct transport_addr *from, bool asker_new)
 {
 	struct fabric *f = p->f;
 	struct store_range r = {.lo = m->range.lo, .hi = m->range.hi, .parts = m->range.parts};
@@ -135,12 +133,14 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 		f->fx.refused++;
 		return;
 	}
-	if (!index_ready(f, now))
+	if (!fabric_terms(f, now))
 		return;
 	fabric_msg_init(p, a, FW_RANGE_ANSWER, m->tid);
 	a->has_range = true;
 	a->range = m->range;
 	a->range.flags &= FW_RANGE_NAMES | (m->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
+	if (asker_new)
+		a->range.flags |= FW_RANGE_ASKER_NEW;
 	fabric_digest_put(p, a, true);
 	if (m->range.flags & FW_RANGE_NAMES) {
 		/* what the rest takes, then as many names as fit (a stamp and

@@ -63,6 +63,9 @@ int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 		 * the one every node joins */
 		ret = p->t.ops->send_mcast(&p->t, 0, f->buf, (size_t)len);
 		f->c.tx_mcast++;
+		/* every node listening then has heard who we are */
+		if (ret >= 0 && m->type == FW_ANNOUNCE)
+			p->mcast_announced_ms = now_ms();
 	}
 	if (ret < 0) {
 		f->c.tx_errors++;

@@ -206,6 +206,12 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 		}
 		off += n + 1;
 	}
+	if (m->has_up) {
+		uint8_t d[FW_UP_LEN];
+
+		put_be32(d, m->up_ms);
+		tlv_put(&w, FW_T_UP, d, sizeof(d));
+	}
 	if (m->has_digest) {
 		uint8_t d[FW_DIGEST_LEN] = {0};
 
@@ -336,6 +342,12 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 			memcpy(m->rails, it.value, it.length);
 			if (!rails_sorted((const uint8_t(*)[16])m->rails, m->n_rails))
 				return FW_ERR_MALFORMED;
+			break;
+		case FW_T_UP:
+			if (m->has_up || it.length < FW_UP_LEN)
+				return FW_ERR_MALFORMED;
+			m->up_ms = get_be32(it.value);
+			m->has_up = true;
 			break;
 		case FW_T_DIGEST:
 			if (m->has_digest || it.length < FW_DIGEST_LEN)

@@ -47,10 +47,12 @@ enum {
 	FW_T_HINT = 0x109,   /* a canonical name the sender holds in RANGE; repeated */
 	FW_T_HINT_AT = 0x10a, /* the same with where its host is reached: kind, address,
 			       * name (an answer to FW_RANGE_WHERE); repeated */
+	FW_T_UP = 0x10b,      /* 4 bytes: ms the sender has kept what it hears (NEWCOMER) */
 };
 
 #define FW_DIGEST_LEN 20 /* longer (a later version's) is read as far as known */
 #define FW_RANGE_LEN 20  /* likewise */
+#define FW_UP_LEN 4      /* likewise */
 #define FW_PARTS_MAX 16  /* parts of a range (core/hoststore_range.h) */
 #define FW_SUM_LEN 12
 /* The names of a RANGE_ANSWER, packed: each NUL-terminated. */
@@ -78,6 +80,9 @@ enum fw_range_flags {
 	 * keeps the flag did so, and with MORE the rest starts after the last
 	 * name's term. Daemons before it clear it in their answer. */
 	FW_RANGE_WHERE = 1 << 2,
+	/* answer: the query was the first this node heard of the asker (its
+	 * announces did not reach it); daemons before it never set it */
+	FW_RANGE_ASKER_NEW = 1 << 3,
 };
 
 /* Where a hinted host is reached on the port that heard the hint: its
@@ -140,6 +145,10 @@ struct fw_msg {
 	unsigned n_rails;
 	bool has_digest;
 	struct fw_digest digest;
+	/* a NEWCOMER's: how long (ms, saturated) it has been listening and
+	 * keeping what it hears, since its start or resync */
+	bool has_up;
+	uint32_t up_ms;
 	bool has_range;
 	struct fw_range range;
 	struct fw_sum sums[FW_PARTS_MAX]; /* n_sums: 0, or range.parts */

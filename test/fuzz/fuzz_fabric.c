@@ -214,7 +214,7 @@ static void range_items(struct fw_msg *m, uint8_t st)
 		if (take() & 1)
 			m->range.hi = UINT64_MAX;
 		m->range.parts = take() % (FW_PARTS_MAX + 2);
-		m->range.flags = take() & 3;
+		m->range.flags = take() & 7; /* NAMES, MORE, WHERE */
 		return;
 	}
 	m->type = FW_RANGE_ANSWER;
@@ -240,11 +240,19 @@ static void range_items(struct fw_msg *m, uint8_t st)
 		for (unsigned i = 0; i < n; i++) {
 			char name[16];
 
+			struct fw_where w = {.kind = (uint8_t)(take() % 5)};
+
 			snprintf(name, sizeof(name), "%s%u", take() & 1 ? "node" : "other",
 				 take() % (PEERS + 4));
-			fw_hint_add(m, name);
+			/* where the host is: a peer's address, or anything */
+			w.addr[0] = 198;
+			w.addr[1] = 18;
+			w.addr[3] = (uint8_t)(take() % (PEERS + 2));
+			w.lid = (uint16_t)take();
+			w.qpn = take();
+			fw_hint_add_at(m, name, &w);
 		}
-		m->range.flags |= take() & FW_RANGE_MORE;
+		m->range.flags |= take() & (FW_RANGE_MORE | FW_RANGE_WHERE);
 	} else {
 		m->n_sums = m->range.parts;
 		for (unsigned i = 0; i < m->n_sums; i++)
@@ -267,6 +275,11 @@ static void send_msg(uint8_t type)
 	m.n_groups = take() % 3;
 	m.flags = take() & FW_FLAG_NEWCOMER;
 	m.tid = take();
+	/* a NEWCOMER's UP: listening since before or after our announces */
+	if ((m.flags & FW_FLAG_NEWCOMER) && (take() & 1)) {
+		m.has_up = true;
+		m.up_ms = (uint32_t)take() * 100;
+	}
 	if (type == FW_REQUEST) {
 		char name[16];
 

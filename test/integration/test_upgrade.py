@@ -9,6 +9,11 @@ folder of its own, once per machine (it is reused by later runs, e.g. the
 sanitized suite). Without git or without that commit in the checkout (a
 tarball), the test is skipped, saying why.
 
+test_upgrade_lossy_fetch mixes daemons of PREVIOUS_BUDGET, the last commit
+before the boot budget (issue 22: three NEWCOMER announces each, range
+answers by a walk, names in any order, no WHERE flag, no HINT_AT item),
+with new ones in a lossy boot: each side fetches from the other.
+
 test_upgrade_range_queries does the same with PREVIOUS_DIGEST, the last
 commit before range queries (issue 22: the DIGEST item, but no RANGES flag,
 no RANGE_QUERY): a new daemon asks only peers whose digest says they answer,
@@ -21,6 +26,7 @@ import os
 import stat
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -33,6 +39,7 @@ pytestmark = [needs_root]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREVIOUS = "bdde62b21630f55bc48a809e8119dd2f583ba818"
 PREVIOUS_DIGEST = "29e8b13af61a89241670e5ecf9a813ace06923a5"
+PREVIOUS_BUDGET = "c67b3f35bf4ee3d34e84ebfd0d871214e1d89d03"
 BUILD_TIMEOUT = 900
 
 
@@ -94,6 +101,14 @@ def previous():
 @pytest.fixture(scope="module")
 def previous_digest():
     path, why = build_previous(PREVIOUS_DIGEST)
+    if not path:
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="module")
+def previous_budget():
+    path, why = build_previous(PREVIOUS_BUDGET)
     if not path:
         pytest.skip(why)
     return path
@@ -181,5 +196,64 @@ def test_upgrade_range_queries(tmp_path, previous_digest):
                    what="node3 on the new daemon again")
         for k in c.nodes:
             assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
+    finally:
+        c.down()
+
+
+def lacks(c):
+    """{k: peers node k lacks}, read from each cache only."""
+    return {k: [d for d in c.nodes if d != k and
+                host(c.sock(k), c.nodes[d]["name"], cache_only=True)[0] != ST_SUCCESS]
+            for k in c.nodes}
+
+
+@pytest.mark.timeout(BUILD_TIMEOUT + 300)
+def test_upgrade_lossy_fetch(tmp_path, previous_budget):
+    """Eight nodes boot while 60 % of what each sends is lost; nodes 5 to 8
+    then restart, still lossy, with the daemon from before the boot budget.
+    Once the loss is lifted every node fetches what it lacks from whichever
+    peers it asks, old or new: an old asker gets plain names from a new
+    answerer (sorted, no HINT_AT), a new asker gets an old answerer's names
+    without WHERE and splits. Every node must know every other and count its
+    directory complete within the bound, no old daemon may count a datagram
+    malformed, and every pair resolves."""
+    for attempt in range(3):
+        c = Cluster(tmp_path / ("lf%d" % attempt), 8, "--loss", 60,
+                    "--set", "resolve.announce_interval=60s", "--set", "resolve.addr_ttl=1h")
+        c.up()
+        try:
+            for k in (5, 6, 7, 8):
+                c.kill(k)
+                emulate("start", "--dir", c.dir, "--node", k, "--ibresd", previous_budget,
+                        timeout=60)
+            time.sleep(2.5)   # the restarted nodes' settle time and bursts
+            missing = sum(len(v) for v in lacks(c).values())
+            c.loss(0)
+            lifted = time.monotonic()
+            if missing:
+                break
+        except BaseException:
+            c.down()
+            raise
+        c.down()
+    assert missing, "no node missed a peer in 3 lossy boots"
+    try:
+        def done():
+            return all(not v for v in lacks(c).values()) and \
+                all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes)
+        wait_until(done, 25, interval=0.3, what="every node knows every other, complete")
+        took = time.monotonic() - lifted
+        st = {k: stats(c.sock(k)) for k in c.nodes}
+        print("missing at the lift: %d; all known and complete after %.1f s; fetch hints "
+              "new %d old %d; unicast requests (new) %d" % (
+                  missing, took, sum(st[k]["fabric_fetch_hints"] for k in (1, 2, 3, 4)),
+                  sum(st[k]["fabric_fetch_hints"] for k in (5, 6, 7, 8)),
+                  sum(st[k]["fabric_requests_unicast"] for k in (1, 2, 3, 4))))
+        for k in (5, 6, 7, 8):
+            assert "fabric_requests_unicast" not in st[k]   # the previous daemon
+            assert st[k]["fabric_rx_malformed"] == 0, k
+        for k in c.nodes:
+            assert st[k]["fabric_rx_conflict"] == 0, k
+        assert every_pair_resolves(c)
     finally:
         c.down()

@@ -378,6 +378,22 @@ static void test_rule_burst_unvouched(void **state)
 		heard(&r, own(9, 90), theirs(7 + i, 70 + i, false), t);
 	assert_true(digest_rule_burst_end(&r, &(struct store_digest){9, 90}, t));
 	assert_true(eval(&r, own(9, 90), t));
+	/* a whole-cluster boot: peers' NEWCOMER digests (sent as they booted)
+	 * equal to ours vouch for nothing (they may all lack the same host) */
+	digest_rule_reset(&r, ROUND_MS);
+	for (unsigned i = 0; i < DIGEST_RECENT; i++)
+		heard(&r, own(9, 90), theirs(9, 90, false), t);
+	assert_true(digest_rule_burst_end(&r, &(struct store_digest){9, 90}, t));
+	assert_true(eval(&r, own(9, 90), t));
+	/* ... a peer's answer past its own start-up does */
+	{
+		struct fw_digest d = {.hosts = 9, .sum = 90, .flags = FW_DIGEST_PAST_SETTLE};
+
+		digest_rule_reset(&r, ROUND_MS);
+		for (unsigned i = 0; i < DIGEST_AGREE_K; i++)
+			digest_rule_heard(&r, &(struct store_digest){9, 90}, &d, t);
+		assert_false(digest_rule_burst_end(&r, &(struct store_digest){9, 90}, t));
+	}
 	/* a node alone (K = 0) is vouched for by nobody and needs nobody */
 	digest_rule_reset(&r, ROUND_MS);
 	heard(&r, own(1, 10), theirs(1, 10, false), t);

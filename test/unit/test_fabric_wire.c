@@ -547,6 +547,39 @@ static void test_hint_at_items(void **state)
 	assert_int_equal(fw_hint_add(&m, "n"), 0);
 }
 
+/* A NEWCOMER's UP item: round-trips, a longer one (a later version's) is
+ * read as far as known, a shorter one is malformed. */
+static void test_up_item(void **state)
+{
+	uint8_t buf[FW_MAX_LEN + 8];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	sample(&m, FW_ANNOUNCE);
+	m.has_up = true;
+	m.up_ms = 0x01020304;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_true(len > 0);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_true(out.has_up);
+	assert_int_equal(out.up_ms, 0x01020304);
+	sample(&m, FW_ANNOUNCE);
+	assert_false(m.has_up);
+	m.has_up = true;
+	m.up_ms = 7;
+	/* the UP item is the last but one (the DIGEST, if any, follows): put
+	 * it last by dropping the digest */
+	m.has_digest = false;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, resize_last_item(buf, (size_t)len, 4, 8), NULL, 0, &out),
+			 FW_OK);
+	assert_int_equal(out.up_ms, 7);
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, resize_last_item(buf, (size_t)len, 4, 3), NULL, 0, &out),
+			 FW_ERR_MALFORMED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -555,7 +588,7 @@ int main(void)
 		cmocka_unit_test(test_hmac),	   cmocka_unit_test(test_encode_limits),
 		cmocka_unit_test(test_stamp_item), cmocka_unit_test(test_digest_item),
 		cmocka_unit_test(test_range_items), cmocka_unit_test(test_hint_items),
-		cmocka_unit_test(test_hint_at_items),
+		cmocka_unit_test(test_hint_at_items), cmocka_unit_test(test_up_item),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

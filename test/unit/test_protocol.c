@@ -1212,18 +1212,23 @@ static void test_startup_one_newcomer_once_heard(void **state)
 	announce_from(2); /* a peer's answer */
 	advance_to(START_MS + 2000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
-	advance_to(a->at_ms + 8999);
+	/* the periodic one an interval (± 10 %) after the slot that sent
+	 * nothing, settle_time / 4 after the first */
+	advance_to(a->at_ms + 9000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
-	advance_to(a->at_ms + 11000);
+	advance_to(a->at_ms + 12000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 2);
 	assert_int_equal(nth_sent(FW_ANNOUNCE, 1)->m.flags, 0);
 	assert_int_equal(counter("fabric_announces_sent"), 2);
 }
 
-/* A NEWCOMER announcement gets one unicast ANNOUNCE of ours per burst. */
+/* A NEWCOMER announcement gets one unicast ANNOUNCE of ours per burst,
+ * unless it could hear our own multicast one: none before ours went out,
+ * none when its UP says it listened then. */
 static void test_newcomer_answered(void **state)
 {
 	struct transport_addr from = peer_addr(2);
+	uint64_t ours;
 	const struct sent_dgram *s;
 	struct fw_msg m;
 
@@ -1237,6 +1242,8 @@ static void test_newcomer_answered(void **state)
 	assert_int_equal(fake.n_sent, 0);
 	advance_to(START_MS + 100);
 	assert_int_equal(fake.n_sent, 1); /* our NEWCOMER announce */
+	ours = last_sent()->at_ms;
+	advance(5);
 	fake.n_sent = 0;
 	m.tid = 0xb0; /* its next burst, after ours went out */
 	deliver(&m, 2);
@@ -1260,6 +1267,22 @@ static void test_newcomer_answered(void **state)
 	assert_int_equal(fake.n_sent, 2);
 	assert_int_equal(counter("fabric_overheard"), 5);
 	assert_int_equal(counter("fabric_announces_sent"), 3);
+
+	/* a NEWCOMER that says it has listened since before our last
+	 * multicast announce heard us: no answer; one that started after: an
+	 * answer */
+	fake.n_sent = 0;
+	m.flags = FW_FLAG_NEWCOMER;
+	m.tid = 0xb3;
+	m.has_up = true;
+	m.up_ms = (uint32_t)(fake_now - ours);
+	deliver(&m, 2);
+	assert_int_equal(fake.n_sent, 0);
+	m.tid = 0xb4;
+	m.up_ms = (uint32_t)(fake_now - ours - 1);
+	deliver(&m, 2);
+	assert_int_equal(fake.n_sent, 1);
+	assert_true(last_sent()->ucast);
 }
 
 /* GOODBYE removes the peer, every key of it; a GOODBYE from another identity
@@ -1810,6 +1833,151 @@ static void test_fetch_pages_and_asks_the_host(void **state)
 	assert_int_equal(count_sent(FW_REQUEST), 2);
 	assert_false(nth_sent(FW_REQUEST, 1)->ucast);
 	assert_int_equal(counter("fabric_requests_unicast"), 1);
+
+	/* the peer answered at once: a query it leaves unanswered is tried
+	 * again after FETCH_WAIT_MIN_MS, not FETCH_WAIT_MS */
+	{
+		unsigned queries = count_sent(FW_RANGE_QUERY);
+
+		advance(FETCH_WAIT_MIN_MS - 1);
+		assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
+		advance(2);
+		assert_int_equal(count_sent(FW_RANGE_QUERY), queries + 1);
+	}
+	/* nobody waits for node50: its retries go to the host alone (retries =
+	 * 2: three attempts), never to every node; node51's are multicast */
+	advance(3000);
+	{
+		unsigned to_host = 0, mcast51 = 0;
+
+		for (unsigned i = 0; i < fake.n_sent; i++) {
+			const struct sent_dgram *r = &fake.sent[i];
+
+			if (r->m.type != FW_REQUEST)
+				continue;
+			if (r->m.target.len == strlen(lacked) &&
+			    !memcmp(r->m.target.data, lacked, r->m.target.len)) {
+				assert_true(r->ucast);
+				assert_memory_equal(&r->to.ss, &at.ss, at.len);
+				to_host++;
+			} else {
+				assert_false(r->ucast);
+				mcast51++;
+			}
+		}
+		assert_int_equal(to_host, 3);
+		assert_int_equal(mcast51, 3);
+		assert_int_equal(counter("fabric_requests_unicast"), 3);
+	}
+}
+
+/* The answer of peer @n to the query sent last: the same tid and range,
+ * its digest (@hosts), range flags @flags added; sums all zero. */
+static void answer_last_query(struct fw_msg *m, unsigned n, uint32_t hosts, uint8_t flags)
+{
+	const struct sent_dgram *q = last_sent();
+
+	assert_int_equal(q->m.type, FW_RANGE_QUERY);
+	peer_msg(m, FW_RANGE_ANSWER, n, q->m.tid);
+	m->has_range = true;
+	m->range = q->m.range;
+	m->range.flags |= flags;
+	m->has_digest = true;
+	m->digest = (struct fw_digest){.hosts = hosts, .sum = 1, .seq = 1,
+				       .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
+	if (!(q->m.range.flags & FW_RANGE_NAMES))
+		m->n_sums = q->m.range.parts;
+}
+
+/* A peer asked says it had not heard of us (FW_RANGE_ASKER_NEW): our
+ * NEWCOMER announce is multicast again, at most twice a burst and 500 ms
+ * apart. */
+static void test_newcomer_again_when_unheard(void **state)
+{
+	struct fw_msg m;
+	unsigned before;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_digest(2, 41, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
+		advance(10);
+	before = count_sent(FW_ANNOUNCE);
+	answer_last_query(&m, 2, 41, 0);
+	deliver(&m, 2);
+	assert_int_equal(count_sent(FW_ANNOUNCE), before); /* it knew us */
+	for (unsigned i = 0; i < 4; i++) {
+		unsigned queries = count_sent(FW_RANGE_QUERY);
+
+		if (i == 2) /* the next one may go */
+			advance(500);
+		/* a fresh query, answered at once */
+		while (count_sent(FW_RANGE_QUERY) == queries && fake_now < START_MS + 20000)
+			advance(1);
+		answer_last_query(&m, 2, 41, FW_RANGE_ASKER_NEW);
+		deliver(&m, 2);
+	}
+	assert_int_equal(count_sent(FW_ANNOUNCE), before + 2);
+	assert_int_equal(counter("fabric_newcomer_repeats"), 2);
+	for (unsigned i = 0, seen = 0; i < fake.n_sent; i++) {
+		if (fake.sent[i].m.type != FW_ANNOUNCE || seen++ < before)
+			continue;
+		assert_false(fake.sent[i].ucast);
+		assert_int_equal(fake.sent[i].m.flags, FW_FLAG_NEWCOMER);
+		assert_true(fake.sent[i].m.has_up);
+	}
+}
+
+/* A hint's query that the host left unanswered (every attempt to the
+ * address named) keeps the fetch from asking the name again, not a client:
+ * its lookup asks the whole fabric. A client joining a hint's query still
+ * in flight makes it its own: multicast at once, every attempt. */
+static void test_hint_query_and_clients(void **state)
+{
+	struct transport_addr at = peer_addr(9);
+	struct fw_where w = {.kind = FW_WHERE_IPV4};
+	struct twaiter tw = {0};
+	struct fw_msg m;
+	unsigned n;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	memcpy(w.addr, &((struct sockaddr_in *)&at.ss)->sin_addr, 4);
+	announce_digest(2, 3, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
+		advance(10);
+	/* peer 2 holds 2 hosts in every part: small, asked for names */
+	answer_last_query(&m, 2, 3, 0);
+	for (unsigned i = 0; i < m.n_sums; i++)
+		m.sums[i] = (struct fw_sum){.hosts = 2, .sum = i};
+	deliver(&m, 2);
+	answer_last_query(&m, 2, 3, 0);
+	assert_int_equal(fw_hint_add_at(&m, "node52", &w), 0);
+	assert_int_equal(fw_hint_add_at(&m, "node53", &w), 0);
+	deliver(&m, 2);
+	assert_int_equal(counter("fabric_requests_unicast"), 2);
+
+	/* node53: a client joins at once: asked of every node now */
+	n = count_sent(FW_REQUEST);
+	assert_int_equal(lookup(&tw, key_name("node53"), NULL), LOOKUP_WAIT);
+	assert_int_equal(count_sent(FW_REQUEST), n + 1);
+	assert_false(last_sent()->ucast);
+	assert_int_equal(counter("fabric_requests_unicast"), 2);
+
+	/* node52: nobody; every attempt to the address, then a negative that
+	 * a client does not take */
+	advance(1000); /* within negative_ttl (5 s) of node52's last attempt */
+	assert_int_equal(tw.calls, 1);
+	assert_int_equal(tw.status, -ETIMEDOUT); /* node53: the client's own bound */
+	assert_int_equal(counter("fabric_requests_unicast"), 4); /* node52: 3 attempts */
+	n = count_sent(FW_REQUEST);
+	assert_int_equal(lookup(&tw, key_name("node52"), NULL), LOOKUP_WAIT);
+	assert_int_equal(count_sent(FW_REQUEST), n + 1);
+	assert_false(last_sent()->ucast);
+	advance(1000);
+	assert_int_equal(tw.status, -ETIMEDOUT);
+	/* its own timeout is a client's negative: answered from it now */
+	assert_int_equal(lookup(&tw, key_name("node52"), NULL), LOOKUP_TIMEDOUT);
 }
 
 /* The answering side: names in ascending term from the range's start, each
@@ -1853,6 +2021,8 @@ static void test_range_names_in_term_order_with_where(void **state)
 		assert_int_equal(a.where[i].addr[3], (uint8_t)atoi(name + 4));
 	}
 	assert_int_equal(with, 5);
+	/* it knew the asker (peer 3 announced): not new to it */
+	assert_int_equal(a.range.flags & FW_RANGE_ASKER_NEW, 0);
 
 	/* without WHERE: plain names, the flag not kept */
 	m.tid = 0x56;
@@ -1863,6 +2033,19 @@ static void test_range_names_in_term_order_with_where(void **state)
 	assert_int_equal(a.n_hints, 6);
 	for (unsigned i = 0; i < a.n_hints; i++)
 		assert_int_equal(a.where[i].kind, FW_WHERE_NONE);
+
+	/* a peer heard of first by its query: told so, and learned */
+	peer_msg(&m, FW_RANGE_QUERY, 9, 0x57);
+	m.has_range = true;
+	m.range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
+	deliver(&m, 9);
+	a = last_sent()->m;
+	assert_int_equal(a.type, FW_RANGE_ANSWER);
+	assert_int_equal(a.range.flags, FW_RANGE_ASKER_NEW);
+	assert_peer_stored(9);
+	m.tid = 0x58;
+	deliver(&m, 9);
+	assert_int_equal(last_sent()->m.range.flags, 0);
 }
 
 /* What the receiver drops before looking at a message: malformed, another
@@ -2119,6 +2302,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_newcomer_answered, teardown),
 		cmocka_unit_test_teardown(test_fetch_pages_and_asks_the_host, teardown),
 		cmocka_unit_test_teardown(test_range_names_in_term_order_with_where, teardown),
+		cmocka_unit_test_teardown(test_newcomer_again_when_unheard, teardown),
+		cmocka_unit_test_teardown(test_hint_query_and_clients, teardown),
 		cmocka_unit_test_teardown(test_goodbye, teardown),
 		cmocka_unit_test_teardown(test_expiry, teardown),
 		cmocka_unit_test_teardown(test_identity_change_lid, teardown),

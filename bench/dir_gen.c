@@ -53,7 +53,10 @@
  * --loss PCT (storm): each datagram a peer would send to the daemon
  * (announces, answers to its NEWCOMER, RANGE_ANSWERs, REPLYs) is dropped with
  * that probability, drawn from an RNG seeded by --seed apart from the
- * schedule's (the lossless run has the same schedule), and counted.
+ * schedule's (the lossless run has the same schedule), and counted. Each
+ * daemon NEWCOMER is missed by each peer up with that probability too: the
+ * peer's first RANGE_ANSWER to the daemon then carries ASKER_NEW (it learns
+ * the daemon from that query, or from a REQUEST), as fabric_range.c's.
  *
  * Every peer sends from its own address (IP_PKTINFO with IP_TRANSPARENT; the
  * namespace routes 198.18.0.0/16 to itself) and port --port, so the daemon's
@@ -99,6 +102,8 @@ struct peer {
 	uint16_t dig_nc, dig_plain; /* offset of the DIGEST value; 0 none */
 	uint32_t seq;		    /* multicast ANNOUNCEs sent (dropped ones too) */
 	uint32_t rx_ucast; /* unicast ANNOUNCEs the daemon sent to it */
+	bool knows_daemon;  /* heard a NEWCOMER of it (--loss: each one lost for it
+			     * with that probability), or a query */
 	struct in_addr addr;
 };
 
@@ -447,7 +452,7 @@ static int range_answer(const struct opts *o, const struct due *d, uint64_t t, u
 	m.has_range = true;
 	m.range = d->range;
 	/* names in term order with where each peer is (fabric_range.c) */
-	m.range.flags &= FW_RANGE_NAMES |
+	m.range.flags &= FW_RANGE_NAMES | FW_RANGE_ASKER_NEW |
 			 (d->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
 	m.has_digest = true;
 	fill_digest(o, p, true, t, &m.digest);
@@ -840,6 +845,15 @@ static void on_daemon_newcomer(const struct opts *o, const struct fw_msg *m,
 	if (o->mode == LEARN)
 		return; /* steady-state peers only: nobody answers */
 	answer_to = *from;
+	/* who heard it: with --loss, each peer up misses it with that
+	 * probability (its first range answer then says ASKER_NEW) */
+	for (unsigned i = 0; i < o->count; i++) {
+		struct peer *p = &peers[i];
+
+		if (!p->knows_daemon && (o->mode != STORM || (going && p->up_ns <= t - go_ns)) &&
+		    !lost(o))
+			p->knows_daemon = true;
+	}
 	/* every peer that is up answers once per burst (fabric.c newcomer_first),
 	 * unless the daemon heard its announce: it went out (when the peer came
 	 * up) while the daemon listened, as the NEWCOMER's UP says (fabric.c
@@ -944,6 +958,10 @@ static void receive(const struct opts *o)
 					st.range_unknown_peer++;
 					continue;
 				}
+				/* the first it hears of the daemon: says so */
+				if (!peers[k - 1].knows_daemon)
+					m.range.flags |= FW_RANGE_ASKER_NEW;
+				peers[k - 1].knows_daemon = true;
 				queue_due(o, FW_RANGE_ANSWER, k, m.tid, &m.range, &from[i]);
 				continue;
 			}
@@ -963,6 +981,7 @@ static void receive(const struct opts *o)
 					st.rx_request_down++;
 					continue;
 				}
+				peers[k - 1].knows_daemon = true; /* a requester is learned */
 				queue_due(o, FW_REPLY, k, m.tid, NULL, &from[i]);
 				continue;
 			}

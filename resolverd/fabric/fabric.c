@@ -28,19 +28,11 @@
 #include "tlv.h"
 #include "fabric/transport.h"
 
-#define STARTUP_ANNOUNCES 3
 #define REANNOUNCE_MS 1000 /* an identity change is announced at once and again after this */
-#define NEWCOMER_AGAIN_MS 500 /* between a burst's NEWCOMER announces sent on evidence */
 
 static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
 			unsigned changes);
 static void on_reannounce(struct loop_timer *t);
-static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid);
-
-static bool announcing(const struct fabric *f)
-{
-	return f->cfg->announce_interval_s > 0;
-}
 
 /* The store is the whole cluster directory only while announcements refresh
  * every entry well before it expires; otherwise a miss may be a live node
@@ -49,7 +41,7 @@ static bool directory_mode(const struct fabric *f)
 {
 	const struct ibres_config *cfg = f->cfg;
 
-	return announcing(f) && (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s;
+	return fabric_announcing(f) && (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s;
 }
 
 void fabric_path_params(struct sa_client *sa, const struct endpoint *ep, const struct host *h,
@@ -192,48 +184,11 @@ static struct host *heard_endpoint(struct fabric_port *p, const uint8_t gid[16],
 	return NULL;
 }
 
-/* The first NEWCOMER announce of a burst (start-up or resync: the tid names
- * the burst) from this sender? */
-static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint64_t burst)
-{
-	uint64_t hash = 1469598103934665603ULL, now = now_ms();
-	struct newcomer_slot *slot;
-
-	for (unsigned i = 0; i < 16; i++)
-		hash = (hash ^ h->gids[0][i]) * 1099511628211ULL;
-	hash = (hash ^ h->pkey) * 1099511628211ULL;
-	slot = &f->newcomers[hash & f->newcomer_mask];
-	if (!memcmp(slot->gid, h->gids[0], 16) && slot->pkey == h->pkey && slot->burst == burst &&
-	    now < slot->until_ms)
-		return false;
-	memcpy(slot->gid, h->gids[0], 16);
-	slot->pkey = h->pkey;
-	slot->burst = burst;
-	slot->until_ms = now + f->cfg->settle_ms + 1000;
-	return true;
-}
-
-/* Did NEWCOMER @m's sender hear who we are from us already? Not before our
- * own first multicast announce (it comes, and the newcomer is up to hear
- * it); yes when our last one went out while it was listening, which its UP
- * says (a daemon before UP: answered). At a whole-cluster boot each node
- * so hears each peer once, by its multicast or by its answer. */
-static bool heard_us(const struct fabric_port *p, const struct fw_msg *m)
-{
-	uint64_t now = now_ms();
-
-	if (!p->announce_seq)
-		return true;
-	return m->has_up && m->up_ms <= now && p->mcast_announced_ms &&
-	       p->mcast_announced_ms >= now - m->up_ms;
-}
-
 static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from)
 {
 	struct fabric *f = p->f;
 	uint32_t prev_seq;
-	struct fw_msg r;
 
 	if (fabric_learn(p, m, fabric_best_group(p, m->groups, m->n_groups), &prev_seq) == 0) {
 		f->c.overheard++;
@@ -242,15 +197,8 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		fabric_digest_heard(f, m, prev_seq);
 		fabric_fetch_peer(p, m, from);
 	}
-	/* a newcomer learns the directory from everyone's unicast answer; one
-	 * answer per newcomer and settle period, not one per announcement */
-	if ((m->flags & FW_FLAG_NEWCOMER) && announcing(f) && !heard_us(p, m) &&
-	    newcomer_first(f, &m->sender, m->tid)) {
-		fabric_msg_init(p, &r, FW_ANNOUNCE, 0);
-		fabric_digest_put(p, &r, true);
-		if (fabric_port_send(p, &r, from) == 0)
-			f->c.announces_sent++;
-	}
+	if (m->flags & FW_FLAG_NEWCOMER)
+		fabric_answer_newcomer(p, m, from);
 }
 
 static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
@@ -291,22 +239,6 @@ static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
 	f->c.goodbyes_rx++;
 	/* the port is down: every partition of it */
 	store_remove_gid(f->store, m->target.data);
-}
-
-/* A peer we asked had not heard of us: our NEWCOMER announce (and its
- * repeats) did not reach it, so maybe not others either. Once more, at most
- * STARTUP_ANNOUNCES - 1 times a burst and NEWCOMER_AGAIN_MS apart (the
- * next evidence comes from peers asked after the last one). */
-static void newcomer_again(struct fabric *f)
-{
-	uint64_t now = now_ms();
-
-	if (!announcing(f) || !f->newcomer_repeats_left ||
-	    now < f->newcomer_sent_ms + NEWCOMER_AGAIN_MS)
-		return;
-	f->newcomer_repeats_left--;
-	f->c.newcomer_repeats++;
-	announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
 }
 
 /* An authenticated datagram: is it new, or a copy of an old one? Only
@@ -414,78 +346,10 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	p->rx_from = NULL;
 	if (f->fx.unheard) {
 		f->fx.unheard = false;
-		newcomer_again(f);
+		fabric_newcomer_again(f);
 	}
 	/* a digest heard, or a host learned that a peer's digest had */
 	fabric_digest_update(f);
-}
-
-/* --- announcements --------------------------------------------------------- */
-
-static void announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid)
-{
-	struct fw_msg m;
-
-	for (unsigned i = 0; i < f->n_ports; i++) {
-		struct fabric_port *p = &f->ports[i];
-
-		if (!p->open || p->ep->down)
-			continue;
-		fabric_msg_init(p, &m, type, tid);
-		m.flags = flags;
-		if (type == FW_ANNOUNCE)
-			fabric_digest_put(p, &m, false);
-		if (flags & FW_FLAG_NEWCOMER) {
-			/* since when we keep what we hear: peers that announced
-			 * since need not answer (heard_us()) */
-			uint64_t up = now_ms() - f->burst_began_ms;
-
-			m.has_up = true;
-			m.up_ms = up > UINT32_MAX ? UINT32_MAX : (uint32_t)up;
-			f->newcomer_sent_ms = now_ms();
-		}
-		if (fabric_port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
-			f->c.announces_sent++;
-	}
-}
-
-static void on_announce_timer(struct loop_timer *t)
-{
-	struct fabric *f = container_of(t, struct fabric, announce_timer);
-	uint64_t next;
-
-	/* a reload turned announcements off: a period of 0 would re-arm the
-	 * timer at once, forever (a multicast storm) */
-	if (!announcing(f))
-		return;
-	if (f->startup_announces_left) {
-		/* one NEWCOMER announce: every peer up hears it or answers it.
-		 * Again only while nobody was heard at all (the first node up,
-		 * or ours lost), or when a peer asked later had not heard of
-		 * us (newcomer_again()): a repeat costs every node a datagram,
-		 * and what a node missed the fetch finds (fabric_fetch.h) */
-		bool first = f->startup_announces_left == STARTUP_ANNOUNCES;
-
-		if (first || (f->c.overheard == f->burst_overheard && f->newcomer_repeats_left)) {
-			f->startup_announces_left--;
-			if (!first)
-				f->newcomer_repeats_left--;
-			announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
-			fabric_digest_burst_sent(f);
-		} else {
-			f->startup_announces_left = 0;
-		}
-		/* spread the start-up announcements over the settle time */
-		next = f->cfg->settle_ms / (STARTUP_ANNOUNCES + 1);
-		if (next < 50)
-			next = 50;
-		if (!f->startup_announces_left)
-			next = (uint64_t)f->cfg->announce_interval_s * 1000;
-	} else {
-		announce_all(f, 0, FW_ANNOUNCE, 0);
-		next = (uint64_t)f->cfg->announce_interval_s * 1000;
-	}
-	loop_timer_arm(f->loop, t, now_ms() + jitter_apply(&f->rng, next));
 }
 
 /* --- policy ------------------------------------------------------------------ */
@@ -569,7 +433,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->store = deps->store;
 	f->sa = deps->sa;
 	f->ev = deps->ev;
-	f->announce_timer.cb = on_announce_timer;
+	f->announce_timer.cb = fabric_on_announce_timer;
 	f->reannounce_timer.cb = on_reannounce;
 	jitter_seed(&f->rng);
 	/* tables of senders: every endpoint of a full cache, the hosts having
@@ -654,15 +518,8 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	fabric_digest_start(f);
 	fabric_fetch_start(f);
-	if (announcing(f)) {
-		f->startup_announces_left = STARTUP_ANNOUNCES;
-		f->burst_overheard = f->c.overheard;
-		f->burst_began_ms = now_ms();
-		f->newcomer_repeats_left = STARTUP_ANNOUNCES - 1;
-		f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
-		/* random start-up delay: a rebooting rack must not announce at once */
-		loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
-	}
+	if (fabric_announcing(f))
+		fabric_burst_begin(f);
 	return 0;
 err:
 	*out = NULL;
@@ -672,17 +529,12 @@ err:
 
 void fabric_resync(struct fabric *f)
 {
-	if (!f || !announcing(f))
+	if (!f || !fabric_announcing(f))
 		return;
 	/* the directory is incomplete again: ask everyone, as at start-up */
 	f->settled_ms = now_ms() + f->cfg->settle_ms;
 	fabric_digest_reset(f);
-	f->startup_announces_left = STARTUP_ANNOUNCES;
-	f->burst_overheard = f->c.overheard;
-	f->burst_began_ms = now_ms();
-	f->newcomer_repeats_left = STARTUP_ANNOUNCES - 1;
-	f->burst = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
-	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
+	fabric_burst_begin(f);
 }
 
 /* Announce now instead of at the next period (nothing when announcements
@@ -692,7 +544,7 @@ static void fabric_announce_now(struct fabric *f)
 
 	/* the timer carries on with the start-up announcements, if any are
 	 * left, then with the period counted from now */
-	if (f && announcing(f))
+	if (f && fabric_announcing(f))
 		loop_timer_arm(f->loop, &f->announce_timer, now_ms());
 }
 
@@ -759,7 +611,7 @@ static void on_identity(void *arg, const struct endpoint *ep, const struct ibres
 		fabric_port_send(p, &m, NULL);
 	}
 	fabric_announce_now(f);
-	if (announcing(f))
+	if (fabric_announcing(f))
 		loop_timer_arm(f->loop, &f->reannounce_timer, now_ms() + REANNOUNCE_MS);
 }
 
@@ -775,7 +627,7 @@ void fabric_stop(struct fabric *f)
 
 	if (!f)
 		return;
-	announce_all(f, 0, FW_GOODBYE, 0);
+	fabric_announce_all(f, 0, FW_GOODBYE, 0);
 	endpoints_unlisten(f->eps, on_identity, f);
 	loop_timer_cancel(f->loop, &f->announce_timer);
 	loop_timer_cancel(f->loop, &f->reannounce_timer);

@@ -20,8 +20,10 @@
 void digest_rule_reset(struct digest_rule *r, uint64_t round_ms)
 {
 	uint64_t mismatches = r->mismatches, drops = r->drops;
+	unsigned voices = r->voices;
 
 	memset(r, 0, sizeof(*r));
+	r->voices = voices; /* the peers did not change */
 	r->round_ms = round_ms;
 	r->mismatches = mismatches; /* counters count since start */
 	r->drops = drops;
@@ -38,8 +40,29 @@ static bool claim_met(const struct digest_claim *c, const struct store_digest *o
 	return !c->exact || own->sum == c->sum;
 }
 
+uint64_t digest_sender(const uint8_t gid[16])
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (unsigned i = 0; i < 16; i++)
+		h = (h ^ gid[i]) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
+/* @sender's agreement, once per peer: K answers of one peer (a fetch pages
+ * through it) are one peer's word. */
+static void agreed(struct digest_rule *r, uint64_t sender)
+{
+	for (unsigned i = 0; i < r->agree && i < DIGEST_AGREE_K; i++)
+		if (r->agreed_by[i] == sender)
+			return;
+	if (r->agree < DIGEST_AGREE_K)
+		r->agreed_by[r->agree] = sender;
+	r->agree++;
+}
+
 bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
-		       const struct fw_digest *theirs, uint64_t now)
+		       const struct fw_digest *theirs, uint64_t sender, uint64_t now)
 {
 	struct digest_claim *c = &r->claim;
 
@@ -47,9 +70,13 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	/* only what a peer held once its own start-up was over can vouch at
 	 * the end of ours: a NEWCOMER's digest says what its sender had heard
 	 * when it booted, and peers that missed the same host agree */
-	if (theirs->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE))
-		r->recent[r->late++ % DIGEST_RECENT] =
-			(struct store_digest){.hosts = theirs->hosts, .sum = theirs->sum};
+	if (theirs->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)) {
+		unsigned i = r->late++ % DIGEST_RECENT;
+
+		r->recent[i].hosts = theirs->hosts;
+		r->recent[i].sum = theirs->sum;
+		r->recent[i].sender = sender;
+	}
 	/* fewer hosts: the sender lags (or we hold one that left): its own
 	 * digests tell it, ours tell nothing to us */
 	if (theirs->hosts < own->hosts)
@@ -57,7 +84,7 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	if (theirs->hosts == own->hosts && theirs->sum == own->sum) {
 		/* only a settled sender that counts itself complete vouches */
 		if (theirs->flags & FW_DIGEST_SETTLED)
-			r->agree++;
+			agreed(r, sender);
 		return false;
 	}
 	/* more hosts, or as many but others: it holds one we lack */
@@ -83,12 +110,14 @@ void digest_rule_drop(struct digest_rule *r, uint64_t now)
 	r->agree = 0;
 }
 
-/* Settled digests that must agree: K, at most the peers known. */
-static unsigned agree_k(const struct store_digest *own)
+/* Settled digests that must agree, from as many peers: K, at most the
+ * peers known, and at most the peers that can be asked (voices). */
+static unsigned agree_k(const struct digest_rule *r, const struct store_digest *own)
 {
 	uint64_t peers = own->hosts ? own->hosts - 1 : 0;
+	unsigned k = peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
 
-	return peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
+	return r->voices && r->voices < k ? r->voices : k;
 }
 
 bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now)
@@ -97,10 +126,17 @@ bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own
 
 	/* what settled peers said while the directory filled, against what it
 	 * holds now (a node rejoining a settled cluster hears them) */
-	for (unsigned i = 0; i < n; i++)
-		same += r->recent[i].hosts == own->hosts && r->recent[i].sum == own->sum;
+	for (unsigned i = 0; i < n; i++) {
+		bool again = false;
+
+		for (unsigned j = 0; j < i; j++)
+			again |= r->recent[j].sender == r->recent[i].sender &&
+				 r->recent[j].hosts == own->hosts && r->recent[j].sum == own->sum;
+		/* one peer's digests, however many, are one voice */
+		same += !again && r->recent[i].hosts == own->hosts && r->recent[i].sum == own->sum;
+	}
 	/* no digest heard: peers before the digest, today's rule */
-	if (!r->heard || same >= agree_k(own) || r->agree >= agree_k(own))
+	if (!r->heard || same >= agree_k(r, own) || r->agree >= agree_k(r, own))
 		return false;
 	r->unvouched = true;
 	r->unvouched_ms = now;
@@ -109,7 +145,7 @@ bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own
 
 bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
 {
-	unsigned k = agree_k(own);
+	unsigned k = agree_k(r, own);
 	uint64_t since = now - r->disturbed_ms;
 
 	if (claim_met(&r->claim, own))
@@ -326,7 +362,8 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 			  m->digest.seq - 1, m->sender.names[0]);
 	}
 	store_digest(f->store, &own);
-	if (!digest_rule_heard(&f->dg.rule, &own, &m->digest, now_ms()))
+	if (!digest_rule_heard(&f->dg.rule, &own, &m->digest, digest_sender(m->sender.gids[0]),
+			       now_ms()))
 		return;
 	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
 		  m->sender.names[0], m->digest.hosts, (unsigned long long)own.hosts);
@@ -350,12 +387,17 @@ void fabric_digest_answer(struct fabric *f, const struct fw_msg *m)
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
 	store_digest(f->store, &own);
-	if (!digest_rule_heard(&f->dg.rule, &own, &d, now))
+	if (!digest_rule_heard(&f->dg.rule, &own, &d, digest_sender(m->sender.gids[0]), now))
 		return;
 	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
 		  m->sender.names[0], d.hosts, (unsigned long long)own.hosts);
 	if (now >= f->settled_ms)
 		digest_rule_drop(&f->dg.rule, now);
+}
+
+void fabric_digest_voices(struct fabric *f, unsigned n)
+{
+	f->dg.rule.voices = n;
 }
 
 bool fabric_digest_incomplete(const struct fabric *f)

@@ -48,6 +48,10 @@ struct digest_rule {
 	uint64_t disturbed_ms; /* last disagreement or drop (0: none since the reset) */
 	uint64_t round_ms;     /* a quiet round: every live peer announced once since */
 	unsigned agree;	       /* settled digests that matched ours, in a row, since then */
+	uint64_t agreed_by[DIGEST_AGREE_K]; /* from whom (agree of them): one peer is one voice */
+	/* peers that can be asked to vouch (answer range queries), when fewer
+	 * than K (0: not limited): a cluster mostly of daemons before them */
+	unsigned voices;
 	bool dropped;	       /* the receive path dropped datagrams since then */
 	bool incomplete;       /* the verdict of the last digest_rule_eval() */
 	/* a burst ended with nothing against us, but peers that send digests
@@ -57,7 +61,9 @@ struct digest_rule {
 	bool unvouched;
 	uint64_t unvouched_ms;
 	/* the last digests heard from peers past their own start-up */
-	struct store_digest recent[DIGEST_RECENT];
+	struct {
+		uint64_t hosts, sum, sender;
+	} recent[DIGEST_RECENT];
 	unsigned heard, late; /* digests heard since the reset; of them, such */
 	uint64_t mismatches, drops;
 };
@@ -65,10 +71,13 @@ struct digest_rule {
 /* A fresh rule (start-up, resync): nothing heard, nothing dropped.
  * @round_ms: one announce interval and its jitter. */
 void digest_rule_reset(struct digest_rule *r, uint64_t round_ms);
-/* A peer's digest @theirs was heard at @now, after its sender was learned.
- * Returns true when it disagreed (it holds what we lack). */
+/* A peer's digest @theirs was heard at @now, after its sender was learned;
+ * @sender names the peer (nonzero; each peer agrees once). Returns true
+ * when it disagreed (it holds what we lack). */
 bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
-		       const struct fw_digest *theirs, uint64_t now);
+		       const struct fw_digest *theirs, uint64_t sender, uint64_t now);
+/* The @sender argument for a peer of port GID @gid. */
+uint64_t digest_sender(const uint8_t gid[16]);
 /* The receive path dropped datagrams (a queue overrun) at @now. */
 void digest_rule_drop(struct digest_rule *r, uint64_t now);
 /* A start-up burst was checked at @now with nothing against us: when
@@ -111,6 +120,8 @@ void fabric_digest_answer(struct fabric *f, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
+/* @n peers can be asked to vouch (fabric_fetch.c's list). */
+void fabric_digest_voices(struct fabric *f, unsigned n);
 /* The directory may lack a live host (the settle time aside). */
 bool fabric_digest_incomplete(const struct fabric *f);
 /* STATS rows: directory_complete (@complete: the caller knows, from the

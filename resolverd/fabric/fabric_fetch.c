@@ -44,12 +44,24 @@ static struct fetch_peer *find_peer(struct fabric_fetch *x, const uint8_t gid[16
 	return NULL;
 }
 
-static void forget_peer(struct fabric_fetch *x, const uint8_t gid[16])
+/* The peers the list holds: as many can vouch (fabric_digest.h). */
+static void count_voices(struct fabric *f)
 {
-	struct fetch_peer *c = find_peer(x, gid);
+	unsigned n = 0;
 
-	if (c)
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		n += f->fx.peers[i].used;
+	fabric_digest_voices(f, n);
+}
+
+static void forget_peer(struct fabric *f, const uint8_t gid[16])
+{
+	struct fetch_peer *c = find_peer(&f->fx, gid);
+
+	if (c) {
 		c->used = false;
+		count_voices(f);
+	}
 }
 
 /* A peer that answers range queries was heard from @from on @p: its slot
@@ -66,13 +78,16 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 	if (!slot) /* full: the next in the round takes the newcomer's place */
 		slot = &x->peers[x->next_peer % FETCH_PEERS];
 	if (!slot->used || memcmp(slot->gid, gid, 16))
-		slot->claimed = false; /* a new peer's slot: nothing of the last one's */
+		slot->claimed = slot->answered = false; /* a new peer's slot: nothing of the last one's */
 	slot->addr = *from;
 	memcpy(slot->gid, gid, 16);
 	slot->port = (unsigned)(p - p->f->ports);
 	slot->claimed |= claim;
 	slot->strikes = 0; /* heard: alive, whatever sessions were lost */
-	slot->used = true;
+	if (!slot->used) {
+		slot->used = true;
+		count_voices(p->f);
+	}
 }
 
 void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
@@ -84,7 +99,7 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 	if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES) || !from) {
 		/* restarted with an older daemon (a rolling upgrade, or back):
 		 * it would count our queries malformed */
-		forget_peer(&p->f->fx, m->sender.gids[0]);
+		forget_peer(p->f, m->sender.gids[0]);
 		return;
 	}
 	store_digest(p->f->store, &own);
@@ -210,7 +225,7 @@ static void on_timer(struct loop_timer *t)
 		x->timeouts++;
 		c = find_peer(x, x->peer.gid);
 		if (c && ++c->strikes >= FETCH_STRIKES)
-			c->used = false;
+			forget_peer(f, c->gid);
 		if (x->switches < FETCH_SWITCHES && pick_peer(x, x->peer.gid)) {
 			x->switches++;
 			x->tries = 0;
@@ -387,14 +402,31 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	if (c)
 		c->strikes = 0;
 	fabric_digest_answer(f, m);
-	/* our announces did not reach it: maybe not others either */
-	if (m->range.flags & FW_RANGE_ASKER_NEW)
-		x->unheard = true;
+	/* did our announces reach the peers? Most of those asked first had not
+	 * heard of us: not the few a lossy fabric drops (their own fetch
+	 * finds us), but our NEWCOMER lost on its way out */
+	if (c && !c->answered) {
+		c->answered = true;
+		x->burst_first++;
+		x->burst_unheard += !!(m->range.flags & FW_RANGE_ASKER_NEW);
+		if (x->burst_unheard >= 2 && 2 * x->burst_unheard > x->burst_first) {
+			x->unheard = true;
+			x->burst_first = x->burst_unheard = 0; /* evidence after it, anew */
+		}
+	}
 	if (x->asked.flags & FW_RANGE_NAMES)
 		take_names(f, m);
 	else
 		take_sums(f, m);
 	next_query(f);
+}
+
+void fabric_fetch_burst(struct fabric *f)
+{
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		f->fx.peers[i].answered = false;
+	f->fx.burst_first = f->fx.burst_unheard = 0;
+	f->fx.unheard = false;
 }
 
 void fabric_fetch_start(struct fabric *f)

@@ -5,14 +5,17 @@
  * time, one peer that answers range queries is asked, by unicast, for the
  * count and sum of its hosts whose digest term falls in a range, in 16
  * parts; parts that differ from ours are asked again, split, and once a
- * part holds few hosts, for their names. Each name we lack is handed up
- * (fabric_events.hint) and asked on the fabric with a REQUEST, so that the
- * host answers for itself: a peer's word is only a hint. Each answer also
- * carries the peer's whole digest, which the completeness rule hears.
+ * part holds few hosts (or we lack many of them), for their names, paged
+ * in term order with where each host is reached. Each name we lack is
+ * handed up (fabric_events.hint) and asked of that host alone with a
+ * unicast REQUEST, so that the host answers for itself: a peer's word is
+ * only a hint. Each answer also carries the peer's whole digest, which the
+ * completeness rule hears, and says whether our query was the first it
+ * heard of us (fabric.c announces us again when most peers say so).
  *
- * fabric_range.c answers such queries (rate-limited); fabric_fetch.c asks
- * them. One query outstanding at a time, one peer a session, every bound
- * below explicit.
+ * fabric_range.c answers such queries (rate-limited, from a sorted copy of
+ * the terms); fabric_fetch.c asks them. One query outstanding at a time,
+ * one peer a session, every bound below explicit.
  */
 #ifndef IBRESD_FABRIC_FETCH_H
 #define IBRESD_FABRIC_FETCH_H
@@ -69,6 +72,7 @@ struct fetch_peer {
 	unsigned port;		    /* our port that heard it */
 	unsigned strikes;	    /* queries it left unanswered since last heard */
 	bool claimed;		    /* its digest held hosts we lacked: ask it first */
+	bool answered;		    /* it answered us since the burst began */
 	bool used;
 };
 
@@ -91,7 +95,11 @@ struct fabric_fetch {
 	uint64_t index_used_ms, index_builds;
 	/* counters (STATS) */
 	uint64_t sessions, queries_sent, answers, timeouts, hints_asked;
-	bool unheard; /* an answer said its peer had not heard of us (fabric.c repeats) */
+	/* peers that answered first since the burst began, and of them those
+	 * that had not heard of us; most of them: our NEWCOMER announce did
+	 * not get out, and fabric.c sends it again (@unheard) */
+	unsigned burst_first, burst_unheard;
+	bool unheard;
 	uint64_t answered, refused;
 };
 
@@ -112,6 +120,8 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
  * emptied). */
 void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from);
+/* A burst (start-up, resync) began: who heard of us is asked anew. */
+void fabric_fetch_burst(struct fabric *f);
 /* A RANGE_ANSWER arrived on @p. */
 void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m);
 /* A RANGE_QUERY arrived on @p from @from (fabric_range.c): answer it when

@@ -130,6 +130,25 @@ int fabric_learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
  * *@prev_seq (may be NULL): its announce number heard here before (0: none). */
 int fabric_learn(struct fabric_port *p, const struct fw_msg *m, int group, uint32_t *prev_seq);
 
+/* Are announcements on (announce_interval not 0)? */
+static inline bool fabric_announcing(const struct fabric *f)
+{
+	return f->cfg->announce_interval_s > 0;
+}
+
+/* fabric_announce.c, this node's own announcements: @type (ANNOUNCE with
+ * our digest, GOODBYE) with @flags on every port up; a NEWCOMER carries UP.
+ * A burst (start-up, resync) begins: its one NEWCOMER announce within
+ * 100 ms. The announce timer. A peer's answer said most peers asked had
+ * not heard of us: the NEWCOMER again (bounded). A NEWCOMER heard on @p
+ * from @from: answered by unicast unless it could hear ours. */
+void fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid);
+void fabric_burst_begin(struct fabric *f);
+void fabric_on_announce_timer(struct loop_timer *t);
+void fabric_newcomer_again(struct fabric *f);
+void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
+			    const struct transport_addr *from);
+
 /* The transports' receive paths, summed (fabric_digest.c). */
 void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
 

@@ -54,12 +54,16 @@ def knowledge(c):
 def claim_more(c, k, key=None):
     """A forged peer node99, announcing from node @k's namespace a settled
     digest of 40 hosts (a claim nobody meets; it answers no range query);
-    signed and stamped with @key."""
-    ident = identity_items("node99", "fe80::2:c903:0:99", ["198.18.0.99"], lid=99) + \
-        group_items() + (stamp_item() if key else b"")
-    send_datagrams(c.netns(k), GROUP4, FABRIC_PORT,
-                   [fabric_msg(FW_ANNOUNCE, ident + digest_item(40, 12345, 1, 1), key=key)],
-                   src=c.nodes[k]["ipv4"])
+    signed and stamped with @key. Sent again from the next node's namespace:
+    a node does not hear what its own namespace sends, and every node must
+    hold node99, or their digests differ and none vouches for another (K
+    peers must agree, each once)."""
+    for n in (k, k % len(c.nodes) + 1):
+        ident = identity_items("node99", "fe80::2:c903:0:99", ["198.18.0.99"], lid=99) + \
+            group_items() + (stamp_item() if key else b"")
+        send_datagrams(c.netns(n), GROUP4, FABRIC_PORT,
+                       [fabric_msg(FW_ANNOUNCE, ident + digest_item(40, 12345, 1, 1), key=key)],
+                       src=c.nodes[n]["ipv4"])
 
 
 @pytest.mark.timeout(240)

@@ -203,7 +203,11 @@ static struct fw_digest theirs(uint32_t hosts, uint64_t sum, bool settled)
 
 static bool heard(struct digest_rule *r, struct store_digest o, struct fw_digest t, uint64_t now)
 {
-	return digest_rule_heard(r, &o, &t, now);
+	static uint64_t sender;
+
+	/* each digest from another peer; test_rule_one_peer_one_voice sends
+	 * several from one */
+	return digest_rule_heard(r, &o, &t, ++sender, now);
 }
 
 static bool eval(struct digest_rule *r, struct store_digest o, uint64_t now)
@@ -391,13 +395,39 @@ static void test_rule_burst_unvouched(void **state)
 
 		digest_rule_reset(&r, ROUND_MS);
 		for (unsigned i = 0; i < DIGEST_AGREE_K; i++)
-			digest_rule_heard(&r, &(struct store_digest){9, 90}, &d, t);
+			digest_rule_heard(&r, &(struct store_digest){9, 90}, &d, 100 + i, t);
 		assert_false(digest_rule_burst_end(&r, &(struct store_digest){9, 90}, t));
 	}
 	/* a node alone (K = 0) is vouched for by nobody and needs nobody */
 	digest_rule_reset(&r, ROUND_MS);
 	heard(&r, own(1, 10), theirs(1, 10, false), t);
 	assert_false(digest_rule_burst_end(&r, &(struct store_digest){1, 10}, t));
+}
+
+/* K agreeing digests are K peers: one peer's answers (a fetch pages through
+ * it) count once, to overrule a loss and to vouch at the end of a burst. */
+static void test_rule_one_peer_one_voice(void **state)
+{
+	struct fw_digest d = {.hosts = 7, .sum = 70, .flags = FW_DIGEST_SETTLED};
+	struct store_digest o = {7, 70};
+	struct digest_rule r = {0};
+	uint64_t t = 5000;
+
+	(void)state;
+	digest_rule_reset(&r, ROUND_MS);
+	digest_rule_drop(&r, t);
+	for (unsigned i = 0; i < 5; i++)
+		digest_rule_heard(&r, &o, &d, 42, t + 1);
+	assert_true(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 1));
+	digest_rule_heard(&r, &o, &d, 43, t + 2);
+	assert_true(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 1));
+	digest_rule_heard(&r, &o, &d, 44, t + 3);
+	assert_false(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 1));
+	/* at the end of a burst */
+	digest_rule_reset(&r, ROUND_MS);
+	for (unsigned i = 0; i < DIGEST_RECENT; i++)
+		digest_rule_heard(&r, &o, &d, 42 + (i == 7), t);
+	assert_true(digest_rule_burst_end(&r, &o, t));
 }
 
 /* Announce numbers: a jump past the next is a multicast announce missed; a
@@ -434,6 +464,7 @@ int main(void)
 		cmocka_unit_test(test_rule_drops),
 		cmocka_unit_test(test_rule_small_and_stale),
 		cmocka_unit_test(test_rule_burst_unvouched),
+		cmocka_unit_test(test_rule_one_peer_one_voice),
 		cmocka_unit_test(test_seq_gap),
 	};
 

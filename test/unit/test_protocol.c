@@ -1889,35 +1889,53 @@ static void answer_last_query(struct fw_msg *m, unsigned n, uint32_t hosts, uint
 		m->n_sums = q->m.range.parts;
 }
 
-/* A peer asked says it had not heard of us (FW_RANGE_ASKER_NEW): our
- * NEWCOMER announce is multicast again, at most twice a burst and 500 ms
- * apart. */
+/* The peer (198.18.0.N) the last datagram went to. */
+static unsigned last_to_peer(void)
+{
+	const struct sockaddr_in *sin = (const void *)&last_sent()->to.ss;
+
+	return ntohl(sin->sin_addr.s_addr) & 0xff;
+}
+
+/* Most peers asked first say they had not heard of us (FW_RANGE_ASKER_NEW):
+ * our NEWCOMER did not get out, and it is multicast again, at most twice a
+ * burst and 500 ms apart; evidence counts anew after each. One peer in a
+ * few that had not (a lossy fabric's share) is no reason. */
 static void test_newcomer_again_when_unheard(void **state)
 {
+	/* first answers of peers 2..7: flagged or not */
+	static const bool flagged[] = {false, true, true, true, true, true};
+	/* NEWCOMER announces sent again after each: 1 of 1, 1 of 2: none; 2 of
+	 * 3: one (500 ms then pass); counted anew: 1 of 1, then 2 of 2: the
+	 * second; the last (1 of 1) none, and none could follow */
+	static const unsigned again[] = {0, 0, 1, 1, 2, 2};
+	unsigned before, answered[8] = {0}, done = 0;
 	struct fw_msg m;
-	unsigned before;
 
 	(void)state;
 	start(DIRECTORY, NULL);
-	announce_digest(2, 41, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
-	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
-		advance(10);
+	for (unsigned n = 2; n <= 7; n++)
+		announce_digest(n, 41, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	advance_to(START_MS + 1000); /* our one NEWCOMER went out (peers were heard) */
 	before = count_sent(FW_ANNOUNCE);
-	answer_last_query(&m, 2, 41, 0);
-	deliver(&m, 2);
-	assert_int_equal(count_sent(FW_ANNOUNCE), before); /* it knew us */
-	for (unsigned i = 0; i < 4; i++) {
-		unsigned queries = count_sent(FW_RANGE_QUERY);
+	assert_int_equal(before, 1);
+	while (done < 6 && fake_now < START_MS + 30000) {
+		unsigned queries = count_sent(FW_RANGE_QUERY), n;
 
-		if (i == 2) /* the next one may go */
-			advance(500);
-		/* a fresh query, answered at once */
-		while (count_sent(FW_RANGE_QUERY) == queries && fake_now < START_MS + 20000)
+		while (count_sent(FW_RANGE_QUERY) == queries && fake_now < START_MS + 30000)
 			advance(1);
-		answer_last_query(&m, 2, 41, FW_RANGE_ASKER_NEW);
-		deliver(&m, 2);
+		n = last_to_peer();
+		assert_in_range(n, 2, 7);
+		if (answered[n])
+			continue; /* only first answers are evidence */
+		answered[n] = 1;
+		answer_last_query(&m, n, 41, flagged[done] ? FW_RANGE_ASKER_NEW : 0);
+		deliver(&m, n);
+		assert_int_equal(count_sent(FW_ANNOUNCE), before + again[done]);
+		if (++done == 3)
+			advance(500);
 	}
-	assert_int_equal(count_sent(FW_ANNOUNCE), before + 2);
+	assert_int_equal(done, 6);
 	assert_int_equal(counter("fabric_newcomer_repeats"), 2);
 	for (unsigned i = 0, seen = 0; i < fake.n_sent; i++) {
 		if (fake.sent[i].m.type != FW_ANNOUNCE || seen++ < before)

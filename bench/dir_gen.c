@@ -973,6 +973,9 @@ static void receive(const struct opts *o)
 
 				st.rx_request++;
 				st.rx_request_unicast++;
+				if (!st.first_request_ns)
+					st.first_request_ns = t;
+				st.last_request_ns = t;
 				if (k < 1 || (unsigned long)k > o->count ||
 				    target_peer(o, &m.target) != k)
 					continue;
@@ -994,10 +997,15 @@ static void receive(const struct opts *o)
 			{
 				long k = o->spoof ? peer_of_v4(dst) : -1;
 
-				if (k >= 1 && (unsigned long)k <= o->count)
+				if (k >= 1 && (unsigned long)k <= o->count) {
 					peers[k - 1].rx_ucast++;
-				else
+					/* the daemon's answer to its NEWCOMER: it
+					 * learns the daemon (unless --loss drops it) */
+					if (!lost(o))
+						peers[k - 1].knows_daemon = true;
+				} else {
 					st.rx_ucast_unknown++;
+				}
 			}
 		}
 		if (n < RX_BATCH)

@@ -88,6 +88,20 @@ static int on_query_key(void *arg, uint64_t tid, struct host_key *k)
 	return 0;
 }
 
+/* How long attempt @k of @q waits: a quarter of a client's when a hint's
+ * (nobody waits; the host was named, and its REPLY or our REQUEST lost
+ * at a lossy boot is best asked again soon, at the cost of a duplicate
+ * unicast pair when it was only slow), at least 10 ms. */
+static uint64_t hint_wait(const struct ibres_config *cfg, const struct pending_query *q,
+			  unsigned k)
+{
+	uint64_t w = attempt_wait(cfg, k);
+
+	if (!q->has_at)
+		return w;
+	return w / 4 > 10 ? w / 4 : 10;
+}
+
 /* A query's timer: the next attempt, or the end of the bound. */
 static void on_query_timer(struct pending_query *q, void *arg)
 {
@@ -116,7 +130,7 @@ static void on_query_timer(struct pending_query *q, void *arg)
 	 * millions of datagrams each); a lookup that joins it makes it a
 	 * client's query (query_start_at()) */
 	fabric_send_request_at(r->fabric, &q->key, q->tid, q->has_at ? &q->at : NULL);
-	pending_arm(q, now + jitter_apply(&r->rng, attempt_wait(r->cfg, q->attempts)));
+	pending_arm(q, now + jitter_apply(&r->rng, hint_wait(r->cfg, q, q->attempts)));
 	q->attempts++;
 }
 
@@ -144,13 +158,13 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 	if (!q)
 		return NULL;
 	q->attempts = 1;
-	if (pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0))) < 0) {
-		pending_end(q, -ENOMEM);
-		return NULL;
-	}
 	if (at) {
 		q->has_at = true;
 		q->at = *at;
+	}
+	if (pending_arm(q, now_ms() + jitter_apply(&r->rng, hint_wait(r->cfg, q, 0))) < 0) {
+		pending_end(q, -ENOMEM);
+		return NULL;
 	}
 	fabric_send_request_at(r->fabric, k, q->tid, at);
 	return q;

@@ -344,10 +344,8 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	}
 	p->rx_from = NULL;
-	if (f->fx.unheard) {
+	if (f->fx.unheard && fabric_newcomer_again(f))
 		f->fx.unheard = false;
-		fabric_newcomer_again(f);
-	}
 	/* a digest heard, or a host learned that a peer's digest had */
 	fabric_digest_update(f);
 }

@@ -22,9 +22,12 @@
 #define STARTUP_ANNOUNCES 3
 /* Between a burst's NEWCOMER announces sent on evidence. */
 #define NEWCOMER_AGAIN_MS 500
+/* A first NEWCOMER no port could send is tried again this much later. */
+#define FIRST_RETRY_MS 100
 
-void fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid)
+unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid)
 {
+	unsigned sent = 0;
 	struct fw_msg m;
 
 	for (unsigned i = 0; i < f->n_ports; i++) {
@@ -37,17 +40,27 @@ void fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_
 		if (type == FW_ANNOUNCE)
 			fabric_digest_put(p, &m, false);
 		if (flags & FW_FLAG_NEWCOMER) {
-			/* since when we keep what we hear: peers that announced
-			 * since need not answer (heard_us()) */
-			uint64_t up = now_ms() - f->burst_began_ms;
+			/* since when we keep what this port hears: the burst's
+			 * start, or later the port's joining the group (IB: the
+			 * SA join). Peers that announced since need not answer
+			 * (heard_us()); not listening yet, UP 0: all answer */
+			uint64_t since = p->t.mcast_since_ms, now = now_ms(), up = 0;
 
+			if (since && since < f->burst_began_ms)
+				since = f->burst_began_ms;
+			if (since && since <= now)
+				up = now - since;
 			m.has_up = true;
 			m.up_ms = up > UINT32_MAX ? UINT32_MAX : (uint32_t)up;
-			f->newcomer_sent_ms = now_ms();
+			f->newcomer_sent_ms = now;
 		}
-		if (fabric_port_send(p, &m, NULL) == 0 && type == FW_ANNOUNCE)
-			f->c.announces_sent++;
+		if (fabric_port_send(p, &m, NULL) == 0) {
+			sent++;
+			if (type == FW_ANNOUNCE)
+				f->c.announces_sent++;
+		}
 	}
+	return sent;
 }
 
 void fabric_burst_begin(struct fabric *f)
@@ -80,10 +93,16 @@ void fabric_on_announce_timer(struct loop_timer *t)
 		bool first = f->startup_announces_left == STARTUP_ANNOUNCES;
 
 		if (first || (f->c.overheard == f->burst_overheard && f->newcomer_repeats_left)) {
+			/* a first that no port could send (IB: not joined yet)
+			 * is tried again, within the settle time */
+			if (!fabric_announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst) &&
+			    first && now_ms() < f->settled_ms) {
+				loop_timer_arm(f->loop, t, now_ms() + FIRST_RETRY_MS);
+				return;
+			}
 			f->startup_announces_left--;
 			if (!first)
 				f->newcomer_repeats_left--;
-			fabric_announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
 			fabric_digest_burst_sent(f);
 		} else {
 			f->startup_announces_left = 0;
@@ -101,16 +120,18 @@ void fabric_on_announce_timer(struct loop_timer *t)
 	loop_timer_arm(f->loop, t, now_ms() + jitter_apply(&f->rng, next));
 }
 
-void fabric_newcomer_again(struct fabric *f)
+bool fabric_newcomer_again(struct fabric *f)
 {
 	uint64_t now = now_ms();
 
-	if (!fabric_announcing(f) || !f->newcomer_repeats_left ||
-	    now < f->newcomer_sent_ms + NEWCOMER_AGAIN_MS)
-		return;
+	if (!fabric_announcing(f) || !f->newcomer_repeats_left)
+		return true; /* nothing to wait for */
+	if (now < f->newcomer_sent_ms + NEWCOMER_AGAIN_MS)
+		return false; /* later: the evidence stays */
 	f->newcomer_repeats_left--;
 	f->c.newcomer_repeats++;
 	fabric_announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
+	return true;
 }
 
 /* The first NEWCOMER announce of a burst (start-up or resync: the tid names

@@ -49,8 +49,8 @@ struct digest_rule {
 	uint64_t round_ms;     /* a quiet round: every live peer announced once since */
 	unsigned agree;	       /* settled digests that matched ours, in a row, since then */
 	uint64_t agreed_by[DIGEST_AGREE_K]; /* from whom (agree of them): one peer is one voice */
-	/* peers that can be asked to vouch (answer range queries), when fewer
-	 * than K (0: not limited): a cluster mostly of daemons before them */
+	/* peers ever heard to answer range queries, when fewer than K (0: not
+	 * limited): a cluster mostly of daemons before them */
 	unsigned voices;
 	bool dropped;	       /* the receive path dropped datagrams since then */
 	bool incomplete;       /* the verdict of the last digest_rule_eval() */
@@ -120,7 +120,8 @@ void fabric_digest_answer(struct fabric *f, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
-/* @n peers can be asked to vouch (fabric_fetch.c's list). */
+/* @n distinct peers were heard to answer range queries, fewer than K (0:
+ * not fewer; fabric_fetch.c): K is at most as many. */
 void fabric_digest_voices(struct fabric *f, unsigned n);
 /* The directory may lack a live host (the settle time aside). */
 bool fabric_digest_incomplete(const struct fabric *f);

@@ -44,24 +44,44 @@ static struct fetch_peer *find_peer(struct fabric_fetch *x, const uint8_t gid[16
 	return NULL;
 }
 
-/* The peers the list holds: as many can vouch (fabric_digest.h). */
-static void count_voices(struct fabric *f)
+/* A peer that answers range queries was heard: it can vouch. The first
+ * DIGEST_AGREE_K distinct ones are remembered for the daemon's life (a peer
+ * forgotten by the fetch list, a lossy path, still counts): fewer, and K is
+ * as many (a cluster mostly of daemons before range queries). */
+static void count_voice(struct fabric *f, const uint8_t gid[16])
 {
-	unsigned n = 0;
+	struct fabric_fetch *x = &f->fx;
 
-	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		n += f->fx.peers[i].used;
-	fabric_digest_voices(f, n);
+	for (unsigned i = 0; i < x->n_voices; i++)
+		if (!memcmp(x->voices[i], gid, 16))
+			return;
+	if (x->n_voices == DIGEST_AGREE_K)
+		return;
+	memcpy(x->voices[x->n_voices++], gid, 16);
+	fabric_digest_voices(f, x->n_voices < DIGEST_AGREE_K ? x->n_voices : 0);
+}
+
+/* A peer restarted with a daemon before range queries: no voice now. */
+static void drop_voice(struct fabric *f, const uint8_t gid[16])
+{
+	struct fabric_fetch *x = &f->fx;
+
+	for (unsigned i = 0; i < x->n_voices; i++)
+		if (!memcmp(x->voices[i], gid, 16)) {
+			memmove(x->voices[i], x->voices[i + 1],
+				(size_t)(x->n_voices - i - 1) * sizeof(x->voices[0]));
+			x->n_voices--;
+			fabric_digest_voices(f, x->n_voices);
+			return;
+		}
 }
 
 static void forget_peer(struct fabric *f, const uint8_t gid[16])
 {
 	struct fetch_peer *c = find_peer(&f->fx, gid);
 
-	if (c) {
+	if (c)
 		c->used = false;
-		count_voices(f);
-	}
 }
 
 /* A peer that answers range queries was heard from @from on @p: its slot
@@ -78,16 +98,14 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 	if (!slot) /* full: the next in the round takes the newcomer's place */
 		slot = &x->peers[x->next_peer % FETCH_PEERS];
 	if (!slot->used || memcmp(slot->gid, gid, 16))
-		slot->claimed = slot->answered = false; /* a new peer's slot: nothing of the last one's */
+		slot->claimed = slot->answered = slot->old = false; /* a new peer's slot */
 	slot->addr = *from;
 	memcpy(slot->gid, gid, 16);
 	slot->port = (unsigned)(p - p->f->ports);
 	slot->claimed |= claim;
 	slot->strikes = 0; /* heard: alive, whatever sessions were lost */
-	if (!slot->used) {
-		slot->used = true;
-		count_voices(p->f);
-	}
+	slot->used = true;
+	count_voice(p->f, gid);
 }
 
 void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
@@ -100,6 +118,8 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 		/* restarted with an older daemon (a rolling upgrade, or back):
 		 * it would count our queries malformed */
 		forget_peer(p->f, m->sender.gids[0]);
+		if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES))
+			drop_voice(p->f, m->sender.gids[0]);
 		return;
 	}
 	store_digest(p->f->store, &own);
@@ -153,6 +173,7 @@ static void send_query(struct fabric *f)
 
 	if (wait < FETCH_WAIT_MIN_MS)
 		wait = FETCH_WAIT_MIN_MS;
+	wait <<= x->tries < 4 ? x->tries : 4; /* each try waits twice the last */
 	if (wait > FETCH_WAIT_MS)
 		wait = FETCH_WAIT_MS;
 	x->waiting = true;
@@ -175,13 +196,22 @@ static void next_query(struct fabric *f)
 
 	x->waiting = false;
 	if (!x->n_todo || x->queries >= FETCH_QUERIES_MAX || x->pages >= FETCH_PAGES_MAX) {
+		/* a session that found nothing to fetch after a burst asked for
+		 * a voice: the next peer's comes at once, K of them (after a
+		 * whole-cluster boot every node asks K peers at its settle time) */
+		bool vouch = x->queries == 1 && !x->pages && !x->n_todo && x->quick;
+
+		x->quick -= vouch;
 		x->active = false;
 		x->n_todo = 0;
-		loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_GAP_MS);
+		loop_timer_arm(f->loop, &x->timer,
+			       now_ms() + (vouch ? FETCH_VOUCH_GAP_MS : FETCH_GAP_MS));
 		return;
 	}
 	x->asked = x->todo[--x->n_todo];
-	if (x->asked.flags & FW_RANGE_NAMES)
+	/* pages are cheap to answer from a sorted copy; a daemon before it
+	 * walks its store for each: its names count as queries */
+	if ((x->asked.flags & FW_RANGE_NAMES) && !x->peer.old)
 		x->pages++;
 	else
 		x->queries++;
@@ -282,18 +312,39 @@ static void take_sums(struct fabric *f, const struct fw_msg *m)
 			continue;
 		push(x, &sub,
 		     m->sums[i].hosts <= FETCH_NAMES_AT ||
-			     (m->sums[i].hosts > own[i].hosts &&
+			     (!x->peer.old && m->sums[i].hosts > own[i].hosts &&
 			      (m->sums[i].hosts - own[i].hosts) * FETCH_DENSE >= m->sums[i].hosts));
+	}
+}
+
+/* Could @w be a host's own unicast address? Not a group, broadcast,
+ * unspecified or loopback address, not a multicast LID or QP 0 or 1: a
+ * peer's hint must not turn our REQUESTs into traffic for everyone. */
+static bool unicast_where(const struct fw_where *w)
+{
+	static const uint8_t zero[16];
+
+	switch (w->kind) {
+	case FW_WHERE_IPV4:
+		return w->addr[0] != 0 && w->addr[0] != 127 && w->addr[0] < 224;
+	case FW_WHERE_IPV6:
+		return w->addr[0] != 0xff && memcmp(w->addr, zero, 15) != 0;
+	case FW_WHERE_IB:
+		return w->lid && w->lid < 0xc000 && w->qpn > 1;
+	default:
+		return false;
 	}
 }
 
 /* Where hint @w's host is reached, on the port and in the form of the
  * peer's own address (the same subnet: port number, scope): false when it
- * does not fit that port's transport. */
+ * does not fit that port's transport, or is no host's. */
 static bool hint_at(const struct fetch_peer *peer, const struct fw_where *w, struct fabric_at *at)
 {
 	at->port = peer->port;
 	at->addr = peer->addr;
+	if (!unicast_where(w))
+		return false;
 	if (w->kind == FW_WHERE_IPV4 && at->addr.len && at->addr.ss.ss_family == AF_INET) {
 		memcpy(&((struct sockaddr_in *)&at->addr.ss)->sin_addr, w->addr, 4);
 		return true;
@@ -302,7 +353,7 @@ static bool hint_at(const struct fetch_peer *peer, const struct fw_where *w, str
 		memcpy(&((struct sockaddr_in6 *)&at->addr.ss)->sin6_addr, w->addr, 16);
 		return true;
 	}
-	if (w->kind == FW_WHERE_IB && !at->addr.len && w->lid) {
+	if (w->kind == FW_WHERE_IB && !at->addr.len) {
 		at->addr.lid = w->lid;
 		at->addr.qpn = w->qpn;
 		memcpy(at->addr.gid, w->addr, 16);
@@ -350,6 +401,14 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 				   i < FW_WHERE_MAX && hint_at(&x->peer, &m->where[i], &at) ? &at
 											    : NULL);
 	}
+	if (!sorted) {
+		/* a daemon before pages: no dense listing of it from now on */
+		struct fetch_peer *c = find_peer(x, x->peer.gid);
+
+		x->peer.old = true;
+		if (c)
+			c->old = true;
+	}
 	if (!(m->range.flags & FW_RANGE_MORE))
 		return;
 	if (sorted) {
@@ -392,11 +451,15 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	x->answers++;
-	if (x->tries == 1) {
-		/* a round trip, when unambiguous (an answer to a first try) */
+	{
+		/* a round trip when unambiguous (an answer to a first try); an
+		 * answer to a later one at least says the peer is this slow */
 		unsigned rtt = (unsigned)(now_ms() - x->sent_ms) + 1;
 
-		x->srtt_ms = x->srtt_ms ? (7 * x->srtt_ms + rtt) / 8 : rtt;
+		if (x->tries == 1)
+			x->srtt_ms = x->srtt_ms ? (7 * x->srtt_ms + rtt) / 8 : rtt;
+		else if (x->srtt_ms && rtt > x->srtt_ms)
+			x->srtt_ms = rtt < FETCH_WAIT_MS ? rtt : FETCH_WAIT_MS;
 	}
 	c = find_peer(x, x->peer.gid);
 	if (c)
@@ -427,6 +490,7 @@ void fabric_fetch_burst(struct fabric *f)
 		f->fx.peers[i].answered = false;
 	f->fx.burst_first = f->fx.burst_unheard = 0;
 	f->fx.unheard = false;
+	f->fx.quick = DIGEST_AGREE_K;
 }
 
 void fabric_fetch_start(struct fabric *f)

@@ -25,6 +25,7 @@
 
 #include "core/loop.h"
 #include "core/term_index.h"
+#include "fabric/fabric_digest.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
@@ -44,6 +45,8 @@
 #define FETCH_SWITCHES 4
 /* Between two sessions; and how often an idle fetch looks again. */
 #define FETCH_GAP_MS  200
+/* ... after a session that only vouched, the first DIGEST_AGREE_K of a burst */
+#define FETCH_VOUCH_GAP_MS 20
 #define FETCH_IDLE_MS 500
 /* A session asks at most this many queries for sums and pages of names,
  * and hands up at most this many names; ranges waiting to be asked, at
@@ -73,6 +76,8 @@ struct fetch_peer {
 	unsigned strikes;	    /* queries it left unanswered since last heard */
 	bool claimed;		    /* its digest held hosts we lacked: ask it first */
 	bool answered;		    /* it answered us since the burst began */
+	bool old;		    /* its names came without WHERE: a daemon before it,
+				     * whose every answer walks its store */
 	bool used;
 };
 
@@ -99,6 +104,10 @@ struct fabric_fetch {
 	 * that had not heard of us; most of them: our NEWCOMER announce did
 	 * not get out, and fabric.c sends it again (@unheard) */
 	unsigned burst_first, burst_unheard;
+	unsigned quick; /* sessions of the burst that may follow at FETCH_VOUCH_GAP_MS */
+	/* distinct peers heard to answer range queries, the first few */
+	uint8_t voices[DIGEST_AGREE_K][16];
+	unsigned n_voices;
 	bool unheard;
 	uint64_t answered, refused;
 };

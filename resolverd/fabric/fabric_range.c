@@ -61,7 +61,7 @@ static void where_of(struct fabric_port *p, const char *name, const struct trans
 		} else if (from->len && from->ss.ss_family == AF_INET6 && rec.n_v6) {
 			w->kind = FW_WHERE_IPV6;
 			memcpy(w->addr, &rec.v6[0], 16);
-		} else if (!from->len && rec.n_gids) {
+		} else if (!from->len && rec.n_gids && rec.lid) { /* RoCE: no LID, no use */
 			w->kind = FW_WHERE_IB;
 			w->lid = rec.lid;
 			w->qpn = rec.qpn;

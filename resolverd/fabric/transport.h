@@ -71,6 +71,10 @@ struct transport {
 			     uint32_t *qkey, uint8_t *sl);
 	void (*port_event)(struct transport *t, const char *what);
 	uint32_t qpn; /* ib: set by open, the UD QP the endpoint is reached at */
+	/* set by the transport: since when (CLOCK_MONOTONIC ms) datagrams to
+	 * group 0, where every node announces, reach us (0: not yet; on IB
+	 * once the QP is attached to the group, after the SA join) */
+	uint64_t mcast_since_ms;
 	uint8_t gid[16]; /* ib on RoCE: set by open, the GID the endpoint sends from */
 };
 

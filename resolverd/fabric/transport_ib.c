@@ -487,6 +487,8 @@ static void group_release(struct ib_priv *p, unsigned g)
 		memcpy(gid.raw, grp->mgid, 16);
 		ibv_detach_mcast(p->qp, &gid, grp->mlid);
 		grp->attached = false;
+		if (g == 0)
+			p->t->mcast_since_ms = 0;
 		if (p->roce)
 			roce_group_membership(p, g, false);
 	}
@@ -569,6 +571,8 @@ static int group_attach(struct ib_priv *p, unsigned g)
 	grp->qkey = qkey;
 	grp->sl = sl;
 	grp->attached = true;
+	if (g == 0)
+		p->t->mcast_since_ms = now_ms() ? now_ms() : 1;
 	if (p->roce)
 		roce_ah_attr(mgid, p->rgid.index, 1, sl, p->port_num, &attr);
 	else

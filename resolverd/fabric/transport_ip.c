@@ -386,6 +386,8 @@ static int ip_join(struct transport *t, unsigned g)
 		return ret;
 	}
 	p->joined[g] = true;
+	if (g == 0)
+		t->mcast_since_ms = now_ms() ? now_ms() : 1;
 	return 0;
 err:
 	ret = -errno;

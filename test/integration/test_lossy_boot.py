@@ -172,16 +172,19 @@ def test_forged_digest_claim_and_agreement(cluster_factory):
 
 
 def forged_claim(c):
-    # a peer (forged, from node 3's namespace) whose directory holds 10 hosts
-    ident = identity_items("node9", "fe80::2:c903:0:9", ["198.18.0.9"], lid=9) + group_items()
-    names = [c.nodes[k]["name"] for k in c.nodes] + ["node9"]
+    # forged peers (from node 3's namespace); node9's directory holds 10 hosts
+    def ident(n):
+        return identity_items("node%d" % n, "fe80::2:c903:0:%x" % n, ["198.18.0.%d" % n],
+                              lid=n) + group_items()
+    forged = (9, 10, 11)
+    names = [c.nodes[k]["name"] for k in c.nodes] + ["node%d" % n for n in forged]
 
-    def announce(hosts, total, seq, flags=0):
+    def announce(n, hosts, total, seq, flags=0):
         send_datagrams(c.netns(3), GROUP4, FABRIC_PORT,
-                       [fabric_msg(FW_ANNOUNCE, ident + digest_item(hosts, total, seq, flags))],
+                       [fabric_msg(FW_ANNOUNCE, ident(n) + digest_item(hosts, total, seq, flags))],
                        src=c.nodes[3]["ipv4"])
     before = stats(c.sock(1))
-    announce(10, 12345, 1)
+    announce(9, 10, 12345, 1)
     wait_until(lambda: stats(c.sock(1))["directory_complete"] == 0, 3.0,
                what="node1 incomplete after a digest with more hosts")
     after = stats(c.sock(1))
@@ -195,23 +198,28 @@ def forged_claim(c):
     t0 = time.monotonic()
     assert host(c.sock(1), "www.example.org")[0] == ST_ENODATA
     assert time.monotonic() - t0 < 0.5
-    # unsettled agreement vouches for nothing; three settled ones (after the
-    # 1 s hold) make it complete again
+    # unsettled agreement vouches for nothing; one peer's settled digests,
+    # however many, are one voice; three peers' (after the 1 s hold) make
+    # it complete again
     mine = (len(names), digest_sum(names))
-    for seq in (2, 3, 4):
-        announce(*mine, seq)
+    for n in forged:
+        announce(n, *mine, 2)
     time.sleep(1.2)
     assert stats(c.sock(1))["directory_complete"] == 0
-    for seq in (5, 6, 7):
-        announce(*mine, seq, DIGEST_SETTLED)
+    for seq in (3, 4, 5):
+        announce(9, *mine, seq, DIGEST_SETTLED)
+    time.sleep(1.2)
+    assert stats(c.sock(1))["directory_complete"] == 0
+    for n in (10, 11):
+        announce(n, *mine, 3, DIGEST_SETTLED)
     wait_until(lambda: stats(c.sock(1))["directory_complete"] == 1, 3.0,
-               what="node1 complete again after three settled agreeing digests")
+               what="node1 complete again after three peers' settled agreeing digests")
     t0 = time.monotonic()
     assert host(c.sock(1), "node78")[0] == ST_ENODATA
     assert time.monotonic() - t0 < 0.5
     # a jump in the peer's announce numbers is a loss
     before = stats(c.sock(1))
-    announce(*mine, 9, DIGEST_SETTLED)
+    announce(9, *mine, 9, DIGEST_SETTLED)
     wait_until(lambda: stats(c.sock(1))["directory_complete"] == 0, 3.0,
                what="node1 incomplete after a gap")
     assert stats(c.sock(1))["fabric_rx_gaps"] == before["fabric_rx_gaps"] + 1

@@ -423,6 +423,14 @@ static void test_rule_one_peer_one_voice(void **state)
 	assert_true(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 1));
 	digest_rule_heard(&r, &o, &d, 44, t + 3);
 	assert_false(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 1));
+	/* a node that ever heard one peer answer range queries (the rest older
+	 * daemons): that one is enough */
+	digest_rule_reset(&r, ROUND_MS);
+	r.voices = 1;
+	digest_rule_drop(&r, t);
+	digest_rule_heard(&r, &o, &d, 42, t + 1);
+	assert_false(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 1));
+	r.voices = 0; /* not limited */
 	/* at the end of a burst */
 	digest_rule_reset(&r, ROUND_MS);
 	for (unsigned i = 0; i < DIGEST_RECENT; i++)

@@ -138,6 +138,8 @@ static int fake_join(struct transport *t, unsigned g)
 {
 	assert_true(g < t->ep->n_groups);
 	fake.joins++;
+	if (g == 0) /* as the ip transport: it hears the group from now on */
+		t->mcast_since_ms = fake_now ? fake_now : 1;
 	return 0;
 }
 
@@ -1745,6 +1747,24 @@ static uint64_t name_term(const char *name)
 	return host_digest_term(&k);
 }
 
+/* The answer of peer @n to the query sent last: the same tid and range,
+ * its digest (@hosts), range flags @flags added; sums all zero. */
+static void answer_last_query(struct fw_msg *m, unsigned n, uint32_t hosts, uint8_t flags)
+{
+	const struct sent_dgram *q = last_sent();
+
+	assert_int_equal(q->m.type, FW_RANGE_QUERY);
+	peer_msg(m, FW_RANGE_ANSWER, n, q->m.tid);
+	m->has_range = true;
+	m->range = q->m.range;
+	m->range.flags |= flags;
+	m->has_digest = true;
+	m->digest = (struct fw_digest){.hosts = hosts, .sum = 1, .seq = 1,
+				       .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
+	if (!(q->m.range.flags & FW_RANGE_NAMES))
+		m->n_sums = q->m.range.parts;
+}
+
 /* The fetch after a lossy boot: a part where we lack many of the peer's
  * hosts is paged through at once (not split), names in term order with
  * where each host is; a host we lack is asked by unicast at the address the
@@ -1834,6 +1854,17 @@ static void test_fetch_pages_and_asks_the_host(void **state)
 	assert_false(nth_sent(FW_REQUEST, 1)->ucast);
 	assert_int_equal(counter("fabric_requests_unicast"), 1);
 
+	/* a hint naming a group address is no host's: asked on the fabric */
+	{
+		struct fw_where group = {.kind = FW_WHERE_IPV4, .addr = {224, 0, 0, 1}};
+
+		answer_last_query(&m, 2, 41, 0);
+		assert_int_equal(fw_hint_add_at(&m, "node61", &group), 0);
+		deliver(&m, 2);
+		assert_false(nth_sent(FW_REQUEST, count_sent(FW_REQUEST) - 1)->ucast);
+		assert_int_equal(counter("fabric_requests_unicast"), 1);
+	}
+
 	/* the peer answered at once: a query it leaves unanswered is tried
 	 * again after FETCH_WAIT_MIN_MS, not FETCH_WAIT_MS */
 	{
@@ -1845,7 +1876,8 @@ static void test_fetch_pages_and_asks_the_host(void **state)
 		assert_int_equal(count_sent(FW_RANGE_QUERY), queries + 1);
 	}
 	/* nobody waits for node50: its retries go to the host alone (retries =
-	 * 2: three attempts), never to every node; node51's are multicast */
+	 * 2: three attempts), never to every node; node51's and node61's (no
+	 * address, or none of a host's) are multicast */
 	advance(3000);
 	{
 		unsigned to_host = 0, mcast51 = 0;
@@ -1866,27 +1898,9 @@ static void test_fetch_pages_and_asks_the_host(void **state)
 			}
 		}
 		assert_int_equal(to_host, 3);
-		assert_int_equal(mcast51, 3);
+		assert_int_equal(mcast51, 6); /* node51's and node61's */
 		assert_int_equal(counter("fabric_requests_unicast"), 3);
 	}
-}
-
-/* The answer of peer @n to the query sent last: the same tid and range,
- * its digest (@hosts), range flags @flags added; sums all zero. */
-static void answer_last_query(struct fw_msg *m, unsigned n, uint32_t hosts, uint8_t flags)
-{
-	const struct sent_dgram *q = last_sent();
-
-	assert_int_equal(q->m.type, FW_RANGE_QUERY);
-	peer_msg(m, FW_RANGE_ANSWER, n, q->m.tid);
-	m->has_range = true;
-	m->range = q->m.range;
-	m->range.flags |= flags;
-	m->has_digest = true;
-	m->digest = (struct fw_digest){.hosts = hosts, .sum = 1, .seq = 1,
-				       .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
-	if (!(q->m.range.flags & FW_RANGE_NAMES))
-		m->n_sums = q->m.range.parts;
 }
 
 /* The peer (198.18.0.N) the last datagram went to. */

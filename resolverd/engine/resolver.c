@@ -110,6 +110,15 @@ static void on_query_timer(struct pending_query *q, void *arg)
 
 	if (end_if_known(r, q, now))
 		return; /* known meanwhile (a static host, an endpoint) */
+	if (q->attempts > r->cfg->retries && q->has_at && !list_empty(&q->waiters)) {
+		/* a hint's attempts are spent and a lookup waits: its own now,
+		 * on the whole fabric, with every attempt of a client's */
+		q->has_at = false;
+		q->attempts = 1;
+		fabric_send_request(r->fabric, &q->key, q->tid);
+		pending_arm(q, now + jitter_apply(&r->rng, attempt_wait(r->cfg, 0)));
+		return;
+	}
 	if (q->attempts > r->cfg->retries) {
 		char key[HOST_KEY_STR_MAX];
 
@@ -127,8 +136,7 @@ static void on_query_timer(struct pending_query *q, void *arg)
 	r->stats.query_retries++;
 	/* a hint's query stays with the host it named: a multicast from each
 	 * node that lost a REPLY would reach every node (at 48,000 nodes,
-	 * millions of datagrams each); a lookup that joins it makes it a
-	 * client's query (query_start_at()) */
+	 * millions of datagrams each) */
 	fabric_send_request_at(r->fabric, &q->key, q->tid, q->has_at ? &q->at : NULL);
 	pending_arm(q, now + jitter_apply(&r->rng, hint_wait(r->cfg, q, q->attempts)));
 	q->attempts++;
@@ -136,9 +144,9 @@ static void on_query_timer(struct pending_query *q, void *arg)
 
 /* Ask the fabric for @k, or join the query in flight; every attempt to @at
  * alone when a hint said where the host is. A client's lookup (@at NULL)
- * that joins a hint's query starts it again as its own, on the whole
- * fabric and with every attempt: the hint's may be spent, on a host that
- * did not answer there. */
+ * that joins a hint's query asks the whole fabric once at once, and gets a
+ * client's attempts of its own once the hint's are spent (the host may not
+ * answer at the address named); meanwhile the hint's quick ones go on. */
 static struct pending_query *query_start_at(struct resolver *r, const struct host_key *k,
 					    const struct fabric_at *at)
 {
@@ -146,12 +154,8 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 
 	if (q) {
 		r->stats.queries_joined++;
-		if (!at && q->has_at) {
-			q->has_at = false;
-			q->attempts = 1;
-			pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0)));
+		if (!at && q->has_at && list_empty(&q->waiters))
 			fabric_send_request(r->fabric, k, q->tid);
-		}
 		return q;
 	}
 	q = pending_add(&r->pending, k);

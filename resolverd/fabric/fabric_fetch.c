@@ -168,7 +168,7 @@ static void send_query(struct fabric *f)
 {
 	struct fabric_fetch *x = &f->fx;
 	struct fabric_port *p = &f->ports[x->peer.port];
-	unsigned wait = x->srtt_ms ? 4 * x->srtt_ms : FETCH_WAIT_MS;
+	unsigned wait = x->rtt_ms ? 4 * x->rtt_ms : FETCH_WAIT_MS;
 	struct fw_msg m;
 
 	if (wait < FETCH_WAIT_MIN_MS)
@@ -231,7 +231,7 @@ static void session_start(struct fabric *f)
 	x->active = true;
 	x->sessions++;
 	x->queries = x->pages = x->hints = x->switches = 0;
-	x->srtt_ms = 0;
+	x->rtt_ms = 0;
 	x->todo[0] = whole;
 	x->n_todo = 1;
 	next_query(f);
@@ -259,7 +259,7 @@ static void on_timer(struct loop_timer *t)
 		if (x->switches < FETCH_SWITCHES && pick_peer(x, x->peer.gid)) {
 			x->switches++;
 			x->tries = 0;
-			x->srtt_ms = 0; /* another peer */
+			x->rtt_ms = 0; /* another peer */
 			x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
 			send_query(f);
 			return;
@@ -451,15 +451,15 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	x->answers++;
-	{
-		/* a round trip when unambiguous (an answer to a first try); an
-		 * answer to a later one at least says the peer is this slow */
+	if (x->tries == 1) {
+		/* the shortest unambiguous round trip (an answer to a first
+		 * try): a busy moment of ours (a burst of REPLYs, a directory
+		 * generation) must not make every later lost answer cost
+		 * 300 ms; a wait that was too short costs a duplicate */
 		unsigned rtt = (unsigned)(now_ms() - x->sent_ms) + 1;
 
-		if (x->tries == 1)
-			x->srtt_ms = x->srtt_ms ? (7 * x->srtt_ms + rtt) / 8 : rtt;
-		else if (x->srtt_ms && rtt > x->srtt_ms)
-			x->srtt_ms = rtt < FETCH_WAIT_MS ? rtt : FETCH_WAIT_MS;
+		if (!x->rtt_ms || rtt < x->rtt_ms)
+			x->rtt_ms = rtt;
 	}
 	c = find_peer(x, x->peer.gid);
 	if (c)

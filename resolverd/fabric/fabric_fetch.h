@@ -33,9 +33,9 @@
 #define FETCH_PEERS 16
 /* How long an answer is waited for, and how often a query is sent before
  * the session gives that peer up. Once the peer answered, the wait is four
- * times its smoothed round trip, within FETCH_WAIT_MIN_MS..FETCH_WAIT_MS:
- * a session of a thousand pages on a lossy fabric must not wait 300 ms for
- * each answer lost. */
+ * times its shortest round trip, within FETCH_WAIT_MIN_MS..FETCH_WAIT_MS,
+ * doubled at each try: a session of a thousand pages on a lossy fabric
+ * must not wait 300 ms for each answer lost. */
 #define FETCH_WAIT_MS	  300
 #define FETCH_WAIT_MIN_MS 25
 #define FETCH_TRIES	  3
@@ -92,7 +92,7 @@ struct fabric_fetch {
 	unsigned n_todo, tries, queries, pages, hints, switches;
 	uint64_t tid;
 	uint64_t sent_ms;  /* the query's first attempt */
-	unsigned srtt_ms;  /* the peer's smoothed round trip (0: none yet) */
+	unsigned rtt_ms;   /* the peer's shortest round trip (0: none yet) */
 	/* the answering side's budget, and its sorted copy of the terms */
 	uint64_t bucket_ms;
 	unsigned bucket;

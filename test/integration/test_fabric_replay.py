@@ -65,7 +65,13 @@ def test_replayed_datagrams_change_nothing(cluster_factory, tmp_path):
         wait_until(lambda: all(knows(c, k, names[j]) for k, j in
                                itertools.permutations(c.nodes, 2)), 6.0,
                    what="node2 back in every cache")
-        time.sleep(1.5)  # node 2's start-up announces end within its settle time (1 s)
+        # node 2's start-up ends within its settle time (1 s), then it
+        # asks peers to vouch for its directory (range queries): all quiet
+        # once every node counts its directory complete
+        time.sleep(1.2)
+        wait_until(lambda: all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes),
+                   10.0, what="every directory complete again")
+        time.sleep(0.3)
     caught = cap.datagrams
     types = {FW_HDR.unpack_from(d["payload"])[2] for d in caught}
     assert {FW_ANNOUNCE, FW_GOODBYE} <= types, types

@@ -383,6 +383,9 @@ bool fabric_may_query(struct fabric *f, const struct host_key *k)
 		return false;
 	if (k->type == IBRES_KEY_NAME && !name_is_cluster_name(f->cfg, k))
 		return false;
+	/* the verdict as of now: hosts may have expired since the last
+	 * datagram or tick (fewer peers known: fewer voices needed) */
+	fabric_digest_update(f);
 	if (now >= fabric_authoritative_from(f))
 		return false;
 	if (directory_mode(f) && now >= f->settled_ms)

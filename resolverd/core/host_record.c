@@ -34,9 +34,45 @@ void hs_digest_count(struct host_store *s, const struct host *h, int sign)
 	}
 }
 
+void hs_fabric_count(struct host_store *s, const struct host *h, uint32_t was, uint32_t now)
+{
+	uint32_t others = 0, gone, came;
+	uint64_t term;
+
+	if (!hs_digest_counts(h) || was == now)
+		return;
+	for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
+		if (hs_digest_counts(e))
+			others |= e->heard_on;
+	gone = was & ~now & ~others;
+	came = now & ~was & ~others;
+	if (!gone && !came)
+		return;
+	term = hs_digest_term(h);
+	for (unsigned f = 0; f < STORE_FABRICS; f++) {
+		if (gone >> f & 1) {
+			s->fabric_digest[f].hosts--;
+			s->fabric_digest[f].sum -= term;
+		} else if (came >> f & 1) {
+			s->fabric_digest[f].hosts++;
+			s->fabric_digest[f].sum += term;
+		}
+	}
+}
+
 void store_digest(const struct host_store *s, struct store_digest *out)
 {
 	*out = s->digest;
+}
+
+void store_fabric_digest(const struct host_store *s, int fabric, struct store_digest *out)
+{
+	if (fabric == STORE_ALL_FABRICS)
+		*out = s->digest;
+	else if (fabric >= 0 && fabric < STORE_FABRICS)
+		*out = s->fabric_digest[fabric];
+	else
+		*out = (struct store_digest){0, 0};
 }
 
 /* ---- the compact record ------------------------------------------------ */

@@ -292,6 +292,7 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	}
 	if (s->ob.gone)
 		s->ob.gone(s->ob.arg, h);
+	hs_fabric_count(s, h, h->heard_on, 0); /* while its ring says what stays */
 	left = ring_unlink(h);
 	hs_ring_changed(s, left, NULL);
 	ident_unlink(s, h);
@@ -700,6 +701,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	s->stats.hosts++;
 	if (!nh->sib_next)
 		hs_digest_count(s, nh, 1); /* a new host, not one more endpoint of one */
+	hs_fabric_count(s, nh, 0, nh->heard_on);
 	if (!origin_pinned(origin)) {
 		if (!placed)
 			lru_append(s, nh);

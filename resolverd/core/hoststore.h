@@ -81,6 +81,12 @@ struct store_digest {
 	uint64_t sum;
 };
 
+/* Local fabrics a digest of their own is kept for: a local endpoint's index
+ * (the bits of heard_on). */
+#define STORE_FABRICS 32
+/* Ranges and names over the whole directory, not one fabric's part. */
+#define STORE_ALL_FABRICS (-1)
+
 struct host_store {
 	struct store_slot *slots; /* key index: open addressing, linear probing */
 	unsigned slot_mask;
@@ -99,6 +105,9 @@ struct host_store {
 	size_t rec_bytes, neg_bytes;
 	unsigned long n_paths;
 	struct store_digest digest;
+	/* the same per local fabric: the hosts with an endpoint heard there
+	 * (this node's own: its endpoint there), each once */
+	struct store_digest fabric_digest[STORE_FABRICS];
 	struct key_hasher kh;
 	struct store_observer ob;
 };
@@ -112,6 +121,11 @@ void store_set_max_hosts(struct host_store *s, unsigned max_hosts);
 
 /* The directory digest of what the store holds now. */
 void store_digest(const struct host_store *s, struct store_digest *out);
+/* The digest of what local fabric @fabric (an endpoint's index) heard: the
+ * hosts with an endpoint heard there, each once, as every node on that
+ * fabric holds them whichever other rails each has. @fabric
+ * STORE_ALL_FABRICS: store_digest(). Out of range: empty. */
+void store_fabric_digest(const struct host_store *s, int fabric, struct store_digest *out);
 
 /* Follow the hosts from now on (@o NULL: stop). */
 void store_observe(struct host_store *s, const struct store_observer *o);

@@ -119,9 +119,10 @@ static bool ring_first(const struct host *h)
 static int check_hosts(struct host_store *s)
 {
 	uint64_t hosts = 0, learned = 0, learned_eps = 0, lru = 0;
-	struct store_digest digest = {0, 0};
+	struct store_digest digest = {0, 0}, fabrics[STORE_FABRICS];
 	struct host_key id, k;
 
+	memset(fabrics, 0, sizeof(fabrics));
 	for (unsigned i = 0; i <= s->ident_mask; i++)
 		for (struct host *h = s->idents[i]; h; h = h->id_next) {
 			unsigned slots = 0, nk = h_nkeys(h);
@@ -131,6 +132,11 @@ static int check_hosts(struct host_store *s)
 				digest.hosts++;
 				digest.sum += hs_digest_term(h);
 			}
+			for (int f = 0; f < STORE_FABRICS; f++)
+				if (hs_speaks(h, f)) {
+					fabrics[f].hosts++;
+					fabrics[f].sum += hs_digest_term(h);
+				}
 			if (!origin_pinned(h->origin)) {
 				learned_eps++;
 				/* a host of several endpoints counts once */
@@ -161,7 +167,8 @@ static int check_hosts(struct host_store *s)
 			return -EUCLEAN;
 	}
 	if (hosts != s->stats.hosts || learned != s->stats.learned || lru != learned_eps ||
-	    digest.hosts != s->digest.hosts || digest.sum != s->digest.sum)
+	    digest.hosts != s->digest.hosts || digest.sum != s->digest.sum ||
+	    memcmp(fabrics, s->fabric_digest, sizeof(fabrics)))
 		return -EUCLEAN;
 	return 0;
 }

@@ -275,10 +275,29 @@ static inline bool hs_digest_counts(const struct host *h)
 	return h->origin != IBRES_ORIGIN_STATIC && h->n_names;
 }
 
+/* Does @h speak for its host in the digest of @fabric (STORE_ALL_FABRICS:
+ * the whole one)? Counted, heard there, and the first such of its ring by
+ * address (a ring has at most HOST_RAILS_MAX endpoints). */
+static inline bool hs_speaks(const struct host *h, int fabric)
+{
+	uint32_t bit = fabric < 0 ? UINT32_MAX : 1u << fabric;
+
+	if (!hs_digest_counts(h) || (fabric >= 0 && !(h->heard_on & bit)))
+		return false;
+	for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
+		if (e < h && hs_digest_counts(e) && (fabric < 0 || (e->heard_on & bit)))
+			return false;
+	return true;
+}
+
 /* host_record.c: the digest term of @h's host (its canonical name's), and
  * the digest following a host that came (@sign 1) or went (-1). */
 uint64_t hs_digest_term(const struct host *h);
 void hs_digest_count(struct host_store *s, const struct host *h, int sign);
+/* Endpoint @h (linked in its ring) is heard on @now instead of @was (0: it
+ * comes, or goes): the fabrics' digests follow, for the fabrics no other
+ * endpoint of its host is heard on. */
+void hs_fabric_count(struct host_store *s, const struct host *h, uint32_t was, uint32_t now);
 
 /* hoststore.c: the indexes, for hoststore_remove.c */
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Range digests of the host store (hoststore_range.h): one walk of the
- * identity index, each host once (the lowest-addressed endpoint of a ring
- * speaks for its host), its term computed as the whole digest's is. */
+ * identity index, each host once (the lowest-addressed endpoint of a ring,
+ * of those heard on the fabric asked about, speaks for its host), its term
+ * computed as the whole digest's is. */
 #include "core/hoststore_range.h"
 
 #include <string.h>
@@ -51,19 +52,7 @@ bool store_range_sub(const struct store_range *r, unsigned i, struct store_range
 	return true;
 }
 
-/* Does @h speak for its host in the digest? Counted, and the first of its
- * ring by address (the ring has at most HOST_RAILS_MAX endpoints). */
-static bool speaks(const struct host *h)
-{
-	if (!hs_digest_counts(h))
-		return false;
-	for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
-		if (e < h)
-			return false;
-	return true;
-}
-
-void store_range_digest(const struct host_store *s, const struct store_range *r,
+void store_range_digest(const struct host_store *s, const struct store_range *r, int fabric,
 			struct store_digest *out)
 {
 	memset(out, 0, sizeof(*out) * r->parts);
@@ -72,7 +61,7 @@ void store_range_digest(const struct host_store *s, const struct store_range *r,
 			uint64_t t;
 			int p;
 
-			if (!speaks(h))
+			if (!hs_speaks(h, fabric))
 				continue;
 			t = hs_digest_term(h);
 			p = store_range_part(r, t);
@@ -84,7 +73,7 @@ void store_range_digest(const struct host_store *s, const struct store_range *r,
 	}
 }
 
-unsigned store_range_names(const struct host_store *s, const struct store_range *r,
+unsigned store_range_names(const struct host_store *s, const struct store_range *r, int fabric,
 			   int (*cb)(void *arg, const char *name), void *arg)
 {
 	unsigned n = 0;
@@ -94,7 +83,7 @@ unsigned store_range_names(const struct host_store *s, const struct store_range 
 			char name[HOST_KEY_MAX + 1];
 			struct host_key k;
 
-			if (!speaks(h) || store_range_part(r, hs_digest_term(h)) < 0)
+			if (!hs_speaks(h, fabric) || store_range_part(r, hs_digest_term(h)) < 0)
 				continue;
 			hs_key(h, 0, &k);
 			memcpy(name, k.data, k.len);

@@ -34,13 +34,14 @@ int store_range_part(const struct store_range *r, uint64_t term);
 bool store_range_sub(const struct store_range *r, unsigned i, struct store_range *out);
 
 /* The digest (hosts, sum) of each part of @r (@out: r->parts entries), over
- * the hosts the whole digest counts (store_digest()), each once. */
-void store_range_digest(const struct host_store *s, const struct store_range *r,
+ * the hosts the digest of @fabric counts (store_fabric_digest(); the whole
+ * directory: STORE_ALL_FABRICS), each once. */
+void store_range_digest(const struct host_store *s, const struct store_range *r, int fabric,
 			struct store_digest *out);
 /* Call @cb with the canonical name (lower case, NUL-terminated) of every
- * host of range @r's whole span, until it returns nonzero. Returns how many
- * were visited. */
-unsigned store_range_names(const struct host_store *s, const struct store_range *r,
+ * host of range @r's whole span that the digest of @fabric counts, until it
+ * returns nonzero. Returns how many were visited. */
+unsigned store_range_names(const struct host_store *s, const struct store_range *r, int fabric,
 			   int (*cb)(void *arg, const char *name), void *arg);
 
 #endif

@@ -51,6 +51,7 @@ static void set_heard_on(struct host_store *s, struct host *h, uint32_t on)
 	uint32_t hash;
 	long at;
 
+	hs_fabric_count(s, h, h->heard_on, on);
 	if (!h->lid || fabric_of_bits(on) == h_fabric(h)) {
 		h->heard_on = on;
 		return;

@@ -62,13 +62,13 @@ static int by_term(const void *a, const void *b)
 	return x->term < y->term ? -1 : x->term > y->term;
 }
 
-int term_index_build(struct term_index *ti, const struct host_store *s, uint64_t now)
+int term_index_build(struct term_index *ti, const struct host_store *s, int fabric, uint64_t now)
 {
 	static const struct store_range whole = {.lo = 0, .hi = UINT64_MAX, .parts = 1};
 	struct fill fl = {.ti = ti};
 
 	term_index_free(ti);
-	store_range_names(s, &whole, add, &fl);
+	store_range_names(s, &whole, fabric, add, &fl);
 	if (!fl.err) {
 		ti->below = malloc((ti->n + 1) * sizeof(*ti->below));
 		if (!ti->below)
@@ -82,7 +82,8 @@ int term_index_build(struct term_index *ti, const struct host_store *s, uint64_t
 	ti->below[0] = 0;
 	for (size_t i = 0; i < ti->n; i++)
 		ti->below[i + 1] = ti->below[i] + ti->e[i].term;
-	store_digest(s, &ti->of);
+	store_fabric_digest(s, fabric, &ti->of);
+	ti->fabric = fabric;
 	ti->built_ms = now ? now : 1;
 	return 0;
 }

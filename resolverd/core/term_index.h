@@ -28,12 +28,14 @@ struct term_index {
 	uint64_t *below;      /* n + 1: below[i], the sum of the terms of e[0..i-1] */
 	char *names;
 	size_t n, names_len;
-	struct store_digest of; /* the store's digest when built */
+	struct store_digest of; /* the digest of its fabric when built */
+	int fabric;		/* the local fabric it copies, or STORE_ALL_FABRICS */
 	uint64_t built_ms;	/* 0: never built */
 };
 
-/* (Re)build @ti from @s at @now: 0, or -ENOMEM (@ti is then empty). */
-int term_index_build(struct term_index *ti, const struct host_store *s, uint64_t now);
+/* (Re)build @ti from @s at @now, of the hosts the digest of @fabric counts
+ * (store_fabric_digest()): 0, or -ENOMEM (@ti is then empty). */
+int term_index_build(struct term_index *ti, const struct host_store *s, int fabric, uint64_t now);
 void term_index_free(struct term_index *ti);
 /* The first entry whose term is at least @term (n: none). */
 size_t term_index_lower(const struct term_index *ti, uint64_t term);

@@ -238,15 +238,16 @@ static void on_scope_changed(void *arg)
 	publish_scope(arg);
 }
 
-/* A peer holds a host we lack (a cluster name: the fabric checked): asked
- * like a miss, with nobody waiting. A name that did not answer lately (a
- * negative answer) is not asked again before that answer expires. */
+/* A peer holds a host we lack (a cluster name: the fabric checked), or
+ * lack on the fabric of @at (another rail heard it): asked like a miss,
+ * with nobody waiting. A name that did not answer lately (a negative
+ * answer) is not asked again before that answer expires. */
 static void on_hint(void *arg, const struct host_key *k, const struct fabric_at *at)
 {
 	struct resolver *r = arg;
 	uint64_t now = now_ms();
 
-	if (store_lookup(r->store, k, now, false) || store_negative(r->store, k, now, false))
+	if ((!at && store_lookup(r->store, k, now, false)) || store_negative(r->store, k, now, false))
 		return;
 	query_start_at(r, k, at);
 }

@@ -161,7 +161,8 @@ static void on_reply(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	/* learning it ends the query (the resolver hears of it) */
-	fabric_learn(p, m, fabric_best_group(p, &m->chosen, 1), NULL);
+	if (fabric_learn(p, m, fabric_best_group(p, &m->chosen, 1), NULL) == 0)
+		fabric_fetch_replier(p, m, p->rx_from);
 }
 
 /* The endpoint of port GID @gid and P_Key @pkey, learned from the fabric
@@ -194,7 +195,7 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		f->c.overheard++;
 		/* compared once its sender is ours too; a refused sender's
 		 * word counts for nothing */
-		fabric_digest_heard(f, m, prev_seq);
+		fabric_digest_heard(p, m, prev_seq);
 		fabric_fetch_peer(p, m, from);
 	}
 	if (m->flags & FW_FLAG_NEWCOMER)

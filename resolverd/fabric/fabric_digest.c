@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/endpoints.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "ibres_proto.h"
@@ -207,17 +208,38 @@ static uint64_t rx_drops(const struct fabric *f)
 	return s.queue_empty + s.hw_out_of_buffer + s.sock_drops;
 }
 
+/* A port whose rule counts: open, and its rail up (a rail down answers
+ * nothing, so what it missed misleads no one). */
+static bool port_counts(const struct fabric_port *p)
+{
+	return p->open && !p->ep->down;
+}
+
+/* What a peer's digest heard on @p compares with: what this node heard on
+ * that fabric (@fabric: the peer's digest is of its fabric too), or the
+ * whole directory (a daemon before per-fabric digests). */
+static void own_digest(const struct fabric_port *p, bool fabric, struct store_digest *own)
+{
+	store_fabric_digest(p->f->store, fabric ? (int)p->ep->index : STORE_ALL_FABRICS, own);
+}
+
 void fabric_digest_update(struct fabric *f)
 {
 	struct store_digest own;
 	bool was = f->dg.told;
+	uint64_t now = now_ms();
 
-	store_digest(f->store, &own);
-	f->dg.rule.round_ms = round_ms(f); /* a reload may change the interval */
-	digest_rule_eval(&f->dg.rule, &own, now_ms());
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		p->rule.round_ms = round_ms(f); /* a reload may change the interval */
+		own_digest(p, true, &own);
+		digest_rule_eval(&p->rule, &own, now);
+	}
 	if (fabric_digest_incomplete(f) == was)
 		return;
 	f->dg.told = !was;
+	store_digest(f->store, &own);
 	log_info("fabric: the directory (%llu hosts) is %s", (unsigned long long)own.hosts,
 		 was ? "complete: peers agree"
 		     : "incomplete: a peer holds more, or "
@@ -244,7 +266,7 @@ void fabric_digest_burst_sent(struct fabric *f)
 static void burst_check(struct fabric *f, uint64_t now)
 {
 	struct fabric_digest *d = &f->dg;
-	struct store_digest own;
+	bool unvouched = false;
 
 	/* answers come at once; a settle time of 0 still gives them a while */
 	if (!d->burst_sent || d->burst_checked || now < f->settled_ms ||
@@ -252,24 +274,36 @@ static void burst_check(struct fabric *f, uint64_t now)
 		return;
 	d->burst_checked = true;
 	d->burst_pending = false;
-	/* a peer held hosts we still lack once the burst is over: what it
-	 * heard of them, we lost */
-	store_digest(f->store, &own);
-	digest_rule_eval(&d->rule, &own, now);
-	if (d->rule.claim.hosts) {
-		digest_rule_drop(&d->rule, now);
-		log_info("fabric: start-up over, a peer holds %llu hosts, we %llu: datagrams were "
-			 "lost",
-			 (unsigned long long)d->rule.claim.hosts, (unsigned long long)own.hosts);
+	/* each fabric alone: a rail's announces may be lost while another's
+	 * came, and then that rail's endpoints are what we lack */
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+		struct store_digest own;
+
+		if (!port_counts(p))
+			continue;
+		/* a peer held hosts we still lack once the burst is over:
+		 * what it heard of them, we lost */
+		own_digest(p, true, &own);
+		digest_rule_eval(&p->rule, &own, now);
+		if (p->rule.claim.hosts) {
+			digest_rule_drop(&p->rule, now);
+			log_info("fabric: start-up over, a peer on %s holds %llu hosts, we %llu: "
+				 "datagrams were lost",
+				 p->ep->cfg.label, (unsigned long long)p->rule.claim.hosts,
+				 (unsigned long long)own.hosts);
+		}
+		/* nothing against us; unless settled peers vouched, ask them
+		 * (fabric_fetch.c): a node that missed most of a whole-cluster
+		 * boot hears no claim until the next announce round */
+		if (p->rule.dropped || !digest_rule_burst_end(&p->rule, &own, now))
+			continue;
+		unvouched = true;
+		log_info("fabric: start-up over, %llu hosts on %s, no settled peer vouched yet: "
+			 "asking peers",
+			 (unsigned long long)own.hosts, p->ep->cfg.label);
 	}
-	/* nothing against us; unless settled peers vouched, ask them
-	 * (fabric_fetch.c): a node that missed most of a whole-cluster boot
-	 * hears no claim until the next announce round */
-	if (d->rule.dropped || !digest_rule_burst_end(&d->rule, &own, now))
-		return;
-	d->unvouched++;
-	log_info("fabric: start-up over, %llu hosts, no settled peer vouched yet: asking peers",
-		 (unsigned long long)own.hosts);
+	d->unvouched += unvouched;
 }
 
 static void on_tick(struct loop_timer *t)
@@ -277,8 +311,9 @@ static void on_tick(struct loop_timer *t)
 	struct fabric *f = container_of(t, struct fabric, dg.tick);
 	uint64_t drops = rx_drops(f), now = now_ms();
 
-	if (drops > f->dg.drops_seen)
-		digest_rule_drop(&f->dg.rule, now);
+	/* the counters are the node's: every fabric may have lost them */
+	for (unsigned i = 0; drops > f->dg.drops_seen && i < f->n_ports; i++)
+		digest_rule_drop(&f->ports[i].rule, now);
 	f->dg.drops_seen = drops;
 	burst_check(f, now);
 	fabric_digest_update(f);
@@ -294,9 +329,15 @@ static void burst_begin(struct fabric *f)
 	f->dg.told = fabric_digest_incomplete(f); /* the caller publishes the scope */
 }
 
+static void rules_reset(struct fabric *f)
+{
+	for (unsigned i = 0; i < f->n_ports; i++)
+		digest_rule_reset(&f->ports[i].rule, round_ms(f));
+}
+
 void fabric_digest_start(struct fabric *f)
 {
-	digest_rule_reset(&f->dg.rule, round_ms(f));
+	rules_reset(f);
 	burst_begin(f);
 	f->dg.drops_seen = rx_drops(f);
 	f->dg.tick.cb = on_tick;
@@ -312,7 +353,7 @@ void fabric_digest_reset(struct fabric *f)
 {
 	/* the caller (a resync, asked by the resolver) publishes the scope
 	 * itself: no event back to it from here */
-	digest_rule_reset(&f->dg.rule, round_ms(f));
+	rules_reset(f);
 	burst_begin(f);
 }
 
@@ -333,22 +374,24 @@ void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
 
 	if (!unicast)
 		p->announce_seq++;
-	store_digest(f->store, &own);
+	own_digest(p, true, &own);
 	m->has_digest = true;
 	m->digest.seq = p->announce_seq;
 	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
 	m->digest.sum = own.sum;
-	m->digest.flags = FW_DIGEST_RANGES; /* fabric_range.c answers */
+	/* fabric_range.c answers; what this fabric heard */
+	m->digest.flags = FW_DIGEST_RANGES | FW_DIGEST_FABRIC;
 	if (now_ms() >= f->settled_ms && !f->dg.burst_pending)
 		m->digest.flags |= FW_DIGEST_PAST_SETTLE;
-	if (now_ms() >= f->settled_ms && !fabric_digest_incomplete(f))
+	if (now_ms() >= f->settled_ms && !f->dg.burst_pending && !p->rule.incomplete)
 		m->digest.flags |= FW_DIGEST_SETTLED;
 	if (unicast)
 		m->digest.flags |= FW_DIGEST_UNICAST;
 }
 
-void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq)
+void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t prev_seq)
 {
+	struct fabric *f = p->f;
 	struct store_digest own;
 
 	if (!m->has_digest)
@@ -357,22 +400,23 @@ void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev
 		/* what we missed of it, we may have missed of others: a drop
 		 * the counters could not see (the network's, a switch's) */
 		f->dg.gaps++;
-		digest_rule_drop(&f->dg.rule, now_ms());
+		digest_rule_drop(&p->rule, now_ms());
 		log_debug("fabric: announces %u..%u of %s were not heard", prev_seq + 1,
 			  m->digest.seq - 1, m->sender.names[0]);
 	}
-	store_digest(f->store, &own);
-	if (!digest_rule_heard(&f->dg.rule, &own, &m->digest, digest_sender(m->sender.gids[0]),
+	own_digest(p, m->digest.flags & FW_DIGEST_FABRIC, &own);
+	if (!digest_rule_heard(&p->rule, &own, &m->digest, digest_sender(m->sender.gids[0]),
 			       now_ms()))
 		return;
-	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
-		  m->sender.names[0], m->digest.hosts, (unsigned long long)own.hosts);
+	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
+		  m->sender.names[0], m->digest.hosts, p->ep->cfg.label,
+		  (unsigned long long)own.hosts);
 	/* settled, we should hold what every peer holds: we missed its news */
 	if (now_ms() >= f->settled_ms)
-		digest_rule_drop(&f->dg.rule, now_ms());
+		digest_rule_drop(&p->rule, now_ms());
 }
 
-void fabric_digest_answer(struct fabric *f, const struct fw_msg *m)
+void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fw_digest d = m->digest;
 	struct store_digest own;
@@ -386,34 +430,51 @@ void fabric_digest_answer(struct fabric *f, const struct fw_msg *m)
 	 * too and is learned from its query. */
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
-	store_digest(f->store, &own);
-	if (!digest_rule_heard(&f->dg.rule, &own, &d, digest_sender(m->sender.gids[0]), now))
+	own_digest(p, d.flags & FW_DIGEST_FABRIC, &own);
+	if (!digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now))
 		return;
-	log_debug("fabric: %s holds %u hosts, we %llu (or others): directory incomplete",
-		  m->sender.names[0], d.hosts, (unsigned long long)own.hosts);
-	if (now >= f->settled_ms)
-		digest_rule_drop(&f->dg.rule, now);
+	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
+		  m->sender.names[0], d.hosts, p->ep->cfg.label, (unsigned long long)own.hosts);
+	if (now >= p->f->settled_ms)
+		digest_rule_drop(&p->rule, now);
 }
 
 void fabric_digest_voices(struct fabric *f, unsigned n)
 {
-	f->dg.rule.voices = n;
+	for (unsigned i = 0; i < f->n_ports; i++)
+		f->ports[i].rule.voices = n;
+}
+
+bool fabric_port_incomplete(const struct fabric_port *p)
+{
+	return port_counts(p) && p->rule.incomplete;
 }
 
 bool fabric_digest_incomplete(const struct fabric *f)
 {
-	return f->dg.rule.incomplete || f->dg.burst_pending;
+	for (unsigned i = 0; i < f->n_ports; i++)
+		if (fabric_port_incomplete(&f->ports[i]))
+			return true;
+	return f->dg.burst_pending;
 }
 
 void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w)
 {
+	uint64_t mismatches = 0, drops = 0;
+
+	/* a drop the counters show reaches every fabric's rule: counted once */
+	for (unsigned i = 0; f && i < f->n_ports; i++) {
+		mismatches += f->ports[i].rule.mismatches;
+		if (f->ports[i].rule.drops > drops)
+			drops = f->ports[i].rule.drops;
+	}
 	const struct {
 		const char *name;
 		uint64_t value;
 	} rows[] = {
 		{"directory_complete", complete},
-		{"fabric_digest_mismatches", f ? f->dg.rule.mismatches : 0},
-		{"fabric_rx_drops_detected", f ? f->dg.rule.drops : 0},
+		{"fabric_digest_mismatches", mismatches},
+		{"fabric_rx_drops_detected", drops},
 		{"fabric_rx_gaps", f ? f->dg.gaps : 0},
 		{"fabric_bursts_unvouched", f ? f->dg.unvouched : 0},
 		{"fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0},

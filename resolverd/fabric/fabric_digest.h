@@ -111,20 +111,25 @@ struct fabric_port;
 void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast);
 /* The last NEWCOMER announce of a burst went out. */
 void fabric_digest_burst_sent(struct fabric *f);
-/* An ANNOUNCE from a peer whose sender was learned; @prev_seq: the number of
- * its last announce heard here before it (0: none). */
-void fabric_digest_heard(struct fabric *f, const struct fw_msg *m, uint32_t prev_seq);
-/* A RANGE_ANSWER's digest (fabric_fetch.c): the answering peer's whole
- * directory, heard like an announce's; past its settle time it vouches. */
-void fabric_digest_answer(struct fabric *f, const struct fw_msg *m);
+/* An ANNOUNCE heard on @p from a peer whose sender was learned; @prev_seq:
+ * the number of its last announce heard here before it (0: none). Each
+ * fabric (port) has a rule of its own: what a peer heard on it compares
+ * with what we heard there. */
+void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t prev_seq);
+/* A RANGE_ANSWER's digest on @p (fabric_fetch.c): what the answering peer
+ * holds, heard like an announce's; past its settle time it vouches. */
+void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
 /* @n distinct peers were heard to answer range queries, fewer than K (0:
  * not fewer; fabric_fetch.c): K is at most as many. */
 void fabric_digest_voices(struct fabric *f, unsigned n);
-/* The directory may lack a live host (the settle time aside). */
+/* The directory may lack a live host (the settle time aside): some
+ * fabric's rule says so, or the start-up burst is not checked yet. */
 bool fabric_digest_incomplete(const struct fabric *f);
+/* Port @p's fabric may lack a live host's endpoint (its rule alone). */
+bool fabric_port_incomplete(const struct fabric_port *p);
 /* STATS rows: directory_complete (@complete: the caller knows, from the
  * settle time and this module's rule), fabric_digest_mismatches,
  * fabric_rx_drops_detected, fabric_rx_gaps,

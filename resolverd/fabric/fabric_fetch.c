@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/clock.h"
 #include "core/endpoints.h"
@@ -32,7 +33,7 @@ static bool wanted(const struct fabric *f)
 
 	return cfg->announce_interval_s > 0 &&
 	       (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s && f->dg.burst_checked &&
-	       now_ms() >= f->settled_ms && f->dg.rule.incomplete;
+	       now_ms() >= f->settled_ms && fabric_digest_incomplete(f);
 }
 
 /* A peer's slot (one at most: remember_peer() keeps a slot a peer). */
@@ -87,7 +88,7 @@ static void forget_peer(struct fabric *f, const uint8_t gid[16])
 /* A peer that answers range queries was heard from @from on @p: its slot
  * (kept, or a free one, or the next in the round's) and a clean record. */
 static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
-			  const struct transport_addr *from, bool claim)
+			  const struct transport_addr *from, bool claim, bool fabric, bool voice)
 {
 	struct fabric_fetch *x = &p->f->fx;
 	struct fetch_peer *slot = find_peer(x, gid);
@@ -98,14 +99,17 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 	if (!slot) /* full: the next in the round takes the newcomer's place */
 		slot = &x->peers[x->next_peer % FETCH_PEERS];
 	if (!slot->used || memcmp(slot->gid, gid, 16))
-		slot->claimed = slot->answered = slot->old = false; /* a new peer's slot */
+		slot->claimed = slot->answered = slot->old = slot->fabric =
+			false; /* a new peer's */
 	slot->addr = *from;
 	memcpy(slot->gid, gid, 16);
 	slot->port = (unsigned)(p - p->f->ports);
 	slot->claimed |= claim;
+	slot->fabric |= fabric;
 	slot->strikes = 0; /* heard: alive, whatever sessions were lost */
 	slot->used = true;
-	count_voice(p->f, gid);
+	if (voice)
+		count_voice(p->f, gid);
 }
 
 void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
@@ -122,10 +126,12 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 			drop_voice(p->f, m->sender.gids[0]);
 		return;
 	}
-	store_digest(p->f->store, &own);
+	store_fabric_digest(
+		p->f->store,
+		m->digest.flags & FW_DIGEST_FABRIC ? (int)p->ep->index : STORE_ALL_FABRICS, &own);
 	claim = m->digest.hosts > own.hosts ||
 		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
-	remember_peer(p, m->sender.gids[0], from, claim);
+	remember_peer(p, m->sender.gids[0], from, claim, m->digest.flags & FW_DIGEST_FABRIC, true);
 }
 
 void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
@@ -135,15 +141,31 @@ void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
 	 * comes for a round, and incomplete peers' queries are what refill
 	 * the list that lossy sessions emptied */
 	if (from)
-		remember_peer(p, m->sender.gids[0], from, false);
+		remember_peer(p, m->sender.gids[0], from, false, m->range.flags & FW_RANGE_FABRIC,
+			      true);
+}
+
+void fabric_fetch_replier(struct fabric_port *p, const struct fw_msg *m,
+			  const struct transport_addr *from)
+{
+	/* a host whose announces this fabric missed is a peer here all the
+	 * same: without it, too few peers of this fabric may be left to
+	 * vouch for it. Not a voice before it answers a range query (a
+	 * daemon before them answers none, and the queries it leaves
+	 * unanswered forget it) */
+	if (from && !find_peer(&p->f->fx, m->sender.gids[0]))
+		remember_peer(p, m->sender.gids[0], from, false, false, false);
 }
 
 /* The peer of the next session, or the next one of a session whose peer
  * did not answer (@avoid: that one): one whose digest claimed more, else the
- * next in turn (so that answers vouching for us come from different peers).
- * False when none is known. */
-static bool pick_peer(struct fabric_fetch *x, const uint8_t *avoid)
+ * next in turn (so that answers vouching for us come from different peers),
+ * on a fabric that counts itself incomplete if any. False when none is
+ * known. */
+static bool pick_peer(struct fabric *f, const uint8_t *avoid)
 {
+	struct fabric_fetch *x = &f->fx;
+
 	for (unsigned i = 0; i < FETCH_PEERS; i++) {
 		struct fetch_peer *c = &x->peers[i];
 
@@ -153,14 +175,17 @@ static bool pick_peer(struct fabric_fetch *x, const uint8_t *avoid)
 			return true;
 		}
 	}
-	for (unsigned n = 0; n < FETCH_PEERS; n++) {
-		struct fetch_peer *c = &x->peers[x->next_peer++ % FETCH_PEERS];
+	for (unsigned pass = 0; pass < 2; pass++)
+		for (unsigned n = 0; n < FETCH_PEERS; n++) {
+			struct fetch_peer *c = &x->peers[(x->next_peer + n) % FETCH_PEERS];
 
-		if (c->used && (!avoid || memcmp(c->gid, avoid, 16))) {
+			if (!c->used || (avoid && !memcmp(c->gid, avoid, 16)) ||
+			    (!pass && !fabric_port_incomplete(&f->ports[c->port])))
+				continue;
+			x->next_peer += n + 1;
 			x->peer = *c;
 			return true;
 		}
-	}
 	return false;
 }
 
@@ -185,6 +210,8 @@ static void send_query(struct fabric *f)
 	fabric_msg_init(p, &m, FW_RANGE_QUERY, x->tid);
 	m.has_range = true;
 	m.range = x->asked;
+	if (x->peer.fabric)
+		m.range.flags |= FW_RANGE_FABRIC; /* what it heard on this fabric */
 	if (fabric_port_send(p, &m, &x->peer.addr) == 0)
 		x->queries_sent++;
 }
@@ -224,7 +251,7 @@ static void session_start(struct fabric *f)
 {
 	struct fabric_fetch *x = &f->fx;
 
-	if (!pick_peer(x, NULL)) {
+	if (!pick_peer(f, NULL)) {
 		loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_IDLE_MS);
 		return;
 	}
@@ -256,7 +283,7 @@ static void on_timer(struct loop_timer *t)
 		c = find_peer(x, x->peer.gid);
 		if (c && ++c->strikes >= FETCH_STRIKES)
 			forget_peer(f, c->gid);
-		if (x->switches < FETCH_SWITCHES && pick_peer(x, x->peer.gid)) {
+		if (x->switches < FETCH_SWITCHES && pick_peer(f, x->peer.gid)) {
 			x->switches++;
 			x->tries = 0;
 			x->rtt_ms = 0; /* another peer */
@@ -296,13 +323,15 @@ static void take_sums(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
 	struct store_range asked = {.lo = x->asked.lo, .hi = x->asked.hi, .parts = x->asked.parts};
-	const struct term_index *ti = fabric_terms(f, now_ms());
+	struct fabric_port *p = &f->ports[x->peer.port];
+	const struct term_index *ti = fabric_terms(f, x->peer.fabric ? p : NULL, now_ms());
 	struct store_digest own[RANGE_PARTS_MAX];
 
 	if (ti)
 		term_index_digest(ti, &asked, own);
 	else
-		store_range_digest(f->store, &asked, own);
+		store_range_digest(f->store, &asked,
+				   x->peer.fabric ? (int)p->ep->index : STORE_ALL_FABRICS, own);
 	for (unsigned i = 0; i < asked.parts; i++) {
 		struct store_range sub;
 
@@ -362,6 +391,21 @@ static bool hint_at(const struct fetch_peer *peer, const struct fw_where *w, str
 	return false;
 }
 
+/* Do we hold the host named @k, on @p's fabric when @p (a peer that counts
+ * per fabric: a host heard on another rail only lacks this one)? */
+static bool held(struct fabric *f, const struct host_key *k, const struct fabric_port *p)
+{
+	const struct host *h = store_holder(f->store, k);
+
+	/* a static host (the hosts file's) is never asked on the fabric */
+	if (!h || !p || host_origin(h) == IBRES_ORIGIN_STATIC)
+		return h != NULL;
+	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
+		if (host_heard_on(e) >> p->ep->index & 1)
+			return true;
+	return false;
+}
+
 /* The names the peer holds in what we asked: those we lack go up to be
  * asked on the fabric, each host answering for itself (where the peer
  * said it is reached: it alone receives the question). Names in term order
@@ -370,6 +414,7 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
 	bool sorted = m->range.flags & FW_RANGE_WHERE;
+	struct fabric_port *p = x->peer.fabric ? &f->ports[x->peer.port] : NULL;
 	const char *name = m->hints;
 	uint64_t last = 0;
 	bool any = false;
@@ -389,17 +434,24 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 		}
 		if (!hostrec_name_in_patterns(name, f->cfg->patterns[0],
 					      sizeof(f->cfg->patterns[0]), f->cfg->n_patterns) ||
-		    store_holder(f->store, &k))
+		    held(f, &k, p))
 			continue;
 		if (x->hints == FETCH_HINTS_MAX)
 			continue; /* a later session finds it again */
 		x->hints++;
 		x->hints_asked++;
 		log_debug("fabric: %s is held by a peer and not here: asked", name);
-		if (f->ev.hint)
+		if (!f->ev.hint)
+			continue;
+		if (i < FW_WHERE_MAX && hint_at(&x->peer, &m->where[i], &at))
+			f->ev.hint(f->ev.arg, &k, &at);
+		else if (!strcasecmp(name, m->sender.names[0]))
+			/* the peer itself (it names no address of its own):
+			 * where its answer came from */
 			f->ev.hint(f->ev.arg, &k,
-				   i < FW_WHERE_MAX && hint_at(&x->peer, &m->where[i], &at) ? &at
-											    : NULL);
+				   &(struct fabric_at){.port = x->peer.port, .addr = x->peer.addr});
+		else
+			f->ev.hint(f->ev.arg, &k, NULL);
 	}
 	if (!sorted) {
 		/* a daemon before pages: no dense listing of it from now on */
@@ -462,9 +514,13 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 			x->rtt_ms = rtt;
 	}
 	c = find_peer(x, x->peer.gid);
-	if (c)
+	if (c) {
 		c->strikes = 0;
-	fabric_digest_answer(f, m);
+		/* its digests say whether it counts per fabric */
+		c->fabric = m->has_digest && (m->digest.flags & FW_DIGEST_FABRIC);
+	}
+	count_voice(f, x->peer.gid);
+	fabric_digest_answer(p, m);
 	/* did our announces reach the peers? Most of those asked first had not
 	 * heard of us: not the few a lossy fabric drops (their own fetch
 	 * finds us), but our NEWCOMER lost on its way out */
@@ -503,6 +559,8 @@ void fabric_fetch_stop(struct fabric *f)
 {
 	loop_timer_cancel(f->loop, &f->fx.timer);
 	term_index_free(&f->fx.index);
+	for (unsigned i = 0; i < f->n_ports; i++)
+		term_index_free(&f->ports[i].terms);
 }
 
 void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w)

@@ -78,6 +78,7 @@ struct fetch_peer {
 	bool answered;		    /* it answered us since the burst began */
 	bool old;		    /* its names came without WHERE: a daemon before it,
 				     * whose every answer walks its store */
+	bool fabric;		    /* its digests are of what it heard on this fabric */
 	bool used;
 };
 
@@ -129,6 +130,11 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
  * emptied). */
 void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
 			const struct transport_addr *from);
+/* A REPLY from a peer was learned on @p (from @from): a peer on that fabric
+ * to ask too, kept once it answers (a host whose announces this fabric
+ * missed is known there only so). */
+void fabric_fetch_replier(struct fabric_port *p, const struct fw_msg *m,
+			  const struct transport_addr *from);
 /* A burst (start-up, resync) began: who heard of us is asked anew. */
 void fabric_fetch_burst(struct fabric *f);
 /* A RANGE_ANSWER arrived on @p. */
@@ -138,14 +144,15 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m);
  * (the answer says so: its announces did not reach us). */
 void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 			 const struct transport_addr *from, bool asker_new);
-/* The sorted copy of the store's digest terms (core/term_index.h), made
+/* The sorted copy of the digest terms of the hosts heard on @p's fabric
+ * (NULL: of the whole directory; core/term_index.h), made
  * again when the store changed and the copy is RANGE_INDEX_FRESH_MS old:
  * NULL when it cannot be made (out of memory). Up to that old, so what it
  * says is a hint: it answers range queries, and a session compares a
  * peer's sums with it (a copy behind the store lacks hosts learned since,
  * which costs a query more, never one less). */
-const struct term_index *fabric_terms(struct fabric *f, uint64_t now);
-/* Free the copy of the terms when unused a while. */
+const struct term_index *fabric_terms(struct fabric *f, struct fabric_port *p, uint64_t now);
+/* Free the copies of the terms when unused a while. */
 void fabric_range_idle(struct fabric *f, uint64_t now);
 /* STATS rows: fabric_fetch_sessions, fabric_fetch_queries, fabric_fetch_answers,
  * fabric_fetch_timeouts, fabric_fetch_hints, fabric_range_answered,

@@ -28,6 +28,11 @@ struct fabric_port {
 	bool open;
 	uint32_t announce_seq; /* multicast announces sent (the DIGEST item's number) */
 	uint64_t mcast_announced_ms; /* when the last one went out (0: none yet) */
+	/* is what this fabric heard complete (fabric_digest.c)? */
+	struct digest_rule rule;
+	/* the sorted copy of the terms of the hosts heard here (fabric_range.c) */
+	struct term_index terms;
+	uint64_t terms_used_ms;
 	/* the source of the datagram being handled (set by on_datagram for the
 	 * length of the call): who really sent it, whatever it says */
 	const struct transport_addr *rx_from;
@@ -64,7 +69,6 @@ struct newcomer_slot {
 
 /* Is the directory complete (fabric_digest.c)? */
 struct fabric_digest {
-	struct digest_rule rule;
 	struct loop_timer tick;	     /* reads the drop counters */
 	uint64_t drops_seen;	     /* their sum at the last tick */
 	uint64_t incomplete_queries; /* misses asked because of it */

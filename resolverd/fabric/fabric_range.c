@@ -73,10 +73,9 @@ static void where_of(struct fabric_port *p, const char *name, const struct trans
 
 /* The names of the index in lo..hi from lo on, as many as fit @room bytes
  * of items; MORE when some did not. */
-static void put_names(struct fabric_port *p, struct fw_msg *a, size_t room,
-		      const struct transport_addr *from)
+static void put_names(struct fabric_port *p, const struct term_index *ti, struct fw_msg *a,
+		      size_t room, const struct transport_addr *from)
 {
-	const struct term_index *ti = &p->f->fx.index;
 	bool where = a->range.flags & FW_RANGE_WHERE;
 	uint64_t now = now_ms();
 
@@ -97,19 +96,23 @@ static void put_names(struct fabric_port *p, struct fw_msg *a, size_t room,
 	}
 }
 
-const struct term_index *fabric_terms(struct fabric *f, uint64_t now)
+const struct term_index *fabric_terms(struct fabric *f, struct fabric_port *p, uint64_t now)
 {
-	struct term_index *ti = &f->fx.index;
+	struct term_index *ti = p ? &p->terms : &f->fx.index;
+	int fabric = p ? (int)p->ep->index : STORE_ALL_FABRICS;
 	struct store_digest d;
 
-	f->fx.index_used_ms = now;
+	if (p)
+		p->terms_used_ms = now;
+	else
+		f->fx.index_used_ms = now;
 	if (ti->built_ms) {
-		store_digest(f->store, &d);
+		store_fabric_digest(f->store, fabric, &d);
 		if ((d.hosts == ti->of.hosts && d.sum == ti->of.sum) ||
 		    now < ti->built_ms + RANGE_INDEX_FRESH_MS)
 			return ti;
 	}
-	if (term_index_build(ti, f->store, now) < 0)
+	if (term_index_build(ti, f->store, fabric, now) < 0)
 		return NULL;
 	f->fx.index_builds++;
 	return ti;
@@ -119,6 +122,10 @@ void fabric_range_idle(struct fabric *f, uint64_t now)
 {
 	if (f->fx.index.built_ms && now >= f->fx.index_used_ms + RANGE_INDEX_IDLE_MS)
 		term_index_free(&f->fx.index);
+	for (unsigned i = 0; i < f->n_ports; i++)
+		if (f->ports[i].terms.built_ms &&
+		    now >= f->ports[i].terms_used_ms + RANGE_INDEX_IDLE_MS)
+			term_index_free(&f->ports[i].terms);
 }
 
 void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
@@ -128,17 +135,22 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 	struct store_range r = {.lo = m->range.lo, .hi = m->range.hi, .parts = m->range.parts};
 	struct fw_msg *a = &f->answer;
 	uint64_t now = now_ms();
+	const struct term_index *ti;
 
 	if (!budget(&f->fx, now)) {
 		f->fx.refused++;
 		return;
 	}
-	if (!fabric_terms(f, now))
+	/* what this fabric heard, or (a daemon before per-fabric digests
+	 * asking) the whole directory */
+	ti = fabric_terms(f, m->range.flags & FW_RANGE_FABRIC ? p : NULL, now);
+	if (!ti)
 		return;
 	fabric_msg_init(p, a, FW_RANGE_ANSWER, m->tid);
 	a->has_range = true;
 	a->range = m->range;
-	a->range.flags &= FW_RANGE_NAMES | (m->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
+	a->range.flags &= FW_RANGE_NAMES | FW_RANGE_FABRIC |
+			  (m->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
 	if (asker_new)
 		a->range.flags |= FW_RANGE_ASKER_NEW;
 	fabric_digest_put(p, a, true);
@@ -149,11 +161,11 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 
 		if (base < 0 || (size_t)base + FW_HMAC_LEN + 12 >= FW_MAX_LEN)
 			return;
-		put_names(p, a, FW_MAX_LEN - (size_t)base - FW_HMAC_LEN - 12, from);
+		put_names(p, ti, a, FW_MAX_LEN - (size_t)base - FW_HMAC_LEN - 12, from);
 	} else {
 		struct store_digest d[RANGE_PARTS_MAX];
 
-		term_index_digest(&f->fx.index, &r, d);
+		term_index_digest(ti, &r, d);
 		for (unsigned i = 0; i < r.parts; i++) {
 			a->sums[i].hosts =
 				d[i].hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)d[i].hosts;

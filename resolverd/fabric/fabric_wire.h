@@ -70,6 +70,10 @@ enum fw_digest_flags {
 	/* the sender's settle time had passed and its start-up burst was
 	 * checked (it may still count itself incomplete) */
 	FW_DIGEST_PAST_SETTLE = 1 << 3,
+	/* the count and sum are of the hosts the sender heard on the fabric
+	 * it sent this on (a host once, whichever of its endpoints), not of
+	 * its whole directory: nodes of several rails compare each fabric */
+	FW_DIGEST_FABRIC = 1 << 4,
 };
 
 enum fw_range_flags {
@@ -83,6 +87,10 @@ enum fw_range_flags {
 	/* answer: the query was the first this node heard of the asker (its
 	 * announces did not reach it); daemons before it never set it */
 	FW_RANGE_ASKER_NEW = 1 << 3,
+	/* query: count (or list) the hosts heard on the fabric the query
+	 * arrives on (FW_DIGEST_FABRIC), not the whole directory; an answer
+	 * that keeps the flag did so */
+	FW_RANGE_FABRIC = 1 << 4,
 };
 
 /* Where a hinted host is reached on the port that heard the hint: its

@@ -282,6 +282,7 @@ static void ip_close(struct transport *t, struct loop *loop)
 	}
 	free(p);
 	t->priv = NULL;
+	t->mcast_since_ms = 0;
 }
 
 static int ip_open(struct transport *t, struct loop *loop, const struct cfg_endpoint *ep)
@@ -407,6 +408,8 @@ static int ip_leave(struct transport *t, unsigned g)
 	close(p->mcast[g].lf.fd);
 	p->mcast[g].lf.fd = -1;
 	p->joined[g] = false;
+	if (g == 0)
+		t->mcast_since_ms = 0; /* it hears the group no more (a NEWCOMER's UP) */
 	return 0;
 }
 

@@ -186,6 +186,84 @@ static void test_rails_count_once(void **state)
 	store_fini(&s);
 }
 
+static void put_on(struct host_store *s, const struct ibres_hostrec *h, uint32_t heard_on,
+		   uint64_t rails)
+{
+	assert_int_equal(store_insert(s, h,
+				      &(struct store_put){.origin = IBRES_ORIGIN_FABRIC,
+							  .heard_on = heard_on,
+							  .rails = rails,
+							  .ttl_s = 60},
+				      0, NULL),
+			 0);
+	assert_int_equal(store_check(s), 0); /* it also sums each fabric's digest by a walk */
+}
+
+static struct store_digest fabric_of(const struct host_store *s, int fabric)
+{
+	struct store_digest d;
+
+	store_fabric_digest(s, fabric, &d);
+	return d;
+}
+
+/* Each local fabric counts the hosts with an endpoint heard there, once
+ * however many of its endpoints (or fabrics that heard one) there are: a
+ * rail whose announce was lost lacks that host on that fabric alone. */
+static void test_fabric_digests(void **state)
+{
+	struct host_store s;
+	struct ibres_hostrec a0, a1, b0, b1, c0;
+	struct store_digest d;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 64), 0);
+	ep(&a0, "gpu1", 1, 0);
+	ep(&a1, "gpu1", 1, 1);
+	ep(&b0, "gpu2", 2, 0);
+	ep(&b1, "gpu2", 2, 1);
+	ep(&c0, "gpu3", 3, 0);
+	put_on(&s, &a0, 1u << 0, 0x11);
+	put_on(&s, &b0, 1u << 0, 0x22);
+	put_on(&s, &b1, 1u << 1, 0x22);
+	put_on(&s, &c0, 1u << 0, 0);
+	/* gpu1's rail-1 announce was lost: the whole directory has it */
+	d = digest_of(&s);
+	assert_true(d.hosts == 3);
+	d = fabric_of(&s, 0);
+	assert_true(d.hosts == 3 && d.sum == term("gpu1") + term("gpu2") + term("gpu3"));
+	d = fabric_of(&s, 1);
+	assert_true(d.hosts == 1 && d.sum == term("gpu2"));
+	d = fabric_of(&s, STORE_ALL_FABRICS);
+	assert_true(d.hosts == 3);
+	d = fabric_of(&s, 40); /* no such fabric: empty */
+	assert_true(d.hosts == 0 && d.sum == 0);
+	/* it comes: rail 1 has it too */
+	put_on(&s, &a1, 1u << 1, 0x11);
+	d = fabric_of(&s, 1);
+	assert_true(d.hosts == 2 && d.sum == term("gpu1") + term("gpu2"));
+	/* one endpoint heard on both fabrics (rails of one subnet): each
+	 * fabric counts its host once */
+	put_on(&s, &c0, (1u << 0) | (1u << 1), 0);
+	d = fabric_of(&s, 1);
+	assert_true(d.hosts == 3);
+	d = fabric_of(&s, 0);
+	assert_true(d.hosts == 3);
+	/* fabric 1 goes (its port closed): only what was heard there alone */
+	assert_true(store_forget_fabric(&s, 1) > 0);
+	assert_int_equal(store_check(&s), 0);
+	d = fabric_of(&s, 1);
+	assert_true(d.hosts == 0 && d.sum == 0);
+	d = fabric_of(&s, 0);
+	assert_true(d.hosts == 3 && d.sum == term("gpu1") + term("gpu2") + term("gpu3"));
+	/* a GOODBYE of gpu2's rail 0: its last endpoint, gone everywhere */
+	assert_true(store_remove_endpoint(&s, b0.gids[0], b0.pkey) > 0);
+	assert_int_equal(store_check(&s), 0);
+	d = fabric_of(&s, 0);
+	assert_true(d.hosts == 2 && d.sum == term("gpu1") + term("gpu3"));
+	store_fini(&s);
+}
+
 /* ---- the completeness rule, with a fake clock ------------------------------------------ */
 
 #define ROUND_MS 67000
@@ -468,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_order_and_terms),
 		cmocka_unit_test(test_origins_and_removal),
 		cmocka_unit_test(test_rails_count_once),
+		cmocka_unit_test(test_fabric_digests),
 		cmocka_unit_test(test_rule_claims),
 		cmocka_unit_test(test_rule_drops),
 		cmocka_unit_test(test_rule_small_and_stale),

@@ -166,7 +166,7 @@ static void test_digests_and_names(void **state)
 	store_digest(&s, &all);
 	assert_int_equal(all.hosts, 201);
 
-	store_range_digest(&s, &whole, parts);
+	store_range_digest(&s, &whole, STORE_ALL_FABRICS, parts);
 	for (unsigned i = 0; i < 16; i++) {
 		assert_int_equal(parts[i].hosts, mine[i].hosts);
 		assert_true(parts[i].sum == mine[i].sum);
@@ -175,7 +175,7 @@ static void test_digests_and_names(void **state)
 	}
 	assert_true(sum.hosts == all.hosts && sum.sum == all.sum);
 	one.parts = 1;
-	store_range_digest(&s, &one, parts);
+	store_range_digest(&s, &one, STORE_ALL_FABRICS, parts);
 	assert_true(parts[0].hosts == all.hosts && parts[0].sum == all.sum);
 
 	/* the names of the part gpu1 lies in: each once, each in the part */
@@ -184,11 +184,11 @@ static void test_digests_and_names(void **state)
 		int part = store_range_part(&whole, term_of("gpu1"));
 
 		assert_true(store_range_sub(&whole, (unsigned)part, &got.r));
-		unsigned visited = store_range_names(&s, &got.r, visit, &got);
+		unsigned visited = store_range_names(&s, &got.r, STORE_ALL_FABRICS, visit, &got);
 
 		assert_int_equal(visited, got.n);
 		assert_int_equal(got.gpu1, 1);
-		store_range_digest(&s, &got.r, parts);
+		store_range_digest(&s, &got.r, STORE_ALL_FABRICS, parts);
 		assert_int_equal(got.n, parts[0].hosts);
 	}
 	store_fini(&s);
@@ -232,11 +232,11 @@ static void test_cost_48k(void **state)
 	assert_int_equal(all.hosts, COST_HOSTS);
 	t0 = ns_now();
 	for (unsigned i = 0; i < COST_WALKS; i++)
-		store_range_digest(&s, &whole, parts);
+		store_range_digest(&s, &whole, STORE_ALL_FABRICS, parts);
 	walk_ns = (ns_now() - t0) / COST_WALKS;
 	t0 = ns_now();
 	for (unsigned i = 0; i < COST_WALKS; i++)
-		store_range_names(&s, &narrow, count_name, &visited);
+		store_range_names(&s, &narrow, STORE_ALL_FABRICS, count_name, &visited);
 	names_ns = (ns_now() - t0) / COST_WALKS;
 	printf("# range digest of %u hosts, 16 parts: %.2f ms a walk (%.0f ns a host); "
 	       "names of a 1/4096 range (%u): %.2f ms a walk\n",
@@ -274,7 +274,7 @@ static void test_term_index(void **state)
 	for (unsigned i = 0; i < 3; i++)
 		put(&s, "gpu1", 500, i, IBRES_ORIGIN_FABRIC, 0x1234);
 	put(&s, "static1", 600, 0, IBRES_ORIGIN_STATIC, 0);
-	assert_int_equal(term_index_build(&ti, &s, 5), 0);
+	assert_int_equal(term_index_build(&ti, &s, STORE_ALL_FABRICS, 5), 0);
 	assert_int_equal(ti.n, 301);
 	assert_int_equal(ti.built_ms, 5);
 	for (size_t i = 1; i < ti.n; i++)
@@ -287,19 +287,19 @@ static void test_term_index(void **state)
 	for (unsigned top = 0; top < 16; top++) {
 		struct store_range sub, subsub;
 
-		store_range_digest(&s, &whole, walk);
+		store_range_digest(&s, &whole, STORE_ALL_FABRICS, walk);
 		term_index_digest(&ti, &whole, index);
 		assert_memory_equal(walk, index, sizeof(walk));
 		assert_true(store_range_sub(&whole, top, &sub));
 		sub.parts = 16;
-		store_range_digest(&s, &sub, walk);
+		store_range_digest(&s, &sub, STORE_ALL_FABRICS, walk);
 		term_index_digest(&ti, &sub, index);
 		assert_memory_equal(walk, index, sizeof(walk));
 		if (top != 5)
 			continue;
 		assert_true(store_range_sub(&sub, 3, &subsub));
 		subsub.parts = 16;
-		store_range_digest(&s, &subsub, walk);
+		store_range_digest(&s, &subsub, STORE_ALL_FABRICS, walk);
 		term_index_digest(&ti, &subsub, index);
 		assert_memory_equal(walk, index, sizeof(walk));
 	}
@@ -317,7 +317,7 @@ static void test_term_index(void **state)
 		put(&s, name, n, 0, IBRES_ORIGIN_FABRIC, 0);
 	}
 	t0 = ns_now();
-	assert_int_equal(term_index_build(&ti, &s, 6), 0);
+	assert_int_equal(term_index_build(&ti, &s, STORE_ALL_FABRICS, 6), 0);
 	build_ns = ns_now() - t0;
 	{
 		struct store_digest all;
@@ -326,7 +326,7 @@ static void test_term_index(void **state)
 		assert_true(all.hosts > COST_HOSTS / 2);
 		assert_int_equal(ti.n, all.hosts);
 	}
-	store_range_digest(&s, &whole, walk);
+	store_range_digest(&s, &whole, STORE_ALL_FABRICS, walk);
 	term_index_digest(&ti, &whole, index);
 	assert_memory_equal(walk, index, sizeof(walk));
 	printf("# term index of %zu hosts: built in %.2f ms\n", ti.n, build_ns / 1e6);

@@ -33,10 +33,13 @@ uint64_t resolver_bound_ms(const struct ibres_config *cfg)
 }
 
 /* A query whose key has a host now ends; its requests look again. True
- * when it ended. */
+ * when it ended. A hint's asks a host on the fabric that heard the hint:
+ * one of its endpoints heard there ends it (another rail's may be known
+ * already, which is why it was asked). */
 static bool end_if_known(struct resolver *r, struct pending_query *q, uint64_t now)
 {
-	if (!store_lookup(r->store, &q->key, now, false))
+	if (q->has_at ? !fabric_holds_at(r->fabric, &q->key, &q->at)
+		      : !store_lookup(r->store, &q->key, now, false))
 		return false;
 	pending_end(q, 0);
 	return true;

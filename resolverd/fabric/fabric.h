@@ -107,6 +107,9 @@ int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid
  * the port that heard the hint; a multicast REQUEST when @at is NULL. */
 int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t tid,
 			   const struct fabric_at *at);
+/* Does the store hold the host named by @k with an endpoint heard on the
+ * fabric of @at's port (a static host: anywhere)? */
+bool fabric_holds_at(struct fabric *f, const struct host_key *k, const struct fabric_at *at);
 
 /* The path parameters towards @h from @ep: the group both joined (the
  * lowest when unknown), capped by the endpoint's own MTU and rate, and on

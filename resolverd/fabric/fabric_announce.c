@@ -38,7 +38,7 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 		fabric_msg_init(p, &m, type, tid);
 		m.flags = flags;
 		if (type == FW_ANNOUNCE)
-			fabric_digest_put(p, &m, false);
+			fabric_digest_put(p, &m, false, false);
 		if (flags & FW_FLAG_NEWCOMER) {
 			/* since when we keep what this port hears: the burst's
 			 * start, or later the port's joining the group (IB: the
@@ -180,7 +180,7 @@ void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 	if (!fabric_announcing(f) || heard_us(p, m) || !newcomer_first(f, &m->sender, m->tid))
 		return;
 	fabric_msg_init(p, &r, FW_ANNOUNCE, 0);
-	fabric_digest_put(p, &r, true);
+	fabric_digest_put(p, &r, true, false);
 	if (fabric_port_send(p, &r, from) == 0)
 		f->c.announces_sent++;
 }

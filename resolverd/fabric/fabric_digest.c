@@ -118,7 +118,8 @@ static unsigned agree_k(const struct digest_rule *r, const struct store_digest *
 	uint64_t peers = own->hosts ? own->hosts - 1 : 0;
 	unsigned k = peers < DIGEST_AGREE_K ? (unsigned)peers : DIGEST_AGREE_K;
 
-	return r->voices && r->voices < k ? r->voices : k;
+	k = r->voices && r->voices < k ? r->voices : k;
+	return k < r->min_k ? r->min_k : k;
 }
 
 bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now)
@@ -266,7 +267,7 @@ void fabric_digest_burst_sent(struct fabric *f)
 static void burst_check(struct fabric *f, uint64_t now)
 {
 	struct fabric_digest *d = &f->dg;
-	bool unvouched = false;
+	bool unvouched = false, heard = false;
 
 	/* answers come at once; a settle time of 0 still gives them a while */
 	if (!d->burst_sent || d->burst_checked || now < f->settled_ms ||
@@ -274,6 +275,8 @@ static void burst_check(struct fabric *f, uint64_t now)
 		return;
 	d->burst_checked = true;
 	d->burst_pending = false;
+	for (unsigned i = 0; i < f->n_ports; i++)
+		heard |= port_counts(&f->ports[i]) && f->ports[i].rule.heard;
 	/* each fabric alone: a rail's announces may be lost while another's
 	 * came, and then that rail's endpoints are what we lack */
 	for (unsigned i = 0; i < f->n_ports; i++) {
@@ -296,8 +299,16 @@ static void burst_check(struct fabric *f, uint64_t now)
 		/* nothing against us; unless settled peers vouched, ask them
 		 * (fabric_fetch.c): a node that missed most of a whole-cluster
 		 * boot hears no claim until the next announce round */
-		if (p->rule.dropped || !digest_rule_burst_end(&p->rule, &own, now))
+		if (heard && !p->rule.heard && !p->rule.dropped) {
+			/* others heard peers, this fabric none: all of them
+			 * lost, or truly nobody here; a settled peer's word (or
+			 * a quiet round) tells */
+			p->rule.min_k = 1;
+			p->rule.unvouched = true;
+			p->rule.unvouched_ms = now;
+		} else if (p->rule.dropped || !digest_rule_burst_end(&p->rule, &own, now)) {
 			continue;
+		}
 		unvouched = true;
 		log_info("fabric: start-up over, %llu hosts on %s, no settled peer vouched yet: "
 			 "asking peers",
@@ -367,20 +378,20 @@ bool digest_seq_gap(uint32_t prev, const struct fw_digest *d)
 	return prev && !(d->flags & FW_DIGEST_UNICAST) && d->seq > prev + 1;
 }
 
-void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
+void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast, bool whole)
 {
 	struct fabric *f = p->f;
 	struct store_digest own;
 
 	if (!unicast)
 		p->announce_seq++;
-	own_digest(p, true, &own);
+	own_digest(p, !whole, &own);
 	m->has_digest = true;
 	m->digest.seq = p->announce_seq;
 	m->digest.hosts = own.hosts > UINT32_MAX ? UINT32_MAX : (uint32_t)own.hosts;
 	m->digest.sum = own.sum;
 	/* fabric_range.c answers; what this fabric heard */
-	m->digest.flags = FW_DIGEST_RANGES | FW_DIGEST_FABRIC;
+	m->digest.flags = FW_DIGEST_RANGES | (whole ? 0 : FW_DIGEST_FABRIC);
 	if (now_ms() >= f->settled_ms && !f->dg.burst_pending)
 		m->digest.flags |= FW_DIGEST_PAST_SETTLE;
 	if (now_ms() >= f->settled_ms && !f->dg.burst_pending && !p->rule.incomplete)
@@ -389,10 +400,30 @@ void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast)
 		m->digest.flags |= FW_DIGEST_UNICAST;
 }
 
+/* Peer digest @d heard on @p, and what it compares with (@own). One of a
+ * daemon before per-fabric digests counts the whole directory: compared
+ * with ours, and vouching for this fabric only when this fabric heard the
+ * whole directory (a node of several rails may lack a host on one). */
+static struct fw_digest comparable(const struct fabric_port *p, const struct fw_digest *d,
+				   struct store_digest *own)
+{
+	struct fw_digest c = *d;
+	struct store_digest here;
+
+	own_digest(p, d->flags & FW_DIGEST_FABRIC, own);
+	if (d->flags & FW_DIGEST_FABRIC)
+		return c;
+	own_digest(p, true, &here);
+	if (here.hosts != own->hosts || here.sum != own->sum)
+		c.flags &= (uint8_t) ~(FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	return c;
+}
+
 void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t prev_seq)
 {
 	struct fabric *f = p->f;
 	struct store_digest own;
+	struct fw_digest d;
 
 	if (!m->has_digest)
 		return; /* a daemon before the digest */
@@ -404,9 +435,8 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 		log_debug("fabric: announces %u..%u of %s were not heard", prev_seq + 1,
 			  m->digest.seq - 1, m->sender.names[0]);
 	}
-	own_digest(p, m->digest.flags & FW_DIGEST_FABRIC, &own);
-	if (!digest_rule_heard(&p->rule, &own, &m->digest, digest_sender(m->sender.gids[0]),
-			       now_ms()))
+	d = comparable(p, &m->digest, &own);
+	if (!digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now_ms()))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
 		  m->sender.names[0], m->digest.hosts, p->ep->cfg.label,
@@ -430,7 +460,7 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 	 * too and is learned from its query. */
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
-	own_digest(p, d.flags & FW_DIGEST_FABRIC, &own);
+	d = comparable(p, &d, &own);
 	if (!digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",

@@ -60,6 +60,9 @@ struct digest_rule {
 	 * of news is no proof */
 	bool unvouched;
 	uint64_t unvouched_ms;
+	/* at least this many must agree (a fabric that heard no one at a boot
+	 * where others did: it knows of no peer there, yet may have some) */
+	unsigned min_k;
 	/* the last digests heard from peers past their own start-up */
 	struct {
 		uint64_t hosts, sum, sender;
@@ -106,9 +109,11 @@ bool digest_seq_gap(uint32_t prev, const struct fw_digest *d);
 
 struct fabric_port;
 
-/* Our digest, into an ANNOUNCE from @p: multicast (@unicast false: the
- * next number) or an answer to one node (the last number again). */
-void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast);
+/* Our digest, into an ANNOUNCE (or RANGE_ANSWER) from @p: multicast
+ * (@unicast false: the next number) or an answer to one node (the last
+ * number again); of what @p's fabric heard (FW_DIGEST_FABRIC), or of the
+ * whole directory (@whole: an answer to a daemon before per-fabric ones). */
+void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast, bool whole);
 /* The last NEWCOMER announce of a burst went out. */
 void fabric_digest_burst_sent(struct fabric *f);
 /* An ANNOUNCE heard on @p from a peer whose sender was learned; @prev_seq:

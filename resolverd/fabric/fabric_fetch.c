@@ -153,8 +153,18 @@ void fabric_fetch_replier(struct fabric_port *p, const struct fw_msg *m,
 	 * vouch for it. Not a voice before it answers a range query (a
 	 * daemon before them answers none, and the queries it leaves
 	 * unanswered forget it) */
-	if (from && !find_peer(&p->f->fx, m->sender.gids[0]))
-		remember_peer(p, m->sender.gids[0], from, false, false, false);
+	struct fabric_fetch *x = &p->f->fx;
+
+	if (!from || find_peer(x, m->sender.gids[0]))
+		return;
+	/* a free slot only: peers known to answer keep theirs */
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (!x->peers[i].used) {
+			/* asked about this fabric until its answer says it
+			 * does not count per fabric */
+			remember_peer(p, m->sender.gids[0], from, false, true, false);
+			return;
+		}
 }
 
 /* The peer of the next session, or the next one of a session whose peer
@@ -323,15 +333,17 @@ static void take_sums(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
 	struct store_range asked = {.lo = x->asked.lo, .hi = x->asked.hi, .parts = x->asked.parts};
+	/* the sums of what the peer heard on this fabric (it kept the flag) */
+	bool fabric = m->range.flags & FW_RANGE_FABRIC;
 	struct fabric_port *p = &f->ports[x->peer.port];
-	const struct term_index *ti = fabric_terms(f, x->peer.fabric ? p : NULL, now_ms());
+	const struct term_index *ti = fabric_terms(f, fabric ? p : NULL, now_ms());
 	struct store_digest own[RANGE_PARTS_MAX];
 
 	if (ti)
 		term_index_digest(ti, &asked, own);
 	else
-		store_range_digest(f->store, &asked,
-				   x->peer.fabric ? (int)p->ep->index : STORE_ALL_FABRICS, own);
+		store_range_digest(f->store, &asked, fabric ? (int)p->ep->index : STORE_ALL_FABRICS,
+				   own);
 	for (unsigned i = 0; i < asked.parts; i++) {
 		struct store_range sub;
 
@@ -406,6 +418,13 @@ static bool held(struct fabric *f, const struct host_key *k, const struct fabric
 	return false;
 }
 
+bool fabric_holds_at(struct fabric *f, const struct host_key *k, const struct fabric_at *at)
+{
+	if (!f)
+		return false;
+	return held(f, k, at->port < f->n_ports ? &f->ports[at->port] : NULL);
+}
+
 /* The names the peer holds in what we asked: those we lack go up to be
  * asked on the fabric, each host answering for itself (where the peer
  * said it is reached: it alone receives the question). Names in term order
@@ -414,12 +433,14 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 {
 	struct fabric_fetch *x = &f->fx;
 	bool sorted = m->range.flags & FW_RANGE_WHERE;
-	struct fabric_port *p = x->peer.fabric ? &f->ports[x->peer.port] : NULL;
+	/* the names of what the peer heard on this fabric (it kept the flag) */
+	struct fabric_port *p = m->range.flags & FW_RANGE_FABRIC ? &f->ports[x->peer.port] : NULL;
 	const char *name = m->hints;
 	uint64_t last = 0;
 	bool any = false;
 
 	for (unsigned i = 0; i < m->n_hints; i++, name += strlen(name) + 1) {
+		bool have_at = false;
 		struct fabric_at at;
 		struct host_key k;
 		uint64_t t;
@@ -438,20 +459,23 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 			continue;
 		if (x->hints == FETCH_HINTS_MAX)
 			continue; /* a later session finds it again */
+		if (i < FW_WHERE_MAX && hint_at(&x->peer, &m->where[i], &at)) {
+			have_at = true;
+		} else if (!strcasecmp(name, m->sender.names[0])) {
+			/* the peer itself (it names no address of its own):
+			 * where its answer came from */
+			at = (struct fabric_at){.port = x->peer.port, .addr = x->peer.addr};
+			have_at = true;
+		} else if (p && held(f, &k, NULL)) {
+			/* held on another rail, and nowhere to ask it on this
+			 * one: its next announce here brings it */
+			continue;
+		}
 		x->hints++;
 		x->hints_asked++;
 		log_debug("fabric: %s is held by a peer and not here: asked", name);
-		if (!f->ev.hint)
-			continue;
-		if (i < FW_WHERE_MAX && hint_at(&x->peer, &m->where[i], &at))
-			f->ev.hint(f->ev.arg, &k, &at);
-		else if (!strcasecmp(name, m->sender.names[0]))
-			/* the peer itself (it names no address of its own):
-			 * where its answer came from */
-			f->ev.hint(f->ev.arg, &k,
-				   &(struct fabric_at){.port = x->peer.port, .addr = x->peer.addr});
-		else
-			f->ev.hint(f->ev.arg, &k, NULL);
+		if (f->ev.hint)
+			f->ev.hint(f->ev.arg, &k, have_at ? &at : NULL);
 	}
 	if (!sorted) {
 		/* a daemon before pages: no dense listing of it from now on */
@@ -516,8 +540,10 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	c = find_peer(x, x->peer.gid);
 	if (c) {
 		c->strikes = 0;
-		/* its digests say whether it counts per fabric */
-		c->fabric = m->has_digest && (m->digest.flags & FW_DIGEST_FABRIC);
+		/* asked about this fabric, it kept the flag if it counts per
+		 * fabric (a daemon before it clears it) */
+		if (x->peer.fabric)
+			c->fabric = m->range.flags & FW_RANGE_FABRIC;
 	}
 	count_voice(f, x->peer.gid);
 	fabric_digest_answer(p, m);

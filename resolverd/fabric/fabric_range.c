@@ -153,7 +153,8 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 			  (m->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
 	if (asker_new)
 		a->range.flags |= FW_RANGE_ASKER_NEW;
-	fabric_digest_put(p, a, true);
+	/* the digest of what the sums count */
+	fabric_digest_put(p, a, true, !(m->range.flags & FW_RANGE_FABRIC));
 	if (m->range.flags & FW_RANGE_NAMES) {
 		/* what the rest takes, then as many names as fit (a stamp and
 		 * an HMAC counted whether a key is set or not) */

@@ -480,6 +480,23 @@ static void test_rule_burst_unvouched(void **state)
 	digest_rule_reset(&r, ROUND_MS);
 	heard(&r, own(1, 10), theirs(1, 10, false), t);
 	assert_false(digest_rule_burst_end(&r, &(struct store_digest){1, 10}, t));
+	/* a fabric that heard no one while another heard peers (fabric.c
+	 * sets min_k 1 and unvouched): incomplete though alone, until a
+	 * settled peer there agrees or a round passes; a reset forgets it */
+	digest_rule_reset(&r, ROUND_MS);
+	r.min_k = 1;
+	r.unvouched = true;
+	r.unvouched_ms = t;
+	assert_true(eval(&r, own(1, 10), t));
+	assert_true(eval(&r, own(1, 10), t + ROUND_MS - 1));
+	heard(&r, own(2, 30), theirs(2, 30, true), t + 5);
+	assert_false(eval(&r, own(2, 30), t + 5));
+	r.unvouched = true;
+	r.unvouched_ms = t;
+	r.agree = 0;
+	assert_false(eval(&r, own(1, 10), t + ROUND_MS));
+	digest_rule_reset(&r, ROUND_MS);
+	assert_int_equal(r.min_k, 0);
 }
 
 /* K agreeing digests are K peers: one peer's answers (a fetch pages through

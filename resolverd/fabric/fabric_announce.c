@@ -14,6 +14,7 @@
 #include "core/endpoints.h"
 #include "core/jitter.h"
 #include "core/list.h"
+#include "core/log.h"
 #include "fabric/fabric_digest.h"
 #include "fabric/fabric_fetch.h"
 #include "fabric/fabric_wire.h"
@@ -58,6 +59,9 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 			sent++;
 			if (type == FW_ANNOUNCE)
 				f->c.announces_sent++;
+			if (flags & FW_FLAG_NEWCOMER)
+				log_debug("fabric: NEWCOMER announce on %s (up %u ms)", p->ep->cfg.label,
+					  m.up_ms);
 		}
 	}
 	return sent;
@@ -158,7 +162,10 @@ static bool newcomer_first(struct fabric *f, const struct ibres_hostrec *h, uint
 /* Did NEWCOMER @m's sender hear who we are from us already? Not before our
  * own first multicast announce (it comes, and the newcomer is up to hear
  * it); yes when our last one went out while it was listening, which its UP
- * says (a daemon before UP: answered). */
+ * says (a daemon before UP: answered). Strictly after the millisecond its
+ * listening began: times are whole milliseconds, and an announce of that
+ * same millisecond may have gone out before it joined the group (a boot of
+ * nodes started at once lost one that way, about one run in ten). */
 static bool heard_us(const struct fabric_port *p, const struct fw_msg *m)
 {
 	uint64_t now = now_ms();
@@ -166,7 +173,7 @@ static bool heard_us(const struct fabric_port *p, const struct fw_msg *m)
 	if (!p->announce_seq)
 		return true;
 	return m->has_up && m->up_ms <= now && p->mcast_announced_ms &&
-	       p->mcast_announced_ms >= now - m->up_ms;
+	       p->mcast_announced_ms > now - m->up_ms;
 }
 
 void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
@@ -177,8 +184,16 @@ void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
-	if (!fabric_announcing(f) || heard_us(p, m) || !newcomer_first(f, &m->sender, m->tid))
+	if (!fabric_announcing(f))
 		return;
+	if (heard_us(p, m) || !newcomer_first(f, &m->sender, m->tid)) {
+		log_debug("fabric: NEWCOMER %s on %s (up %u ms): not answered, %s",
+			  m->sender.names[0], p->ep->cfg.label, m->up_ms,
+			  heard_us(p, m) ? "it heard our announce" : "answered already");
+		return;
+	}
+	log_debug("fabric: NEWCOMER %s on %s (up %u ms): answered", m->sender.names[0],
+		  p->ep->cfg.label, m->up_ms);
 	fabric_msg_init(p, &r, FW_ANNOUNCE, 0);
 	fabric_digest_put(p, &r, true, false);
 	if (fabric_port_send(p, &r, from) == 0)

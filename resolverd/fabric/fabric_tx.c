@@ -60,12 +60,17 @@ int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 		f->c.tx_ucast++;
 	} else {
 		/* requests and announcements go to the lowest-priority group,
-		 * the one every node joins */
+		 * the one every node joins; the time before the send, not
+		 * after: a send that takes a while (a busy host's softirq
+		 * delivers it to every namespace) reached no one later than
+		 * it began, and heard_us() compares with it */
+		uint64_t began = now_ms();
+
 		ret = p->t.ops->send_mcast(&p->t, 0, f->buf, (size_t)len);
 		f->c.tx_mcast++;
 		/* every node listening then has heard who we are */
 		if (ret >= 0 && m->type == FW_ANNOUNCE)
-			p->mcast_announced_ms = now_ms();
+			p->mcast_announced_ms = began ? began : 1;
 	}
 	if (ret < 0) {
 		f->c.tx_errors++;

@@ -1270,21 +1270,26 @@ static void test_newcomer_answered(void **state)
 	assert_int_equal(counter("fabric_overheard"), 5);
 	assert_int_equal(counter("fabric_announces_sent"), 3);
 
-	/* a NEWCOMER that says it has listened since before our last
-	 * multicast announce heard us: no answer; one that started after: an
-	 * answer */
+	/* a NEWCOMER that says it has listened since a millisecond before
+	 * our last multicast announce heard us: no answer; one that started
+	 * in the same millisecond (it may have joined after the send) or
+	 * after: an answer */
 	fake.n_sent = 0;
 	m.flags = FW_FLAG_NEWCOMER;
 	m.tid = 0xb3;
 	m.has_up = true;
-	m.up_ms = (uint32_t)(fake_now - ours);
+	m.up_ms = (uint32_t)(fake_now - ours + 1);
 	deliver(&m, 2);
 	assert_int_equal(fake.n_sent, 0);
 	m.tid = 0xb4;
-	m.up_ms = (uint32_t)(fake_now - ours - 1);
+	m.up_ms = (uint32_t)(fake_now - ours);
 	deliver(&m, 2);
 	assert_int_equal(fake.n_sent, 1);
 	assert_true(last_sent()->ucast);
+	m.tid = 0xb5;
+	m.up_ms = (uint32_t)(fake_now - ours - 1);
+	deliver(&m, 2);
+	assert_int_equal(fake.n_sent, 2);
 }
 
 /* GOODBYE removes the peer, every key of it; a GOODBYE from another identity

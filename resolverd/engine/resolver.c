@@ -147,9 +147,10 @@ static void on_query_timer(struct pending_query *q, void *arg)
 
 /* Ask the fabric for @k, or join the query in flight; every attempt to @at
  * alone when a hint said where the host is. A client's lookup (@at NULL)
- * that joins a hint's query asks the whole fabric once at once, and gets a
- * client's attempts of its own once the hint's are spent (the host may not
- * answer at the address named); meanwhile the hint's quick ones go on. */
+ * that joins a hint's query makes it a client's from then on: the whole
+ * fabric at once and on a client's schedule (the host may not answer at
+ * the address named), so that the client waits its own bound, never the
+ * hint's and then its own. */
 static struct pending_query *query_start_at(struct resolver *r, const struct host_key *k,
 					    const struct fabric_at *at)
 {
@@ -157,8 +158,12 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 
 	if (q) {
 		r->stats.queries_joined++;
-		if (!at && q->has_at && list_empty(&q->waiters))
+		if (!at && q->has_at) {
+			q->has_at = false;
+			q->attempts = 1;
+			pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0)));
 			fabric_send_request(r->fabric, k, q->tid);
+		}
 		return q;
 	}
 	q = pending_add(&r->pending, k);

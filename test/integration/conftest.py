@@ -209,7 +209,19 @@ class Client:
     def __init__(self, path, timeout=5.0):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.settimeout(timeout)
-        self.s.connect(path)
+        # a socket with a timeout is non-blocking underneath, and connect(2)
+        # on a UNIX socket whose listen backlog is full then fails with
+        # EAGAIN at once instead of waiting its turn (a daemon under ASan
+        # still taking 10,000 connections): wait for it, within the timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.s.connect(path)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     def send(self, data):
         self.s.sendall(data)

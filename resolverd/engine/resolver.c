@@ -113,15 +113,6 @@ static void on_query_timer(struct pending_query *q, void *arg)
 
 	if (end_if_known(r, q, now))
 		return; /* known meanwhile (a static host, an endpoint) */
-	if (q->attempts > r->cfg->retries && q->has_at && !list_empty(&q->waiters)) {
-		/* a hint's attempts are spent and a lookup waits: its own now,
-		 * on the whole fabric, with every attempt of a client's */
-		q->has_at = false;
-		q->attempts = 1;
-		fabric_send_request(r->fabric, &q->key, q->tid);
-		pending_arm(q, now + jitter_apply(&r->rng, attempt_wait(r->cfg, 0)));
-		return;
-	}
 	if (q->attempts > r->cfg->retries) {
 		char key[HOST_KEY_STR_MAX];
 

@@ -181,15 +181,17 @@ void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 {
 	struct fabric *f = p->f;
 	struct fw_msg r;
+	bool heard;
 
 	/* a newcomer learns the directory from everyone's unicast answer; one
 	 * answer per newcomer and settle period, not one per announcement */
 	if (!fabric_announcing(f))
 		return;
-	if (heard_us(p, m) || !newcomer_first(f, &m->sender, m->tid)) {
+	heard = heard_us(p, m);
+	if (heard || !newcomer_first(f, &m->sender, m->tid)) {
 		log_debug("fabric: NEWCOMER %s on %s (up %u ms): not answered, %s",
 			  m->sender.names[0], p->ep->cfg.label, m->up_ms,
-			  heard_us(p, m) ? "it heard our announce" : "answered already");
+			  heard ? "it heard our announce" : "answered already");
 		return;
 	}
 	log_debug("fabric: NEWCOMER %s on %s (up %u ms): answered", m->sender.names[0],

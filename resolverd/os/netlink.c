@@ -5,7 +5,7 @@
  * Two sockets. The event socket joins the link and address groups, is
  * non-blocking and sits in the event loop; it keeps a table of the
  * interfaces that may carry an endpoint's addresses (IPoIB ones, and those
- * the config names) and of their usable addresses. The request socket
+ * the config names) and of their usable addresses (netlink_tables.c). The request socket
  * carries dumps and route lookups; the kernel answers those synchronously,
  * and a receive timeout bounds the wait should it ever not.
  *
@@ -39,10 +39,8 @@
 #include "core/list.h"
 #include "core/loop.h"
 #include "core/log.h"
+#include "os/netlink_tables.h"
 
-#define NL_LINKS_MAX	    64 /* IPoIB and configured interfaces tracked */
-#define NL_LINK_ADDRS_MAX   32 /* addresses tracked per interface and family */
-#define NL_ADDRS_MAX	    (NL_LINKS_MAX * NL_LINK_ADDRS_MAX * 2) /* so never full */
 #define NL_BUF_LEN	    32768 /* one netlink datagram (dump parts are a page or two) */
 #define NL_EVENT_RCVBUF	    (1 << 20)
 #define NL_EVENT_BATCH	    64	 /* datagrams read per wake-up; epoll calls again */
@@ -51,38 +49,6 @@
 #define NL_DUMP_TRIES	    3	 /* a dump interrupted by changes is redone */
 #define NL_RESYNC_DELAY_MS  50	 /* resyncs asked for by a burst of changes coalesce */
 #define NL_RESYNC_RETRY_MS  1000
-#define IPOIB_HWADDR_LEN    20	 /* flags, QPN (3 bytes), port GID (16 bytes) */
-
-/* What a message did to the tables. */
-enum { NL_CHANGED = 1, NL_RESYNC = 2 };
-
-/* An interface whose addresses may be an endpoint's: an IPoIB interface, or
- * one an endpoint names. Others are not tracked. */
-struct nl_link {
-	int ifindex;
-	unsigned flags; /* IFF_* */
-	char name[IFNAMSIZ];
-	bool ipoib; /* ARPHRD_INFINIBAND with a 20-byte address: gid and pkey are set */
-	uint8_t gid[16];
-	uint16_t pkey; /* from the broadcast address; 0 if unknown */
-	bool overflow; /* it has addresses beyond NL_LINK_ADDRS_MAX that are not tracked */
-};
-
-struct nl_addr {
-	int ifindex;
-	int family;
-	uint8_t addr[16];
-};
-
-struct nl_tables {
-	struct nl_link links[NL_LINKS_MAX];
-	unsigned n_links;
-	struct nl_addr addrs[NL_ADDRS_MAX];
-	unsigned n_addrs;
-	/* the interface names the config had when these were read */
-	char ifnames[CFG_MAX_ENDPOINTS][IFNAMSIZ];
-	bool warned_full;
-};
 
 struct netlink {
 	const struct ibres_config *cfg; /* the running one (a reload replaces its content) */
@@ -99,218 +65,6 @@ struct netlink {
 		uint8_t b[NL_BUF_LEN];
 	} evbuf, rqbuf;
 };
-
-/* --- tables ----------------------------------------------------------------- */
-
-static struct nl_link *link_find(struct nl_tables *t, int ifindex)
-{
-	for (unsigned i = 0; i < t->n_links; i++)
-		if (t->links[i].ifindex == ifindex)
-			return &t->links[i];
-	return NULL;
-}
-
-static struct nl_addr *addr_find(struct nl_tables *t, int ifindex, int family, const uint8_t *a)
-{
-	size_t len = family == AF_INET ? 4 : 16;
-
-	for (unsigned i = 0; i < t->n_addrs; i++) {
-		struct nl_addr *x = &t->addrs[i];
-
-		if (x->ifindex == ifindex && x->family == family && !memcmp(x->addr, a, len))
-			return x;
-	}
-	return NULL;
-}
-
-static unsigned addrs_on(const struct nl_tables *t, int ifindex, int family)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < t->n_addrs; i++)
-		if (t->addrs[i].ifindex == ifindex && t->addrs[i].family == family)
-			n++;
-	return n;
-}
-
-/* Remove the addresses of @ifindex (when @one is NULL) or just @one, keeping
- * the order of the others: it is the order endpoints list them in, and an
- * endpoint's first address must not move for nothing. */
-static void addrs_remove(struct nl_tables *t, int ifindex, const struct nl_addr *one)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < t->n_addrs; i++) {
-		struct nl_addr *x = &t->addrs[i];
-
-		if (one ? x == one : x->ifindex == ifindex)
-			continue;
-		t->addrs[n++] = *x;
-	}
-	t->n_addrs = n;
-}
-
-static void link_remove(struct nl_tables *t, struct nl_link *l)
-{
-	addrs_remove(t, l->ifindex, NULL);
-	*l = t->links[--t->n_links];
-}
-
-/* The interface names endpoints give (the config's, so a reload sees them). */
-static void config_ifnames(const struct ibres_config *cfg, char (*out)[IFNAMSIZ])
-{
-	memset(out, 0, sizeof(char[CFG_MAX_ENDPOINTS][IFNAMSIZ]));
-	for (unsigned i = 0; i < cfg->n_eps && i < CFG_MAX_ENDPOINTS; i++)
-		snprintf(out[i], IFNAMSIZ, "%s", cfg->eps[i].interface);
-}
-
-static bool is_candidate(const struct nl_tables *t, const struct nl_link *l)
-{
-	if (l->ipoib)
-		return true;
-	for (unsigned i = 0; i < CFG_MAX_ENDPOINTS; i++)
-		if (t->ifnames[i][0] && !strcmp(t->ifnames[i], l->name))
-			return true;
-	return false;
-}
-
-/* RTM_NEWLINK / RTM_DELLINK. */
-static int on_link(struct nl_tables *t, struct nlmsghdr *h)
-{
-	struct nlattr *tb[IFLA_MAX + 1];
-	struct nl_link n = { 0 }, *l;
-	struct ifinfomsg *ifi;
-
-	if (nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0)
-		return 0;
-	ifi = nlmsg_data(h);
-	l = link_find(t, ifi->ifi_index);
-	if (h->nlmsg_type == RTM_DELLINK) {
-		if (!l)
-			return 0;
-		link_remove(t, l);
-		return NL_CHANGED;
-	}
-	/* a message may leave attributes out (the IPv6 layer's, for one):
-	 * what it does not say stays as it was */
-	if (l)
-		n = *l;
-	n.ifindex = ifi->ifi_index;
-	n.flags = ifi->ifi_flags;
-	if (tb[IFLA_IFNAME])
-		nla_strlcpy(n.name, tb[IFLA_IFNAME], sizeof(n.name));
-	if (tb[IFLA_ADDRESS]) {
-		const uint8_t *hw = nla_data(tb[IFLA_ADDRESS]);
-
-		n.ipoib = ifi->ifi_type == ARPHRD_INFINIBAND &&
-			  nla_len(tb[IFLA_ADDRESS]) == IPOIB_HWADDR_LEN;
-		if (n.ipoib)
-			memcpy(n.gid, hw + 4, 16);
-	}
-	if (n.ipoib && tb[IFLA_BROADCAST] && nla_len(tb[IFLA_BROADCAST]) == IPOIB_HWADDR_LEN) {
-		const uint8_t *bc = nla_data(tb[IFLA_BROADCAST]);
-
-		n.pkey = (uint16_t)(bc[8] << 8 | bc[9]);
-	}
-	if (!is_candidate(t, &n)) {
-		if (!l)
-			return 0;
-		link_remove(t, l); /* renamed away from an endpoint's interface */
-		return NL_CHANGED;
-	}
-	if (!l) {
-		if (t->n_links == NL_LINKS_MAX) {
-			if (!t->warned_full)
-				log_warn("netlink: more than %u IPoIB and configured interfaces; "
-					 "%s and later ones are ignored",
-					 NL_LINKS_MAX, n.name);
-			t->warned_full = true;
-			return 0;
-		}
-		t->links[t->n_links++] = n;
-		/* renamed into an endpoint's interface: its addresses are not known */
-		return NL_CHANGED | NL_RESYNC;
-	}
-	if (!strcmp(l->name, n.name) && l->ipoib == n.ipoib && !memcmp(l->gid, n.gid, 16) &&
-	    l->pkey == n.pkey && (l->flags & IFF_LOOPBACK) == (n.flags & IFF_LOOPBACK)) {
-		/* up or down (carrier): an ip endpoint's rail state */
-		bool state = (l->flags ^ n.flags) & (IFF_UP | IFF_RUNNING);
-
-		l->flags = n.flags;
-		return state ? NL_CHANGED : 0;
-	}
-	*l = n;
-	return NL_CHANGED;
-}
-
-/* RTM_NEWADDR / RTM_DELADDR. */
-static int on_addr(struct nl_tables *t, struct nlmsghdr *h)
-{
-	struct nlattr *tb[IFA_MAX + 1], *a;
-	struct ifaddrmsg *ifa;
-	struct nl_link *l;
-	struct nl_addr *x;
-	uint32_t flags;
-	bool usable;
-	int len;
-
-	if (nlmsg_parse(h, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
-		return 0;
-	ifa = nlmsg_data(h);
-	if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
-		return 0;
-	l = link_find(t, (int)ifa->ifa_index);
-	if (!l)
-		return 0;
-	len = ifa->ifa_family == AF_INET ? 4 : 16;
-	/* IFA_LOCAL is the local end of a point-to-point address; otherwise
-	 * (and always on IPv6 without a peer) IFA_ADDRESS is ours */
-	a = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
-	if (!a || nla_len(a) != len)
-		return 0;
-	/* A link-local IPv6 address names nothing without its interface. */
-	if (ifa->ifa_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL((struct in6_addr *)nla_data(a)))
-		return 0;
-	flags = tb[IFA_FLAGS] && nla_len(tb[IFA_FLAGS]) == 4 ? nla_get_u32(tb[IFA_FLAGS])
-							     : ifa->ifa_flags;
-	/* Not ours to announce until duplicate address detection passed. */
-	usable = h->nlmsg_type == RTM_NEWADDR && !(flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED));
-	x = addr_find(t, l->ifindex, ifa->ifa_family, nla_data(a));
-	if (usable && !x) {
-		if (addrs_on(t, l->ifindex, ifa->ifa_family) >= NL_LINK_ADDRS_MAX) {
-			l->overflow = true;
-			return 0;
-		}
-		x = &t->addrs[t->n_addrs++];
-		memset(x, 0, sizeof(*x));
-		x->ifindex = l->ifindex;
-		x->family = ifa->ifa_family;
-		memcpy(x->addr, nla_data(a), (size_t)len);
-		return NL_CHANGED;
-	}
-	if (usable)
-		return 0;
-	if (x)
-		addrs_remove(t, 0, x);
-	/* room for one that was not tracked: read them again */
-	if (l->overflow)
-		return (x ? NL_CHANGED : 0) | NL_RESYNC;
-	return x ? NL_CHANGED : 0;
-}
-
-static int on_message(struct nl_tables *t, struct nlmsghdr *h)
-{
-	switch (h->nlmsg_type) {
-	case RTM_NEWLINK:
-	case RTM_DELLINK:
-		return on_link(t, h);
-	case RTM_NEWADDR:
-	case RTM_DELADDR:
-		return on_addr(t, h);
-	}
-	return 0;
-}
-
 /* --- requests ---------------------------------------------------------------- */
 
 typedef int (*answer_cb)(struct netlink *nl, struct nlmsghdr *h, void *arg);
@@ -377,7 +131,7 @@ static int request(struct netlink *nl, struct nl_msg *msg, bool dump, answer_cb 
 static int dump_cb(struct netlink *nl, struct nlmsghdr *h, void *arg)
 {
 	(void)nl;
-	on_message(arg, h);
+	nl_tables_apply(arg, h);
 	return 0;
 }
 
@@ -407,7 +161,7 @@ static int resync(struct netlink *nl)
 
 	if (!t)
 		return -ENOMEM;
-	config_ifnames(nl->cfg, t->ifnames);
+	nl_config_ifnames(nl->cfg, t->ifnames);
 	for (unsigned i = 0; i < NL_DUMP_TRIES && ret == -EAGAIN; i++) {
 		t->n_links = t->n_addrs = 0;
 		ret = dump(nl, RTM_GETLINK, t);
@@ -489,7 +243,7 @@ unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibr
 	if (!nl || ep->index >= nl->cfg->n_eps)
 		return 0;
 	/* a reload named other interfaces: their addresses are not tracked */
-	config_ifnames(nl->cfg, ifnames);
+	nl_config_ifnames(nl->cfg, ifnames);
 	if (memcmp(ifnames, nl->t->ifnames, sizeof(ifnames)))
 		resync_now(nl);
 	/* The config's addresses come first and stay even when no interface
@@ -502,7 +256,7 @@ unsigned netlink_merge(struct netlink *nl, const struct endpoint *ep, struct ibr
 	id->n_v6 = conf->n_v6;
 	for (unsigned i = 0; i < nl->t->n_addrs; i++) {
 		const struct nl_addr *a = &nl->t->addrs[i];
-		const struct nl_link *l = link_find(nl->t, a->ifindex);
+		const struct nl_link *l = nl_link_find(nl->t, a->ifindex);
 
 		if (!l || !link_serves(l, ep, id) || id_has_addr(id, a->family, a->addr) ||
 		    addr_claimed(nl, ep, a))
@@ -601,7 +355,7 @@ static int apply(struct netlink *nl, int len)
 	int what = 0;
 
 	for (h = &nl->evbuf.h; nlmsg_ok(h, len); h = nlmsg_next(h, &len))
-		what |= on_message(nl->t, h);
+		what |= nl_tables_apply(nl->t, h);
 	return what;
 }
 
@@ -741,7 +495,7 @@ struct endpoint *netlink_route_endpoint(struct netlink *nl, const struct host_ke
 		if (ep)
 			return ep;
 	}
-	l = ra.oif ? link_find(nl->t, ra.oif) : NULL;
+	l = ra.oif ? nl_link_find(nl->t, ra.oif) : NULL;
 	for (unsigned i = 0; l && i < nl->eps->n; i++)
 		if (link_serves(l, &nl->eps->ep[i], &nl->eps->ep[i].cfg.id))
 			return &nl->eps->ep[i];

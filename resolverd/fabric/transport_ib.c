@@ -12,8 +12,8 @@
  *   GRH-routed from the endpoint's GID index; a group is the multicast GID of
  *   its configured IP address, joined as an IP group on the port's netdev
  *   too; the sender's GID comes from the IP header before the payload.
- * Completions and verbs async events (port events) come through the event
- * loop: both descriptors are non-blocking.
+ * Completions and verbs async events (port events, transport_ib_port.c)
+ * come through the event loop: both descriptors are non-blocking.
  * The receive queue holds the endpoint's recv_depth buffers (clamped to what
  * the device takes); each poll's consumed buffers go back in one chained
  * ibv_post_recv. A UD QP with no buffer posted drops what arrives without a
@@ -21,10 +21,8 @@
  * (the queue ran dry) and reads the port's out_of_buffer counter where the
  * device has one (mlx5; not rxe, which drops in silence). test/vm/ runs it on soft-RoCE in a
  * guest; doc/hardware-testing.md says what only an IB cluster can verify.
- */
-#include "fabric/transport_ib.h"
+ */#include "fabric/transport_ib_impl.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -35,193 +33,12 @@
 #include <unistd.h>
 
 #include "fabric/fabric_wire.h"
-#include "fabric/transport_roce.h"
 #include "core/clock.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "ib/sa_mad.h"
 
-#define SEND_DEPTH	64
-#define SLOT_LEN	2048 /* a datagram: FW_MAX_LEN fits the smallest usual UD MTU */
-#define RECV_SLOT	(IB_GRH_LEN + SLOT_LEN)
-#define AH_CACHE	64   /* unicast address handles kept */
-#define ATTACH_RETRY_MS 1000 /* a group not joined yet: look again */
-#define POLL_BATCH	32   /* completions per poll; their buffers reposted as one chain */
-#define MCAST_QPN	0xffffff
-#define WRID_RECV	(1ull << 32) /* a receive's work request id: this bit and the slot */
-#define DRY_LOG_MS	60000 /* at most one "receive queue ran dry" warning a minute */
-#define HW_COUNTER_PATH_MAX 256
-#define SYSFS_IB	"/sys/class/infiniband"
-
 _Static_assert(FW_MAX_LEN <= SLOT_LEN, "a datagram fits a slot");
-
-struct ah_slot {
-	uint16_t lid;
-	uint8_t gid[16];
-	struct ibv_ah *ah;
-	uint64_t used;
-};
-
-struct ib_group {
-	bool wanted; /* join() was called */
-	bool attached;
-	uint8_t mgid[16];
-	uint16_t mlid;
-	uint32_t qkey;
-	uint8_t sl;
-	struct ibv_ah *ah;
-};
-
-struct ib_priv {
-	struct transport *t;
-	struct loop *loop;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf; /* recv_depth receive slots, then SEND_DEPTH send slots */
-	unsigned recv_depth;  /* receive slots, after the device's limits */
-	unsigned recv_posted; /* of which the HCA holds now */
-	struct ibv_wc *wcs;   /* polled completions not handled yet: a ring */
-	unsigned wc_cap, wc_head, wc_n;
-	uint64_t queue_empty; /* times every posted buffer was found consumed */
-	bool dry;             /* and the last time is not over */
-	uint64_t dry_warned_ms; /* when that was last logged */
-	uint64_t dry_warned_at; /* queue_empty then */
-	char hw_oob[HW_COUNTER_PATH_MAX]; /* the port's out_of_buffer counter, "" none */
-	uint64_t hw_last, hw_total;       /* its last reading, its growth since open */
-	bool send_busy[SEND_DEPTH];
-	unsigned send_next;
-	struct loop_fd cq_lf, async_lf;
-	struct loop_timer attach_timer;
-	struct ib_group groups[CFG_MAX_GROUPS];
-	struct ah_slot ahs[AH_CACHE];
-	uint64_t ah_clock;
-	uint8_t port_num;
-	uint16_t pkey_index;
-	uint8_t sl;
-	uint8_t gid[16];
-	unsigned cq_events; /* to acknowledge in batches */
-	bool roce;          /* Ethernet link layer: GRH routing, IP groups */
-	struct roce_gid rgid;
-	int mfd[2];         /* roce: UDP sockets (IPv4, IPv6) holding IP group memberships */
-};
-
-/* --- pure helpers (transport_ib.h) ------------------------------------------------ */
-
-void ib_ah_attr_from_path(const struct ibres_path_record *p, uint8_t port_num,
-			  struct ibv_ah_attr *attr)
-{
-	uint32_t fl_hop = be32toh(p->flowlabel_hoplimit);
-
-	memset(attr, 0, sizeof(*attr));
-	attr->dlid = be16toh(p->dlid);
-	attr->sl = be16toh(p->qosclass_sl) & 0xf;
-	attr->src_path_bits = 0;
-	attr->static_rate = p->rate & 0x3f; /* enum ibv_rate has the IB values */
-	attr->port_num = port_num;
-	if ((fl_hop & 0xff) > 1) {
-		attr->is_global = 1;
-		memcpy(attr->grh.dgid.raw, p->dgid, 16);
-		attr->grh.flow_label = (fl_hop >> 8) & 0xfffff;
-		attr->grh.hop_limit = (uint8_t)fl_hop;
-		attr->grh.traffic_class = p->tclass;
-		attr->grh.sgid_index = 0;
-	}
-}
-
-void ib_ah_attr_from_addr(const struct transport_addr *from, const uint8_t local_gid[16],
-			  uint8_t sl, uint8_t port_num, struct ibv_ah_attr *attr)
-{
-	static const uint8_t zero[16];
-
-	memset(attr, 0, sizeof(*attr));
-	attr->dlid = from->lid;
-	attr->sl = sl & 0xf;
-	attr->port_num = port_num;
-	/* another subnet: only the GID routes there */
-	if (memcmp(from->gid, zero, 16) && memcmp(from->gid, local_gid, 8)) {
-		attr->is_global = 1;
-		memcpy(attr->grh.dgid.raw, from->gid, 16);
-		attr->grh.hop_limit = 0xff;
-		attr->grh.sgid_index = 0;
-	}
-}
-
-void ib_ah_attr_mcast(const uint8_t mgid[16], uint16_t mlid, uint8_t sl, uint8_t port_num,
-		      struct ibv_ah_attr *attr)
-{
-	memset(attr, 0, sizeof(*attr));
-	attr->dlid = mlid;
-	attr->sl = sl & 0xf;
-	attr->port_num = port_num;
-	attr->is_global = 1; /* multicast always carries a GRH */
-	memcpy(attr->grh.dgid.raw, mgid, 16);
-	attr->grh.hop_limit = 1;
-	attr->grh.sgid_index = 0;
-}
-
-int ib_parse_recv(const uint8_t *buf, size_t byte_len, bool has_grh, uint16_t slid, uint32_t src_qp,
-		  struct transport_addr *from, const uint8_t **payload, size_t *len)
-{
-	if (byte_len < IB_GRH_LEN)
-		return -EBADMSG;
-	memset(from, 0, sizeof(*from));
-	from->lid = slid;
-	from->qpn = src_qp & 0xffffff;
-	if (has_grh)
-		memcpy(from->gid, buf + 8, 16); /* GRH: SGID at 8, DGID at 24 */
-	*payload = buf + IB_GRH_LEN;
-	*len = byte_len - IB_GRH_LEN;
-	return 0;
-}
-
-unsigned ib_recv_depth_fit(unsigned want, int max_qp_wr, int max_cqe, unsigned send_depth)
-{
-	unsigned depth = want;
-
-	if (max_qp_wr > 0 && (unsigned)max_qp_wr < depth)
-		depth = (unsigned)max_qp_wr;
-	/* sends and receives share one completion queue */
-	if (max_cqe > 0 && (unsigned)max_cqe < depth + send_depth)
-		depth = (unsigned)max_cqe > send_depth ? (unsigned)max_cqe - send_depth : 1;
-	return depth ? depth : 1;
-}
-
-int ib_read_counter(const char *path, uint64_t *value)
-{
-	char text[32], *end;
-	ssize_t n;
-	int fd, ret = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, text, sizeof(text) - 1);
-	if (n < 0)
-		ret = -errno;
-	close(fd);
-	if (ret)
-		return ret;
-	text[n] = 0;
-	errno = 0;
-	*value = strtoull(text, &end, 10);
-	if (end == text || errno || (*end && *end != '\n') || text[0] == '-')
-		return -EBADMSG;
-	return 0;
-}
-
-void ib_counter_advance(uint64_t *last, uint64_t *total, uint64_t now)
-{
-	/* a counter that went back was reset (a driver or firmware reset):
-	 * what it holds now is new */
-	*total += now >= *last ? now - *last : now;
-	*last = now;
-}
-
-/* --- the QP ----------------------------------------------------------------------- */
 
 static uint8_t *recv_slot(struct ib_priv *p, unsigned i)
 {
@@ -400,225 +217,6 @@ static void on_cq(struct loop_fd *lf, uint32_t events)
 	}
 }
 
-static const char *port_event_name(enum ibv_event_type t)
-{
-	switch (t) {
-	case IBV_EVENT_PORT_ACTIVE:
-		return "PORT_ACTIVE";
-	case IBV_EVENT_PORT_ERR:
-		return "PORT_ERR";
-	case IBV_EVENT_LID_CHANGE:
-		return "LID_CHANGE";
-	case IBV_EVENT_PKEY_CHANGE:
-		return "PKEY_CHANGE";
-	case IBV_EVENT_GID_CHANGE:
-		return "GID_CHANGE";
-	case IBV_EVENT_SM_CHANGE:
-		return "SM_CHANGE";
-	case IBV_EVENT_CLIENT_REREGISTER:
-		return "CLIENT_REREGISTER";
-	default:
-		return NULL;
-	}
-}
-
-static void ah_cache_flush(struct ib_priv *p)
-{
-	for (unsigned i = 0; i < AH_CACHE; i++) {
-		if (p->ahs[i].ah)
-			ibv_destroy_ah(p->ahs[i].ah);
-		memset(&p->ahs[i], 0, sizeof(p->ahs[i]));
-	}
-}
-
-static void group_release(struct ib_priv *p, unsigned g);
-static int roce_group_membership(struct ib_priv *p, unsigned g, bool join);
-
-/* RoCE: an address may have moved in the GID table (GID_CHANGE): release the
- * groups and handles built from the old index and look the GID up again. */
-static void roce_port_changed(struct ib_priv *p)
-{
-	struct roce_gid rg;
-
-	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
-		group_release(p, g);
-	ah_cache_flush(p);
-	if (roce_find_gid(p->ctx, p->port_num, p->rgid.gid, &rg) == 0)
-		p->rgid = rg;
-	else
-		log_warn("endpoint %s: its GID left %s's GID table", p->t->ep->label,
-			 p->t->ep->device);
-}
-
-static void on_async(struct loop_fd *lf, uint32_t events)
-{
-	struct ib_priv *p = container_of(lf, struct ib_priv, async_lf);
-	struct ibv_async_event ev;
-
-	(void)events;
-	for (int i = 0; i < 16 && ibv_get_async_event(p->ctx, &ev) == 0; i++) {
-		const char *what = port_event_name(ev.event_type);
-
-		if (what && ev.element.port_num == p->port_num) {
-			if (p->roce)
-				roce_port_changed(p);
-			/* groups may have new MLIDs: attach again when known */
-			for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
-				p->groups[g].attached = false;
-			loop_timer_arm(p->loop, &p->attach_timer, now_ms() + ATTACH_RETRY_MS);
-			if (p->t->port_event)
-				p->t->port_event(p->t, what);
-		} else if (!what) {
-			log_warn("endpoint %s: verbs async event %s", p->t->ep->label,
-				 ibv_event_type_str(ev.event_type));
-		}
-		ibv_ack_async_event(&ev);
-	}
-}
-
-/* --- groups ------------------------------------------------------------------------ */
-
-static void group_release(struct ib_priv *p, unsigned g)
-{
-	struct ib_group *grp = &p->groups[g];
-	union ibv_gid gid;
-
-	if (grp->attached) {
-		memcpy(gid.raw, grp->mgid, 16);
-		ibv_detach_mcast(p->qp, &gid, grp->mlid);
-		grp->attached = false;
-		if (g == 0)
-			p->t->mcast_since_ms = 0;
-		if (p->roce)
-			roce_group_membership(p, g, false);
-	}
-	if (grp->ah) {
-		ibv_destroy_ah(grp->ah);
-		grp->ah = NULL;
-	}
-}
-
-/* RoCE: the port's netdev joins (leaves) group @g's IP address, without
- * which a soft-RoCE device drops what is sent to the group. */
-static int roce_group_membership(struct ib_priv *p, unsigned g, bool join)
-{
-	const struct sockaddr_storage *a = &p->t->ep->groups[g].addr;
-	int i = a->ss_family == AF_INET6, ret;
-
-	if (p->mfd[i] < 0) {
-		p->mfd[i] = socket(i ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (p->mfd[i] < 0)
-			return -errno;
-	}
-	ret = roce_ip_membership(p->mfd[i], p->rgid.ifindex, a, join);
-	if (ret && join)
-		log_warn("endpoint %s: cannot join the IP group of group %u: %s", p->t->ep->label,
-			 g, strerror(-ret));
-	return ret;
-}
-
-/* RoCE: a group is the multicast GID of its IP address, no SA, no MLID. */
-static int roce_group_address(struct ib_priv *p, unsigned g, uint8_t mgid[16], uint16_t *mlid,
-			      uint32_t *qkey, uint8_t *sl)
-{
-	int ret = roce_mgid(&p->t->ep->groups[g].addr, mgid);
-
-	if (ret) {
-		log_warn("endpoint %s: group %u has no IP address to map to a GID", p->t->ep->label,
-			 g);
-		return ret;
-	}
-	*mlid = 0;
-	*qkey = IBRES_QKEY;
-	*sl = p->sl;
-	return roce_group_membership(p, g, true);
-}
-
-/* Attach to group @g once the SA client joined it (IB) or at once (RoCE);
- * 0 or -EAGAIN. */
-static int group_attach(struct ib_priv *p, unsigned g)
-{
-	struct ib_group *grp = &p->groups[g];
-	struct ibv_ah_attr attr;
-	uint8_t mgid[16], sl;
-	union ibv_gid gid;
-	uint16_t mlid;
-	uint32_t qkey;
-	int ret;
-
-	if (p->roce && grp->attached)
-		return 0; /* a RoCE group never moves; a port event releases it */
-	if (p->roce)
-		ret = roce_group_address(p, g, mgid, &mlid, &qkey, &sl);
-	else if (!p->t->group_address)
-		ret = -EAGAIN;
-	else
-		ret = p->t->group_address(p->t, g, mgid, &mlid, &qkey, &sl);
-	if (ret)
-		return ret;
-	if (grp->attached && !memcmp(grp->mgid, mgid, 16) && grp->mlid == mlid)
-		return 0;
-	group_release(p, g);
-	memcpy(gid.raw, mgid, 16);
-	ret = ibv_attach_mcast(p->qp, &gid, mlid);
-	if (ret) {
-		log_warn("endpoint %s: cannot attach to its IB group %u: %s", p->t->ep->label, g,
-			 strerror(ret));
-		return -ret;
-	}
-	memcpy(grp->mgid, mgid, 16);
-	grp->mlid = mlid;
-	grp->qkey = qkey;
-	grp->sl = sl;
-	grp->attached = true;
-	if (g == 0)
-		p->t->mcast_since_ms = now_ms() ? now_ms() : 1;
-	if (p->roce)
-		roce_ah_attr(mgid, p->rgid.index, 1, sl, p->port_num, &attr);
-	else
-		ib_ah_attr_mcast(mgid, mlid, sl, p->port_num, &attr);
-	grp->ah = ibv_create_ah(p->pd, &attr);
-	if (!grp->ah)
-		log_warn("endpoint %s: no address handle for IB group %u", p->t->ep->label, g);
-	return 0;
-}
-
-static void on_attach_timer(struct loop_timer *timer)
-{
-	struct ib_priv *p = container_of(timer, struct ib_priv, attach_timer);
-	bool pending = false;
-
-	for (unsigned g = 0; g < CFG_MAX_GROUPS; g++)
-		if (p->groups[g].wanted && group_attach(p, g) != 0)
-			pending = true;
-	if (pending)
-		loop_timer_arm(p->loop, timer, now_ms() + ATTACH_RETRY_MS);
-}
-
-static int ib_join(struct transport *t, unsigned g)
-{
-	struct ib_priv *p = t->priv;
-
-	if (g >= CFG_MAX_GROUPS)
-		return -EINVAL;
-	p->groups[g].wanted = true;
-	/* the SA client joins on its own schedule: attach when it has */
-	if (group_attach(p, g) != 0)
-		loop_timer_arm(p->loop, &p->attach_timer, now_ms() + ATTACH_RETRY_MS);
-	return 0;
-}
-
-static int ib_leave(struct transport *t, unsigned g)
-{
-	struct ib_priv *p = t->priv;
-
-	if (g >= CFG_MAX_GROUPS)
-		return -EINVAL;
-	p->groups[g].wanted = false;
-	group_release(p, g);
-	return 0;
-}
-
 /* --- sending ------------------------------------------------------------------------ */
 
 static int post_send(struct ib_priv *p, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey,
@@ -662,7 +260,7 @@ static int ib_send_mcast(struct transport *t, unsigned g, const void *buf, size_
 	if (g >= CFG_MAX_GROUPS)
 		return -EINVAL;
 	grp = &p->groups[g];
-	if ((!grp->attached || !grp->ah) && group_attach(p, g) != 0)
+	if ((!grp->attached || !grp->ah) && ib_group_attach(p, g) != 0)
 		return -EAGAIN;
 	if (!grp->ah)
 		return -EHOSTUNREACH;
@@ -850,8 +448,8 @@ static void ib_close(struct transport *t, struct loop *loop)
 	if (p->async_lf.cb)
 		loop_del_fd(loop, &p->async_lf);
 	for (unsigned g = 0; g < CFG_MAX_GROUPS && p->qp; g++)
-		group_release(p, g);
-	ah_cache_flush(p);
+		ib_group_release(p, g);
+	ib_ah_cache_flush(p);
 	for (int i = 0; i < 2; i++)
 		if (p->mfd[i] >= 0)
 			close(p->mfd[i]);
@@ -912,7 +510,7 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 	p->port_num = ep->port_num;
 	p->pkey_index = ep->pkey_index;
 	p->sl = ep->sl;
-	p->attach_timer.cb = on_attach_timer;
+	p->attach_timer.cb = ib_on_attach_timer;
 	p->mfd[0] = p->mfd[1] = -1;
 	ret = open_device(p, ep->device);
 	if (ret) {
@@ -996,7 +594,7 @@ static int ib_open(struct transport *t, struct loop *loop, const struct cfg_endp
 		goto err;
 	}
 	p->async_lf.fd = p->ctx->async_fd;
-	p->async_lf.cb = on_async;
+	p->async_lf.cb = ib_on_async;
 	ret = loop_add_fd(loop, &p->async_lf, EPOLLIN);
 	if (ret) {
 		p->async_lf.cb = NULL;

@@ -374,7 +374,7 @@ int ibdir_geom_read(const void *base, size_t size, struct ibdir_geom *g)
 	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
 		uint32_t off = g->tables[t].off, n = g->tables[t].n_slots;
 
-		if (!n || n > IBDIR_SLOTS_MAX || (n & (n - 1)) || (off & 7) ||
+		if (!n || n > IBDIR_SLOTS_MAX || (off & 7) ||
 		    !span_ok(off, (uint64_t)n * 8, IBDIR_HEADER_SPACE, size))
 			return -EBADMSG;
 	}
@@ -525,12 +525,11 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 {
 	uint32_t off = g->tables[tab].off, n = g->tables[tab].n_slots;
 	uint64_t lo = g->rec_off, hi = lo + g->rec_size;
-	uint32_t hash, mask, i;
+	uint32_t hash, i;
 
-	mask = n - 1;
 	hash = hash_key(g->seed, tab, key, len);
-	i = hash & mask;
-	for (unsigned p = 0; p < n && p < IBDIR_PROBES_MAX; p++, i = (i + 1) & mask) {
+	i = ibdir_home(hash, n);
+	for (unsigned p = 0; p < n && p < IBDIR_PROBES_MAX; p++, i = ibdir_next(i, n)) {
 		uint64_t slot =
 			__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
 		uint32_t at = (uint32_t)slot;

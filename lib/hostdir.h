@@ -11,9 +11,11 @@
  * Layout, all integers in host byte order, every offset from the file's start:
  *
  *   header (struct ibdir_header, in the first IBDIR_HEADER_SPACE bytes)
- *   4 tables (name, IPv4, IPv6, GID): n_slots 64-bit slots each, a power of
- *     two; a slot is (32-bit hash << 32 | record offset), offset 0 empty,
- *     1 a deleted key (probing goes on); linear probing.
+ *   4 tables (name, IPv4, IPv6, GID): n_slots 64-bit slots each, any number
+ *     (format 3: so that a table is sized for its keys, not rounded up to a
+ *     power of two); a slot is (32-bit hash << 32 | record offset), offset 0
+ *     empty, 1 a deleted key (probing goes on); linear probing from the
+ *     key's home slot, ibdir_home().
  *   the record area: 8-byte aligned blocks, struct ibdir_rec then its data:
  *     GIDs (16 bytes each), IPv6 (16), IPv4 (4), then names as (length byte,
  *     bytes). Keys are read back from the record: a slot only points.
@@ -41,7 +43,7 @@
 #include "hostrec.h"
 
 #define IBDIR_MAGIC		 "IBRESDIR"
-#define IBDIR_VERSION		 2u /* 2: the hash takes 8 bytes a step */
+#define IBDIR_VERSION		 3u /* 2: the hash takes 8 bytes a step; 3: tables of any size */
 #define IBDIR_HEADER_SPACE	 4096u
 #define IBDIR_FILE_MAX		 (1u << 30) /* bytes; readers map no more */
 #define IBDIR_SLOTS_MAX		 (1u << 24) /* per table */
@@ -119,6 +121,20 @@ struct ibdir_rec {
 
 _Static_assert(sizeof(struct ibdir_header) <= IBDIR_HEADER_SPACE, "header fits its page");
 _Static_assert(sizeof(struct ibdir_rec) == 32, "record header is 32 bytes");
+
+/* The home slot of a key of hash @hash in a table of @n slots: the hash
+ * scaled to [0, @n) by a multiply (Lemire's reduction), which needs no power
+ * of two and no division. */
+static inline uint32_t ibdir_home(uint32_t hash, uint32_t n)
+{
+	return (uint32_t)(((uint64_t)hash * n) >> 32);
+}
+
+/* The slot probed after slot @i in a table of @n slots. */
+static inline uint32_t ibdir_next(uint32_t i, uint32_t n)
+{
+	return i + 1 < n ? i + 1 : 0;
+}
 
 /* The table of a key item type (IBRES_T_NAME, _IPV4, _IPV6, _GID), or -1. */
 int ibdir_table_of(uint16_t type);

@@ -81,13 +81,16 @@ static void size_host(void *arg, struct host *h)
 	}
 }
 
-static uint32_t pow2_at_least(uint64_t n)
+/* Slots for a table of @keys keys: twice as many, so that it starts half full
+ * (a table 5/8 taken makes a new file, slot_set()). Any number will do
+ * (format 3): a power of two would cost up to twice the memory. */
+static uint32_t slots_for(uint64_t keys)
 {
-	uint32_t v = SLOTS_MIN;
+	uint64_t n = keys * 2 + 1;
 
-	while (v < n && v < IBDIR_SLOTS_MAX)
-		v <<= 1;
-	return v;
+	if (n < SLOTS_MIN)
+		return SLOTS_MIN;
+	return n < IBDIR_SLOTS_MAX ? (uint32_t)n : IBDIR_SLOTS_MAX;
 }
 
 /* Lay out an empty file of room for what @z counted, and some to grow. */
@@ -103,10 +106,7 @@ static uint64_t layout(struct ibdir_header *hd, const struct sizing *z)
 	if (area > z->bytes * REC_AREA_MAX_MUL)
 		area = z->bytes * REC_AREA_MAX_MUL;
 	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
-		/* under half full: a table over half full (slot_set) makes a
-		 * new file, and comes out of it twice as large when its keys
-		 * filled it; readers want a power of two */
-		hd->tables[t].n_slots = pow2_at_least(z->keys[t] * 2 + 1);
+		hd->tables[t].n_slots = slots_for(z->keys[t]);
 		hd->tables[t].off = (uint32_t)off;
 		off += (uint64_t)hd->tables[t].n_slots * 8;
 	}

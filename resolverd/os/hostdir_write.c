@@ -176,11 +176,11 @@ static int rec_read(const struct hostdir_pub *p, uint32_t off, struct ibres_host
 /* The slot holding @k (-1 if none); *@free_at the first slot @k could take. */
 static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, long *free_at)
 {
-	uint32_t n = hd_of(p)->tables[k->tab].n_slots, mask = n - 1, i = hash & mask;
+	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i = ibdir_home(hash, n);
 	uint64_t *slots = slots_of(p, k->tab);
 
 	*free_at = -1;
-	for (uint32_t probes = 0; probes < n; probes++, i = (i + 1) & mask) {
+	for (uint32_t probes = 0; probes < n; probes++, i = ibdir_next(i, n)) {
 		uint32_t at = (uint32_t)slots[i];
 
 		if (at == IBDIR_SLOT_EMPTY) {

@@ -41,10 +41,12 @@ static void put_slot(struct dir_image *m, unsigned tab, const void *key, size_t 
 {
 	struct ibdir_header *hd = (void *)m->b;
 	uint64_t *slots = (uint64_t *)(void *)(m->b + hd->tables[tab].off);
-	uint32_t h = ibdir_hash(hd->seed, tab, key, len), i = h & (m->slots - 1);
+	uint32_t h = ibdir_hash(hd->seed, tab, key, len), i = ibdir_home(h, m->slots);
 
-	while ((uint32_t)slots[i] != IBDIR_SLOT_EMPTY)
-		i = (i + 1) & (m->slots - 1);
+	for (uint32_t n = 0; (uint32_t)slots[i] != IBDIR_SLOT_EMPTY; n++) {
+		assert_true(n < m->slots); /* a test that fills a table */
+		i = ibdir_next(i, m->slots);
+	}
 	slots[i] = (uint64_t)h << 32 | off;
 }
 

@@ -613,13 +613,13 @@ static void test_damaged_images(void **state)
 	RESET();
 	hd->magic[0] = 'X';
 	assert_int_equal(ibdir_header_check(c, size), -EBADMSG);
-	/* tables and record area outside the file, or not a power of two */
+	/* tables and record area outside the file, or without a slot */
 	RESET();
 	hd->tables[IBDIR_TAB_NAME].off = (uint32_t)size - 8;
 	assert_int_equal(ibdir_header_check(c, size), -EBADMSG);
 	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_NAME, "h5", 2, &got), -EBADMSG);
 	RESET();
-	hd->tables[IBDIR_TAB_GID].n_slots = 3;
+	hd->tables[IBDIR_TAB_GID].n_slots = 0;
 	assert_int_equal(ibdir_lookup(c, size, now_ms(), IBRES_T_GID, c, 16, &got), -EBADMSG);
 	RESET();
 	hd->tables[IBDIR_TAB_NAME].n_slots = 0x80000000u;
@@ -995,6 +995,63 @@ static void test_decoder_refuses_what_the_writer_never_makes(void **state)
 #define IMG_SLOTS 32u
 #define IMG_AREA  8192u
 
+/* Format 3: a table of any number of slots, probes wrapping from its last
+ * slot to its first. Tables of 5, 7 and 13 slots hold 2, 3 and 6 hosts (each
+ * 2 names, an IPv4, an IPv6 and a GID): every key is found, a name no host
+ * has is "no such host", and a name table with every slot taken still ends
+ * its probe. */
+static void test_tables_of_any_size(void **state)
+{
+	static const uint32_t sizes[][2] = { { 5, 2 }, { 7, 3 }, { 13, 6 } };
+	struct ibres_hostrec r, got;
+	uint64_t now = 1000000;
+
+	(void)state;
+	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		struct dir_image m;
+
+		dir_image_init(&m, sizes[s][0], IMG_AREA, now);
+		for (unsigned i = 1; i <= sizes[s][1]; i++) {
+			mkrec(&r, i, 1);
+			dir_image_put(&m, &r, 0);
+		}
+		for (unsigned i = 1; i <= sizes[s][1]; i++) {
+			mkrec(&r, i, 1);
+			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, r.names[0],
+						      strlen(r.names[0]), &got), 0);
+			assert_string_equal(got.names[0], r.names[0]);
+			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, r.names[1],
+						      strlen(r.names[1]), &got), 0);
+			assert_string_equal(got.names[0], r.names[0]);
+			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV4, &r.v4[0], 4,
+						      &got), 0);
+			assert_int_equal(got.lid, r.lid);
+			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV6, &r.v6[0], 16,
+						      &got), 0);
+			assert_int_equal(got.lid, r.lid);
+			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_GID, r.gids[0], 16,
+						      &got), 0);
+			assert_int_equal(got.lid, r.lid);
+		}
+		assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "nobody", 6, &got),
+				 -ENODATA);
+		/* a host of one name in the last free name slot: a probe for a
+		 * name no host has visits every slot and gives up (asks the
+		 * daemon) rather than going round for ever */
+		if (s == 0) {
+			mkrec(&r, 9, 1);
+			r.n_names = 1;
+			dir_image_put(&m, &r, 0);
+			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "h9", 2, &got),
+					 0);
+			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "nobody", 6,
+						      &got),
+					 -EAGAIN);
+		}
+		dir_image_free(&m);
+	}
+}
+
 /* The finding of issue 21 through the reader: a record without a name,
  * looked up by its address or GID, is -EBADMSG (the client asks the daemon),
  * never a record with n_names 0; its neighbour still answers. */
@@ -1071,6 +1128,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_damaged_images, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, setup, teardown),
 		cmocka_unit_test(test_decoder_refuses_what_the_writer_never_makes),
+		cmocka_unit_test(test_tables_of_any_size),
 		cmocka_unit_test(test_lookup_of_a_record_without_a_name),
 	};
 

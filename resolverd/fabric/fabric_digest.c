@@ -221,7 +221,7 @@ static bool port_counts(const struct fabric_port *p)
  * whole directory (a daemon before per-fabric digests). */
 static void own_digest(const struct fabric_port *p, bool fabric, struct store_digest *own)
 {
-	store_fabric_digest(p->f->store, fabric ? (int)p->ep->index : STORE_ALL_FABRICS, own);
+	store_fabric_digest(p->f->store, fabric_scope(p, fabric), own);
 }
 
 void fabric_digest_update(struct fabric *f)

@@ -126,9 +126,8 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 			drop_voice(p->f, m->sender.gids[0]);
 		return;
 	}
-	store_fabric_digest(
-		p->f->store,
-		m->digest.flags & FW_DIGEST_FABRIC ? (int)p->ep->index : STORE_ALL_FABRICS, &own);
+	store_fabric_digest(p->f->store, fabric_scope(p, m->digest.flags & FW_DIGEST_FABRIC),
+			    &own);
 	claim = m->digest.hosts > own.hosts ||
 		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
 	remember_peer(p, m->sender.gids[0], from, claim, m->digest.flags & FW_DIGEST_FABRIC, true);
@@ -342,8 +341,7 @@ static void take_sums(struct fabric *f, const struct fw_msg *m)
 	if (ti)
 		term_index_digest(ti, &asked, own);
 	else
-		store_range_digest(f->store, &asked, fabric ? (int)p->ep->index : STORE_ALL_FABRICS,
-				   own);
+		store_range_digest(f->store, &asked, fabric_scope(p, fabric), own);
 	for (unsigned i = 0; i < asked.parts; i++) {
 		struct store_range sub;
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/config.h"
+#include "core/endpoints.h"
 #include "core/jitter.h"
 #include "core/loop.h"
 #include "fabric/fabric.h"
@@ -133,6 +134,14 @@ int fabric_learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 /* Both, or a refresh in place of a sender heard again as stored;
  * *@prev_seq (may be NULL): its announce number heard here before (0: none). */
 int fabric_learn(struct fabric_port *p, const struct fw_msg *m, int group, uint32_t *prev_seq);
+
+/* What a digest, a range or its terms count: the hosts heard on @p's fabric
+ * (@fabric: a FABRIC flag was set) or the whole directory (a daemon before
+ * per-fabric digests, or no port). */
+static inline int fabric_scope(const struct fabric_port *p, bool fabric)
+{
+	return p && fabric ? (int)p->ep->index : STORE_ALL_FABRICS;
+}
 
 /* Are announcements on (announce_interval not 0)? */
 static inline bool fabric_announcing(const struct fabric *f)

@@ -99,7 +99,7 @@ static void put_names(struct fabric_port *p, const struct term_index *ti, struct
 const struct term_index *fabric_terms(struct fabric *f, struct fabric_port *p, uint64_t now)
 {
 	struct term_index *ti = p ? &p->terms : &f->fx.index;
-	int fabric = p ? (int)p->ep->index : STORE_ALL_FABRICS;
+	int fabric = fabric_scope(p, true);
 	struct store_digest d;
 
 	if (p)

@@ -309,7 +309,7 @@ static void print_phase(const char *name, size_t heap0, uint64_t rss0, uint64_t 
 	       "\"dir_own_recs\": %llu, \"dir_merged_rec_bytes\": %llu, \"dir_merged_recs\": %llu, "
 	       "\"dir_rebuilds\": %llu, \"dir_failures\": %llu, "
 	       "\"heap_bytes\": %llu, \"rss_bytes\": %llu, \"ms\": %llu}%s\n",
-	       name, store_bytes(&store_), (unsigned long long)idx, store_.slot_mask + 1,
+	       name, store_bytes(&store_), (unsigned long long)idx, store_.n_slots,
 	       store_.n_keys, (unsigned long long)ids, (unsigned long long)negs,
 	       (unsigned long long)store_.stats.hosts, (unsigned long long)size,
 	       (unsigned long long)st.st_blocks * 512, (unsigned long long)slots,

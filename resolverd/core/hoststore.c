@@ -15,14 +15,13 @@
 
 /* ---- the key index ------------------------------------------------------ */
 
-/* The home of the key in @sl in a table of @mask + 1 slots, from its hash
- * (a slot keeps too few of its bits). */
-static unsigned slot_hash_home(const struct host_store *s, struct store_slot sl, unsigned mask)
+/* The hash of the key in @sl (a slot keeps too few of its bits). */
+static uint32_t slot_rehash(const struct host_store *s, struct store_slot sl)
 {
 	struct host_key k;
 
 	hs_key(slot_host(sl), slot_kidx(sl), &k);
-	return hs_hash(s, &k) & mask;
+	return hs_hash(s, &k);
 }
 
 /* The home of the key in slot @i of the index. */
@@ -31,37 +30,37 @@ static unsigned slot_home(const struct host_store *s, unsigned i)
 	unsigned dist = slot_dist(s->slots[i]);
 
 	if (dist < SLOT_DIST_FAR)
-		return (i - dist) & s->slot_mask;
-	return slot_hash_home(s, s->slots[i], s->slot_mask);
+		return i >= dist ? i - dist : i + s->n_slots - dist;
+	return hs_home(slot_rehash(s, s->slots[i]), s->n_slots);
 }
 
-void hs_slot_put(struct store_slot *slots, unsigned mask, struct store_slot sl, unsigned home)
+void hs_slot_put(struct store_slot *slots, unsigned n, struct store_slot sl, uint32_t hash)
 {
-	unsigned i = home & mask;
+	unsigned home = hs_home(hash, n), i = home;
 
 	while (slots[i].w)
-		i = (i + 1) & mask;
-	slots[i] = slot_with_dist(sl, (i - home) & mask);
+		i = hs_next(i, n);
+	slots[i] = slot_with_dist(sl, hs_dist(i, home, n));
 }
 
 /* Backward-shift deletion: later members of the probe run move up. */
 void hs_slot_del(struct host_store *s, unsigned i)
 {
-	unsigned j = i, mask = s->slot_mask;
+	unsigned j = i, n = s->n_slots;
 
 	hs_at(s, i)->n_indexed--;
 	s->n_keys--;
 	for (;;) {
 		unsigned home;
 
-		j = (j + 1) & mask;
+		j = hs_next(j, n);
 		if (!s->slots[j].w)
 			break;
 		home = slot_home(s, j);
 		/* does home lie cyclically in (i, j]? then it stays */
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 			continue;
-		s->slots[i] = slot_with_dist(s->slots[j], (i - home) & mask);
+		s->slots[i] = slot_with_dist(s->slots[j], hs_dist(i, home, n));
 		i = j;
 	}
 	s->slots[i].w = 0;
@@ -69,12 +68,14 @@ void hs_slot_del(struct host_store *s, unsigned i)
 
 static int slots_reserve(struct host_store *s, unsigned more)
 {
-	unsigned want = s->n_keys + more, cap = s->slot_mask + 1, ncap;
+	unsigned want = s->n_keys + more, cap = s->n_slots, ncap;
 	struct store_slot *ns;
 
 	if ((uint64_t)want * 4 <= (uint64_t)cap * 3)
 		return 0;
-	ncap = pow2_at_least(want + want / 3 + 1, cap * 2);
+	/* half full again: at most 3/4 full, each growth half as large again
+	 * (the index takes what its keys need, not the power of two above) */
+	ncap = want * 2 > cap + cap / 2 ? want * 2 : cap + cap / 2;
 	ns = calloc(ncap, sizeof(*ns));
 	if (!ns)
 		return -ENOMEM;
@@ -82,11 +83,10 @@ static int slots_reserve(struct host_store *s, unsigned more)
 	 * every key is read from its host and hashed again */
 	for (unsigned i = 0; i < cap; i++)
 		if (s->slots[i].w)
-			hs_slot_put(ns, ncap - 1, s->slots[i],
-				 slot_hash_home(s, s->slots[i], ncap - 1));
+			hs_slot_put(ns, ncap, s->slots[i], slot_rehash(s, s->slots[i]));
 	free(s->slots);
 	s->slots = ns;
-	s->slot_mask = ncap - 1;
+	s->n_slots = ncap;
 	return 0;
 }
 
@@ -327,7 +327,7 @@ int store_init(struct host_store *s, unsigned max_hosts)
 		store_fini(s);
 		return -ENOMEM;
 	}
-	s->slot_mask = SLOTS_MIN - 1;
+	s->n_slots = SLOTS_MIN;
 	s->ident_mask = IDENTS_MIN - 1;
 	s->neg_mask = NEG_BUCKETS - 1;
 	return 0;
@@ -676,7 +676,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 				moved_add(moved, &n_moved, holder);
 			}
 		} else {
-			hs_slot_put(s->slots, s->slot_mask, slot_make(nh, i, hash, 0), hash);
+			hs_slot_put(s->slots, s->n_slots, slot_make(nh, i, hash, 0), hash);
 			nh->n_indexed++;
 			s->n_keys++;
 		}

@@ -89,7 +89,7 @@ struct store_digest {
 
 struct host_store {
 	struct store_slot *slots; /* key index: open addressing, linear probing */
-	unsigned slot_mask;
+	unsigned n_slots; /* any number (hs_home()) */
 	unsigned n_keys;
 	struct host **idents; /* hosts by identity, chained */
 	unsigned ident_mask;

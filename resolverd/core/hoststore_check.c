@@ -13,7 +13,7 @@ void store_foreach(struct host_store *s, store_visit_fn cb, void *arg)
 {
 	struct host_key k;
 
-	for (unsigned i = 0; i <= s->slot_mask; i++) {
+	for (unsigned i = 0; i < s->n_slots; i++) {
 		struct store_slot sl = s->slots[i];
 		const struct host *h = slot_host(sl);
 
@@ -35,7 +35,7 @@ void store_foreach(struct host_store *s, store_visit_fn cb, void *arg)
 
 size_t store_index_bytes(const struct host_store *s)
 {
-	return (size_t)(s->slot_mask + 1) * sizeof(struct store_slot);
+	return (size_t)s->n_slots * sizeof(struct store_slot);
 }
 
 size_t store_bytes(const struct host_store *s)
@@ -69,7 +69,7 @@ static int check_slots(struct host_store *s)
 	struct host_key k;
 	unsigned keys = 0;
 
-	for (unsigned i = 0; i <= s->slot_mask; i++) {
+	for (unsigned i = 0; i < s->n_slots; i++) {
 		struct store_slot sl = s->slots[i];
 		const struct host *h = slot_host(sl);
 		uint32_t hash;
@@ -83,7 +83,8 @@ static int check_slots(struct host_store *s)
 		hash = hs_hash(s, &k);
 		/* its hash bits, and its distance from home */
 		if (!host_key_valid(&k) ||
-		    slot_make(h, slot_kidx(sl), hash, (i - hash) & s->slot_mask).w != sl.w)
+		    slot_make(h, slot_kidx(sl), hash, hs_dist(i, hs_home(hash, s->n_slots), s->n_slots))
+				    .w != sl.w)
 			return -EUCLEAN;
 		/* reachable from its home without a gap, and the only slot of its key */
 		if (hs_slot_find(s, &k, hash) != (long)i)

@@ -28,8 +28,9 @@
  * elsewhere); the key's number in the record; the slot's distance from the
  * key's home (SLOT_DIST_FAR: that far or farther, the key is hashed again
  * to know), which deletion needs; the top SLOT_HASH_BITS bits of the key's
- * 32-bit hash (bits a home in a table under 2^24 slots does not use), which
- * spare most key comparisons. */
+ * 32-bit hash (the home is taken from the hash mixed again, hs_home(), so
+ * that keys sharing a home rarely share these bits), which spare most key
+ * comparisons. */
 #define HOST_ALIGN     16u
 #define HOST_ADDR_BITS 48u
 #define SLOT_ADDR_BITS (HOST_ADDR_BITS - 4u) /* log2(HOST_ALIGN) */
@@ -119,14 +120,6 @@ static inline unsigned origin_rank(uint8_t origin)
 	return origin;
 }
 
-static inline unsigned pow2_at_least(unsigned n, unsigned min)
-{
-	unsigned p = min;
-
-	while (p < n && p < (1u << 30))
-		p <<= 1;
-	return p;
-}
 
 static inline const uint8_t *h_gid(const struct host *h, unsigned i)
 {
@@ -198,6 +191,27 @@ static inline uint32_t hs_hash(const struct host_store *s, const struct host_key
 	return (uint32_t)host_key_hash(&s->kh, k);
 }
 
+/* The home slot of a key of hash @hash in an index of @n slots: the hash,
+ * mixed by an odd multiplier so that the home does not follow the top bits a
+ * slot keeps (slot_hash_is()), scaled to [0, @n) by a multiply. Any @n will
+ * do: the index is sized for its keys, not to a power of two. */
+static inline unsigned hs_home(uint32_t hash, unsigned n)
+{
+	return (unsigned)(((uint64_t)(uint32_t)(hash * 0x9e3779b1u) * n) >> 32);
+}
+
+/* The slot after @i in an index of @n slots. */
+static inline unsigned hs_next(unsigned i, unsigned n)
+{
+	return i + 1 < n ? i + 1 : 0;
+}
+
+/* How far slot @i lies past @home in an index of @n slots. */
+static inline unsigned hs_dist(unsigned i, unsigned home, unsigned n)
+{
+	return i >= home ? i - home : i + n - home;
+}
+
 /* The slot for key @kidx of @h, whose hash is @hash, @dist slots from home. */
 static inline struct store_slot slot_make(const struct host *h, unsigned kidx, uint32_t hash,
 					  unsigned dist)
@@ -256,9 +270,9 @@ static inline void hs_at_set(struct host_store *s, long at, const struct host *h
 /* The slot holding @k, or -1. */
 static inline long hs_slot_find(const struct host_store *s, const struct host_key *k, uint32_t hash)
 {
-	unsigned i = hash & s->slot_mask;
+	unsigned i = hs_home(hash, s->n_slots);
 
-	for (unsigned n = 0; n <= s->slot_mask; n++, i = (i + 1) & s->slot_mask) {
+	for (unsigned n = 0; n < s->n_slots; n++, i = hs_next(i, s->n_slots)) {
 		struct store_slot sl = s->slots[i];
 
 		if (!sl.w)
@@ -305,8 +319,9 @@ struct host *hs_ident_find(const struct host_store *s, const struct host_key *id
 unsigned hs_ident_bucket(const struct host_store *s, const struct host_key *k, unsigned mask);
 /* Every slot of @h, @h unlinked and freed; returns the slots removed. */
 unsigned hs_host_remove(struct host_store *s, struct host *h);
-/* Slot @sl into @slots from its @home on (a free slot there is known). */
-void hs_slot_put(struct store_slot *slots, unsigned mask, struct store_slot sl, unsigned home);
+/* Slot @sl of a key of hash @hash into @slots (@n of them), from its home on
+ * (a free slot there is known). */
+void hs_slot_put(struct store_slot *slots, unsigned n, struct store_slot sl, uint32_t hash);
 /* Slot @i emptied (backward shift), its host's count down. */
 void hs_slot_del(struct host_store *s, unsigned i);
 /* Every endpoint of @member's host but @skip put to the observer. */

@@ -268,35 +268,11 @@ static void test_find_views_the_record(void **state)
 
 /* Rail @i of node 5: names "h5" and "h5-ibI", 10.I.0.5, GID fe80::5:I, LID 1
  * on every plane, heard on local endpoint @i. */
-static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
-{
-	struct ibres_hostrec r;
 
-	memset(&r, 0, sizeof(r));
-	snprintf(r.names[0], sizeof(r.names[0]), "h5");
-	snprintf(r.names[1], sizeof(r.names[1]), "h5-ib%u", i);
-	r.n_names = 2;
-	r.v4[0].s_addr = htonl(0x0a000005u | i << 16);
-	r.n_v4 = 1;
-	r.gids[0][0] = 0xfe;
-	r.gids[0][1] = 0x80;
-	r.gids[0][13] = 5;
-	r.gids[0][15] = (uint8_t)i;
-	r.n_gids = 1;
-	r.lid = 1;
-	r.pkey = 0xffff;
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-							   .heard_on = 1u << i,
-							   .rails = 0x55,
-							   .ttl_s = ttl },
-				      now_ms(), NULL),
-			 0);
-	assert_int_equal(store_check(&f->store), 0);
-}
-
-/* Rail @rail of host h@host (a name of its own, an IPv4 address, a GID). */
-static void put_host_rail(struct fx *f, unsigned host, unsigned rail)
+/* Rail @rail of host h@host, heard on local endpoint @rail: a name of its
+ * own (h@host-ib@rail), an IPv4 address, a GID; the LID is the host's on
+ * every rail (planes number alike). */
+static void put_host_rail(struct fx *f, unsigned host, unsigned rail, uint32_t ttl)
 {
 	struct ibres_hostrec r;
 
@@ -308,18 +284,24 @@ static void put_host_rail(struct fx *f, unsigned host, unsigned rail)
 	r.n_v4 = 1;
 	r.gids[0][0] = 0xfe;
 	r.gids[0][1] = 0x80;
-	memcpy(&r.gids[0][8], &host, 4);
+	r.gids[0][13] = (uint8_t)host;
 	r.gids[0][15] = (uint8_t)rail;
 	r.n_gids = 1;
-	r.lid = (uint16_t)(host + 1);
+	r.lid = (uint16_t)host;
 	r.pkey = 0xffff;
 	assert_int_equal(store_insert(&f->store, &r,
 				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
 							   .heard_on = 1u << rail,
 							   .rails = 0x55,
-							   .ttl_s = 600 },
+							   .ttl_s = ttl },
 				      now_ms(), NULL),
 			 0);
+	assert_int_equal(store_check(&f->store), 0);
+}
+
+static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
+{
+	put_host_rail(f, 5, i, ttl);
 }
 
 /* The blocks of the image's record area: how many hold a record, how many
@@ -364,7 +346,7 @@ static void test_freed_blocks_written_again(void **state)
 	m = map_now(f, &size);
 	for (unsigned h = 1; h <= 60; h++) {
 		for (unsigned rail = 0; rail < 4; rail++)
-			put_host_rail(f, h, rail);
+			put_host_rail(f, h, rail, 600);
 		loop_run_due(&f->loop);
 	}
 	assert_int_equal(store_check(&f->store), 0);

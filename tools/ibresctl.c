@@ -33,33 +33,8 @@
 #define IBRES_VERSION "unknown"
 #endif
 
-enum { EXIT_NEGATIVE = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
+#include "ctl.h"
 
-#define ANSWER_MAX	(IBRES_MSG_MAX + 1)
-#define CACHE_PAGES_MAX 100000 /* bound on CACHE_LIST round trips */
-
-struct ctl {
-	struct ibres *h;
-	const char *socket; /* for messages */
-	int timeout_ms;
-	bool json;
-	bool prometheus; /* --format prometheus (stats only) */
-	const char *hosts_out; /* --hosts-out (config import-ibacm) */
-	bool cache_only;
-	bool nodelay;
-	const char *gen_device; /* config generate --device */
-	const char *gen_name;   /* config generate --name */
-	struct json j;
-	uint8_t ans[ANSWER_MAX];
-};
-
-/* A lookup key given on the command line. */
-struct key {
-	uint16_t type; /* IBRES_T_NAME, _IPV4, _IPV6 or _GID */
-	uint8_t data[IBRES_NAME_MAX + 1];
-	size_t len;
-	bool maybe_gid; /* an IPv6 literal without "gid:": a GID if not an address */
-};
 
 static void usage(FILE *f)
 {
@@ -105,7 +80,7 @@ static void usage(FILE *f)
 		"2 usage error, 3 daemon unreachable or protocol error. See ibresctl(1).\n");
 }
 
-static int usage_error(const char *fmt, const char *arg)
+int ctl_usage_error(const char *fmt, const char *arg)
 {
 	fputs("ibresctl: ", stderr);
 	fprintf(stderr, fmt, arg);
@@ -144,7 +119,7 @@ static const char *status_text(int status)
 }
 
 /* Report a failed request: exit 1 for an answer, 3 for no (usable) answer. */
-static int failed(struct ctl *c, const char *what, int err, int status)
+int ctl_failed(struct ctl *c, const char *what, int err, int status)
 {
 	if (status > 0) {
 		fprintf(stderr, "ibresctl: %s: %s\n", what, status_text(status));
@@ -166,7 +141,7 @@ static int failed(struct ctl *c, const char *what, int err, int status)
 	return EXIT_UNREACHABLE;
 }
 
-static int parse_key(const char *arg, struct key *k)
+int ctl_parse_key(const char *arg, struct key *k)
 {
 	memset(k, 0, sizeof(*k));
 	if (!strncmp(arg, "gid:", 4)) {
@@ -194,7 +169,7 @@ static int parse_key(const char *arg, struct key *k)
 }
 
 /* An extension request whose body is at most one key item and one u32 item. */
-static int ext_call(struct ctl *c, uint8_t op, const struct key *k, uint16_t u32_type, uint32_t u32,
+int ctl_ext_call(struct ctl *c, uint8_t op, const struct key *k, uint16_t u32_type, uint32_t u32,
 		    uint8_t *status, const uint8_t **body, size_t *len)
 {
 	uint8_t req[4 + IBRES_NAME_MAX + 8];
@@ -217,16 +192,16 @@ static int cmd_host(struct ctl *c, int argc, char **argv)
 	int ret, status;
 
 	if (argc != 1)
-		return usage_error("%s", "usage: host NAME|ADDRESS|GID");
-	if (parse_key(argv[0], &k))
-		return usage_error("not a host name, address or GID: '%s'", argv[0]);
+		return ctl_usage_error("%s", "usage: host NAME|ADDRESS|GID");
+	if (ctl_parse_key(argv[0], &k))
+		return ctl_usage_error("not a host name, address or GID: '%s'", argv[0]);
 	ret = ibc_host_query(c->h, k.type, k.data, k.len, c->cache_only ? IBRES_HOST_CACHE_ONLY : 0,
 			     &rec, &status);
 	if (ret && status == IBRES_STATUS_ENODATA && k.maybe_gid)
 		ret = ibc_host_query(c->h, IBRES_T_GID, k.data, k.len,
 				     c->cache_only ? IBRES_HOST_CACHE_ONLY : 0, &rec, &status);
 	if (ret)
-		return failed(c, argv[0], ret, status);
+		return ctl_failed(c, argv[0], ret, status);
 	if (c->json) {
 		json_obj_begin(&c->j, NULL);
 		show_host_json(&c->j, &rec);
@@ -304,12 +279,12 @@ static int cmd_resolve(struct ctl *c, int argc, char **argv)
 	int i, ret, status;
 
 	if (argc < 1 || argc > 2)
-		return usage_error("%s", "usage: resolve [SRC] DST");
+		return ctl_usage_error("%s", "usage: resolve [SRC] DST");
 	for (i = 0; i < argc; i++) {
 		struct key *k = i == argc - 1 ? &dst : &src;
 
-		if (parse_key(argv[i], k) || (k->type == IBRES_T_NAME && k->len >= IBRES_ADDR_MAX))
-			return usage_error("not a name (at most 63 bytes), address or GID: '%s'",
+		if (ctl_parse_key(argv[i], k) || (k->type == IBRES_T_NAME && k->len >= IBRES_ADDR_MAX))
+			return ctl_usage_error("not a name (at most 63 bytes), address or GID: '%s'",
 					   argv[i]);
 	}
 	ret = resolve_once(c, argc == 2 ? &src : NULL, &dst, false, &rt, &status);
@@ -319,7 +294,7 @@ static int cmd_resolve(struct ctl *c, int argc, char **argv)
 	    (dst.maybe_gid || (argc == 2 && src.maybe_gid)))
 		ret = resolve_once(c, argc == 2 ? &src : NULL, &dst, true, &rt, &status);
 	if (ret)
-		return failed(c, argv[argc - 1], ret, status);
+		return ctl_failed(c, argv[argc - 1], ret, status);
 
 	if (c->json) {
 		json_obj_begin(&c->j, NULL);
@@ -414,10 +389,10 @@ static int cmd_endpoints(struct ctl *c, int argc, char **argv)
 
 	(void)argv;
 	if (argc)
-		return usage_error("%s", "usage: endpoints");
-	ret = ext_call(c, IBRES_OP_ENDPOINTS, NULL, 0, 0, &status, &body, &len);
+		return ctl_usage_error("%s", "usage: endpoints");
+	ret = ctl_ext_call(c, IBRES_OP_ENDPOINTS, NULL, 0, 0, &status, &body, &len);
 	if (ret || status)
-		return failed(c, "endpoints", ret, ret ? -1 : status);
+		return ctl_failed(c, "endpoints", ret, ret ? -1 : status);
 	if (c->json) {
 		json_obj_begin(&c->j, NULL);
 		json_arr_begin(&c->j, "endpoints");
@@ -436,7 +411,7 @@ static int cmd_endpoints(struct ctl *c, int argc, char **argv)
 		json_end(&c->j);
 	}
 	if (ret < 0)
-		return failed(c, "endpoints", -EBADMSG, -1);
+		return ctl_failed(c, "endpoints", -EBADMSG, -1);
 	return 0;
 }
 
@@ -455,10 +430,10 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 
 	(void)argv;
 	if (argc)
-		return usage_error("%s", "usage: stats");
-	ret = ext_call(c, IBRES_OP_STATS, NULL, 0, 0, &status, &body, &len);
+		return ctl_usage_error("%s", "usage: stats");
+	ret = ctl_ext_call(c, IBRES_OP_STATS, NULL, 0, 0, &status, &body, &len);
 	if (ret || status)
-		return failed(c, "stats", ret, ret ? -1 : status);
+		return ctl_failed(c, "stats", ret, ret ? -1 : status);
 	if (c->json) {
 		json_obj_begin(&c->j, NULL);
 		json_obj_begin(&c->j, "counters");
@@ -472,7 +447,7 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 		else if (it.type == IBRES_T_COUNTER && (tlv_get_u64(&it, &v) || !name[0]))
 			ret = -EBADMSG;
 		if (ret < 0)
-			return failed(c, "stats", -EBADMSG, -1);
+			return ctl_failed(c, "stats", -EBADMSG, -1);
 		if (it.type == IBRES_T_COUNTER)
 			name[0] = '\0';
 	}
@@ -501,401 +476,8 @@ static int cmd_stats(struct ctl *c, int argc, char **argv)
 		json_end(&c->j);
 	}
 	if (ret < 0)
-		return failed(c, "stats", -EBADMSG, -1);
+		return ctl_failed(c, "stats", -EBADMSG, -1);
 	return 0;
-}
-
-/* ---- cache -------------------------------------------------------------- */
-
-struct cache_row {
-	uint8_t keytype, state, origin;
-	char key[IBRES_NAME_MAX + 1];
-	uint32_t ttl;
-	bool has_host, has_path;
-	struct ibres_hostrec host;
-	struct ibres_path_record path;
-};
-
-static int parse_row(const struct tlv_item *nest, struct cache_row *row)
-{
-	struct tlv_reader r;
-	struct tlv_item it;
-	int ret;
-
-	memset(row, 0, sizeof(*row));
-	tlv_reader_init(&r, nest->value, nest->length);
-	while ((ret = tlv_next(&r, &it)) > 0) {
-		switch (it.type) {
-		case IBRES_T_KEYTYPE:
-			ret = tlv_get_u8(&it, &row->keytype);
-			break;
-		case IBRES_T_KEY:
-			ret = tlv_get_str(&it, row->key, sizeof(row->key));
-			break;
-		case IBRES_T_STATE:
-			ret = tlv_get_u8(&it, &row->state);
-			break;
-		case IBRES_T_ORIGIN:
-			ret = tlv_get_u8(&it, &row->origin);
-			break;
-		case IBRES_T_TTL:
-			ret = tlv_get_u32(&it, &row->ttl);
-			break;
-		case IBRES_T_NAME:
-			row->has_host = true;
-			break;
-		case IBRES_T_PATH:
-			if (it.length != sizeof(row->path))
-				return -EBADMSG;
-			memcpy(&row->path, it.value, sizeof(row->path));
-			row->has_path = true;
-			break;
-		}
-		if (ret < 0)
-			return -EBADMSG;
-	}
-	if (ret < 0)
-		return -EBADMSG;
-	/* the host items are the entry's own TTL item too: decode, then keep the entry's */
-	if (row->has_host && hostrec_decode(nest->value, nest->length, &row->host))
-		return -EBADMSG;
-	return 0;
-}
-
-static void show_row(struct ctl *c, const struct cache_row *row)
-{
-	char ttl[16], gid[GID_STRLEN];
-
-	if (c->json) {
-		json_obj_begin(&c->j, NULL);
-		json_str(&c->j, "key_type", show_keytype(row->keytype));
-		json_str(&c->j, "key", row->key);
-		json_str(&c->j, "state", show_state(row->state));
-		json_str(&c->j, "origin", show_origin(row->origin));
-		if (row->ttl == UINT32_MAX)
-			json_null(&c->j, "ttl");
-		else
-			json_u64(&c->j, "ttl", row->ttl);
-		if (row->has_host) {
-			json_obj_begin(&c->j, "host");
-			show_host_json(&c->j, &row->host);
-			json_obj_end(&c->j);
-		}
-		if (row->has_path)
-			show_path_json(&c->j, "path", IBRES_PATH_FLAGS_ACM, &row->path);
-		json_obj_end(&c->j);
-		return;
-	}
-	if (row->ttl == UINT32_MAX)
-		strcpy(ttl, "never");
-	else
-		snprintf(ttl, sizeof(ttl), "%us", row->ttl);
-	printf("%-5s %-28s %-9s %-7s %-7s %-16s %s\n", show_keytype(row->keytype), row->key,
-	       show_state(row->state), show_origin(row->origin), ttl,
-	       row->has_host ? row->host.names[0] : "-",
-	       row->has_host && row->host.n_gids ? show_gid(row->host.gids[0], gid) : "-");
-}
-
-static void cache_list_begin(struct ctl *c)
-{
-	if (c->json) {
-		json_obj_begin(&c->j, NULL);
-		json_arr_begin(&c->j, "entries");
-	} else {
-		printf("%-5s %-28s %-9s %-7s %-7s %-16s %s\n", "TYPE", "KEY", "STATE", "ORIGIN",
-		       "TTL", "HOST", "GID");
-	}
-}
-
-/* @withheld: the daemon left negative answers and queries in flight out (not root). */
-static void cache_list_end(struct ctl *c, uint64_t count, bool withheld)
-{
-	if (c->json) {
-		json_arr_end(&c->j);
-		json_u64(&c->j, "count", count);
-		json_bool(&c->j, "withheld", withheld);
-		json_obj_end(&c->j);
-		json_end(&c->j);
-	} else if (withheld) {
-		printf("negative entries and queries in flight: shown to root only\n");
-	}
-}
-
-static int cache_list(struct ctl *c)
-{
-	static struct cache_row row; /* large */
-	const uint8_t *body;
-	struct tlv_reader r;
-	struct tlv_item it;
-	uint32_t offset = 0, next;
-	uint32_t flags;
-	uint64_t count = 0;
-	unsigned pages;
-	size_t len;
-	uint8_t status;
-	bool more = true, withheld = false;
-	int ret;
-
-	for (pages = 0; more && pages < CACHE_PAGES_MAX; pages++) {
-		ret = ext_call(c, IBRES_OP_CACHE_LIST, NULL, IBRES_T_OFFSET, offset, &status, &body,
-			       &len);
-		if (ret || status) {
-			if (pages)
-				cache_list_end(c, count, withheld); /* close what was printed */
-			return failed(c, "cache list", ret, ret ? -1 : status);
-		}
-		if (!pages)
-			cache_list_begin(c);
-		more = false;
-		tlv_reader_init(&r, body, len);
-		while ((ret = tlv_next(&r, &it)) > 0) {
-			if (it.type == IBRES_T_NEST) {
-				ret = parse_row(&it, &row);
-				if (ret)
-					break;
-				show_row(c, &row);
-				count++;
-			} else if (it.type == IBRES_T_NEXT) {
-				/* must move forward, or a broken daemon loops us */
-				if (tlv_get_u32(&it, &next) || next <= offset) {
-					ret = -EBADMSG;
-					break;
-				}
-				offset = next;
-				more = true;
-			} else if (it.type == IBRES_T_FLAGS) {
-				if (tlv_get_u32(&it, &flags)) {
-					ret = -EBADMSG;
-					break;
-				}
-				withheld |= flags & IBRES_LIST_WITHHELD;
-			}
-		}
-		if (ret < 0) {
-			cache_list_end(c, count, withheld);
-			return failed(c, "cache list", ret, -1);
-		}
-	}
-	cache_list_end(c, count, withheld);
-	return 0;
-}
-
-static int cache_flush(struct ctl *c, const char *arg)
-{
-	const uint8_t *body;
-	struct tlv_reader r;
-	struct tlv_item it;
-	struct key k;
-	uint64_t n = 0;
-	size_t len;
-	uint8_t status;
-	int ret;
-	bool got = false;
-
-	if (arg && parse_key(arg, &k))
-		return usage_error("not a host name, address or GID: '%s'", arg);
-	ret = ext_call(c, IBRES_OP_CACHE_FLUSH, arg ? &k : NULL, 0, 0, &status, &body, &len);
-	if (!ret && status == IBRES_STATUS_ENODATA && arg && k.maybe_gid) {
-		k.type = IBRES_T_GID;
-		ret = ext_call(c, IBRES_OP_CACHE_FLUSH, &k, 0, 0, &status, &body, &len);
-	}
-	if (ret || status)
-		return failed(c, "cache flush", ret, ret ? -1 : status);
-	tlv_reader_init(&r, body, len);
-	while ((ret = tlv_next(&r, &it)) > 0)
-		if (it.type == IBRES_T_COUNT && !tlv_get_u64(&it, &n))
-			got = true;
-	if (ret < 0 || !got)
-		return failed(c, "cache flush", -EBADMSG, -1);
-	if (c->json) {
-		json_obj_begin(&c->j, NULL);
-		json_u64(&c->j, "flushed", n);
-		json_obj_end(&c->j);
-		json_end(&c->j);
-	} else {
-		printf("flushed %llu entr%s\n", (unsigned long long)n, n == 1 ? "y" : "ies");
-	}
-	return 0;
-}
-
-static int cmd_cache(struct ctl *c, int argc, char **argv)
-{
-	if (argc == 1 && !strcmp(argv[0], "list"))
-		return cache_list(c);
-	if ((argc == 1 || argc == 2) && !strcmp(argv[0], "flush"))
-		return cache_flush(c, argc == 2 ? argv[1] : NULL);
-	return usage_error("%s", "usage: cache list | cache flush [KEY]");
-}
-
-/* ---- config check ------------------------------------------------------- */
-
-/* ibresd next to this program (build tree, or bin/ beside sbin/), else PATH. */
-static void find_ibresd(char *buf, size_t len)
-{
-	static const char *const rel[] = {"/ibresd", "/../sbin/ibresd"};
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	size_t i;
-	char *slash;
-
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-				if ((size_t)snprintf(buf, len, "%s%s", self, rel[i]) < len &&
-				    !access(buf, X_OK))
-					return;
-			}
-		}
-	}
-	snprintf(buf, len, "ibresd");
-}
-
-/* config generate [SYSFS]: a config for this node on stdout. */
-static int config_generate(struct ctl *c, int argc, char **argv)
-{
-	const char *sysfs = "/sys";
-	char host[256] = "localhost";
-	int n;
-
-	if (argc == 2)
-		sysfs = argv[1];
-	else if (argc != 1)
-		return usage_error("%s", "usage: config generate [--device DEV] [--name NAME] "
-					 "[SYSFS_DIR]");
-	if (c->gen_name)
-		snprintf(host, sizeof(host), "%s", c->gen_name);
-	else if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
-		strcpy(host, "localhost");
-	n = confgen_write(stdout, sysfs, host, c->gen_device);
-	if (n < 0)
-		return failed(c, "config generate", n, -1);
-	if (n == 0 && c->gen_device) {
-		fprintf(stderr, "ibresctl: config generate: no IPoIB interface or RoCE port of "
-				"device '%s' found\n", c->gen_device);
-		return EXIT_NEGATIVE;
-	}
-	if (n == 0)
-		fprintf(stderr, "ibresctl: config generate: no IPoIB interface or RoCE port "
-				"found; the endpoint is left to fill in\n");
-	return 0;
-}
-
-/* config import-ibacm [DIR [SYSFS]]: ibacm's configuration as ibresd.conf. */
-static int config_import_ibacm(struct ctl *c, int argc, char **argv)
-{
-	char host[256] = "localhost";
-	struct ibacm_import_args a = {
-		.dir = argc >= 2 ? argv[1] : "/etc/rdma",
-		.sysfs = argc >= 3 ? argv[2] : "/sys",
-		.hostname = host,
-		.hosts_out = c->hosts_out,
-	};
-	int ret;
-
-	if (argc > 3)
-		return usage_error("%s", "usage: config import-ibacm [DIR [SYSFS_DIR]]");
-	if (access(a.dir, X_OK)) {
-		fprintf(stderr, "ibresctl: config import-ibacm: %s: %s\n", a.dir, strerror(errno));
-		return EXIT_NEGATIVE;
-	}
-	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
-		strcpy(host, "localhost");
-	ret = ibacm_import(stdout, stderr, &a);
-	return ret ? EXIT_NEGATIVE : 0;
-}
-
-static int cmd_config(struct ctl *c, int argc, char **argv)
-{
-	char prog[PATH_MAX], out[16384];
-	size_t used = 0;
-	int fds[2], wstatus = 0, ms, pr, bound_ms;
-	uint64_t deadline;
-	pid_t pid;
-	ssize_t n;
-
-	if (argc >= 1 && !strcmp(argv[0], "generate"))
-		return config_generate(c, argc, argv);
-	if (argc >= 1 && !strcmp(argv[0], "import-ibacm"))
-		return config_import_ibacm(c, argc, argv);
-	if (argc != 2 || strcmp(argv[0], "check"))
-		return usage_error("%s", "usage: config check FILE | config generate [SYSFS_DIR] | "
-					 "config import-ibacm [DIR [SYSFS_DIR]]");
-	if (c->hosts_out)
-		return usage_error("%s", "--hosts-out is for 'config import-ibacm' only");
-	find_ibresd(prog, sizeof(prog));
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return failed(c, "config check", -errno, -1);
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return failed(c, "config check", -errno, -1);
-	}
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		execlp(prog, prog, "--check-config", "--config", argv[1], (char *)NULL);
-		fprintf(stderr, "cannot run %s: %s\n", prog, strerror(errno));
-		_exit(127);
-	}
-	close(fds[1]);
-	/* the parse takes milliseconds; bound it anyway */
-	bound_ms = c->timeout_ms > 10000 ? c->timeout_ms : 10000;
-	deadline = ibc_now_ns() + (uint64_t)bound_ms * 1000000u;
-	for (;;) {
-		struct pollfd p = {.fd = fds[0], .events = POLLIN};
-		uint64_t now = ibc_now_ns();
-		char sink[4096];
-
-		ms = now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
-		pr = ms ? poll(&p, 1, ms) : 0;
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr == 0) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		/* keep what fits, drain the rest so that the child never blocks */
-		if (used < sizeof(out) - 1)
-			n = read(fds[0], out + used, sizeof(out) - 1 - used);
-		else
-			n = read(fds[0], sink, sizeof(sink));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (used < sizeof(out) - 1)
-			used += (size_t)n;
-	}
-	out[used] = '\0';
-	close(fds[0]);
-	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-		;
-
-	bool ran = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 127;
-	bool valid = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
-
-	if (c->json) {
-		json_obj_begin(&c->j, NULL);
-		json_str(&c->j, "file", argv[1]);
-		json_bool(&c->j, "valid", valid);
-		json_str(&c->j, "checker", prog);
-		json_str(&c->j, "output", out);
-		json_obj_end(&c->j);
-		json_end(&c->j);
-	} else {
-		fputs(out, valid ? stdout : stderr);
-		if (valid)
-			printf("%s: configuration OK\n", argv[1]);
-	}
-	if (!ran) {
-		fprintf(stderr, "ibresctl: config check: could not run %s\n", prog);
-		return EXIT_UNREACHABLE;
-	}
-	return valid ? 0 : EXIT_NEGATIVE;
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -934,7 +516,7 @@ int main(int argc, char **argv)
 			errno = 0;
 			v = strtol(optarg, &end, 10);
 			if (errno || *end || v <= 0 || v > INT_MAX)
-				return usage_error("bad --timeout '%s' (milliseconds, > 0)",
+				return ctl_usage_error("bad --timeout '%s' (milliseconds, > 0)",
 						   optarg);
 			c.timeout_ms = (int)v;
 			break;
@@ -945,7 +527,7 @@ int main(int argc, char **argv)
 			c.json = !strcmp(optarg, "json");
 			c.prometheus = !strcmp(optarg, "prometheus");
 			if (!c.json && !c.prometheus && strcmp(optarg, "text"))
-				return usage_error("bad --format '%s' (text, json or prometheus)",
+				return ctl_usage_error("bad --format '%s' (text, json or prometheus)",
 						   optarg);
 			break;
 		case 'H':
@@ -975,21 +557,21 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return usage_error("%s", "no command given");
+		return ctl_usage_error("%s", "no command given");
 	if (c.prometheus && strcmp(argv[optind], "stats"))
-		return usage_error("--format prometheus is for 'stats' only, not '%s'",
+		return ctl_usage_error("--format prometheus is for 'stats' only, not '%s'",
 				   argv[optind]);
 	if ((c.gen_device || c.gen_name) &&
 	    (strcmp(argv[optind], "config") || optind + 1 >= argc ||
 	     strcmp(argv[optind + 1], "generate")))
-		return usage_error("%s", "--device and --name go with 'config generate' only");
+		return ctl_usage_error("%s", "--device and --name go with 'config generate' only");
 	env = getenv(IBRES_SOCKET_ENV);
 	c.socket = socket_path ? socket_path : env && *env ? env : IBRES_DEFAULT_SOCKET;
 	ret = ibres_open(&c.h, socket_path, c.timeout_ms);
 	if (ret == -EINVAL)
-		return usage_error("socket path too long: '%s'", socket_path);
+		return ctl_usage_error("socket path too long: '%s'", socket_path);
 	if (ret)
-		return failed(&c, "ibresctl", ret, -1);
+		return ctl_failed(&c, "ibresctl", ret, -1);
 	/* an admin asks the daemon itself, never its published directory */
 	ibc_dir_disable(c.h);
 	c.timeout_ms = ibc_timeout_ms(c.h);
@@ -1003,7 +585,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (ret < 0)
-		ret = usage_error("unknown command '%s'", argv[optind]);
+		ret = ctl_usage_error("unknown command '%s'", argv[optind]);
 	ibres_close(c.h);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "ibresctl: write error: %s\n", strerror(errno));

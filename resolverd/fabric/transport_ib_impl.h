@@ -13,17 +13,17 @@
 #include "core/config.h"
 #include "core/loop.h"
 
-#define SEND_DEPTH	64
-#define SLOT_LEN	2048 /* a datagram: FW_MAX_LEN fits the smallest usual UD MTU */
-#define RECV_SLOT	(IB_GRH_LEN + SLOT_LEN)
-#define AH_CACHE	64   /* unicast address handles kept */
-#define ATTACH_RETRY_MS 1000 /* a group not joined yet: look again */
-#define POLL_BATCH	32   /* completions per poll; their buffers reposted as one chain */
-#define MCAST_QPN	0xffffff
-#define WRID_RECV	(1ull << 32) /* a receive's work request id: this bit and the slot */
-#define DRY_LOG_MS	60000 /* at most one "receive queue ran dry" warning a minute */
+#define SEND_DEPTH	    64
+#define SLOT_LEN	    2048 /* a datagram: FW_MAX_LEN fits the smallest usual UD MTU */
+#define RECV_SLOT	    (IB_GRH_LEN + SLOT_LEN)
+#define AH_CACHE	    64	 /* unicast address handles kept */
+#define ATTACH_RETRY_MS	    1000 /* a group not joined yet: look again */
+#define POLL_BATCH	    32	 /* completions per poll; their buffers reposted as one chain */
+#define MCAST_QPN	    0xffffff
+#define WRID_RECV	    (1ull << 32) /* a receive's work request id: this bit and the slot */
+#define DRY_LOG_MS	    60000	 /* at most one "receive queue ran dry" warning a minute */
 #define HW_COUNTER_PATH_MAX 256
-#define SYSFS_IB	"/sys/class/infiniband"
+#define SYSFS_IB	    "/sys/class/infiniband"
 
 struct ah_slot {
 	uint16_t lid;
@@ -51,17 +51,17 @@ struct ib_priv {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
-	uint8_t *buf; /* recv_depth receive slots, then SEND_DEPTH send slots */
+	uint8_t *buf;	      /* recv_depth receive slots, then SEND_DEPTH send slots */
 	unsigned recv_depth;  /* receive slots, after the device's limits */
 	unsigned recv_posted; /* of which the HCA holds now */
 	struct ibv_wc *wcs;   /* polled completions not handled yet: a ring */
 	unsigned wc_cap, wc_head, wc_n;
-	uint64_t queue_empty; /* times every posted buffer was found consumed */
-	bool dry;             /* and the last time is not over */
-	uint64_t dry_warned_ms; /* when that was last logged */
-	uint64_t dry_warned_at; /* queue_empty then */
+	uint64_t queue_empty;		  /* times every posted buffer was found consumed */
+	bool dry;			  /* and the last time is not over */
+	uint64_t dry_warned_ms;		  /* when that was last logged */
+	uint64_t dry_warned_at;		  /* queue_empty then */
 	char hw_oob[HW_COUNTER_PATH_MAX]; /* the port's out_of_buffer counter, "" none */
-	uint64_t hw_last, hw_total;       /* its last reading, its growth since open */
+	uint64_t hw_last, hw_total;	  /* its last reading, its growth since open */
 	bool send_busy[SEND_DEPTH];
 	unsigned send_next;
 	struct loop_fd cq_lf, async_lf;
@@ -74,9 +74,9 @@ struct ib_priv {
 	uint8_t sl;
 	uint8_t gid[16];
 	unsigned cq_events; /* to acknowledge in batches */
-	bool roce;          /* Ethernet link layer: GRH routing, IP groups */
+	bool roce;	    /* Ethernet link layer: GRH routing, IP groups */
 	struct roce_gid rgid;
-	int mfd[2];         /* roce: UDP sockets (IPv4, IPv6) holding IP group memberships */
+	int mfd[2]; /* roce: UDP sockets (IPv4, IPv6) holding IP group memberships */
 };
 
 /* transport_ib_port.c */

@@ -154,7 +154,7 @@ void hostdir_bins_free(struct hostdir_pub *p)
 {
 	for (unsigned i = 0; i < FREE_BINS; i++) {
 		free(p->bins[i].off);
-		p->bins[i] = (struct free_bin){ 0 };
+		p->bins[i] = (struct free_bin){0};
 	}
 }
 

@@ -93,7 +93,7 @@ static bool is_candidate(const struct nl_tables *t, const struct nl_link *l)
 static int on_link(struct nl_tables *t, struct nlmsghdr *h)
 {
 	struct nlattr *tb[IFLA_MAX + 1];
-	struct nl_link n = { 0 }, *l;
+	struct nl_link n = {0}, *l;
 	struct ifinfomsg *ifi;
 
 	if (nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0)

@@ -16,10 +16,10 @@
 
 #include "core/config.h"
 
-#define NL_LINKS_MAX	    64 /* IPoIB and configured interfaces tracked */
-#define NL_LINK_ADDRS_MAX   32 /* addresses tracked per interface and family */
-#define NL_ADDRS_MAX	    (NL_LINKS_MAX * NL_LINK_ADDRS_MAX * 2) /* so never full */
-#define IPOIB_HWADDR_LEN    20	 /* flags, QPN (3 bytes), port GID (16 bytes) */
+#define NL_LINKS_MAX	  64 /* IPoIB and configured interfaces tracked */
+#define NL_LINK_ADDRS_MAX 32 /* addresses tracked per interface and family */
+#define NL_ADDRS_MAX	  (NL_LINKS_MAX * NL_LINK_ADDRS_MAX * 2) /* so never full */
+#define IPOIB_HWADDR_LEN  20 /* flags, QPN (3 bytes), port GID (16 bytes) */
 
 /* What a message did to the tables. */
 enum { NL_CHANGED = 1, NL_RESYNC = 2 };

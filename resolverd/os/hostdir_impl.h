@@ -51,19 +51,6 @@
 
 #define REC_KEYS_MAX (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX)
 
-/* Freed blocks of up to FREE_BIN_BYTES are kept to be written again, one
- * stack of offsets per block size (a multiple of 8): a multi-rail host's
- * record outgrows its block with every rail learned, and before blocks were
- * reused those left behind cost an eight-rail host about 420 bytes of a
- * directory grown as it learned (bench/RESULTS.md). */
-#define FREE_BIN_BYTES 1024u
-#define FREE_BINS      (FREE_BIN_BYTES / 8 + 1)
-
-struct free_bin {
-	uint32_t *off;
-	uint32_t n, cap;
-};
-
 struct dkey {
 	uint8_t tab, len;
 	const void *data;
@@ -77,8 +64,7 @@ struct hostdir_pub {
 	int fd;			     /* its sealed memfd (what readers are given); -1: none */
 	uint32_t rec_next, rec_end;  /* free space of the record area */
 	uint64_t rec_built;	     /* bytes of records written when the file was made */
-	uint64_t left_behind;	     /* bytes of blocks freed since, not taken again */
-	struct free_bin bins[FREE_BINS]; /* freed blocks of this generation, by size / 8 */
+	uint64_t left_behind;	     /* bytes of blocks freed since (never reused) */
 	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
 	bool in_section;	     /* table_seq is odd */
 	bool rebuild;		     /* a new file is needed */
@@ -112,10 +98,6 @@ unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k);
  * host's record)? */
 bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
 		   bool all);
-/* Forget the freed blocks (a new generation: they were the old one's). */
-void hostdir_bins_clear(struct hostdir_pub *p);
-/* ... and free their memory (the publisher stops). */
-void hostdir_bins_free(struct hostdir_pub *p);
 /* The slots' changes of this loop turn are over (table_seq even again). */
 void hostdir_section_end(struct hostdir_pub *p);
 /* The header's scope (authoritative from, name patterns) as @p has it. */

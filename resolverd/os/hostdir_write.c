@@ -6,7 +6,6 @@
 #include "os/hostdir_impl.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -144,80 +143,22 @@ static void rec_set_expiry(struct ibdir_rec *b, uint64_t expires_ms)
 	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-void hostdir_bins_clear(struct hostdir_pub *p)
-{
-	for (unsigned i = 0; i < FREE_BINS; i++)
-		p->bins[i].n = 0;
-}
-
-void hostdir_bins_free(struct hostdir_pub *p)
-{
-	for (unsigned i = 0; i < FREE_BINS; i++) {
-		free(p->bins[i].off);
-		p->bins[i] = (struct free_bin){0};
-	}
-}
-
-/* Keep the freed block @off of @cap bytes to be written again (if its size
- * is kept and there is memory for it: else it is left behind). */
-static void bin_push(struct hostdir_pub *p, uint32_t off, uint32_t cap)
-{
-	struct free_bin *b;
-
-	if (cap > FREE_BIN_BYTES)
-		return;
-	b = &p->bins[cap / 8];
-	if (b->n == b->cap) {
-		uint32_t ncap = b->cap ? b->cap * 2 : 64, *n;
-
-		n = realloc(b->off, ncap * sizeof(*n));
-		if (!n)
-			return;
-		b->off = n;
-		b->cap = ncap;
-	}
-	b->off[b->n++] = off;
-}
-
-/* A freed block of @n bytes or up to a quarter more, or 0. */
-static uint32_t bin_pop(struct hostdir_pub *p, uint32_t n)
-{
-	uint32_t last = (n + n / 4) / 8;
-
-	if (last >= FREE_BINS)
-		last = FREE_BINS - 1;
-	for (uint32_t i = n / 8; i <= last; i++)
-		if (p->bins[i].n)
-			return p->bins[i].off[--p->bins[i].n];
-	return 0;
-}
-
 static void rec_free(struct hostdir_pub *p, uint32_t off)
 {
 	struct ibdir_rec *b = block(p, off);
 
 	rec_set_expiry(b, 0);
 	p->left_behind += b->cap;
-	bin_push(p, off, b->cap);
 	if (p->stats.records)
 		p->stats.records--;
 }
 
-/* A block for @len bytes: a freed one (*@reused: written again in place,
- * under its seq, so that a reader that copied the old record sees it move)
- * or one from the free space. 0 when there is neither. */
-static uint32_t rec_alloc(struct hostdir_pub *p, size_t len, bool *reused)
+static uint32_t rec_alloc(struct hostdir_pub *p, size_t len)
 {
-	uint32_t n = (uint32_t)((len + 7) & ~(size_t)7), off = bin_pop(p, n);
+	uint32_t n = (uint32_t)((len + 7) & ~(size_t)7), off = p->rec_next;
 
-	*reused = off != 0;
-	if (off) {
-		p->left_behind -= block(p, off)->cap;
-		return off;
-	}
 	if (n > p->rec_end - p->rec_next)
 		return 0;
-	off = p->rec_next;
 	p->rec_next += n;
 	return off;
 }
@@ -377,14 +318,12 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 		to = off;
 		rec_write(p, to, len, false);
 	} else {
-		bool reused;
-
-		to = rec_alloc(p, len, &reused);
+		to = rec_alloc(p, len);
 		if (!to) {
 			lose_host(p, h, all, off, off);
 			return;
 		}
-		rec_write(p, to, len, !reused);
+		rec_write(p, to, len, true);
 		p->stats.records++;
 	}
 	host_set_cookie(h, all, to);

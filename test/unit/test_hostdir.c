@@ -268,108 +268,31 @@ static void test_find_views_the_record(void **state)
 
 /* Rail @i of node 5: names "h5" and "h5-ibI", 10.I.0.5, GID fe80::5:I, LID 1
  * on every plane, heard on local endpoint @i. */
-
-/* Rail @rail of host h@host, heard on local endpoint @rail: a name of its
- * own (h@host-ib@rail), an IPv4 address, a GID; the LID is the host's on
- * every rail (planes number alike). */
-static void put_host_rail(struct fx *f, unsigned host, unsigned rail, uint32_t ttl)
+static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
 {
 	struct ibres_hostrec r;
 
 	memset(&r, 0, sizeof(r));
-	snprintf(r.names[0], sizeof(r.names[0]), "h%u", host);
-	snprintf(r.names[1], sizeof(r.names[1]), "h%u-ib%u", host, rail);
+	snprintf(r.names[0], sizeof(r.names[0]), "h5");
+	snprintf(r.names[1], sizeof(r.names[1]), "h5-ib%u", i);
 	r.n_names = 2;
-	r.v4[0].s_addr = htonl(0x0a000000u | rail << 16 | host);
+	r.v4[0].s_addr = htonl(0x0a000005u | i << 16);
 	r.n_v4 = 1;
 	r.gids[0][0] = 0xfe;
 	r.gids[0][1] = 0x80;
-	r.gids[0][13] = (uint8_t)host;
-	r.gids[0][15] = (uint8_t)rail;
+	r.gids[0][13] = 5;
+	r.gids[0][15] = (uint8_t)i;
 	r.n_gids = 1;
-	r.lid = (uint16_t)host;
+	r.lid = 1;
 	r.pkey = 0xffff;
 	assert_int_equal(store_insert(&f->store, &r,
 				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-							   .heard_on = 1u << rail,
+							   .heard_on = 1u << i,
 							   .rails = 0x55,
 							   .ttl_s = ttl },
 				      now_ms(), NULL),
 			 0);
 	assert_int_equal(store_check(&f->store), 0);
-}
-
-static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
-{
-	put_host_rail(f, 5, i, ttl);
-}
-
-/* The blocks of the image's record area: how many hold a record, how many
- * are free (expiry 0), and the bytes they take. */
-static void count_blocks(const void *m, unsigned *live, unsigned *freed, uint64_t *bytes)
-{
-	const struct ibdir_header *hd = m;
-	uint32_t at = hd->rec_off, end = hd->rec_off + hd->rec_size;
-
-	*live = *freed = 0;
-	*bytes = 0;
-	while (at + sizeof(struct ibdir_rec) <= end) {
-		const struct ibdir_rec *b = (const void *)((const uint8_t *)m + at);
-
-		if (!b->cap)
-			break; /* never taken */
-		assert_true(b->cap % 8 == 0 && b->cap <= end - at);
-		if (b->expires_ms)
-			(*live)++;
-		else
-			(*freed)++;
-		*bytes += b->cap;
-		at += b->cap;
-	}
-}
-
-/* A multi-rail host's record outgrows its block with every rail learned:
- * the blocks it leaves are written again by the next host's record on its
- * way up (hosts learned one after the other, as a boot's announces come),
- * so that only the last host's lie free; every key still leads to its own
- * record. */
-static void test_freed_blocks_written_again(void **state)
-{
-	struct fx *f = *state;
-	struct ibres_hostrec got;
-	unsigned live, freed;
-	uint64_t bytes;
-	char name[32];
-	size_t size;
-	void *m;
-
-	m = map_now(f, &size);
-	for (unsigned h = 1; h <= 60; h++) {
-		for (unsigned rail = 0; rail < 4; rail++)
-			put_host_rail(f, h, rail, 600);
-		loop_run_due(&f->loop);
-	}
-	assert_int_equal(store_check(&f->store), 0);
-	count_blocks(m, &live, &freed, &bytes);
-	/* 60 hosts: 4 own records and a host's record each */
-	assert_int_equal(live, 60 * 5);
-	assert_true(freed <= 2);
-	for (unsigned h = 1; h <= 60; h++) {
-		snprintf(name, sizeof(name), "h%u", h);
-		assert_int_equal(look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
-		assert_int_equal(got.n_v4, 4);
-		for (unsigned rail = 0; rail < 4; rail++) {
-			uint32_t a = htonl(0x0a000000u | rail << 16 | h);
-
-			snprintf(name, sizeof(name), "h%u-ib%u", h, rail);
-			assert_int_equal(look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
-			assert_int_equal(got.n_v4, 1);
-			assert_int_equal(got.v4[0].s_addr, a);
-			assert_int_equal(look(m, size, IBRES_T_IPV4, &a, 4, &got), 0);
-			assert_string_equal(got.names[1], name);
-		}
-	}
-	munmap(m, size);
 }
 
 /* A host of several rails: its name leads to a record of every rail's
@@ -1195,7 +1118,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_find_views_the_record, setup, teardown),
 		cmocka_unit_test(test_hash_folds_ascii_case_only),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_freed_blocks_written_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),

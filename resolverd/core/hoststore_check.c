@@ -72,6 +72,7 @@ static int check_slots(struct host_store *s)
 	for (unsigned i = 0; i < s->n_slots; i++) {
 		struct store_slot sl = s->slots[i];
 		const struct host *h = slot_host(sl);
+		unsigned dist;
 		uint32_t hash;
 
 		if (!sl.w)
@@ -81,10 +82,9 @@ static int check_slots(struct host_store *s)
 			return -EUCLEAN;
 		hs_key(h, slot_kidx(sl), &k);
 		hash = hs_hash(s, &k);
+		dist = hs_dist(i, hs_home(hash, s->n_slots), s->n_slots);
 		/* its hash bits, and its distance from home */
-		if (!host_key_valid(&k) ||
-		    slot_make(h, slot_kidx(sl), hash, hs_dist(i, hs_home(hash, s->n_slots), s->n_slots))
-				    .w != sl.w)
+		if (!host_key_valid(&k) || slot_make(h, slot_kidx(sl), hash, dist).w != sl.w)
 			return -EUCLEAN;
 		/* reachable from its home without a gap, and the only slot of its key */
 		if (hs_slot_find(s, &k, hash) != (long)i)

@@ -120,7 +120,6 @@ static inline unsigned origin_rank(uint8_t origin)
 	return origin;
 }
 
-
 static inline const uint8_t *h_gid(const struct host *h, unsigned i)
 {
 	return h->data + 16 * i;

@@ -2383,15 +2383,21 @@ static void test_many_hosts(void **state)
 	struct host_key k[6];
 	struct host_store s;
 	struct host *e;
-	unsigned i, j;
+	unsigned i, j, first_slots;
 	size_t bytes;
 
 	(void)state;
 	assert_int_equal(store_init(&s, BIG_HOSTS), 0);
+	first_slots = s.n_slots;
 	for (i = 0; i < BIG_HOSTS; i++) {
 		big_record(&h, i);
 		assert_int_equal(store_insert(&s, &h, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60 }, i / 10, NULL),
 				 0);
+		/* the key index is sized for its keys: at most 3/4 full, and past
+		 * its first size at most twice them (a power of two was up to
+		 * 8/3 of them) */
+		assert_true((uint64_t)s.n_keys * 4 <= (uint64_t)s.n_slots * 3);
+		assert_true(s.n_slots == first_slots || s.n_slots <= 2 * s.n_keys);
 		if (i % 5000 == 0)
 			check(&s);
 	}

@@ -3,7 +3,7 @@
  * libnss_ib.so.2: the glibc "hosts" entry points of nss-ib. Each call reads
  * the shared host directory (lib/dirmap.c: no system call) and, when that
  * cannot tell, asks ibresd (a HOST query through the connection slots of
- * lib/conn.c, bounded by $IBRES_TIMEOUT_MS or 5 s). A hit is packed into the
+ * lib/conn.c, bounded by $IBRES_TIMEOUT_MS or 10 s). A hit is packed into the
  * caller's buffer straight from a copy of the record's own bytes.
  *
  *   AF_INET, AF_INET6   the host's IPoIB addresses

@@ -12,6 +12,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "ibres.h"
 #include "daemon.h"
 #include "os/hostdir_pub.h"
 #include "fabric/fabric.h"
@@ -22,6 +23,7 @@
 #include "engine/resolver.h"
 #include "ib/sa.h"
 #include "frontend/kernel_paths.h"
+#include "frontend/request.h"
 #include "frontend/server.h"
 
 #ifndef IBRES_SYSCONFDIR
@@ -82,6 +84,17 @@ static int load_all(const char *path, const char *socket_override, struct ibres_
 		ret = config_validate(cfg, err, sizeof(err));
 	if (!ret && cfg->hosts_file[0])
 		ret = hosts_load(cfg->hosts_file, hosts, err, sizeof(err));
+	if (!ret && request_bound_ms(cfg) >= IBRES_TIMEOUT_DEFAULT_MS) {
+		/* not an error: clients that set IBRES_TIMEOUT_MS are served */
+		snprintf(err, sizeof(err),
+			 "timeout and retries let a lookup wait %llu ms, longer than clients wait"
+			 " by default (%u ms): set IBRES_TIMEOUT_MS above it for them",
+			 (unsigned long long)request_bound_ms(cfg), IBRES_TIMEOUT_DEFAULT_MS);
+		if (to_log)
+			log_warn("%s", err);
+		else
+			fprintf(stderr, "ibresd: warning: %s\n", err);
+	}
 	if (ret) {
 		if (to_log)
 			log_err("%s", err);

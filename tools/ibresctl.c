@@ -64,7 +64,7 @@ static void usage(FILE *f)
 		"  -s, --socket PATH    daemon socket (default $" IBRES_SOCKET_ENV
 		" or " IBRES_DEFAULT_SOCKET ")\n"
 		"  -t, --timeout MS     bound on each request (default $" IBRES_TIMEOUT_ENV
-		" or 5000)\n"
+		" or 10000)\n"
 		"  -j, --json           JSON output (the same as --format json)\n"
 		"  -f, --format FORMAT  text (default), json, or prometheus (stats only:\n"
 		"                       the Prometheus text format, for node_exporter)\n"

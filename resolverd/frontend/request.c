@@ -23,11 +23,15 @@ static void request_woken(struct lookup_waiter *w, int status)
 	loop_timer_arm(&req->d->loop, &req->deadline, 0);
 }
 
+uint64_t request_bound_ms(const struct ibres_config *cfg)
+{
+	return resolver_bound_ms(cfg) + WAIT_SLACK_MS;
+}
+
 static void request_arm(struct ibresd *d, struct request *req)
 {
 	req->woken = false;
-	loop_timer_arm(&d->loop, &req->deadline,
-		       now_ms() + resolver_bound_ms(&d->cfg) + WAIT_SLACK_MS);
+	loop_timer_arm(&d->loop, &req->deadline, now_ms() + request_bound_ms(&d->cfg));
 }
 
 /* The wait ended: woken, or the bound passed. */

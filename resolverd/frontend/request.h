@@ -22,6 +22,7 @@
 #include "frontend/acm.h"
 
 struct ibresd;
+struct ibres_config;
 
 /* A handler's start or finish: "answer later", the waiter is queued. */
 #define REQ_WAIT 1
@@ -90,6 +91,9 @@ const struct opcode_handler *opcode_handler(uint8_t opcode);
  * -EINPROGRESS (req->complete gets the answer later, within the resolve
  * bound), or -EPROTO (close the connection). */
 int request_start(struct ibresd *d, struct request *req, uint8_t *reply, size_t *len);
+/* The longest a request waits for the fabric or the SA under @cfg before it
+ * is answered (-ETIMEDOUT at worst): what a client's bound must exceed. */
+uint64_t request_bound_ms(const struct ibres_config *cfg);
 /* The connection goes away: forget what the request waits on. */
 void request_abandon(struct ibresd *d, struct request *req);
 

@@ -15,7 +15,9 @@
 #include <cmocka.h>
 
 #include "core/config.h"
+#include "frontend/request.h"
 #include "ibenum.h"
+#include "ibres.h"
 
 /* Large: keep them off the stack. */
 static struct ibres_config cfg, cfg2;
@@ -966,6 +968,18 @@ static void test_validate(void **state)
 	assert_string_equal(err, "");
 }
 
+/* A client that keeps every default waits longer than the daemon may make a
+ * lookup wait with its defaults: it gets the daemon's answer ("no such host"
+ * included), never a timeout of its own first. 5 s, the old client default,
+ * was shorter than the 8.2 s the daemon may take. */
+static void test_clients_outwait_the_default_bound(void **state)
+{
+	(void)state;
+	config_defaults(&cfg);
+	assert_int_equal(request_bound_ms(&cfg), 7700 + 500);
+	assert_true(request_bound_ms(&cfg) + 1000 <= IBRES_TIMEOUT_DEFAULT_MS);
+}
+
 static void test_default_names(void **state)
 {
 	(void)state;
@@ -1197,6 +1211,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_clients_outwait_the_default_bound),
 		cmocka_unit_test(test_endpoint_defaults),
 		cmocka_unit_test(test_daemon_keys),
 		cmocka_unit_test(test_resolve_keys),

@@ -517,8 +517,11 @@ IBRES_HOT static int miss_verdict(const struct ibdir_header *hd, unsigned tab, c
 	return auth_from != IBDIR_NEVER && now_ms >= auth_from ? -ENODATA : -EAGAIN;
 }
 
+/* probe(): the slot moved while its record was copied; probe again */
+#define PROBE_AGAIN 2
+
 /* Probe table @tab for the key. 0 (found, *@v over @buf), 1 (not there),
- * or < 0. */
+ * PROBE_AGAIN, or < 0. */
 IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsigned tab,
 			   const void *key, size_t len, uint64_t now_ms, uint8_t *buf, size_t cap,
 			   struct ibdir_view *v)
@@ -543,6 +546,12 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		ret = rec_copy(base, lo, hi, at, buf, cap, &rlen);
 		if (ret)
 			return ret;
+		/* a freed block is written again for another record, but only
+		 * after every slot leading to it was changed: a slot that still
+		 * says so after the copy (ordered by the copy's acquire fence)
+		 * means the copy is of the record it led to */
+		if (__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_RELAXED) != slot)
+			return PROBE_AGAIN;
 		if (!((const struct ibdir_rec *)(const void *)buf)->expires_ms)
 			continue; /* a freed block: its slots are going */
 		/* a block the writer never makes (damaged, or no name) is no
@@ -586,6 +595,8 @@ IBRES_HOT int ibdir_find(const void *base, size_t size, const struct ibdir_geom 
 		/* a hit is checked against the record itself: whatever the slots
 		 * are doing, the record says which keys it holds */
 		ret = probe(base, g, (unsigned)tab, key, len, now_ms, buf, cap, v);
+		if (ret == PROBE_AGAIN)
+			continue;
 		if (ret <= 0)
 			return ret;
 		/* not there: believe it only if no slot changed meanwhile */

@@ -25,9 +25,16 @@
  * socket) while the old one is marked IBDIR_REPLACED. Readers check the
  * seals before they map it, so nobody, the daemon's own account included,
  * can truncate a mapping under a reader or write into it through the
- * descriptor it was given. Blocks are never reused inside a generation, so
- * a reader's stale slot can only lead to a record that says which keys it
- * holds.
+ * descriptor it was given.
+ *
+ * Freed blocks are written again (bins of freed blocks by size). Two rules
+ * keep that from giving a reader another host's record: a slot is deleted by
+ * its hash and the block it points at, never by what the block lists now
+ * (after an in-place rewrite the block no longer lists a key it dropped), so
+ * no slot outlives its key; and every slot leading to a block is changed
+ * before the block is freed, so a reader that copied a block written again
+ * sees its slot changed when it loads it again after the copy
+ * (lib/hostdir.c, probe()).
  *
  * Two files: hostdir_write.c writes records and slots into the generation
  * published now and follows the store (its observer callbacks);
@@ -51,6 +58,19 @@
 
 #define REC_KEYS_MAX (IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS_MAX)
 
+/* Freed blocks of up to FREE_BIN_BYTES are kept to be written again, one
+ * stack of offsets per block size (a multiple of 8): a multi-rail host's
+ * record outgrows its block with every rail learned, and before blocks were
+ * reused those left behind cost an eight-rail host about 420 bytes of a
+ * directory grown as it learned (bench/RESULTS.md). */
+#define FREE_BIN_BYTES 1024u
+#define FREE_BINS      (FREE_BIN_BYTES / 8 + 1)
+
+struct free_bin {
+	uint32_t *off;
+	uint32_t n, cap;
+};
+
 struct dkey {
 	uint8_t tab, len;
 	const void *data;
@@ -64,7 +84,8 @@ struct hostdir_pub {
 	int fd;			     /* its sealed memfd (what readers are given); -1: none */
 	uint32_t rec_next, rec_end;  /* free space of the record area */
 	uint64_t rec_built;	     /* bytes of records written when the file was made */
-	uint64_t left_behind;	     /* bytes of blocks freed since (never reused) */
+	uint64_t left_behind;	     /* bytes of blocks freed since, not taken again */
+	struct free_bin bins[FREE_BINS]; /* freed blocks of this generation, by size / 8 */
 	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
 	bool in_section;	     /* table_seq is odd */
 	bool rebuild;		     /* a new file is needed */
@@ -98,6 +119,10 @@ unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k);
  * host's record)? */
 bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
 		   bool all);
+/* Forget the freed blocks (a new generation: they were the old one's). */
+void hostdir_bins_clear(struct hostdir_pub *p);
+/* ... and free their memory (the publisher stops). */
+void hostdir_bins_free(struct hostdir_pub *p);
 /* The slots' changes of this loop turn are over (table_seq even again). */
 void hostdir_section_end(struct hostdir_pub *p);
 /* The header's scope (authoritative from, name patterns) as @p has it. */

@@ -231,6 +231,7 @@ static int build(struct hostdir_pub *p)
 	p->rebuild = false;
 	p->incomplete = false;
 	p->left_behind = 0;
+	hostdir_bins_clear(p);
 	store_foreach_host(p->store, write_host, p);
 	p->rec_built = p->rec_next - hd->rec_off;
 	if (p->rebuild) {
@@ -355,6 +356,7 @@ void hostdir_stop(struct hostdir_pub *p)
 		munmap(p->map, p->size);
 		close(p->fd);
 	}
+	hostdir_bins_free(p);
 	free(p);
 }
 

@@ -6,6 +6,7 @@
 #include "os/hostdir_impl.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -143,22 +144,80 @@ static void rec_set_expiry(struct ibdir_rec *b, uint64_t expires_ms)
 	__atomic_store_n(&b->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
+void hostdir_bins_clear(struct hostdir_pub *p)
+{
+	for (unsigned i = 0; i < FREE_BINS; i++)
+		p->bins[i].n = 0;
+}
+
+void hostdir_bins_free(struct hostdir_pub *p)
+{
+	for (unsigned i = 0; i < FREE_BINS; i++) {
+		free(p->bins[i].off);
+		p->bins[i] = (struct free_bin){0};
+	}
+}
+
+/* Keep the freed block @off of @cap bytes to be written again (if its size
+ * is kept and there is memory for it: else it is left behind). */
+static void bin_push(struct hostdir_pub *p, uint32_t off, uint32_t cap)
+{
+	struct free_bin *b;
+
+	if (cap > FREE_BIN_BYTES)
+		return;
+	b = &p->bins[cap / 8];
+	if (b->n == b->cap) {
+		uint32_t ncap = b->cap ? b->cap * 2 : 64, *n;
+
+		n = realloc(b->off, ncap * sizeof(*n));
+		if (!n)
+			return;
+		b->off = n;
+		b->cap = ncap;
+	}
+	b->off[b->n++] = off;
+}
+
+/* A freed block of @n bytes or up to a quarter more, or 0. */
+static uint32_t bin_pop(struct hostdir_pub *p, uint32_t n)
+{
+	uint32_t last = (n + n / 4) / 8;
+
+	if (last >= FREE_BINS)
+		last = FREE_BINS - 1;
+	for (uint32_t i = n / 8; i <= last; i++)
+		if (p->bins[i].n)
+			return p->bins[i].off[--p->bins[i].n];
+	return 0;
+}
+
 static void rec_free(struct hostdir_pub *p, uint32_t off)
 {
 	struct ibdir_rec *b = block(p, off);
 
 	rec_set_expiry(b, 0);
 	p->left_behind += b->cap;
+	bin_push(p, off, b->cap);
 	if (p->stats.records)
 		p->stats.records--;
 }
 
-static uint32_t rec_alloc(struct hostdir_pub *p, size_t len)
+/* A block for @len bytes: a freed one (*@reused: written again in place,
+ * under its seq, so that a reader that copied the old record sees it move)
+ * or one from the free space. 0 when there is neither. */
+static uint32_t rec_alloc(struct hostdir_pub *p, size_t len, bool *reused)
 {
-	uint32_t n = (uint32_t)((len + 7) & ~(size_t)7), off = p->rec_next;
+	uint32_t n = (uint32_t)((len + 7) & ~(size_t)7), off = bin_pop(p, n);
 
+	*reused = off != 0;
+	if (off) {
+		p->left_behind -= block(p, off)->cap;
+		return off;
+	}
 	if (n > p->rec_end - p->rec_next)
 		return 0;
+	off = p->rec_next;
 	p->rec_next += n;
 	return off;
 }
@@ -224,15 +283,24 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 	return 0;
 }
 
-/* Delete the slot of @k if it points at the block @off. */
+/* Delete the slot of @k that points at the block @off, found by its hash and
+ * that offset, not by what the block holds now: a block rewritten in place
+ * without @k no longer lists it, and a slot left behind would lead a reader to
+ * whatever record the block holds once it is written again. */
 static void slot_del(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 {
 	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
-	uint64_t *slots = slots_of(p, k->tab);
-	long free_at, at = slot_find(p, k, hash, &free_at);
+	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i = ibdir_home(hash, n);
+	uint64_t *slots = slots_of(p, k->tab), want = (uint64_t)hash << 32 | off;
 
-	if (at >= 0 && (uint32_t)slots[at] == off)
-		__atomic_store_n(&slots[at], (uint64_t)IBDIR_SLOT_DELETED, __ATOMIC_RELEASE);
+	for (uint32_t probes = 0; probes < n; probes++, i = ibdir_next(i, n)) {
+		if ((uint32_t)slots[i] == IBDIR_SLOT_EMPTY)
+			return;
+		if (slots[i] == want) {
+			__atomic_store_n(&slots[i], (uint64_t)IBDIR_SLOT_DELETED, __ATOMIC_RELEASE);
+			return;
+		}
+	}
 }
 
 void hostdir_scope_write(struct hostdir_pub *p)
@@ -318,34 +386,38 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 		to = off;
 		rec_write(p, to, len, false);
 	} else {
-		to = rec_alloc(p, len);
+		bool reused;
+
+		to = rec_alloc(p, len, &reused);
 		if (!to) {
 			lose_host(p, h, all, off, off);
 			return;
 		}
-		rec_write(p, to, len, true);
+		rec_write(p, to, len, !reused);
 		p->stats.records++;
 	}
 	host_set_cookie(h, all, to);
+	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
+	/* rewritten in place: the slots of keys it no longer leads to go first,
+	 * while they can still be found (drop_record() finds a block's slots by
+	 * the keys it lists now) */
+	for (unsigned i = 0; to == off && i < n_old; i++) {
+		const struct dkey *k = &old_keys[i];
+
+		if (!hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) ||
+		    !hostdir_holds(p, h, k, all))
+			slot_del(p, k, off);
+	}
 	for (unsigned i = 0; i < n; i++)
 		if (held[i] && slot_set(p, &keys[i], to)) {
 			lose_host(p, h, all, off, to);
 			return;
 		}
-	if (!off)
+	if (!off || to == off)
 		return;
-	n_old = hostdir_rec_keys(&p->prev, old_keys);
-	for (unsigned i = 0; i < n_old; i++) {
-		const struct dkey *k = &old_keys[i];
-
-		if (to == off &&
-		    hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) &&
-		    hostdir_holds(p, h, k, all))
-			continue;
-		slot_del(p, k, off);
-	}
-	if (to != off)
-		rec_free(p, off);
+	for (unsigned i = 0; i < n_old; i++)
+		slot_del(p, &old_keys[i], off);
+	rec_free(p, off);
 }
 
 /* A new file is due: @h waits for it. Its records here go, and the slots

@@ -268,31 +268,282 @@ static void test_find_views_the_record(void **state)
 
 /* Rail @i of node 5: names "h5" and "h5-ibI", 10.I.0.5, GID fe80::5:I, LID 1
  * on every plane, heard on local endpoint @i. */
-static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
+
+/* Rail @rail of host h@host, heard on local endpoint @rail: a name of its
+ * own (h@host-ib@rail), an IPv4 address, a GID; the LID is the host's on
+ * every rail (planes number alike). */
+static void put_host_rail(struct fx *f, unsigned host, unsigned rail, uint32_t ttl)
 {
 	struct ibres_hostrec r;
 
 	memset(&r, 0, sizeof(r));
-	snprintf(r.names[0], sizeof(r.names[0]), "h5");
-	snprintf(r.names[1], sizeof(r.names[1]), "h5-ib%u", i);
+	snprintf(r.names[0], sizeof(r.names[0]), "h%u", host);
+	snprintf(r.names[1], sizeof(r.names[1]), "h%u-ib%u", host, rail);
 	r.n_names = 2;
-	r.v4[0].s_addr = htonl(0x0a000005u | i << 16);
+	r.v4[0].s_addr = htonl(0x0a000000u | rail << 16 | host);
 	r.n_v4 = 1;
 	r.gids[0][0] = 0xfe;
 	r.gids[0][1] = 0x80;
-	r.gids[0][13] = 5;
-	r.gids[0][15] = (uint8_t)i;
+	r.gids[0][13] = (uint8_t)host;
+	r.gids[0][15] = (uint8_t)rail;
 	r.n_gids = 1;
-	r.lid = 1;
+	r.lid = (uint16_t)host;
 	r.pkey = 0xffff;
 	assert_int_equal(store_insert(&f->store, &r,
 				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-							   .heard_on = 1u << i,
+							   .heard_on = 1u << rail,
 							   .rails = 0x55,
 							   .ttl_s = ttl },
 				      now_ms(), NULL),
 			 0);
 	assert_int_equal(store_check(&f->store), 0);
+}
+
+static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
+{
+	put_host_rail(f, 5, i, ttl);
+}
+
+/* The blocks of the image's record area: how many hold a record, how many
+ * are free (expiry 0), and the bytes they take. */
+static void count_blocks(const void *m, unsigned *live, unsigned *freed, uint64_t *bytes)
+{
+	const struct ibdir_header *hd = m;
+	uint32_t at = hd->rec_off, end = hd->rec_off + hd->rec_size;
+
+	*live = *freed = 0;
+	*bytes = 0;
+	while (at + sizeof(struct ibdir_rec) <= end) {
+		const struct ibdir_rec *b = (const void *)((const uint8_t *)m + at);
+
+		if (!b->cap)
+			break; /* never taken */
+		assert_true(b->cap % 8 == 0 && b->cap <= end - at);
+		if (b->expires_ms)
+			(*live)++;
+		else
+			(*freed)++;
+		*bytes += b->cap;
+		at += b->cap;
+	}
+}
+
+/* A multi-rail host's record outgrows its block with every rail learned:
+ * the blocks it leaves are written again by the next host's record on its
+ * way up (hosts learned one after the other, as a boot's announces come),
+ * so that only the last host's lie free; every key still leads to its own
+ * record. */
+static void test_freed_blocks_written_again(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec got;
+	unsigned live, freed;
+	uint64_t bytes;
+	char name[32];
+	size_t size;
+	void *m;
+
+	m = map_now(f, &size);
+	for (unsigned h = 1; h <= 60; h++) {
+		for (unsigned rail = 0; rail < 4; rail++)
+			put_host_rail(f, h, rail, 600);
+		loop_run_due(&f->loop);
+	}
+	assert_int_equal(store_check(&f->store), 0);
+	count_blocks(m, &live, &freed, &bytes);
+	/* 60 hosts: 4 own records and a host's record each */
+	assert_int_equal(live, 60 * 5);
+	assert_true(freed <= 2);
+	for (unsigned h = 1; h <= 60; h++) {
+		snprintf(name, sizeof(name), "h%u", h);
+		assert_int_equal(look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
+		assert_int_equal(got.n_v4, 4);
+		for (unsigned rail = 0; rail < 4; rail++) {
+			uint32_t a = htonl(0x0a000000u | rail << 16 | h);
+
+			snprintf(name, sizeof(name), "h%u-ib%u", h, rail);
+			assert_int_equal(look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
+			assert_int_equal(got.n_v4, 1);
+			assert_int_equal(got.v4[0].s_addr, a);
+			assert_int_equal(look(m, size, IBRES_T_IPV4, &a, 4, &got), 0);
+			assert_string_equal(got.names[1], name);
+		}
+	}
+	munmap(m, size);
+}
+
+/* The IPv4 table's slots that carry @a's hash and lead to a block. */
+static unsigned v4_slots_of(const void *m, struct in_addr a)
+{
+	const struct ibdir_header *hd = m;
+	const uint64_t *slots = (const void *)((const uint8_t *)m + hd->tables[IBDIR_TAB_IPV4].off);
+	uint32_t hash = ibdir_hash(hd->seed, IBDIR_TAB_IPV4, &a, 4);
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < hd->tables[IBDIR_TAB_IPV4].n_slots; i++)
+		n += (uint32_t)slots[i] > IBDIR_SLOT_DELETED && (uint32_t)(slots[i] >> 32) == hash;
+	return n;
+}
+
+/* A record rewritten in place without a key takes that key's slot with it,
+ * although the block no longer lists the key: a slot left behind would lead,
+ * once the block is written again for a host that claims the key too, to
+ * that host instead of the key's holder. Here h7's address x changes (in
+ * place), a static host takes x, h7 goes (its block is freed) and a fabric
+ * host h8, refused x since the static host holds it, gets h7's old block:
+ * x must still give the static host. */
+static void test_a_dropped_key_leaves_no_slot(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec a, st, d, got;
+	const struct store_put fabric = { .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600 };
+	struct in_addr x;
+	size_t size;
+	void *m;
+
+	m = map_now(f, &size);
+	mkrec(&a, 7, 1);
+	x = a.v4[0];
+	assert_int_equal(store_insert(&f->store, &a, &fabric, now_ms(), NULL), 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(v4_slots_of(m, x), 1);
+	a.v4[0].s_addr = htonl(0x0a0000feu);
+	assert_int_equal(store_insert(&f->store, &a, &fabric, now_ms(), NULL), 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(v4_slots_of(m, x), 0);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &x, 4, &got), -EAGAIN); /* not ours: ask */
+
+	mkrec(&st, 50, 1);
+	st.v4[0] = x;
+	assert_int_equal(store_insert(&f->store, &st,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_STATIC }, now_ms(),
+				      NULL),
+			 0);
+	assert_true(store_remove_gid(&f->store, a.gids[0]) > 0);
+	loop_run_due(&f->loop);
+	mkrec(&d, 8, 1);
+	d.v4[0] = x;
+	assert_int_equal(store_insert(&f->store, &d, &fabric, now_ms(), NULL), 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(store_check(&f->store), 0);
+	assert_int_equal(look(m, size, IBRES_T_IPV4, &x, 4, &got), 0);
+	assert_string_equal(got.names[0], "h50");
+	assert_int_equal(got.lid, st.lid);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "h8", 2, &got), 0);
+	munmap(m, size);
+}
+
+/* A reader that loaded a slot, then copied its block after the writer had
+ * moved the record away, freed the block and written it again for another
+ * record: the copy is whole (an even, unchanged seq), and it holds the key,
+ * but it is not what the key leads to. The reader must load the slot again
+ * and probe again. Made exact with a page fault: the image is the
+ * directory before the move with the block's page unreadable; the first
+ * touch of the block (the copy, after the slot was loaded) turns the whole
+ * image into the directory after the move, and the copy goes on there. */
+static uint8_t *moving_image, *moved_image;
+static size_t moving_size;
+
+static void move_on_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	mprotect(moving_image, moving_size, PROT_READ | PROT_WRITE);
+	memcpy(moving_image, moved_image, moving_size);
+	moved_image = NULL; /* done: a second fault is a real one */
+}
+
+/* Rail @rail of n17: both its names on every rail, so that each rail's own
+ * record lists the host name as its host's record does. */
+static void put_n17_rail(struct fx *f, unsigned rail)
+{
+	struct ibres_hostrec r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.names[0], sizeof(r.names[0]), "n17");
+	snprintf(r.names[1], sizeof(r.names[1]), "n17.cluster.example.org.xy");
+	r.n_names = 2;
+	r.v4[0].s_addr = htonl(0x0a000011u | rail << 16);
+	r.n_v4 = 1;
+	r.gids[0][0] = 0xfe;
+	r.gids[0][1] = 0x80;
+	r.gids[0][13] = 17;
+	r.gids[0][15] = (uint8_t)rail;
+	r.n_gids = 1;
+	r.lid = 17;
+	r.pkey = 0xffff;
+	assert_int_equal(store_insert(&f->store, &r,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 1u << rail,
+							   .rails = 0x55,
+							   .ttl_s = 600 },
+				      now_ms(), NULL),
+			 0);
+}
+
+static void test_a_slot_that_moved_under_the_copy(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec got, r;
+	struct sigaction sa = { .sa_sigaction = move_on_fault, .sa_flags = SA_SIGINFO }, old;
+	const struct ibdir_header *hd;
+	const uint64_t *slots;
+	size_t size, page = (size_t)sysconf(_SC_PAGESIZE), at_page;
+	uint32_t hash, block_at = 0;
+	uint8_t *m, *before;
+
+	m = map_now(f, &size);
+	hd = (const void *)m;
+	put_n17_rail(f, 0);
+	put_n17_rail(f, 1);
+	loop_run_due(&f->loop);
+	assert_int_equal(look(m, size, IBRES_T_NAME, "n17", 3, &got), 0);
+	assert_int_equal(got.n_v4, 2);
+	/* the slot the name leads through: to the host's record of two rails */
+	hash = ibdir_hash(hd->seed, IBDIR_TAB_NAME, "n17", 3);
+	slots = (const void *)(m + hd->tables[IBDIR_TAB_NAME].off);
+	for (uint32_t i = 0; i < hd->tables[IBDIR_TAB_NAME].n_slots; i++)
+		if ((uint32_t)(slots[i] >> 32) == hash && (uint32_t)slots[i] > IBDIR_SLOT_DELETED)
+			block_at = (uint32_t)slots[i];
+	assert_int_equal(ibdir_rec_decode(m + block_at, size - block_at, &r), 0);
+	assert_int_equal(r.n_v4, 2);
+	before = malloc(size);
+	assert_non_null(before);
+	memcpy(before, m, size);
+
+	put_n17_rail(f, 2);
+	put_n17_rail(f, 3);
+	loop_run_due(&f->loop);
+	assert_int_equal(store_check(&f->store), 0);
+	/* the host's record moved; its old block now holds one rail's record,
+	 * which lists the host name too */
+	assert_int_equal(look(m, size, IBRES_T_NAME, "n17", 3, &got), 0);
+	assert_int_equal(got.n_v4, 4);
+	assert_int_equal(ibdir_rec_decode(m + block_at, size - block_at, &r), 0);
+	assert_int_equal(r.n_v4, 1);
+	assert_string_equal(r.names[0], "n17");
+	assert_int_equal(hd->state, IBDIR_LIVE);
+
+	moving_size = (size + page - 1) & ~(page - 1);
+	moving_image = mmap(NULL, moving_size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(moving_image != MAP_FAILED);
+	memcpy(moving_image, before, size);
+	moved_image = m;
+	at_page = block_at & ~(page - 1);
+	/* the slot table is read before the fault: it must not share the page */
+	assert_true(hd->tables[IBDIR_TAB_NAME].off + 8 * hd->tables[IBDIR_TAB_NAME].n_slots <=
+		    at_page);
+	assert_int_equal(sigaction(SIGSEGV, &sa, &old), 0);
+	assert_int_equal(mprotect(moving_image + at_page, page, PROT_NONE), 0);
+	assert_int_equal(look(moving_image, size, IBRES_T_NAME, "n17", 3, &got), 0);
+	assert_int_equal(sigaction(SIGSEGV, &old, NULL), 0);
+	assert_null(moved_image); /* the fault came, inside the copy */
+	assert_int_equal(got.n_v4, 4);
+	munmap(moving_image, moving_size);
+	free(before);
+	munmap(m, size);
 }
 
 /* A host of several rails: its name leads to a record of every rail's
@@ -1118,6 +1369,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_find_views_the_record, setup, teardown),
 		cmocka_unit_test(test_hash_folds_ascii_case_only),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_freed_blocks_written_again, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_dropped_key_leaves_no_slot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_slot_that_moved_under_the_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),

@@ -391,11 +391,12 @@ int ibdir_header_check(const void *base, size_t size)
 }
 
 /* Copy the record at @off (inside [@lo, @hi)) into @buf (@cap bytes, a
- * multiple of 8). 0 and *@len, -EAGAIN when the writer kept changing it,
+ * multiple of 8). 0 with *@len and the seq it was copied under in *@seq,
+ * -EAGAIN when the writer kept changing it,
  * -EMSGSIZE when it is larger than @cap, -EBADMSG when it cannot be a
  * record. */
 IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off,
-			      uint8_t *buf, size_t cap, size_t *len)
+			      uint8_t *buf, size_t cap, size_t *len, uint32_t *seq)
 {
 	const struct ibdir_rec *r = (const void *)(base + off);
 
@@ -438,6 +439,7 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 		if (copied != data_len)
 			continue;
 		*len = sizeof(*r) + data_len;
+		*seq = s1;
 		return 0;
 	}
 	return -EAGAIN;
@@ -537,20 +539,25 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 			__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
 		uint32_t at = (uint32_t)slot;
 		size_t rlen;
+		uint32_t seq;
 		int ret, named;
 
 		if (at == IBDIR_SLOT_EMPTY)
 			return 1;
 		if (at == IBDIR_SLOT_DELETED || (uint32_t)(slot >> 32) != hash)
 			continue;
-		ret = rec_copy(base, lo, hi, at, buf, cap, &rlen);
+		ret = rec_copy(base, lo, hi, at, buf, cap, &rlen, &seq);
 		if (ret)
 			return ret;
 		/* a freed block is written again for another record, but only
-		 * after every slot leading to it was changed: a slot that still
-		 * says so after the copy (ordered by the copy's acquire fence)
-		 * means the copy is of the record it led to */
-		if (__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_RELAXED) != slot)
+		 * after every slot leading to it was changed. The slot loaded again
+		 * after the copy (ordered by the copy's acquire fence) shows that
+		 * change; and should it lead to the block again (freed and taken
+		 * again since), its store came after the block's seq moved, which
+		 * the seq loaded after it then shows */
+		if (__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE) != slot ||
+		    __atomic_load_n(&((const struct ibdir_rec *)(const void *)(base + at))->seq,
+				    __ATOMIC_RELAXED) != seq)
 			return PROBE_AGAIN;
 		if (!((const struct ibdir_rec *)(const void *)buf)->expires_ms)
 			continue; /* a freed block: its slots are going */

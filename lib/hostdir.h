@@ -24,8 +24,9 @@
  * increments of its seq (odd while it writes); a reader copies the record
  * and keeps the copy only if seq was even and unchanged. A freed block may
  * be written again for another record, but only after every slot leading to
- * it was changed: a reader keeps its copy only if the slot it followed still
- * says the same after the copy. Slots are written whole, with table_seq odd
+ * it was changed: a reader keeps its copy only if, loaded again after the
+ * copy, the slot it followed says the same and the block's seq has not
+ * moved (the slot may lead there again once the block is taken again). Slots are written whole, with table_seq odd
  * around every change, so a reader that found nothing can tell whether the
  * tables moved under it. An image never shrinks
  * and is never truncated (its memfd is sealed): growth or a reset is a new

@@ -89,6 +89,7 @@ struct hostdir_pub {
 	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
 	bool in_section;	     /* table_seq is odd */
 	bool rebuild;		     /* a new file is needed */
+	bool reseed;		     /* keys_collide(): a new file at the section's end */
 	uint64_t due_ms;	     /* when it became so */
 	uint64_t changed_ms;	     /* the store's last change */
 	bool incomplete;	     /* a host is missing from the file: not authoritative */

@@ -229,6 +229,7 @@ static int build(struct hostdir_pub *p)
 	p->stats.records = 0;
 	p->in_section = false;
 	p->rebuild = false;
+	p->reseed = false;
 	p->incomplete = false;
 	p->left_behind = 0;
 	hostdir_bins_clear(p);

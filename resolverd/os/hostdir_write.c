@@ -80,21 +80,25 @@ static void section_begin(struct hostdir_pub *p)
 	loop_timer_arm(p->loop, &p->end_section, now_ms());
 }
 
-void hostdir_section_end(struct hostdir_pub *p)
-{
-	struct ibdir_header *hd = hd_of(p);
-
-	if (!p->in_section)
-		return;
-	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELEASE);
-	p->in_section = false;
-}
-
 static void want_rebuild(struct hostdir_pub *p)
 {
 	if (!p->rebuild)
 		p->due_ms = now_ms();
 	p->rebuild = true;
+}
+
+void hostdir_section_end(struct hostdir_pub *p)
+{
+	struct ibdir_header *hd = hd_of(p);
+
+	if (p->reseed) {
+		p->reseed = false;
+		want_rebuild(p);
+	}
+	if (!p->in_section)
+		return;
+	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELEASE);
+	p->in_section = false;
 }
 
 static void store_words(uint8_t *dst, const uint8_t *src, size_t n)
@@ -352,6 +356,40 @@ static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t 
 	host_set_cookie(h, all, 0);
 }
 
+/* Do two different keys of one table share a hash? Then a reader that
+ * follows the slot of one finds the other listed in the record too, and
+ * cannot tell whether the record holds it (the store may give it to another
+ * host): such a record is not written, and the next generation's seed parts
+ * the two (about 2^-32 a pair). */
+static bool keys_collide(const struct hostdir_pub *p, const struct dkey *k, unsigned n)
+{
+	uint32_t hash[REC_KEYS_MAX];
+
+	for (unsigned i = 0; i < n; i++) {
+		hash[i] = ibdir_hash(hd_of(p)->seed, k[i].tab, k[i].data, k[i].len);
+		for (unsigned j = 0; j < i; j++)
+			if (k[j].tab == k[i].tab && hash[j] == hash[i] &&
+			    (k[j].len != k[i].len ||
+			     (k[i].tab == IBDIR_TAB_NAME
+				      ? !hostrec_name_eq(k[j].data, k[i].data, k[i].len)
+				      : memcmp(k[j].data, k[i].data, k[i].len))))
+				return true;
+	}
+	return false;
+}
+
+/* A record left out for keys_collide(): misses are no longer authoritative,
+ * and a new generation (a new seed) is due once this loop turn's changes end
+ * (not at once: a generation being filled goes on with the other hosts). */
+static void collided(struct hostdir_pub *p)
+{
+	p->reseed = true;
+	if (!p->incomplete) {
+		p->incomplete = true;
+		hostdir_scope_write(p);
+	}
+}
+
 /* Write one view of @h (its own record, or its host's) and the slots of the
  * keys that lead to it. */
 static void put_view(struct hostdir_pub *p, struct host *h, bool all)
@@ -375,10 +413,13 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 	n = hostdir_rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
 		mine += held[i] = hostdir_holds(p, h, &keys[i], all);
-	if (!mine) {
-		/* nothing a reader could ask for (a LID alone; no name the host shares) */
+	if (!mine || keys_collide(p, keys, n)) {
+		/* nothing a reader could ask for (a LID alone; no name the host
+		 * shares), or what it asks for would be ambiguous */
 		drop_record(p, off);
 		host_set_cookie(h, all, 0);
+		if (mine)
+			collided(p);
 		return;
 	}
 	len = ibdir_rec_encode(&p->cur, expires, p->enc);

@@ -37,111 +37,13 @@
 #include "core/hoststore.h"
 #include "core/loop.h"
 #include "dir_image.h"
+#include "hostdir_fixture.h"
 #include "hostdir.h"
 #include "ibres.h"
 #include "msg.h"
 #include "os/hostdir_pub.h"
 #include "tlv.h"
 
-struct fx {
-	char dir[64], sock[96];
-	struct loop loop;
-	struct host_store store;
-	struct hostdir_pub *pub;
-};
-
-static int setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	strcpy(f->dir, "/tmp/test_hostdir.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->sock, sizeof(f->sock), "%s/ibresd.sock", f->dir);
-	assert_int_equal(loop_init(&f->loop), 0);
-	assert_int_equal(store_init(&f->store, 1u << 16), 0);
-	assert_int_equal(hostdir_start(&f->pub, &f->loop, &f->store), 0);
-	assert_non_null(f->pub);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	hostdir_stop(f->pub);
-	store_fini(&f->store);
-	loop_fini(&f->loop);
-	unlink(f->sock);
-	rmdir(f->dir);
-	free(f);
-	return 0;
-}
-
-static void mkrec(struct ibres_hostrec *r, unsigned i, unsigned gen)
-{
-	memset(r, 0, sizeof(*r));
-	snprintf(r->names[0], sizeof(r->names[0]), "h%u", i);
-	snprintf(r->names[1], sizeof(r->names[1]), "alias-%u.Example", i);
-	r->n_names = 2;
-	r->v4[0].s_addr = htonl(0x0a000000u | i);
-	r->n_v4 = 1;
-	/* the IPv6 address and the QPN both carry the generation: a record
-	 * mixed from two versions shows */
-	r->v6[0].s6_addr[0] = 0x20;
-	r->v6[0].s6_addr[1] = 0x01;
-	memcpy(&r->v6[0].s6_addr[8], &i, 4);
-	memcpy(&r->v6[0].s6_addr[12], &gen, 4);
-	r->n_v6 = 1;
-	r->gids[0][0] = 0xfe;
-	r->gids[0][1] = 0x80;
-	memcpy(&r->gids[0][12], &i, 4);
-	r->n_gids = 1;
-	r->lid = (uint16_t)(i + 1);
-	r->qpn = gen;
-	r->pkey = 0xffff;
-}
-
-static void put(struct fx *f, unsigned i, unsigned gen, uint8_t origin, uint32_t ttl)
-{
-	struct ibres_hostrec r;
-
-	mkrec(&r, i, gen);
-	assert_int_equal(store_insert(&f->store, &r, &(struct store_put){ .origin = origin, .ttl_s = ttl }, now_ms(), NULL), 0);
-}
-
-/* Map the generation published now (read-only, as a reader): its
- * descriptor is sealed, so nothing can shrink or write it. */
-static void *map_now(struct fx *f, size_t *size)
-{
-	uint64_t said;
-	struct stat st;
-	void *m;
-	int fd = hostdir_fd(f->pub, &said);
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	assert_true(fd >= 0);
-	assert_int_equal(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL),
-			 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
-	assert_int_equal(fstat(fd, &st), 0);
-	assert_int_equal((uint64_t)st.st_size, said);
-	/* what a reader given this descriptor cannot do */
-	assert_int_equal(ftruncate(fd, 0), -1);
-	assert_int_equal(write(fd, "x", 1), -1);
-	assert_true(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
-	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(m != MAP_FAILED);
-	*size = (size_t)st.st_size;
-	return m;
-}
-
-static int look(const void *m, size_t size, uint16_t type, const void *key, size_t len,
-		struct ibres_hostrec *out)
-{
-	return ibdir_lookup(m, size, now_ms(), type, key, len, out);
-}
 
 static void test_every_key_type(void **state)
 {
@@ -150,24 +52,24 @@ static void test_every_key_type(void **state)
 	size_t size;
 	void *m;
 
-	put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
-	mkrec(&want, 7, 1);
-	m = map_now(f, &size);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h7", 2, &got), 0);
+	hdfx_put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
+	hdfx_rec(&want, 7, 1);
+	m = hdfx_map(f, &size);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h7", 2, &got), 0);
 	assert_string_equal(got.names[1], "alias-7.Example");
 	assert_int_equal(got.qpn, 1);
 	assert_int_equal(got.lid, 8);
 	assert_int_equal(got.ttl, HOSTREC_TTL_NEVER);
 	assert_memory_equal(got.v6, want.v6, 16);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "ALIAS-7.example", 15, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "ALIAS-7.example", 15, &got), 0);
 	assert_string_equal(got.names[0], "h7");
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &want.v4[0], 4, &got), 0);
-	assert_int_equal(look(m, size, IBRES_T_IPV6, &want.v6[0], 16, &got), 0);
-	assert_int_equal(look(m, size, IBRES_T_GID, want.gids[0], 16, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &want.v4[0], 4, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV6, &want.v6[0], 16, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_GID, want.gids[0], 16, &got), 0);
 	/* keys that cannot be: to the daemon */
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &want.v4[0], 3, &got), -EAGAIN);
-	assert_int_equal(look(m, size, IBRES_T_LID, "\0\1", 2, &got), -EAGAIN);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "a\0b", 3, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &want.v4[0], 3, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_LID, "\0\1", 2, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "a\0b", 3, &got), -EAGAIN);
 	munmap(m, size);
 }
 
@@ -224,9 +126,9 @@ static void test_find_views_the_record(void **state)
 	size_t size, l;
 	void *m;
 
-	put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
-	mkrec(&want, 7, 1);
-	m = map_now(f, &size);
+	hdfx_put(f, 7, 1, IBRES_ORIGIN_STATIC, 0);
+	hdfx_rec(&want, 7, 1);
+	m = hdfx_map(f, &size);
 	assert_int_equal(ibdir_geom_read(m, size, &g), 0);
 	assert_int_equal(ibdir_find(m, size, &g, now_ms(), IBRES_T_IPV4, &want.v4[0], 4, big,
 				    sizeof(big), &v),
@@ -266,286 +168,6 @@ static void test_find_views_the_record(void **state)
 	munmap(m, size);
 }
 
-/* Rail @i of node 5: names "h5" and "h5-ibI", 10.I.0.5, GID fe80::5:I, LID 1
- * on every plane, heard on local endpoint @i. */
-
-/* Rail @rail of host h@host, heard on local endpoint @rail: a name of its
- * own (h@host-ib@rail), an IPv4 address, a GID; the LID is the host's on
- * every rail (planes number alike). */
-static void put_host_rail(struct fx *f, unsigned host, unsigned rail, uint32_t ttl)
-{
-	struct ibres_hostrec r;
-
-	memset(&r, 0, sizeof(r));
-	snprintf(r.names[0], sizeof(r.names[0]), "h%u", host);
-	snprintf(r.names[1], sizeof(r.names[1]), "h%u-ib%u", host, rail);
-	r.n_names = 2;
-	r.v4[0].s_addr = htonl(0x0a000000u | rail << 16 | host);
-	r.n_v4 = 1;
-	r.gids[0][0] = 0xfe;
-	r.gids[0][1] = 0x80;
-	r.gids[0][13] = (uint8_t)host;
-	r.gids[0][15] = (uint8_t)rail;
-	r.n_gids = 1;
-	r.lid = (uint16_t)host;
-	r.pkey = 0xffff;
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-							   .heard_on = 1u << rail,
-							   .rails = 0x55,
-							   .ttl_s = ttl },
-				      now_ms(), NULL),
-			 0);
-	assert_int_equal(store_check(&f->store), 0);
-}
-
-static void put_rail(struct fx *f, unsigned i, uint32_t ttl)
-{
-	put_host_rail(f, 5, i, ttl);
-}
-
-/* The blocks of the image's record area: how many hold a record, how many
- * are free (expiry 0), and the bytes they take. */
-static void count_blocks(const void *m, unsigned *live, unsigned *freed, uint64_t *bytes)
-{
-	const struct ibdir_header *hd = m;
-	uint32_t at = hd->rec_off, end = hd->rec_off + hd->rec_size;
-
-	*live = *freed = 0;
-	*bytes = 0;
-	while (at + sizeof(struct ibdir_rec) <= end) {
-		const struct ibdir_rec *b = (const void *)((const uint8_t *)m + at);
-
-		if (!b->cap)
-			break; /* never taken */
-		assert_true(b->cap % 8 == 0 && b->cap <= end - at);
-		if (b->expires_ms)
-			(*live)++;
-		else
-			(*freed)++;
-		*bytes += b->cap;
-		at += b->cap;
-	}
-}
-
-/* A multi-rail host's record outgrows its block with every rail learned:
- * the blocks it leaves are written again by the next host's record on its
- * way up (hosts learned one after the other, as a boot's announces come),
- * so that only the last host's lie free; every key still leads to its own
- * record. */
-static void test_freed_blocks_written_again(void **state)
-{
-	struct fx *f = *state;
-	struct ibres_hostrec got;
-	unsigned live, freed;
-	uint64_t bytes;
-	char name[32];
-	size_t size;
-	void *m;
-
-	m = map_now(f, &size);
-	for (unsigned h = 1; h <= 60; h++) {
-		for (unsigned rail = 0; rail < 4; rail++)
-			put_host_rail(f, h, rail, 600);
-		loop_run_due(&f->loop);
-	}
-	assert_int_equal(store_check(&f->store), 0);
-	count_blocks(m, &live, &freed, &bytes);
-	/* 60 hosts: 4 own records and a host's record each */
-	assert_int_equal(live, 60 * 5);
-	assert_true(freed <= 2);
-	for (unsigned h = 1; h <= 60; h++) {
-		snprintf(name, sizeof(name), "h%u", h);
-		assert_int_equal(look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
-		assert_int_equal(got.n_v4, 4);
-		for (unsigned rail = 0; rail < 4; rail++) {
-			uint32_t a = htonl(0x0a000000u | rail << 16 | h);
-
-			snprintf(name, sizeof(name), "h%u-ib%u", h, rail);
-			assert_int_equal(look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
-			assert_int_equal(got.n_v4, 1);
-			assert_int_equal(got.v4[0].s_addr, a);
-			assert_int_equal(look(m, size, IBRES_T_IPV4, &a, 4, &got), 0);
-			assert_string_equal(got.names[1], name);
-		}
-	}
-	munmap(m, size);
-}
-
-/* The IPv4 table's slots that carry @a's hash and lead to a block. */
-static unsigned v4_slots_of(const void *m, struct in_addr a)
-{
-	const struct ibdir_header *hd = m;
-	const uint64_t *slots = (const void *)((const uint8_t *)m + hd->tables[IBDIR_TAB_IPV4].off);
-	uint32_t hash = ibdir_hash(hd->seed, IBDIR_TAB_IPV4, &a, 4);
-	unsigned n = 0;
-
-	for (uint32_t i = 0; i < hd->tables[IBDIR_TAB_IPV4].n_slots; i++)
-		n += (uint32_t)slots[i] > IBDIR_SLOT_DELETED && (uint32_t)(slots[i] >> 32) == hash;
-	return n;
-}
-
-/* A record rewritten in place without a key takes that key's slot with it,
- * although the block no longer lists the key: a slot left behind would lead,
- * once the block is written again for a host that claims the key too, to
- * that host instead of the key's holder. Here h7's address x changes (in
- * place), a static host takes x, h7 goes (its block is freed) and a fabric
- * host h8, refused x since the static host holds it, gets h7's old block:
- * x must still give the static host. */
-static void test_a_dropped_key_leaves_no_slot(void **state)
-{
-	struct fx *f = *state;
-	struct ibres_hostrec a, st, d, got;
-	const struct store_put fabric = { .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600 };
-	struct in_addr x;
-	size_t size;
-	void *m;
-
-	m = map_now(f, &size);
-	mkrec(&a, 7, 1);
-	x = a.v4[0];
-	assert_int_equal(store_insert(&f->store, &a, &fabric, now_ms(), NULL), 0);
-	loop_run_due(&f->loop);
-	assert_int_equal(v4_slots_of(m, x), 1);
-	a.v4[0].s_addr = htonl(0x0a0000feu);
-	assert_int_equal(store_insert(&f->store, &a, &fabric, now_ms(), NULL), 0);
-	loop_run_due(&f->loop);
-	assert_int_equal(v4_slots_of(m, x), 0);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &x, 4, &got), -EAGAIN); /* not ours: ask */
-
-	mkrec(&st, 50, 1);
-	st.v4[0] = x;
-	assert_int_equal(store_insert(&f->store, &st,
-				      &(struct store_put){ .origin = IBRES_ORIGIN_STATIC }, now_ms(),
-				      NULL),
-			 0);
-	assert_true(store_remove_gid(&f->store, a.gids[0]) > 0);
-	loop_run_due(&f->loop);
-	mkrec(&d, 8, 1);
-	d.v4[0] = x;
-	assert_int_equal(store_insert(&f->store, &d, &fabric, now_ms(), NULL), 0);
-	loop_run_due(&f->loop);
-	assert_int_equal(store_check(&f->store), 0);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &x, 4, &got), 0);
-	assert_string_equal(got.names[0], "h50");
-	assert_int_equal(got.lid, st.lid);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h8", 2, &got), 0);
-	munmap(m, size);
-}
-
-/* A reader that loaded a slot, then copied its block after the writer had
- * moved the record away, freed the block and written it again for another
- * record: the copy is whole (an even, unchanged seq), and it holds the key,
- * but it is not what the key leads to. The reader must load the slot again
- * and probe again. Made exact with a page fault: the image is the
- * directory before the move with the block's page unreadable; the first
- * touch of the block (the copy, after the slot was loaded) turns the whole
- * image into the directory after the move, and the copy goes on there. */
-static uint8_t *moving_image, *moved_image;
-static size_t moving_size;
-
-static void move_on_fault(int sig, siginfo_t *si, void *uc)
-{
-	(void)sig;
-	(void)si;
-	(void)uc;
-	mprotect(moving_image, moving_size, PROT_READ | PROT_WRITE);
-	memcpy(moving_image, moved_image, moving_size);
-	moved_image = NULL; /* done: a second fault is a real one */
-}
-
-/* Rail @rail of n17: both its names on every rail, so that each rail's own
- * record lists the host name as its host's record does. */
-static void put_n17_rail(struct fx *f, unsigned rail)
-{
-	struct ibres_hostrec r;
-
-	memset(&r, 0, sizeof(r));
-	snprintf(r.names[0], sizeof(r.names[0]), "n17");
-	snprintf(r.names[1], sizeof(r.names[1]), "n17.cluster.example.org.xy");
-	r.n_names = 2;
-	r.v4[0].s_addr = htonl(0x0a000011u | rail << 16);
-	r.n_v4 = 1;
-	r.gids[0][0] = 0xfe;
-	r.gids[0][1] = 0x80;
-	r.gids[0][13] = 17;
-	r.gids[0][15] = (uint8_t)rail;
-	r.n_gids = 1;
-	r.lid = 17;
-	r.pkey = 0xffff;
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-							   .heard_on = 1u << rail,
-							   .rails = 0x55,
-							   .ttl_s = 600 },
-				      now_ms(), NULL),
-			 0);
-}
-
-static void test_a_slot_that_moved_under_the_copy(void **state)
-{
-	struct fx *f = *state;
-	struct ibres_hostrec got, r;
-	struct sigaction sa = { .sa_sigaction = move_on_fault, .sa_flags = SA_SIGINFO }, old;
-	const struct ibdir_header *hd;
-	const uint64_t *slots;
-	size_t size, page = (size_t)sysconf(_SC_PAGESIZE), at_page;
-	uint32_t hash, block_at = 0;
-	uint8_t *m, *before;
-
-	m = map_now(f, &size);
-	hd = (const void *)m;
-	put_n17_rail(f, 0);
-	put_n17_rail(f, 1);
-	loop_run_due(&f->loop);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "n17", 3, &got), 0);
-	assert_int_equal(got.n_v4, 2);
-	/* the slot the name leads through: to the host's record of two rails */
-	hash = ibdir_hash(hd->seed, IBDIR_TAB_NAME, "n17", 3);
-	slots = (const void *)(m + hd->tables[IBDIR_TAB_NAME].off);
-	for (uint32_t i = 0; i < hd->tables[IBDIR_TAB_NAME].n_slots; i++)
-		if ((uint32_t)(slots[i] >> 32) == hash && (uint32_t)slots[i] > IBDIR_SLOT_DELETED)
-			block_at = (uint32_t)slots[i];
-	assert_int_equal(ibdir_rec_decode(m + block_at, size - block_at, &r), 0);
-	assert_int_equal(r.n_v4, 2);
-	before = malloc(size);
-	assert_non_null(before);
-	memcpy(before, m, size);
-
-	put_n17_rail(f, 2);
-	put_n17_rail(f, 3);
-	loop_run_due(&f->loop);
-	assert_int_equal(store_check(&f->store), 0);
-	/* the host's record moved; its old block now holds one rail's record,
-	 * which lists the host name too */
-	assert_int_equal(look(m, size, IBRES_T_NAME, "n17", 3, &got), 0);
-	assert_int_equal(got.n_v4, 4);
-	assert_int_equal(ibdir_rec_decode(m + block_at, size - block_at, &r), 0);
-	assert_int_equal(r.n_v4, 1);
-	assert_string_equal(r.names[0], "n17");
-	assert_int_equal(hd->state, IBDIR_LIVE);
-
-	moving_size = (size + page - 1) & ~(page - 1);
-	moving_image = mmap(NULL, moving_size, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	assert_true(moving_image != MAP_FAILED);
-	memcpy(moving_image, before, size);
-	moved_image = m;
-	at_page = block_at & ~(page - 1);
-	/* the slot table is read before the fault: it must not share the page */
-	assert_true(hd->tables[IBDIR_TAB_NAME].off + 8 * hd->tables[IBDIR_TAB_NAME].n_slots <=
-		    at_page);
-	assert_int_equal(sigaction(SIGSEGV, &sa, &old), 0);
-	assert_int_equal(mprotect(moving_image + at_page, page, PROT_NONE), 0);
-	assert_int_equal(look(moving_image, size, IBRES_T_NAME, "n17", 3, &got), 0);
-	assert_int_equal(sigaction(SIGSEGV, &old, NULL), 0);
-	assert_null(moved_image); /* the fault came, inside the copy */
-	assert_int_equal(got.n_v4, 4);
-	munmap(moving_image, moving_size);
-	free(before);
-	munmap(m, size);
-}
-
 /* A host of several rails: its name leads to a record of every rail's
  * addresses (the first heard first); a rail's own name and addresses to that
  * rail's; a rail that goes takes its addresses out of the host's record. */
@@ -558,12 +180,12 @@ static void test_rails(void **state)
 	size_t size;
 	void *m;
 
-	put_rail(f, 1, 60);
-	put_rail(f, 0, 60);
-	put_rail(f, 2, 60);
+	hdfx_put_rail(f, 5, 1, 60);
+	hdfx_put_rail(f, 5, 0, 60);
+	hdfx_put_rail(f, 5, 2, 60);
 	loop_run_due(&f->loop);
-	m = map_now(f, &size);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h5", 2, &got), 0);
+	m = hdfx_map(f, &size);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h5", 2, &got), 0);
 	assert_int_equal(got.n_v4, 3);
 	assert_int_equal(got.v4[0].s_addr, a0);
 	assert_int_equal(got.v4[1].s_addr, a1);
@@ -571,23 +193,23 @@ static void test_rails(void **state)
 	assert_int_equal(got.n_gids, 3);
 	assert_int_equal(got.n_names, 4); /* h5, h5-ib0, h5-ib1, h5-ib2 */
 	assert_string_equal(got.names[0], "h5");
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h5-ib1", 6, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h5-ib1", 6, &got), 0);
 	assert_int_equal(got.n_v4, 1);
 	assert_int_equal(got.v4[0].s_addr, a1);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &a2, 4, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &a2, 4, &got), 0);
 	assert_string_equal(got.names[0], "h5");
 	assert_int_equal(got.n_v4, 1);
-	assert_int_equal(look(m, size, IBRES_T_GID, gid1, 16, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_GID, gid1, 16, &got), 0);
 	assert_string_equal(got.names[1], "h5-ib1");
 	/* rail 1 says goodbye */
 	assert_true(store_remove_gid(&f->store, gid1) > 0);
 	loop_run_due(&f->loop);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h5", 2, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h5", 2, &got), 0);
 	assert_int_equal(got.n_v4, 2);
 	assert_int_equal(got.v4[0].s_addr, a0);
 	assert_int_equal(got.v4[1].s_addr, a2);
-	assert_int_not_equal(look(m, size, IBRES_T_NAME, "h5-ib1", 6, &got), 0);
-	assert_int_not_equal(look(m, size, IBRES_T_IPV4, &a1, 4, &got), 0);
+	assert_int_not_equal(hdfx_look(m, size, IBRES_T_NAME, "h5-ib1", 6, &got), 0);
+	assert_int_not_equal(hdfx_look(m, size, IBRES_T_IPV4, &a1, 4, &got), 0);
 	munmap(m, size);
 }
 
@@ -634,14 +256,14 @@ static void test_partition_gid_after_refresh(void **state)
 	put_part(f, 0xffff, 0, 7);
 	put_part(f, 0x8001, 1, 7);
 	put_part(f, 0xffff, 2, 9);
-	m = map_now(f, &size);
+	m = hdfx_map(f, &size);
 	hostdir_set_scope(f->pub, now_ms(), NULL, 0, 0); /* a miss is authoritative */
-	assert_int_equal(look(m, size, IBRES_T_GID, gid, 16, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_GID, gid, 16, &got), 0);
 	put_part(f, 0xffff, 0, 7);
-	assert_int_equal(look(m, size, IBRES_T_GID, gid, 16, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_GID, gid, 16, &got), 0);
 	put_part(f, 0x8001, 1, 7);
-	assert_int_equal(look(m, size, IBRES_T_GID, gid, 16, &got), 0);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h5-7-8001", 9, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_GID, gid, 16, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h5-7-8001", 9, &got), 0);
 	assert_int_equal(got.pkey, 0x8001);
 	munmap(m, size);
 }
@@ -654,24 +276,24 @@ static void test_scope_of_a_miss(void **state)
 	size_t size;
 	void *m;
 
-	put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
+	hdfx_put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
 	loop_run_due(&f->loop); /* the loop turn that ends the write section */
-	m = map_now(f, &size);
+	m = hdfx_map(f, &size);
 	hostdir_set_scope(f->pub, UINT64_MAX, pats[0], sizeof(pats[0]), 2);
 	/* a cluster name not there, while the fabric may know it: the daemon */
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), -EAGAIN);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "NODE12", 6, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h2", 2, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "NODE12", 6, &got), -EAGAIN);
 	/* a name outside the patterns: not the cluster's, whatever the fabric */
-	assert_int_equal(look(m, size, IBRES_T_NAME, "www.example.com", 15, &got), -ENODATA);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "www.example.com", 15, &got), -ENODATA);
 	/* settled at a known time: from then on, absent means absent */
 	hostdir_set_scope(f->pub, now_ms() + 60000, pats[0], sizeof(pats[0]), 2);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h2", 2, &got), -EAGAIN);
 	hostdir_set_scope(f->pub, now_ms(), pats[0], sizeof(pats[0]), 2);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), -ENODATA);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, "\x0a\0\0\x09", 4, &got), -ENODATA);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h2", 2, &got), -ENODATA);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, "\x0a\0\0\x09", 4, &got), -ENODATA);
 	/* no patterns: every name is a cluster name */
 	hostdir_set_scope(f->pub, UINT64_MAX, NULL, 0, 0);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "www.example.com", 15, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "www.example.com", 15, &got), -EAGAIN);
 	munmap(m, size);
 }
 
@@ -684,9 +306,9 @@ static void test_refresh_move_remove_expire(void **state)
 	size_t size;
 	void *m, *later;
 
-	put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
-	m = map_now(f, &size);
-	mkrec(&a, 1, 1);
+	hdfx_put(f, 1, 1, IBRES_ORIGIN_FABRIC, 60);
+	m = hdfx_map(f, &size);
+	hdfx_rec(&a, 1, 1);
 	h = (struct host *)store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
 								      .len = 2, .data = "h1" },
 					now_ms(), false);
@@ -694,43 +316,43 @@ static void test_refresh_move_remove_expire(void **state)
 	cookie = host_cookie(h, false);
 	assert_true(cookie >= IBDIR_HEADER_SPACE);
 	/* a refresh of the same size is written in place */
-	put(f, 1, 2, IBRES_ORIGIN_FABRIC, 120);
+	hdfx_put(f, 1, 2, IBRES_ORIGIN_FABRIC, 120);
 	h = (struct host *)store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
 								      .len = 2, .data = "h1" },
 					now_ms(), false);
 	assert_int_equal(host_cookie(h, false), cookie);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
 	assert_int_equal(got.qpn, 2);
 	assert_in_range(got.ttl, 119, 120);
 	/* heard again as it is: the same host, its expiry moved in place */
-	put(f, 1, 2, IBRES_ORIGIN_FABRIC, 300);
+	hdfx_put(f, 1, 2, IBRES_ORIGIN_FABRIC, 300);
 	assert_ptr_equal(store_lookup(&f->store, &(struct host_key){ .type = IBRES_KEY_NAME,
 								   .len = 2, .data = "h1" },
 				      now_ms(), false),
 			 h);
 	assert_int_equal(host_cookie(h, false), cookie);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
 	assert_int_equal(got.qpn, 2);
 	assert_in_range(got.ttl, 299, 300);
-	assert_int_equal(look(m, size, IBRES_T_GID, a.gids[0], 16, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_GID, a.gids[0], 16, &got), 0);
 	assert_in_range(got.ttl, 299, 300);
 	/* an address that moved to another host answers with that host */
-	mkrec(&a, 2, 1);
+	hdfx_rec(&a, 2, 1);
 	a.v4[0].s_addr = htonl(0x0a000001u);
 	assert_int_equal(store_insert(&f->store, &a, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60 }, now_ms(), NULL),
 			 0);
 	loop_run_due(&f->loop);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
 	assert_string_equal(got.names[0], "h2");
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
 	/* GOODBYE: gone from the file */
 	hostdir_set_scope(f->pub, 0, NULL, 0, 0);
-	mkrec(&a, 1, 1);
+	hdfx_rec(&a, 1, 1);
 	assert_true(store_remove_gid(&f->store, a.gids[0]) > 0);
 	loop_run_due(&f->loop);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -ENODATA);
-	assert_int_equal(look(m, size, IBRES_T_GID, a.gids[0], 16, &got), -ENODATA);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h2", 2, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), -ENODATA);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_GID, a.gids[0], 16, &got), -ENODATA);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h2", 2, &got), 0);
 	/* an expired record is the daemon's to judge (in a copy whose heartbeat
 	 * is as fresh then as it is now) */
 	later = malloc(size);
@@ -751,25 +373,25 @@ static void test_growth_replaces_the_generation(void **state)
 	void *m, *m2;
 	char name[16];
 
-	m = map_now(f, &size);
+	m = hdfx_map(f, &size);
 	for (unsigned i = 0; i < 3000; i++) {
-		put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
+		hdfx_put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
 		loop_run_due(&f->loop);
 	}
 	/* full, and hosts still coming: no new file yet; the full one says
 	 * it is incomplete (a miss there is no answer) and still answers what
 	 * it holds */
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h2999", 5, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h2999", 5, &got), -EAGAIN);
 	/* quiet: the new file, once */
 	usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
 	loop_run_due(&f->loop);
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -ESTALE);
-	m2 = map_now(f, &size2);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), -ESTALE);
+	m2 = hdfx_map(f, &size2);
 	assert_true(size2 > size);
 	for (unsigned i = 0; i < 3000; i++) {
 		snprintf(name, sizeof(name), "h%u", i);
-		assert_int_equal(look(m2, size2, IBRES_T_NAME, name, strlen(name), &got), 0);
+		assert_int_equal(hdfx_look(m2, size2, IBRES_T_NAME, name, strlen(name), &got), 0);
 		assert_string_equal(got.names[0], name);
 	}
 	munmap(m, size);
@@ -786,34 +408,34 @@ static void test_held_back_key_moved(void **state)
 	size_t size;
 	void *m;
 
-	m = map_now(f, &size);
+	m = hdfx_map(f, &size);
 	for (unsigned i = 0; i < 3000; i++) {
-		put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
+		hdfx_put(f, i, 1, IBRES_ORIGIN_FABRIC, 600);
 		loop_run_due(&f->loop);
 	}
-	mkrec(&a, 1, 1);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
+	hdfx_rec(&a, 1, 1);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
 	assert_string_equal(got.names[0], "h1");
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h2999", 5, &got), -EAGAIN); /* held back */
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h2999", 5, &got), -EAGAIN); /* held back */
 	/* h5000 takes h1's address (its GID, name and the rest its own) */
-	mkrec(&a, 5000, 1);
+	hdfx_rec(&a, 5000, 1);
 	a.v4[0].s_addr = htonl(0x0a000001u);
 	assert_int_equal(store_insert(&f->store, &a,
 				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600 },
 				      now_ms(), NULL),
 			 0);
 	loop_run_due(&f->loop);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), -EAGAIN);
 	/* h1 changed too (it lost a key): held back as well, asked of the daemon */
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), -EAGAIN);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), -EAGAIN);
 	/* the replacement: the address is h5000's */
 	usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
 	loop_run_due(&f->loop);
 	munmap(m, size);
-	m = map_now(f, &size);
-	assert_int_equal(look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
+	m = hdfx_map(f, &size);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &a.v4[0], 4, &got), 0);
 	assert_string_equal(got.names[0], "h5000");
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h1", 2, &got), 0);
 	munmap(m, size);
 }
 
@@ -824,11 +446,11 @@ static void test_stop_closes(void **state)
 	size_t size;
 	void *m;
 
-	put(f, 3, 1, IBRES_ORIGIN_STATIC, 0);
-	m = map_now(f, &size);
+	hdfx_put(f, 3, 1, IBRES_ORIGIN_STATIC, 0);
+	m = hdfx_map(f, &size);
 	hostdir_stop(f->pub);
 	f->pub = NULL;
-	assert_int_equal(look(m, size, IBRES_T_NAME, "h3", 2, &got), -ESTALE);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h3", 2, &got), -ESTALE);
 	munmap(m, size);
 }
 
@@ -844,9 +466,9 @@ static void test_damaged_images(void **state)
 	unsigned seed = 1;
 
 	for (unsigned i = 0; i < 40; i++)
-		put(f, i, 1, IBRES_ORIGIN_STATIC, 0);
+		hdfx_put(f, i, 1, IBRES_ORIGIN_STATIC, 0);
 	loop_run_due(&f->loop);
-	m = map_now(f, &size);
+	m = hdfx_map(f, &size);
 	c = malloc(size);
 	assert_non_null(c);
 	hd = (struct ibdir_header *)c;
@@ -1068,7 +690,7 @@ static void test_32_readers_and_a_busy_writer(void **state)
 	char ready;
 
 	for (unsigned i = 0; i < HOSTS; i++)
-		put(f, i, 0, IBRES_ORIGIN_FABRIC, 600);
+		hdfx_put(f, i, 0, IBRES_ORIGIN_FABRIC, 600);
 	loop_run_due(&f->loop);
 	/* readers get the directory over the socket, as clients do */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, feed), 0);
@@ -1098,11 +720,11 @@ static void test_32_readers_and_a_busy_writer(void **state)
 		i = (seed >> 8) % (HOSTS * 2);
 		if (i >= HOSTS && (seed & 1)) {
 			/* a host that leaves (GOODBYE) */
-			mkrec(&r, i, 0);
+			hdfx_rec(&r, i, 0);
 			store_remove_gid(&f->store, r.gids[0]);
 		} else {
 			/* refreshed, or (with a longer alias: it no longer fits) moved */
-			mkrec(&r, i, w);
+			hdfx_rec(&r, i, w);
 			if (seed & 2)
 				snprintf(r.names[1], sizeof(r.names[1]), "a-much-longer-alias-%u-%u",
 					 i, w % 1000);
@@ -1173,7 +795,7 @@ static void test_decoder_refuses_what_the_writer_never_makes(void **state)
 	size_t len;
 
 	(void)state;
-	mkrec(&r, 7, 1);
+	hdfx_rec(&r, 7, 1);
 	len = enc_rec(&r, enc);
 	assert_int_equal(ibdir_rec_decode(enc, len, &out), 0);
 	assert_int_equal(hostrec_check(&out), 0);
@@ -1183,7 +805,7 @@ static void test_decoder_refuses_what_the_writer_never_makes(void **state)
 	len = enc_rec(&r, buf);
 	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
 	assert_int_equal(ibdir_rec_has_key(buf, len, IBDIR_TAB_IPV4, &r.v4[0], 4), 1);
-	mkrec(&r, 7, 1);
+	hdfx_rec(&r, 7, 1);
 	len = enc_rec(&r, enc);
 
 	/* each count past its array, the bytes otherwise as written */
@@ -1219,13 +841,13 @@ static void test_decoder_refuses_what_the_writer_never_makes(void **state)
 
 	/* names no host has: the daemon holds only what hostrec_name_ok() takes */
 	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
-		mkrec(&r, 7, 1);
+		hdfx_rec(&r, 7, 1);
 		strcpy(r.names[1], bad_names[i]);
 		len = enc_rec(&r, buf);
 		assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
 	}
 	/* an empty name, a name with a NUL in its length */
-	mkrec(&r, 7, 1);
+	hdfx_rec(&r, 7, 1);
 	len = enc_rec(&r, buf);
 	memcpy(&hdr, buf, sizeof(hdr));
 	{
@@ -1263,11 +885,11 @@ static void test_tables_of_any_size(void **state)
 
 		dir_image_init(&m, sizes[s][0], IMG_AREA, now);
 		for (unsigned i = 1; i <= sizes[s][1]; i++) {
-			mkrec(&r, i, 1);
+			hdfx_rec(&r, i, 1);
 			dir_image_put(&m, &r, 0);
 		}
 		for (unsigned i = 1; i <= sizes[s][1]; i++) {
-			mkrec(&r, i, 1);
+			hdfx_rec(&r, i, 1);
 			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, r.names[0],
 						      strlen(r.names[0]), &got), 0);
 			assert_string_equal(got.names[0], r.names[0]);
@@ -1290,7 +912,7 @@ static void test_tables_of_any_size(void **state)
 		 * name no host has visits every slot and gives up (asks the
 		 * daemon) rather than going round for ever */
 		if (s == 0) {
-			mkrec(&r, 9, 1);
+			hdfx_rec(&r, 9, 1);
 			r.n_names = 1;
 			dir_image_put(&m, &r, 0);
 			assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "h9", 2, &got),
@@ -1314,9 +936,9 @@ static void test_lookup_of_a_record_without_a_name(void **state)
 
 	(void)state;
 	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
-	mkrec(&good, 1, 1);
+	hdfx_rec(&good, 1, 1);
 	dir_image_put(&m, &good, 0);
-	mkrec(&bad, 2, 1);
+	hdfx_rec(&bad, 2, 1);
 	bad.n_names = 0;
 	dir_image_put(&m, &bad, 0);
 	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV4, &bad.v4[0], 4, &got),
@@ -1334,7 +956,7 @@ static void test_lookup_of_a_record_without_a_name(void **state)
 	/* a name no host has: refused too */
 	dir_image_free(&m);
 	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
-	mkrec(&bad, 3, 1);
+	hdfx_rec(&bad, 3, 1);
 	strcpy(bad.names[1], "under_score");
 	dir_image_put(&m, &bad, 0);
 	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, bad.names[0],
@@ -1344,7 +966,7 @@ static void test_lookup_of_a_record_without_a_name(void **state)
 	 * a collision to probe past into an authoritative "no such host" */
 	dir_image_free(&m);
 	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
-	mkrec(&good, 4, 1);
+	hdfx_rec(&good, 4, 1);
 	dir_image_put(&m, &good, 0);
 	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "h4", 2, &got), 0);
 	{
@@ -1365,22 +987,19 @@ static void test_lookup_of_a_record_without_a_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_every_key_type, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_find_views_the_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_key_type, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_find_views_the_record, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test(test_hash_folds_ascii_case_only),
-		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_freed_blocks_written_again, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_a_dropped_key_leaves_no_slot, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_a_slot_that_moved_under_the_copy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rails, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_held_back_key_moved, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stop_closes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_damaged_images, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_rails, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, hdfx_setup,
+						hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_held_back_key_moved, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_closes, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_images, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test(test_decoder_refuses_what_the_writer_never_makes),
 		cmocka_unit_test(test_tables_of_any_size),
 		cmocka_unit_test(test_lookup_of_a_record_without_a_name),

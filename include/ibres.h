@@ -39,7 +39,8 @@ struct rdma_addrinfo;
 
 /* Default bound on one call, in milliseconds: above the longest ibresd makes
  * a lookup wait with its default timeout and retries (8.2 s), so that a
- * caller gets the daemon's answer, "no such host" included, not a timeout. */
+ * caller gets the daemon's own answer (its -ETIMEDOUT once the fabric stayed
+ * silent) rather than giving up first. */
 #define IBRES_TIMEOUT_DEFAULT_MS 10000
 /* Environment variables read by the implicit handle (and libnss_ib). */
 #define IBRES_TIMEOUT_ENV "IBRES_TIMEOUT_MS"

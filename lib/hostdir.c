@@ -77,7 +77,8 @@ IBRES_HOT static inline __attribute__((always_inline)) uint32_t
 hash_key(uint64_t seed, unsigned tab, const void *key, size_t len)
 {
 	const uint8_t *p = key;
-	uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * (tab + 1)) ^ len;
+	uint64_t h = seed ^ (0x9e3779b97f4a7c15ull * (tab + 1));
+	const size_t n = len;
 	const int fold = tab == IBDIR_TAB_NAME;
 	uint64_t w;
 
@@ -89,7 +90,7 @@ hash_key(uint64_t seed, unsigned tab, const void *key, size_t len)
 	}
 	/* the last 1..7 bytes without a loop, as wyhash reads them: two
 	 * overlapping 4-byte reads, or the first, middle and last byte (every
-	 * byte is read; the length is in h, so the word says which bytes) */
+	 * byte is read; the length, mixed in below, says which bytes) */
 	if (len >= 4) {
 		uint32_t a, b;
 
@@ -101,6 +102,10 @@ hash_key(uint64_t seed, unsigned tab, const void *key, size_t len)
 		w = (uint64_t)p[0] | (uint64_t)p[len / 2] << 8 | (uint64_t)p[len - 1] << 16;
 		h = hash_mix(h, fold ? swar_lower(w) : w);
 	}
+	/* the length after the bytes, not with the first word: there, keys of
+	 * two lengths whose first words differ as their lengths do ("b1" and
+	 * "c11") shared a hash under every seed, which no new seed parts */
+	h ^= n;
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;

@@ -27,14 +27,18 @@
  * can truncate a mapping under a reader or write into it through the
  * descriptor it was given.
  *
- * Freed blocks are written again (bins of freed blocks by size). Two rules
- * keep that from giving a reader another host's record: a slot is deleted by
- * its hash and the block it points at, never by what the block lists now
- * (after an in-place rewrite the block no longer lists a key it dropped), so
- * no slot outlives its key; and every slot leading to a block is changed
- * before the block is freed, so a reader that copied a block written again
- * sees its slot changed when it loads it again after the copy
- * (lib/hostdir.c, probe()).
+ * Freed blocks are written again (bins of freed blocks by size). These rules
+ * keep a reader from ever taking one host's record for another's key:
+ * - a slot is deleted by its hash and the block it points at, never by what
+ *   the block lists now, and a block rewritten in place loses the slots of
+ *   the keys it drops before its bytes change: no slot outlives its key;
+ * - every slot leading to a block is changed before the block is freed, and
+ *   a block written again moves its seq before any slot leads to it anew:
+ *   a reader loads its slot and the block's seq again after the copy
+ *   (lib/hostdir.c, probe()) and probes again if either moved;
+ * - no record is written two of whose keys share a hash in one table
+ *   (keys_collide()): a reader could not tell which of the two a slot was
+ *   set for. The next generation's seed parts them.
  *
  * Two files: hostdir_write.c writes records and slots into the generation
  * published now and follows the store (its observer callbacks);
@@ -90,6 +94,7 @@ struct hostdir_pub {
 	bool in_section;	     /* table_seq is odd */
 	bool rebuild;		     /* a new file is needed */
 	bool reseed;		     /* keys_collide(): a new file at the section's end */
+	unsigned reseeds;	     /* generations in a row that had to be so */
 	uint64_t due_ms;	     /* when it became so */
 	uint64_t changed_ms;	     /* the store's last change */
 	bool incomplete;	     /* a host is missing from the file: not authoritative */

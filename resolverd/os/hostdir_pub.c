@@ -234,6 +234,8 @@ static int build(struct hostdir_pub *p)
 	p->left_behind = 0;
 	hostdir_bins_clear(p);
 	store_foreach_host(p->store, write_host, p);
+	if (!p->reseed)
+		p->reseeds = 0;
 	p->rec_built = p->rec_next - hd->rec_off;
 	if (p->rebuild) {
 		/* it was sized for all of it: the store changed meanwhile? try again */

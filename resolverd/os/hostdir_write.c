@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/log.h"
 
 /* A table is written at most half full (layout()) and makes a new file once
  * TABLE_FULL_NUM/TABLE_FULL_DEN of it is taken: 25 % more keys, as much as
@@ -18,6 +19,8 @@
  * there then takes 3.9 slots on average (2.5 at half full). */
 #define TABLE_FULL_NUM 5u
 #define TABLE_FULL_DEN 8u
+/* Generations in a row made for a new seed (collided()) */
+#define RESEEDS_MAX 3u
 
 static uint64_t *slots_of(const struct hostdir_pub *p, unsigned tab)
 {
@@ -93,7 +96,14 @@ void hostdir_section_end(struct hostdir_pub *p)
 
 	if (p->reseed) {
 		p->reseed = false;
-		want_rebuild(p);
+		if (p->reseeds < RESEEDS_MAX) {
+			p->reseeds++;
+			want_rebuild(p);
+		} else if (p->reseeds++ == RESEEDS_MAX) {
+			log_warn("host directory: keys of one host share a hash in %u generations in"
+				 " a row; misses ask the daemon until the next generation",
+				 RESEEDS_MAX + 1);
+		}
 	}
 	if (!p->in_section)
 		return;
@@ -380,7 +390,9 @@ static bool keys_collide(const struct hostdir_pub *p, const struct dkey *k, unsi
 
 /* A record left out for keys_collide(): misses are no longer authoritative,
  * and a new generation (a new seed) is due once this loop turn's changes end
- * (not at once: a generation being filled goes on with the other hosts). */
+ * (not at once: a generation being filled goes on with the other hosts), up
+ * to RESEEDS_MAX in a row: keys that shared a hash under every seed would
+ * otherwise make a generation a second. */
 static void collided(struct hostdir_pub *p)
 {
 	p->reseed = true;
@@ -423,7 +435,19 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 		return;
 	}
 	len = ibdir_rec_encode(&p->cur, expires, p->enc);
+	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
 	if (off && len <= block(p, off)->cap) {
+		/* in place: the slots of keys it no longer leads to go before its
+		 * bytes change (slot_del() finds them by hash and block), so that
+		 * no slot leads a reader to the new record for a key it was not
+		 * set for (a key the new record lists, not holds, with that hash) */
+		for (unsigned i = 0; i < n_old; i++) {
+			const struct dkey *k = &old_keys[i];
+
+			if (!hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) ||
+			    !hostdir_holds(p, h, k, all))
+				slot_del(p, k, off);
+		}
 		to = off;
 		rec_write(p, to, len, false);
 	} else {
@@ -438,17 +462,6 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 		p->stats.records++;
 	}
 	host_set_cookie(h, all, to);
-	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
-	/* rewritten in place: the slots of keys it no longer leads to go first,
-	 * while they can still be found (drop_record() finds a block's slots by
-	 * the keys it lists now) */
-	for (unsigned i = 0; to == off && i < n_old; i++) {
-		const struct dkey *k = &old_keys[i];
-
-		if (!hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) ||
-		    !hostdir_holds(p, h, k, all))
-			slot_del(p, k, off);
-	}
 	for (unsigned i = 0; i < n; i++)
 		if (held[i] && slot_set(p, &keys[i], to)) {
 			lose_host(p, h, all, off, to);

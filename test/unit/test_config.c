@@ -969,9 +969,9 @@ static void test_validate(void **state)
 }
 
 /* A client that keeps every default waits longer than the daemon may make a
- * lookup wait with its defaults: it gets the daemon's answer ("no such host"
- * included), never a timeout of its own first. 5 s, the old client default,
- * was shorter than the 8.2 s the daemon may take. */
+ * lookup wait with its defaults: it gets the daemon's answer, never a
+ * timeout of its own first. 5 s, the old client default, was shorter than
+ * the 8.2 s the daemon may take. */
 static void test_clients_outwait_the_default_bound(void **state)
 {
 	(void)state;

@@ -73,6 +73,30 @@ static void test_every_key_type(void **state)
 	munmap(m, size);
 }
 
+/* Keys of two lengths whose first bytes differ as their lengths do ("b1"
+ * and "c11": 2 ^ 'b' == 3 ^ 'c') shared a hash under every seed in format 3,
+ * where the length went into the first word; a new seed could never part
+ * them. Now their hashes differ under each of 2,000 seeds, as do those of
+ * keys made of the same bytes ("a", "aaa"; an address and a name). */
+static void test_hash_parts_lengths_under_every_seed(void **state)
+{
+	static const char *const pairs[][2] = {
+		{ "b1", "c11" }, { "a", "ba" }, { "bbbb", "cbbbb" }, { "cn0001", "bn00001" },
+		{ "a", "aaa" },	 { "aaaa", "aaaaaaaa" },
+	};
+
+	(void)state;
+	for (uint64_t s = 1; s <= 2000; s++) {
+		uint64_t seed = s * 0x9e3779b97f4a7c15ull;
+
+		for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+			assert_int_not_equal(ibdir_hash(seed, IBDIR_TAB_NAME, pairs[i][0],
+							strlen(pairs[i][0])),
+					     ibdir_hash(seed, IBDIR_TAB_NAME, pairs[i][1],
+							strlen(pairs[i][1])));
+	}
+}
+
 /* Names hash without regard to ASCII case, and nothing else is folded: for
  * every byte at every position of names up to 20 bytes, the hash equals the
  * small-letter name's exactly when the byte is a capital or already
@@ -990,6 +1014,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_every_key_type, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_find_views_the_record, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test(test_hash_folds_ascii_case_only),
+		cmocka_unit_test(test_hash_parts_lengths_under_every_seed),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_rails, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, hdfx_setup, hdfx_teardown),

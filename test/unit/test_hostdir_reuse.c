@@ -27,6 +27,7 @@
 #include "core/clock.h"
 #include "hostdir.h"
 #include "hostdir_fixture.h"
+#include "os/hostdir_impl.h"
 #include "ibres.h"
 
 /* The blocks of the image's record area: how many hold a record, how many
@@ -432,6 +433,34 @@ static int by_hash(const void *a, const void *b)
 	return x->hash < y->hash ? -1 : x->hash > y->hash ? 1 : (x->n > y->n) - (x->n < y->n);
 }
 
+/* Two names "cN" that share a hash under @seed, into @k and @k2 (16 bytes
+ * each); returns the hash. 400,000 names hashed: about 19 pairs share one. */
+static uint32_t names_sharing_a_hash(uint64_t seed, char *k, char *k2)
+{
+	const unsigned n = 400000;
+	struct hashed *v = malloc(n * sizeof(*v));
+	uint32_t hash = 0;
+
+	assert_non_null(v);
+	k[0] = '\0';
+	for (unsigned u = 0; u < n; u++) {
+		char s[16];
+
+		snprintf(s, sizeof(s), "c%u", u);
+		v[u] = (struct hashed){ibdir_hash(seed, IBDIR_TAB_NAME, s, strlen(s)), u};
+	}
+	qsort(v, n, sizeof(*v), by_hash);
+	for (unsigned u = 1; u < n && !k[0]; u++)
+		if (v[u].hash == v[u - 1].hash) {
+			snprintf(k, 16, "c%u", v[u - 1].n);
+			snprintf(k2, 16, "c%u", v[u].n);
+			hash = v[u].hash;
+		}
+	free(v);
+	assert_true(k[0]);
+	return hash;
+}
+
 /* Host @lid (one GID, LID @lid) named @name and, if not NULL, @name2. */
 static void named(struct ibres_hostrec *r, const char *name, const char *name2, unsigned lid)
 {
@@ -462,34 +491,17 @@ static void test_keys_sharing_a_hash(void **state)
 {
 	struct fx *f = *state;
 	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
-	const unsigned n = 400000;
-	struct hashed *v = malloc(n * sizeof(*v));
-	char k[16] = "", k2[16] = "", w[16] = "";
+	char k[16], k2[16], w[16] = "";
 	const struct ibdir_header *hd;
 	struct ibres_hostrec r, got;
-	uint32_t hash = 0, slots, home;
+	uint32_t hash, slots, home;
 	size_t size, size2;
 	uint8_t *m, *m2;
 
-	assert_non_null(v);
 	m = hdfx_map(f, &size);
 	hd = (const void *)m;
 	slots = hd->tables[IBDIR_TAB_NAME].n_slots;
-	for (unsigned u = 0; u < n; u++) {
-		char s[16];
-
-		snprintf(s, sizeof(s), "c%u", u);
-		v[u] = (struct hashed){ibdir_hash(hd->seed, IBDIR_TAB_NAME, s, strlen(s)), u};
-	}
-	qsort(v, n, sizeof(*v), by_hash);
-	for (unsigned u = 1; u < n && !k[0]; u++)
-		if (v[u].hash == v[u - 1].hash) {
-			snprintf(k, sizeof(k), "c%u", v[u - 1].n);
-			snprintf(k2, sizeof(k2), "c%u", v[u].n);
-			hash = v[u].hash;
-		}
-	free(v);
-	assert_true(k[0]);
+	hash = names_sharing_a_hash(hd->seed, k, k2);
 	home = ibdir_home(hash, slots);
 	/* a third name whose home is theirs, to take that slot first */
 	for (unsigned u = 0; u < 1000000 && !w[0]; u++) {
@@ -538,6 +550,106 @@ static void test_keys_sharing_a_hash(void **state)
 	munmap(m, size);
 }
 
+/* The writer's image at each first store into a page it was told to guard:
+ * the states a reader can meet between two steps of one change. */
+static struct {
+	uint8_t *map;
+	size_t size;
+	uint8_t *snap[4];
+	unsigned n;
+} wf;
+
+static void snap_on_write_fault(int sig, siginfo_t *si, void *uc)
+{
+	uint8_t *page = page_of(si->si_addr);
+
+	(void)uc;
+	if (wf.n >= 4 || page < wf.map || page >= wf.map + wf.size) {
+		signal(sig, SIG_DFL);
+		return;
+	}
+	memcpy(wf.snap[wf.n++], wf.map, wf.size); /* the guarded pages stay readable */
+	mprotect(page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE);
+}
+
+/* A record rewritten in place that drops a key K and now lists K2, of K's
+ * hash, which a static host holds: K's slot must be gone before the block's
+ * bytes change, else a reader between the two follows K's slot for K2 (it
+ * comes first in the probe run), finds K2 listed and answers the fabric
+ * host. The writer's pages of the block and of K's slot are guarded; every
+ * state at a first store into either must answer K2 with the static host. */
+static void test_in_place_drops_slots_before_the_bytes(void **state)
+{
+	struct fx *f = *state;
+	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
+	struct sigaction sa = {.sa_sigaction = snap_on_write_fault, .sa_flags = SA_SIGINFO}, old;
+	size_t size, page = (size_t)sysconf(_SC_PAGESIZE);
+	const struct ibdir_header *hd;
+	struct ibres_hostrec r, got;
+	char k[16], k2[16];
+	uint8_t *m, *slot_page, *block_page;
+	const uint64_t *slots;
+	uint32_t hash, x = 0;
+	long at = -1;
+
+	m = hdfx_map(f, &size);
+	hd = (const void *)m;
+	hash = names_sharing_a_hash(hd->seed, k, k2);
+	named(&r, k, "hx", 3);
+	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	loop_run_due(&f->loop);
+	named(&r, k2, NULL, 2);
+	assert_int_equal(store_insert(&f->store, &r,
+				      &(struct store_put){.origin = IBRES_ORIGIN_STATIC}, now_ms(),
+				      NULL),
+			 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k2, strlen(k2), &got), 0);
+	assert_int_equal(got.lid, 2);
+	slots = (const void *)(m + hd->tables[IBDIR_TAB_NAME].off);
+	for (uint32_t i = 0; i < hd->tables[IBDIR_TAB_NAME].n_slots && at < 0; i++)
+		if ((uint32_t)(slots[i] >> 32) == hash && (uint32_t)slots[i] > IBDIR_SLOT_DELETED &&
+		    ibdir_rec_has_key(m + (uint32_t)slots[i], size - (uint32_t)slots[i],
+				      IBDIR_TAB_NAME, k, strlen(k))) {
+			at = i;
+			x = (uint32_t)slots[i];
+		}
+	assert_true(at >= 0);
+
+	memset(&wf, 0, sizeof(wf));
+	wf.map = f->pub->map;
+	wf.size = f->pub->size;
+	for (unsigned i = 0; i < 4; i++)
+		assert_non_null(wf.snap[i] = malloc(wf.size));
+	slot_page = page_of(wf.map + hd->tables[IBDIR_TAB_NAME].off + 8 * (size_t)at);
+	block_page = page_of(wf.map + x);
+	assert_int_equal(sigaction(SIGSEGV, &sa, &old), 0);
+	assert_int_equal(mprotect(slot_page, page, PROT_READ), 0);
+	assert_int_equal(mprotect(block_page, page, PROT_READ), 0);
+	named(&r, "hx", k2, 3); /* k dropped; k2 listed, refused */
+	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	loop_run_due(&f->loop);
+	assert_int_equal(sigaction(SIGSEGV, &old, NULL), 0);
+	mprotect(slot_page, page, PROT_READ | PROT_WRITE);
+	mprotect(block_page, page, PROT_READ | PROT_WRITE);
+	assert_int_equal(store_check(&f->store), 0);
+	/* the scenario: rewritten in place, k2 listed, both pages written */
+	assert_int_equal(ibdir_rec_decode(m + x, size - x, &r), 0);
+	assert_int_equal(r.lid, 3);
+	assert_true(ibdir_rec_has_key(m + x, size - x, IBDIR_TAB_NAME, k2, strlen(k2)));
+	assert_int_equal(wf.n, slot_page == block_page ? 1 : 2);
+	for (unsigned i = 0; i < wf.n; i++) {
+		int ret = hdfx_look(wf.snap[i], size, IBRES_T_NAME, k2, strlen(k2), &got);
+
+		assert_true(ret != 0 || got.lid == 2);
+	}
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k2, strlen(k2), &got), 0);
+	assert_int_equal(got.lid, 2);
+	for (unsigned i = 0; i < 4; i++)
+		free(wf.snap[i]);
+	munmap(m, size);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +663,8 @@ int main(void)
 						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_keys_sharing_a_hash, hdfx_setup,
 						hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_in_place_drops_slots_before_the_bytes,
+						hdfx_setup, hdfx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,10 +66,16 @@ IBRES_HOT static inline uint64_t swar_lower(uint64_t w)
 	return w | ((ge_a & ~gt_z & ~w & 0x8080808080808080ull) >> 2);
 }
 
+/* One word into the state: the two halves of a 128-bit product folded, so
+ * that every bit of the word reaches every bit of the state. (A 64-bit
+ * product and a shift passed the top bit through unmixed: keys that differ
+ * there in one word and in two bits of the next, two IPv6 addresses, shared
+ * a hash under every seed.) */
 IBRES_HOT static inline uint64_t hash_mix(uint64_t h, uint64_t w)
 {
-	h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-	return h ^ (h >> 31);
+	unsigned __int128 m = (unsigned __int128)(h ^ w) * 0xbf58476d1ce4e5b9ull;
+
+	return (uint64_t)m ^ (uint64_t)(m >> 64);
 }
 
 /* ibdir_hash(), inlined into the look-up: a hit makes no call to hash */

@@ -48,7 +48,8 @@
 
 #define IBDIR_MAGIC		 "IBRESDIR"
 #define IBDIR_VERSION		 4u /* 2: the hash takes 8 bytes a step; 3: tables of any size;
-				     4: the length mixed in after the bytes */
+				     4: a word mixed by a folded 128-bit
+				     product, the length after the bytes */
 #define IBDIR_HEADER_SPACE	 4096u
 #define IBDIR_FILE_MAX		 (1u << 30) /* bytes; readers map no more */
 #define IBDIR_SLOTS_MAX		 (1u << 24) /* per table */

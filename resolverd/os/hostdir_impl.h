@@ -95,6 +95,7 @@ struct hostdir_pub {
 	bool rebuild;		     /* a new file is needed */
 	bool reseed;		     /* keys_collide(): a new file at the section's end */
 	unsigned reseeds;	     /* generations in a row that had to be so */
+	uint64_t reseed_at;	     /* past RESEEDS_MAX: the next one then (0: none due) */
 	uint64_t due_ms;	     /* when it became so */
 	uint64_t changed_ms;	     /* the store's last change */
 	bool incomplete;	     /* a host is missing from the file: not authoritative */
@@ -129,6 +130,8 @@ bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const stru
 void hostdir_bins_clear(struct hostdir_pub *p);
 /* ... and free their memory (the publisher stops). */
 void hostdir_bins_free(struct hostdir_pub *p);
+/* A new generation is due (the timers make it once the store is quiet). */
+void hostdir_want_rebuild(struct hostdir_pub *p);
 /* The slots' changes of this loop turn are over (table_seq even again). */
 void hostdir_section_end(struct hostdir_pub *p);
 /* The header's scope (authoritative from, name patterns) as @p has it. */

@@ -230,6 +230,7 @@ static int build(struct hostdir_pub *p)
 	p->in_section = false;
 	p->rebuild = false;
 	p->reseed = false;
+	p->reseed_at = 0;
 	p->incomplete = false;
 	p->left_behind = 0;
 	hostdir_bins_clear(p);
@@ -307,6 +308,10 @@ static void on_beat(struct loop_timer *t)
 
 	if (p->map)
 		__atomic_store_n(&hd_of(p)->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
+	if (p->reseed_at && now_ms() >= p->reseed_at) {
+		p->reseed_at = 0;
+		hostdir_want_rebuild(p);
+	}
 	if ((!p->map || p->rebuild) && !p->in_section && (!p->retry_in || !--p->retry_in)) {
 		if (p->map)
 			try_rebuild(p);

@@ -19,8 +19,10 @@
  * there then takes 3.9 slots on average (2.5 at half full). */
 #define TABLE_FULL_NUM 5u
 #define TABLE_FULL_DEN 8u
-/* Generations in a row made for a new seed (collided()) */
-#define RESEEDS_MAX 3u
+/* Generations in a row made at once for a new seed (collided()); past them,
+ * one each RESEED_BACKOFF_MS while keys still collide */
+#define RESEEDS_MAX	  3u
+#define RESEED_BACKOFF_MS 60000u
 
 static uint64_t *slots_of(const struct hostdir_pub *p, unsigned tab)
 {
@@ -83,7 +85,7 @@ static void section_begin(struct hostdir_pub *p)
 	loop_timer_arm(p->loop, &p->end_section, now_ms());
 }
 
-static void want_rebuild(struct hostdir_pub *p)
+void hostdir_want_rebuild(struct hostdir_pub *p)
 {
 	if (!p->rebuild)
 		p->due_ms = now_ms();
@@ -98,11 +100,14 @@ void hostdir_section_end(struct hostdir_pub *p)
 		p->reseed = false;
 		if (p->reseeds < RESEEDS_MAX) {
 			p->reseeds++;
-			want_rebuild(p);
-		} else if (p->reseeds++ == RESEEDS_MAX) {
-			log_warn("host directory: keys of one host share a hash in %u generations in"
-				 " a row; misses ask the daemon until the next generation",
-				 RESEEDS_MAX + 1);
+			hostdir_want_rebuild(p);
+		} else if (!p->reseed_at) {
+			if (p->reseeds++ == RESEEDS_MAX)
+				log_warn("host directory: keys of one host share a hash in %u"
+					 " generations in a row; a new one each %u s until they part,"
+					 " misses ask the daemon meanwhile",
+					 RESEEDS_MAX + 1, RESEED_BACKOFF_MS / 1000);
+			p->reseed_at = now_ms() + RESEED_BACKOFF_MS;
 		}
 	}
 	if (!p->in_section)
@@ -293,7 +298,7 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 	 * too): a new file */
 	if ((uint64_t)p->used[k->tab] * TABLE_FULL_DEN >
 	    (uint64_t)hd_of(p)->tables[k->tab].n_slots * TABLE_FULL_NUM)
-		want_rebuild(p);
+		hostdir_want_rebuild(p);
 	return 0;
 }
 
@@ -357,7 +362,7 @@ static void drop_record(struct hostdir_pub *p, uint32_t off)
  * miss is no longer authoritative), and a new file is due. */
 static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t off, uint32_t to)
 {
-	want_rebuild(p);
+	hostdir_want_rebuild(p);
 	p->incomplete = true;
 	hostdir_scope_write(p);
 	drop_record(p, to);
@@ -391,8 +396,9 @@ static bool keys_collide(const struct hostdir_pub *p, const struct dkey *k, unsi
 /* A record left out for keys_collide(): misses are no longer authoritative,
  * and a new generation (a new seed) is due once this loop turn's changes end
  * (not at once: a generation being filled goes on with the other hosts), up
- * to RESEEDS_MAX in a row: keys that shared a hash under every seed would
- * otherwise make a generation a second. */
+ * to RESEEDS_MAX in a row, then one a minute: keys that shared a hash under
+ * every seed would otherwise make a generation a second, and once they are
+ * gone (their host left), the next one is complete again. */
 static void collided(struct hostdir_pub *p)
 {
 	p->reseed = true;

@@ -73,11 +73,13 @@ static void test_every_key_type(void **state)
 	munmap(m, size);
 }
 
-/* Keys of two lengths whose first bytes differ as their lengths do ("b1"
- * and "c11": 2 ^ 'b' == 3 ^ 'c') shared a hash under every seed in format 3,
- * where the length went into the first word; a new seed could never part
- * them. Now their hashes differ under each of 2,000 seeds, as do those of
- * keys made of the same bytes ("a", "aaa"; an address and a name). */
+/* Keys that shared a hash under every seed in format 3, which no new seed
+ * could part: of two lengths whose first bytes differ as their lengths do
+ * ("b1" and "c11": 2 ^ 'b' == 3 ^ 'c'; the length went into the first
+ * word), and 16-byte keys that differ in the top bit of their first word
+ * and in bits 63 and 32 of the second (2001:db8::1, 2001:db8:0:80::100:81:
+ * a 64-bit product passes its top bit through). Now their hashes differ
+ * under each of 2,000 seeds, as do those of keys made of the same bytes. */
 static void test_hash_parts_lengths_under_every_seed(void **state)
 {
 	static const char *const pairs[][2] = {
@@ -85,10 +87,20 @@ static void test_hash_parts_lengths_under_every_seed(void **state)
 		{ "a", "aaa" },	 { "aaaa", "aaaaaaaa" },
 	};
 
+	uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x01 }, b[16];
+
 	(void)state;
+	memcpy(b, a, sizeof(b));
+	b[7] ^= 0x80;
+	b[12] ^= 0x01;
+	b[15] ^= 0x80;
 	for (uint64_t s = 1; s <= 2000; s++) {
 		uint64_t seed = s * 0x9e3779b97f4a7c15ull;
 
+		assert_int_not_equal(ibdir_hash(seed, IBDIR_TAB_IPV6, a, 16),
+				     ibdir_hash(seed, IBDIR_TAB_IPV6, b, 16));
+		assert_int_not_equal(ibdir_hash(seed, IBDIR_TAB_GID, a, 16),
+				     ibdir_hash(seed, IBDIR_TAB_GID, b, 16));
 		for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
 			assert_int_not_equal(ibdir_hash(seed, IBDIR_TAB_NAME, pairs[i][0],
 							strlen(pairs[i][0])),

@@ -650,6 +650,46 @@ static void test_in_place_drops_slots_before_the_bytes(void **state)
 	munmap(m, size);
 }
 
+/* Past three generations in a row made for a new seed (RESEEDS_MAX), keys
+ * that still share a hash wait for the next one a minute (not a generation a
+ * second); it then parts them and the directory is whole again. */
+static void test_reseeds_back_off(void **state)
+{
+	struct fx *f = *state;
+	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
+	struct ibres_hostrec r, got;
+	char k[16], k2[16];
+	size_t size, size2;
+	uint8_t *m, *m2;
+
+	m = hdfx_map(f, &size);
+	names_sharing_a_hash(((const struct ibdir_header *)(const void *)m)->seed, k, k2);
+	f->pub->reseeds = 3; /* three generations in a row collided */
+	named(&r, k, k2, 3);
+	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	loop_run_due(&f->loop);
+	assert_false(f->pub->rebuild);
+	assert_true(f->pub->reseed_at >= now_ms() + 50000);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k, strlen(k), &got), -EAGAIN);
+	usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
+	loop_run_due(&f->loop);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k, strlen(k), &got), -EAGAIN);
+
+	f->pub->reseed_at = now_ms(); /* a minute later */
+	usleep((IBDIR_HEARTBEAT_MS + HOSTDIR_REBUILD_QUIET_MS + 50) * 1000);
+	loop_run_due(&f->loop);
+	usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
+	loop_run_due(&f->loop);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k, strlen(k), &got), -ESTALE);
+	m2 = hdfx_map(f, &size2);
+	assert_int_equal(hdfx_look(m2, size2, IBRES_T_NAME, k, strlen(k), &got), 0);
+	assert_int_equal(got.lid, 3);
+	assert_int_equal(hdfx_look(m2, size2, IBRES_T_NAME, k2, strlen(k2), &got), 0);
+	assert_int_equal(f->pub->reseeds, 0);
+	munmap(m2, size2);
+	munmap(m, size);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +705,7 @@ int main(void)
 						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_in_place_drops_slots_before_the_bytes,
 						hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_reseeds_back_off, hdfx_setup, hdfx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,6 +30,15 @@
 #include "os/hostdir_impl.h"
 #include "ibres.h"
 
+/* @r into the store: a fabric host for 10 minutes, or a static one. */
+static void insert(struct fx *f, const struct ibres_hostrec *r, uint8_t origin)
+{
+	const struct store_put put = {.origin = origin,
+				      .ttl_s = origin == IBRES_ORIGIN_STATIC ? 0 : 600};
+
+	assert_int_equal(store_insert(&f->store, r, &put, now_ms(), NULL), 0);
+}
+
 /* The blocks of the image's record area: how many hold a record, how many
  * are free (expiry 0), and the bytes they take. */
 static void count_blocks(const void *m, unsigned *live, unsigned *freed, uint64_t *bytes)
@@ -123,7 +132,6 @@ static void test_a_dropped_key_leaves_no_slot(void **state)
 {
 	struct fx *f = *state;
 	struct ibres_hostrec a, st, d, got;
-	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
 	struct in_addr x;
 	size_t size;
 	void *m;
@@ -131,11 +139,11 @@ static void test_a_dropped_key_leaves_no_slot(void **state)
 	m = hdfx_map(f, &size);
 	hdfx_rec(&a, 7, 1);
 	x = a.v4[0];
-	assert_int_equal(store_insert(&f->store, &a, &fabric, now_ms(), NULL), 0);
+	insert(f, &a, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(v4_slots_of(m, x), 1);
 	a.v4[0].s_addr = htonl(0x0a0000feu);
-	assert_int_equal(store_insert(&f->store, &a, &fabric, now_ms(), NULL), 0);
+	insert(f, &a, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(v4_slots_of(m, x), 0);
 	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &x, 4, &got),
@@ -143,15 +151,12 @@ static void test_a_dropped_key_leaves_no_slot(void **state)
 
 	hdfx_rec(&st, 50, 1);
 	st.v4[0] = x;
-	assert_int_equal(store_insert(&f->store, &st,
-				      &(struct store_put){.origin = IBRES_ORIGIN_STATIC}, now_ms(),
-				      NULL),
-			 0);
+	insert(f, &st, IBRES_ORIGIN_STATIC);
 	assert_true(store_remove_gid(&f->store, a.gids[0]) > 0);
 	loop_run_due(&f->loop);
 	hdfx_rec(&d, 8, 1);
 	d.v4[0] = x;
-	assert_int_equal(store_insert(&f->store, &d, &fabric, now_ms(), NULL), 0);
+	insert(f, &d, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(store_check(&f->store), 0);
 	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &x, 4, &got), 0);
@@ -358,7 +363,6 @@ static uint8_t *snapshot(const void *m, size_t size)
 static void test_a_slot_that_came_back(void **state)
 {
 	struct fx *f = *state;
-	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
 	struct ibres_hostrec a, st, b, d, got, r;
 	const struct ibdir_header *hd;
 	uint8_t *m, *first, *middle;
@@ -371,7 +375,7 @@ static void test_a_slot_that_came_back(void **state)
 	hd = (const void *)m;
 	hdfx_rec(&a, 7, 1);
 	x = a.v4[0];
-	assert_int_equal(store_insert(&f->store, &a, &fabric, now_ms(), NULL), 0);
+	insert(f, &a, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	i = v4_slot(m, x, &word);
 	assert_true(i >= 0);
@@ -381,14 +385,11 @@ static void test_a_slot_that_came_back(void **state)
 	loop_run_due(&f->loop);
 	hdfx_rec(&st, 50, 1);
 	st.v4[0] = x;
-	assert_int_equal(store_insert(&f->store, &st,
-				      &(struct store_put){.origin = IBRES_ORIGIN_STATIC}, now_ms(),
-				      NULL),
-			 0);
+	insert(f, &st, IBRES_ORIGIN_STATIC);
 	loop_run_due(&f->loop);
 	hdfx_rec(&b, 8, 1);
 	b.v4[0] = x;
-	assert_int_equal(store_insert(&f->store, &b, &fabric, now_ms(), NULL), 0);
+	insert(f, &b, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(ibdir_rec_decode(m + (uint32_t)word, size - (uint32_t)word, &r), 0);
 	assert_string_equal(r.names[0], "h8"); /* X now holds h8, which lists x */
@@ -403,7 +404,7 @@ static void test_a_slot_that_came_back(void **state)
 	loop_run_due(&f->loop);
 	hdfx_rec(&d, 9, 1);
 	d.v4[0] = x;
-	assert_int_equal(store_insert(&f->store, &d, &fabric, now_ms(), NULL), 0);
+	insert(f, &d, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(store_check(&f->store), 0);
 	assert_int_equal(v4_slot(m, x, &word2), i);
@@ -490,7 +491,6 @@ static void named(struct ibres_hostrec *r, const char *name, const char *name2, 
 static void test_keys_sharing_a_hash(void **state)
 {
 	struct fx *f = *state;
-	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
 	char k[16], k2[16], w[16] = "";
 	const struct ibdir_header *hd;
 	struct ibres_hostrec r, got;
@@ -516,19 +516,16 @@ static void test_keys_sharing_a_hash(void **state)
 	assert_true(w[0]);
 
 	named(&r, w, NULL, 1);
-	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	insert(f, &r, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	named(&r, k, NULL, 2); /* the static host holds k: the slot after w's */
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){.origin = IBRES_ORIGIN_STATIC}, now_ms(),
-				      NULL),
-			 0);
+	insert(f, &r, IBRES_ORIGIN_STATIC);
 	loop_run_due(&f->loop);
 	named(&r, w, NULL, 1);
 	assert_true(store_remove_gid(&f->store, r.gids[0]) > 0); /* w's slot: deleted */
 	loop_run_due(&f->loop);
 	named(&r, k2, k, 3); /* a fabric host: k2, and k, which it is refused */
-	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	insert(f, &r, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(store_check(&f->store), 0);
 	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k, strlen(k), &got), 0);
@@ -581,7 +578,6 @@ static void snap_on_write_fault(int sig, siginfo_t *si, void *uc)
 static void test_in_place_drops_slots_before_the_bytes(void **state)
 {
 	struct fx *f = *state;
-	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
 	struct sigaction sa = {.sa_sigaction = snap_on_write_fault, .sa_flags = SA_SIGINFO}, old;
 	size_t size, page = (size_t)sysconf(_SC_PAGESIZE);
 	const struct ibdir_header *hd;
@@ -596,13 +592,10 @@ static void test_in_place_drops_slots_before_the_bytes(void **state)
 	hd = (const void *)m;
 	hash = names_sharing_a_hash(hd->seed, k, k2);
 	named(&r, k, "hx", 3);
-	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	insert(f, &r, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	named(&r, k2, NULL, 2);
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){.origin = IBRES_ORIGIN_STATIC}, now_ms(),
-				      NULL),
-			 0);
+	insert(f, &r, IBRES_ORIGIN_STATIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k2, strlen(k2), &got), 0);
 	assert_int_equal(got.lid, 2);
@@ -627,7 +620,7 @@ static void test_in_place_drops_slots_before_the_bytes(void **state)
 	assert_int_equal(mprotect(slot_page, page, PROT_READ), 0);
 	assert_int_equal(mprotect(block_page, page, PROT_READ), 0);
 	named(&r, "hx", k2, 3); /* k dropped; k2 listed, refused */
-	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	insert(f, &r, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(sigaction(SIGSEGV, &old, NULL), 0);
 	mprotect(slot_page, page, PROT_READ | PROT_WRITE);
@@ -656,7 +649,6 @@ static void test_in_place_drops_slots_before_the_bytes(void **state)
 static void test_reseeds_back_off(void **state)
 {
 	struct fx *f = *state;
-	const struct store_put fabric = {.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600};
 	struct ibres_hostrec r, got;
 	char k[16], k2[16];
 	size_t size, size2;
@@ -666,7 +658,7 @@ static void test_reseeds_back_off(void **state)
 	names_sharing_a_hash(((const struct ibdir_header *)(const void *)m)->seed, k, k2);
 	f->pub->reseeds = 3; /* three generations in a row collided */
 	named(&r, k, k2, 3);
-	assert_int_equal(store_insert(&f->store, &r, &fabric, now_ms(), NULL), 0);
+	insert(f, &r, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_false(f->pub->rebuild);
 	assert_true(f->pub->reseed_at >= now_ms() + 50000);

@@ -49,7 +49,7 @@ int ibc_timeout_ms(const struct ibres *h)
 		if (!errno && !*end && v > 0 && v <= INT_MAX)
 			return (int)v;
 	}
-	return IBRES_TIMEOUT_DEFAULT_MS;
+	return h->default_ms > 0 ? h->default_ms : IBRES_TIMEOUT_DEFAULT_MS;
 }
 
 uint64_t ibc_deadline(const struct ibres *h)

@@ -62,7 +62,8 @@ struct ibc_dir {
 struct ibres {
 	struct ibc_slot slot[IBC_SLOTS];
 	char path[IBC_PATH_MAX]; /* "" = $IBRES_SOCKET, else the default */
-	int timeout_ms;		 /* <= 0: $IBRES_TIMEOUT_MS, else the default */
+	int timeout_ms;		 /* <= 0: $IBRES_TIMEOUT_MS, else default_ms */
+	int default_ms;		 /* <= 0: IBRES_TIMEOUT_DEFAULT_MS */
 	struct ibc_dir dir;
 };
 
@@ -70,11 +71,13 @@ struct ibres {
 	{                                                                                          \
 		PTHREAD_MUTEX_INITIALIZER, -1, 0, 0                                                \
 	}
-#define IBC_INIT                                                                                   \
+/* A handle whose bound, unless $IBRES_TIMEOUT_MS says otherwise, is @ms. */
+#define IBC_INIT_BOUND(ms)                                                                         \
 	{                                                                                          \
 		.slot = {IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT, IBC_SLOT_INIT}, .path = "",  \
-		.timeout_ms = 0, .dir = {.lock = PTHREAD_MUTEX_INITIALIZER },                      \
+		.timeout_ms = 0, .default_ms = (ms), .dir = {.lock = PTHREAD_MUTEX_INITIALIZER },  \
 	}
+#define IBC_INIT IBC_INIT_BOUND(0)
 
 /* The process-wide handle used when a public call gets h == NULL. */
 extern struct ibres ibc_default;
@@ -82,7 +85,8 @@ extern struct ibres ibc_default;
 /* Monotonic time in nanoseconds, and the deadline @h gives a call started now. */
 uint64_t ibc_now_ns(void);
 uint64_t ibc_deadline(const struct ibres *h);
-/* The timeout in ms a handle uses (resolving 0 through the environment). */
+/* The timeout in ms a handle uses: its own, else $IBRES_TIMEOUT_MS, else its
+ * default_ms, else IBRES_TIMEOUT_DEFAULT_MS. */
 int ibc_timeout_ms(const struct ibres *h);
 
 /*

@@ -3,7 +3,7 @@
  * libnss_ib.so.2: the glibc "hosts" entry points of nss-ib. Each call reads
  * the shared host directory (lib/dirmap.c: no system call) and, when that
  * cannot tell, asks ibresd (a HOST query through the connection slots of
- * lib/conn.c, bounded by $IBRES_TIMEOUT_MS or 10 s). A hit is packed into the
+ * lib/conn.c, bounded by $IBRES_TIMEOUT_MS or NSS_IB_TIMEOUT_MS). A hit is packed into the
  * caller's buffer straight from a copy of the record's own bytes.
  *
  *   AF_INET, AF_INET6   the host's IPoIB addresses
@@ -38,8 +38,16 @@
 #define AF_IB 27
 #endif
 
+/* The module's bound on one lookup without $IBRES_TIMEOUT_MS: shorter than
+ * libibres's IBRES_TIMEOUT_DEFAULT_MS. Its caller gets TRY_AGAIN whether the
+ * daemon gave up on the fabric or the module on the daemon, and the daemon
+ * has sent its last attempt by now (at 4.5 s, 4.95 s at most, with its
+ * defaults), so waiting longer buys little; while a daemon that stopped
+ * answering costs every lookup of every process this long (getent twice). */
+#define NSS_IB_TIMEOUT_MS 5000
+
 /* The module's own handle: its connections are separate from libibres's. */
-static struct ibres nss_conn = IBC_INIT;
+static struct ibres nss_conn = IBC_INIT_BOUND(NSS_IB_TIMEOUT_MS);
 
 nss_gethostbyname_r _nss_ib_gethostbyname_r;
 nss_gethostbyname2_r _nss_ib_gethostbyname2_r;

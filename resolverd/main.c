@@ -87,8 +87,8 @@ static int load_all(const char *path, const char *socket_override, struct ibres_
 	if (!ret && request_bound_ms(cfg) >= IBRES_TIMEOUT_DEFAULT_MS) {
 		/* not an error: clients that set IBRES_TIMEOUT_MS are served */
 		snprintf(err, sizeof(err),
-			 "timeout and retries let a lookup wait %llu ms, longer than clients wait"
-			 " by default (%u ms): set IBRES_TIMEOUT_MS above it for them",
+			 "timeout and retries let a lookup wait %llu ms, longer than ibresctl and"
+			 " libibres wait by default (%u ms): set IBRES_TIMEOUT_MS above it for them",
 			 (unsigned long long)request_bound_ms(cfg), IBRES_TIMEOUT_DEFAULT_MS);
 		if (to_log)
 			log_warn("%s", err);

@@ -60,9 +60,9 @@ def test_check_config_reports_file_and_line(tmp_path):
 
 
 def test_check_config_warns_when_clients_give_up_first(tmp_path):
-    """timeout and retries that let a lookup wait longer than clients wait by
-    default (10 s): the config is valid, but the daemon says which clients
-    would time out before its answer and what to set. The shipped values
+    """timeout and retries that let a lookup wait longer than ibresctl and
+    libibres wait by default (10 s): the config is valid, but the daemon says
+    which clients would time out before its answer and what to set. The shipped values
     (1000 ms, 3 retries: 8.2 s at most) draw no warning."""
     r = run([IBRESD, "--check-config", "--config", SINGLE_NODE])
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
@@ -72,7 +72,8 @@ def test_check_config_warns_when_clients_give_up_first(tmp_path):
     assert r.returncode == 0, r.stderr
     # 2 s, 3 s, 4 s, 5 s, each + 10 %, and 500 ms of slack
     assert "warning: timeout and retries let a lookup wait 15900 ms" in r.stderr, r.stderr
-    assert "(10000 ms): set IBRES_TIMEOUT_MS above it" in r.stderr, r.stderr
+    assert "longer than ibresctl and libibres wait by default (10000 ms): set " \
+        "IBRES_TIMEOUT_MS above it" in r.stderr, r.stderr
 
 
 def test_missing_config_file(tmp_path):

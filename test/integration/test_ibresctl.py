@@ -83,6 +83,23 @@ def test_timeout_option_bounds_a_stopped_daemon(single):
     assert dt < 2.0
 
 
+def test_default_bound_outlasts_the_daemons(single):
+    """Without --timeout or $IBRES_TIMEOUT_MS ibresctl waits 10 s, longer than
+    the daemon makes a lookup wait with its defaults (8.2 s), so that the
+    daemon's own answer comes first; a stopped daemon shows it."""
+    env = {k: v for k, v in os.environ.items() if k != "IBRES_TIMEOUT_MS"}
+    env["IBRES_SOCKET"] = single.socket
+    single.signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        r = ctl(single, "host", "node1", env=env)
+        dt = time.monotonic() - t0
+    finally:
+        single.signal(signal.SIGCONT)
+    assert r.returncode == 3 and "timed out" in r.stderr
+    assert 9.9 <= dt < 12.0, dt
+
+
 # ---- host ----------------------------------------------------------------------
 
 def test_host_text(static):

@@ -629,6 +629,25 @@ static void test_timeout(void **state)
 	setenv(IBRES_TIMEOUT_ENV, "junk", 1);
 	assert_int_equal(ibc_timeout_ms(&ibc_default), IBRES_TIMEOUT_DEFAULT_MS);
 	unsetenv(IBRES_TIMEOUT_ENV);
+	assert_int_equal(IBRES_TIMEOUT_DEFAULT_MS, 10000);
+}
+
+/* A handle with a default of its own (the NSS module's, 5 s) keeps it unless
+ * the handle or $IBRES_TIMEOUT_MS says otherwise. */
+static void test_handle_default_bound(void **state)
+{
+	static struct ibres own = IBC_INIT_BOUND(5000);
+
+	(void)state;
+	unsetenv(IBRES_TIMEOUT_ENV);
+	assert_int_equal(ibc_timeout_ms(&own), 5000);
+	setenv(IBRES_TIMEOUT_ENV, "250", 1);
+	assert_int_equal(ibc_timeout_ms(&own), 250);
+	setenv(IBRES_TIMEOUT_ENV, "junk", 1);
+	assert_int_equal(ibc_timeout_ms(&own), 5000);
+	unsetenv(IBRES_TIMEOUT_ENV);
+	own.timeout_ms = 700;
+	assert_int_equal(ibc_timeout_ms(&own), 700);
 }
 
 static void test_reconnect(void **state)
@@ -1038,6 +1057,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_resolve_path, teardown),
 		cmocka_unit_test_teardown(test_no_daemon, teardown),
 		cmocka_unit_test_teardown(test_timeout, teardown),
+		cmocka_unit_test(test_handle_default_bound),
 		cmocka_unit_test_teardown(test_reconnect, teardown),
 		cmocka_unit_test_teardown(test_framing_errors, teardown),
 		cmocka_unit_test_teardown(test_eintr, teardown),

@@ -83,8 +83,9 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	if (theirs->hosts < own->hosts)
 		return false;
 	if (theirs->hosts == own->hosts && theirs->sum == own->sum) {
-		/* only a settled sender that counts itself complete vouches */
-		if (theirs->flags & FW_DIGEST_SETTLED)
+		/* only a settled sender that counts itself complete vouches,
+		 * and not in the hold after an unvouched burst */
+		if ((theirs->flags & FW_DIGEST_SETTLED) && now >= r->vouch_from_ms)
 			agreed(r, sender);
 		return false;
 	}
@@ -142,6 +143,12 @@ bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own
 		return false;
 	r->unvouched = true;
 	r->unvouched_ms = now;
+	/* K agreements heard from DIGEST_HOLD_MS on: peers that lost the same
+	 * announcements as we did (a sender's loss is every receiver's) agree
+	 * on a directory lacking their senders, until those, unheard, ask
+	 * peers and announce again; a while later the peers asked know more */
+	r->agree = 0;
+	r->vouch_from_ms = now + DIGEST_HOLD_MS;
 	return true;
 }
 

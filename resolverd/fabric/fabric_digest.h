@@ -60,6 +60,7 @@ struct digest_rule {
 	 * of news is no proof */
 	bool unvouched;
 	uint64_t unvouched_ms;
+	uint64_t vouch_from_ms; /* agreements count from then on (the hold) */
 	/* at least this many must agree (a fabric that heard no one at a boot
 	 * where others did: it knows of no peer there, yet may have some) */
 	unsigned min_k;

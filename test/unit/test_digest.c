@@ -425,9 +425,15 @@ static void test_rule_burst_unvouched(void **state)
 	assert_true(eval(&r, own(5, 50), t));
 	assert_true(digest_rule_burst_end(&r, &(struct store_digest){10, 100}, t + 10));
 	assert_true(eval(&r, own(10, 100), t + 10));
-	/* unsettled agreement vouches for nothing; K settled ones do, no hold */
+	/* unsettled agreement vouches for nothing; settled ones in the hold
+	 * after the burst neither (peers that lost the same senders agree);
+	 * K settled ones after it do */
 	heard(&r, own(10, 100), theirs(10, 100, false), t + 20);
 	assert_true(eval(&r, own(10, 100), t + 20));
+	for (unsigned i = 0; i < DIGEST_AGREE_K; i++)
+		heard(&r, own(10, 100), theirs(10, 100, true), t + 30);
+	assert_true(eval(&r, own(10, 100), t + 30));
+	t += DIGEST_HOLD_MS;
 	for (unsigned i = 0; i < DIGEST_AGREE_K - 1; i++)
 		heard(&r, own(10, 100), theirs(10, 100, true), t + 30);
 	assert_true(eval(&r, own(10, 100), t + 30));

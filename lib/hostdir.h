@@ -26,11 +26,12 @@
  * be written again for another record, but only after every slot leading to
  * it was changed: a reader keeps its copy only if, loaded again after the
  * copy, the slot it followed says the same and the block's seq has not
- * moved (the slot may lead there again once the block is taken again). Slots are written whole, with table_seq odd
- * around every change, so a reader that found nothing can tell whether the
- * tables moved under it. An image never shrinks
- * and is never truncated (its memfd is sealed): growth or a reset is a new
- * generation, and the old one's state then says IBDIR_REPLACED.
+ * moved (the slot may lead there again once the block is taken again).
+ * Slots are written whole, with table_seq odd around every change, so a
+ * reader that found nothing can tell whether the tables moved under it. An
+ * image never shrinks and is never truncated (its memfd is sealed): growth
+ * or a reset is a new generation, and the old one's state then says
+ * IBDIR_REPLACED.
  *
  * Time: CLOCK_MONOTONIC milliseconds (the daemon's clock; readers use the
  * coarse variant, served from the vDSO). heartbeat_ms is rewritten every

@@ -279,10 +279,10 @@ static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash
 	return -1;
 }
 
-/* Point the slot of @k at the block @off. 0, or -ENOSPC (table full). */
-static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
+/* Point the slot of @k (of hash @hash) at the block @off. 0, or -ENOSPC
+ * (table full). */
+static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, uint32_t off)
 {
-	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
 	uint64_t *slots = slots_of(p, k->tab);
 	long free_at, at = slot_find(p, k, hash, &free_at);
 
@@ -371,15 +371,14 @@ static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t 
 	host_set_cookie(h, all, 0);
 }
 
-/* Do two different keys of one table share a hash? Then a reader that
- * follows the slot of one finds the other listed in the record too, and
- * cannot tell whether the record holds it (the store may give it to another
- * host): such a record is not written, and the next generation's seed parts
- * the two (about 2^-32 a pair). */
-static bool keys_collide(const struct hostdir_pub *p, const struct dkey *k, unsigned n)
+/* The hashes of the @n keys @k into @hash; and do two different keys of one
+ * table share one? Then a reader that follows the slot of one finds the
+ * other listed in the record too, and cannot tell whether the record holds
+ * it (the store may give it to another host): such a record is not written,
+ * and the next generation's seed parts the two (about 2^-32 a pair). */
+static bool keys_collide(const struct hostdir_pub *p, const struct dkey *k, unsigned n,
+			 uint32_t *hash)
 {
-	uint32_t hash[REC_KEYS_MAX];
-
 	for (unsigned i = 0; i < n; i++) {
 		hash[i] = ibdir_hash(hd_of(p)->seed, k[i].tab, k[i].data, k[i].len);
 		for (unsigned j = 0; j < i; j++)
@@ -415,6 +414,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
 	uint32_t off = host_cookie(h, all), to;
 	unsigned n, n_old, mine = 0;
+	uint32_t hash[REC_KEYS_MAX];
 	bool held[REC_KEYS_MAX];
 	uint64_t expires;
 	size_t len;
@@ -431,7 +431,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 	n = hostdir_rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
 		mine += held[i] = hostdir_holds(p, h, &keys[i], all);
-	if (!mine || keys_collide(p, keys, n)) {
+	if (!mine || keys_collide(p, keys, n, hash)) {
 		/* nothing a reader could ask for (a LID alone; no name the host
 		 * shares), or what it asks for would be ambiguous */
 		drop_record(p, off);
@@ -469,7 +469,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 	}
 	host_set_cookie(h, all, to);
 	for (unsigned i = 0; i < n; i++)
-		if (held[i] && slot_set(p, &keys[i], to)) {
+		if (held[i] && slot_set(p, &keys[i], hash[i], to)) {
 			lose_host(p, h, all, off, to);
 			return;
 		}

@@ -327,14 +327,17 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	case FW_RANGE_QUERY: {
 		/* the asker is learned like a requester: a node nobody heard
-		 * of, asking, becomes known (and is told so) */
-		bool knew = heard_endpoint(p, m.sender.gids[0], m.sender.pkey, m.sender.names[0]);
+		 * of, asking, becomes known; told whether a multicast announce
+		 * of it was heard here (its NEWCOMER got out, or not: learned
+		 * from an answer, a request or a query does not tell) */
+		uint32_t prev_seq = 0;
 
-		if (fabric_learn(p, &m, fabric_best_group(p, m.groups, m.n_groups), NULL) == 0) {
+		if (fabric_learn(p, &m, fabric_best_group(p, m.groups, m.n_groups), &prev_seq) ==
+		    0) {
 			f->c.overheard++;
 			fabric_fetch_asker(p, &m, from);
 		}
-		fabric_range_answer(p, &m, from, !knew);
+		fabric_range_answer(p, &m, from, !prev_seq);
 		break;
 	}
 	case FW_RANGE_ANSWER:
@@ -345,8 +348,12 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		break;
 	}
 	p->rx_from = NULL;
-	if (f->fx.unheard && fabric_newcomer_again(f))
-		f->fx.unheard = false;
+	if (f->fx.unheard) {
+		int again = fabric_newcomer_again(f);
+
+		if (again != -EAGAIN)
+			fabric_fetch_newcomer_sent(f, !again);
+	}
 	/* a digest heard, or a host learned that a peer's digest had */
 	fabric_digest_update(f);
 }

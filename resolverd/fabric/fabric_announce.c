@@ -8,6 +8,7 @@
  */
 #include "fabric/fabric_impl.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -19,9 +20,11 @@
 #include "fabric/fabric_fetch.h"
 #include "fabric/fabric_wire.h"
 
-/* NEWCOMER announces of a burst, at most: one, and up to two more. */
+/* NEWCOMER announces of a burst at start-up: one, and up to two more
+ * while nobody was heard at all. */
 #define STARTUP_ANNOUNCES 3
-/* Between a burst's NEWCOMER announces sent on evidence. */
+/* Between a burst's NEWCOMER announces sent on evidence (NEWCOMER_REPEATS
+ * of them at most, fabric_fetch.h). */
 #define NEWCOMER_AGAIN_MS 500
 /* A first NEWCOMER no port could send is tried again this much later. */
 #define FIRST_RETRY_MS 100
@@ -70,7 +73,7 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 void fabric_burst_begin(struct fabric *f)
 {
 	f->startup_announces_left = STARTUP_ANNOUNCES;
-	f->newcomer_repeats_left = STARTUP_ANNOUNCES - 1;
+	f->newcomer_repeats_left = NEWCOMER_REPEATS;
 	f->burst_overheard = f->c.overheard;
 	f->burst_began_ms = now_ms();
 	fabric_fetch_burst(f);
@@ -124,18 +127,18 @@ void fabric_on_announce_timer(struct loop_timer *t)
 	loop_timer_arm(f->loop, t, now_ms() + jitter_apply(&f->rng, next));
 }
 
-bool fabric_newcomer_again(struct fabric *f)
+int fabric_newcomer_again(struct fabric *f)
 {
 	uint64_t now = now_ms();
 
 	if (!fabric_announcing(f) || !f->newcomer_repeats_left)
-		return true; /* nothing to wait for */
+		return -ENOSPC; /* nothing to wait for */
 	if (now < f->newcomer_sent_ms + NEWCOMER_AGAIN_MS)
-		return false; /* later: the evidence stays */
+		return -EAGAIN; /* later: the evidence stays */
 	f->newcomer_repeats_left--;
 	f->c.newcomer_repeats++;
 	fabric_announce_all(f, FW_FLAG_NEWCOMER, FW_ANNOUNCE, f->burst);
-	return true;
+	return 0;
 }
 
 /* The first NEWCOMER announce of a burst (start-up or resync: the tid names

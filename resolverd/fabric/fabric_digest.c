@@ -476,6 +476,11 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 		digest_rule_drop(&p->rule, now);
 }
 
+void fabric_digest_lost(struct fabric_port *p)
+{
+	digest_rule_drop(&p->rule, now_ms());
+}
+
 void fabric_digest_voices(struct fabric *f, unsigned n)
 {
 	for (unsigned i = 0; i < f->n_ports; i++)

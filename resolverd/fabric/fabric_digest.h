@@ -128,6 +128,9 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
+/* A datagram to or from a peer on @p was lost (a range query's later try
+ * answered, fabric_fetch.c): a loss, as the drop counters' are. */
+void fabric_digest_lost(struct fabric_port *p);
 /* @n distinct peers were heard to answer range queries, fewer than K (0:
  * not fewer; fabric_fetch.c): K is at most as many. */
 void fabric_digest_voices(struct fabric *f, unsigned n);

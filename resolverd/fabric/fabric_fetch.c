@@ -26,14 +26,14 @@ static const struct fw_range whole = {.lo = 0, .hi = UINT64_MAX, .parts = FW_PAR
 /* Is there anything to fetch? Only where the store is the whole directory
  * (announcements refresh every entry in time) and the directory counts
  * itself incomplete once its start-up burst was checked (before that, the
- * burst fills it). */
+ * burst fills it), or peers' answers must tell whether we were heard. */
 static bool wanted(const struct fabric *f)
 {
 	const struct ibres_config *cfg = f->cfg;
 
 	return cfg->announce_interval_s > 0 &&
 	       (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s && f->dg.burst_checked &&
-	       now_ms() >= f->settled_ms && fabric_digest_incomplete(f);
+	       now_ms() >= f->settled_ms && (fabric_digest_incomplete(f) || f->fx.doubt);
 }
 
 /* A peer's slot (one at most: remember_peer() keeps a slot a peer). */
@@ -99,7 +99,7 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 	if (!slot) /* full: the next in the round takes the newcomer's place */
 		slot = &x->peers[x->next_peer % FETCH_PEERS];
 	if (!slot->used || memcmp(slot->gid, gid, 16))
-		slot->claimed = slot->answered = slot->old = slot->fabric =
+		slot->claimed = slot->answered = slot->old = slot->fabric = slot->proven =
 			false; /* a new peer's */
 	slot->addr = *from;
 	memcpy(slot->gid, gid, 16);
@@ -178,8 +178,8 @@ static bool pick_peer(struct fabric *f, const uint8_t *avoid)
 	for (unsigned i = 0; i < FETCH_PEERS; i++) {
 		struct fetch_peer *c = &x->peers[i];
 
+		/* until it answers: what we lack, it alone is known to hold */
 		if (c->used && c->claimed && (!avoid || memcmp(c->gid, avoid, 16))) {
-			c->claimed = false;
 			x->peer = *c;
 			return true;
 		}
@@ -196,6 +196,12 @@ static bool pick_peer(struct fabric *f, const uint8_t *avoid)
 			return true;
 		}
 	return false;
+}
+
+/* A query's tid: random, its low bits left for the try (FETCH_TRY_MASK). */
+static uint64_t query_tid(struct fabric *f)
+{
+	return ((uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng)) & ~FETCH_TRY_MASK;
 }
 
 static void send_query(struct fabric *f)
@@ -216,7 +222,8 @@ static void send_query(struct fabric *f)
 	loop_timer_arm(f->loop, &x->timer, now_ms() + wait);
 	if (!p->open || p->ep->down)
 		return; /* the timer ends the session */
-	fabric_msg_init(p, &m, FW_RANGE_QUERY, x->tid);
+	_Static_assert(FETCH_TRIES - 1 <= FETCH_TRY_MASK, "a try's number fits the tid's low bits");
+	fabric_msg_init(p, &m, FW_RANGE_QUERY, x->tid | (x->tries - 1));
 	m.has_range = true;
 	m.range = x->asked;
 	if (x->peer.fabric)
@@ -252,7 +259,7 @@ static void next_query(struct fabric *f)
 	else
 		x->queries++;
 	x->tries = 0;
-	x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
+	x->tid = query_tid(f);
 	send_query(f);
 }
 
@@ -273,6 +280,25 @@ static void session_start(struct fabric *f)
 	next_query(f);
 }
 
+/* The peer asked cannot answer the query (silent, or BUSY): the same range
+ * goes to the next peer, keeping what the session found so far, or the
+ * session ends. */
+static void move_on(struct fabric *f)
+{
+	struct fabric_fetch *x = &f->fx;
+
+	if (x->switches < FETCH_SWITCHES && pick_peer(f, x->peer.gid)) {
+		x->switches++;
+		x->tries = 0;
+		x->rtt_ms = 0; /* another peer */
+		x->tid = query_tid(f);
+		send_query(f);
+		return;
+	}
+	x->n_todo = 0;
+	next_query(f);
+}
+
 static void on_timer(struct loop_timer *t)
 {
 	struct fabric *f = container_of(t, struct fabric, fx.timer);
@@ -286,22 +312,20 @@ static void on_timer(struct loop_timer *t)
 		}
 		/* it does not answer (gone, an older daemon, a lossy path):
 		 * forgotten after FETCH_STRIKES such queries in a row, as on
-		 * a lossy fabric many are lost. The same range goes to the
-		 * next peer, keeping what the session found so far. */
+		 * a lossy fabric many are lost */
 		x->timeouts++;
 		c = find_peer(x, x->peer.gid);
+		/* one that answered before (over its limit it says BUSY): a
+		 * loss, or it is gone; either way its word is missing, and the
+		 * peers that do answer must not vouch at once */
+		if (c && c->proven) {
+			x->losses++;
+			fabric_digest_lost(&f->ports[x->peer.port]);
+			fabric_digest_update(f); /* no datagram will */
+		}
 		if (c && ++c->strikes >= FETCH_STRIKES)
 			forget_peer(f, c->gid);
-		if (x->switches < FETCH_SWITCHES && pick_peer(f, x->peer.gid)) {
-			x->switches++;
-			x->tries = 0;
-			x->rtt_ms = 0; /* another peer */
-			x->tid = (uint64_t)jitter_next(&f->rng) << 32 | jitter_next(&f->rng);
-			send_query(f);
-			return;
-		}
-		x->n_todo = 0;
-		next_query(f);
+		move_on(f);
 		return;
 	}
 	fabric_range_idle(f, now_ms());
@@ -416,6 +440,16 @@ static bool held(struct fabric *f, const struct host_key *k, const struct fabric
 	return false;
 }
 
+void fabric_hint_unanswered(struct fabric *f, const struct fabric_at *at)
+{
+	/* a peer said the host lives and we could not reach it: a loss, or
+	 * the host left; the peers that lack it too must not vouch at once */
+	if (f && at->port < f->n_ports) {
+		f->fx.hints_unanswered++;
+		fabric_digest_lost(&f->ports[at->port]);
+	}
+}
+
 bool fabric_holds_at(struct fabric *f, const struct host_key *k, const struct fabric_at *at)
 {
 	if (!f)
@@ -508,6 +542,35 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 	}
 }
 
+/* Did our NEWCOMER reach the peers? Each answer says whether its peer
+ * heard a multicast announce of ours (@unheard: not). Most of the peers
+ * that answered first since the burst began had not (at least two): not
+ * the few a lossy fabric drops (their own fetch finds us), but our NEWCOMER
+ * lost on its way out, for every peer (a sender's loss is every receiver's):
+ * fabric.c sends it again. The peers that lost it agree with each other on
+ * a directory lacking us, so from then on the node is in doubt and keeps
+ * asking peers: an answer to a query asked after the last repeat that had
+ * not heard it either asks for one more (at most every NEWCOMER_AGAIN_MS,
+ * NEWCOMER_REPEATS a burst); one that had ends the doubt (every peer got
+ * it; a peer that dropped it counts that as its own loss). */
+static void heard_of_us(struct fabric_fetch *x, struct fetch_peer *c, bool unheard)
+{
+	if (x->doubt) {
+		if (x->sent_ms < x->repeat_ms)
+			return; /* asked before the last repeat went out */
+		x->unheard = unheard;
+		x->doubt = unheard;
+		return;
+	}
+	if (!c || c->answered)
+		return; /* one peer, one voice */
+	c->answered = true;
+	x->burst_first++;
+	x->burst_unheard += unheard;
+	if (x->burst_unheard >= 2 && 2 * x->burst_unheard > x->burst_first)
+		x->unheard = x->doubt = true;
+}
+
 void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
@@ -516,20 +579,33 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 
 	/* the answer to the query outstanding, from the peer asked, about
 	 * what was asked: anything else is dropped */
-	if (!x->active || !x->waiting || m->tid != x->tid ||
+	bool busy = m->range.flags & FW_RANGE_BUSY;
+
+	/* the answer to the query outstanding, from the peer asked, about
+	 * what was asked (over its limit, its digest alone): anything else is
+	 * dropped */
+	if (!x->active || !x->waiting || (m->tid & ~FETCH_TRY_MASK) != x->tid ||
 	    memcmp(m->sender.gids[0], x->peer.gid, 16) || m->range.lo != x->asked.lo ||
 	    m->range.hi != x->asked.hi || m->range.parts != x->asked.parts ||
 	    (m->range.flags & FW_RANGE_NAMES) != (x->asked.flags & FW_RANGE_NAMES) ||
-	    (!(x->asked.flags & FW_RANGE_NAMES) && !m->n_sums)) {
+	    (!(x->asked.flags & FW_RANGE_NAMES) && !m->n_sums && !busy)) {
 		f->c.rx_unsolicited++;
 		return;
 	}
 	x->answers++;
-	if (x->tries == 1) {
-		/* the shortest unambiguous round trip (an answer to a first
-		 * try): a busy moment of ours (a burst of REPLYs, a directory
-		 * generation) must not make every later lost answer cost
-		 * 300 ms; a wait that was too short costs a duplicate */
+	if (m->tid & FETCH_TRY_MASK) {
+		/* a later try answered, the first not (answers come in the
+		 * order asked): a query or an answer was lost on the way, a
+		 * loss no counter of ours sees. What we lost of this peer's,
+		 * announces too may have lost: no vouching for a while */
+		x->losses++;
+		fabric_digest_lost(p);
+	} else {
+		/* the shortest round trip (an answer to a first try; a later
+		 * try's tid differs): a busy moment of ours (a burst of
+		 * REPLYs, a directory generation) must not make every later
+		 * lost answer cost 300 ms; a wait that was too short costs a
+		 * duplicate */
 		unsigned rtt = (unsigned)(now_ms() - x->sent_ms) + 1;
 
 		if (!x->rtt_ms || rtt < x->rtt_ms)
@@ -538,6 +614,9 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	c = find_peer(x, x->peer.gid);
 	if (c) {
 		c->strikes = 0;
+		c->proven = true;
+		if (!busy)
+			c->claimed = false; /* asked: what it holds, the session finds */
 		/* asked about this fabric, it kept the flag if it counts per
 		 * fabric (a daemon before it clears it) */
 		if (x->peer.fabric)
@@ -545,17 +624,12 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	}
 	count_voice(f, x->peer.gid);
 	fabric_digest_answer(p, m);
-	/* did our announces reach the peers? Most of those asked first had not
-	 * heard of us: not the few a lossy fabric drops (their own fetch
-	 * finds us), but our NEWCOMER lost on its way out */
-	if (c && !c->answered) {
-		c->answered = true;
-		x->burst_first++;
-		x->burst_unheard += !!(m->range.flags & FW_RANGE_ASKER_NEW);
-		if (x->burst_unheard >= 2 && 2 * x->burst_unheard > x->burst_first) {
-			x->unheard = true;
-			x->burst_first = x->burst_unheard = 0; /* evidence after it, anew */
-		}
+	heard_of_us(x, c, m->range.flags & FW_RANGE_ASKER_NEW);
+	if (busy) {
+		x->busy_heard++;
+		x->waiting = false;
+		move_on(f); /* its word heard, its sums or names not given */
+		return;
 	}
 	if (x->asked.flags & FW_RANGE_NAMES)
 		take_names(f, m);
@@ -564,12 +638,27 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	next_query(f);
 }
 
+void fabric_fetch_newcomer_sent(struct fabric *f, bool sent)
+{
+	struct fabric_fetch *x = &f->fx;
+
+	x->unheard = false;
+	if (!sent) {
+		x->doubt = false; /* no repeat can follow: nothing to learn */
+		return;
+	}
+	/* the answers to queries asked from now on tell; after the doubt,
+	 * first answers count anew */
+	x->repeat_ms = now_ms();
+	x->burst_first = x->burst_unheard = 0;
+}
+
 void fabric_fetch_burst(struct fabric *f)
 {
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
 		f->fx.peers[i].answered = false;
 	f->fx.burst_first = f->fx.burst_unheard = 0;
-	f->fx.unheard = false;
+	f->fx.unheard = f->fx.doubt = false;
 	f->fx.quick = DIGEST_AGREE_K;
 }
 
@@ -597,10 +686,14 @@ void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w)
 		{"fabric_fetch_sessions", x ? x->sessions : 0},
 		{"fabric_fetch_queries", x ? x->queries_sent : 0},
 		{"fabric_fetch_answers", x ? x->answers : 0},
+		{"fabric_fetch_busy", x ? x->busy_heard : 0},
 		{"fabric_fetch_timeouts", x ? x->timeouts : 0},
+		{"fabric_fetch_losses", x ? x->losses : 0},
+		{"fabric_hints_unanswered", x ? x->hints_unanswered : 0},
 		{"fabric_fetch_hints", x ? x->hints_asked : 0},
 		{"fabric_range_answered", x ? x->answered : 0},
 		{"fabric_range_refused", x ? x->refused : 0},
+		{"fabric_range_busy", x ? x->busy_sent : 0},
 		{"fabric_range_index_builds", x ? x->index_builds : 0},
 	};
 

@@ -39,10 +39,20 @@
 #define FETCH_WAIT_MS	  300
 #define FETCH_WAIT_MIN_MS 25
 #define FETCH_TRIES	  3
+/* A query's tries differ in the low bits of its tid, which the answer
+ * echoes: an answer to a later try, the earlier ones unanswered, shows a
+ * datagram lost (answers come in the order asked). */
+#define FETCH_TRY_MASK 3ULL
 /* Queries in a row a peer may leave unanswered before it is forgotten;
  * how often a session moves its query on to another peer. */
 #define FETCH_STRIKES  3
 #define FETCH_SWITCHES 4
+/* Repeats of a burst's NEWCOMER announce, at most: those at start-up
+ * (fabric_announce.c), and those sent on evidence, peers' answers that had
+ * heard no multicast announce of ours. A lossy fabric loses a repeat as it
+ * lost the first, so each is sent only when an answer to a query asked
+ * after the last says it did not get out (at most two a second). */
+#define NEWCOMER_REPEATS 16
 /* Between two sessions; and how often an idle fetch looks again. */
 #define FETCH_GAP_MS  200
 /* ... after a session that only vouched, the first DIGEST_AGREE_K of a burst */
@@ -66,6 +76,10 @@
  * every RANGE_INDEX_FRESH_MS while the store changes, and freed once no
  * query came for RANGE_INDEX_IDLE_MS. */
 #define RANGE_ANSWERS_PER_S  1000
+/* ... and over it, answers with the DIGEST alone (FW_RANGE_BUSY) a second:
+ * a peer's word costs the answerer nothing, and a query met with silence
+ * would cost the asker three tries */
+#define RANGE_BUSY_PER_S 10000
 #define RANGE_INDEX_FRESH_MS 1000
 #define RANGE_INDEX_IDLE_MS  10000
 
@@ -75,6 +89,7 @@ struct fetch_peer {
 	unsigned port;		    /* our port that heard it */
 	unsigned strikes;	    /* queries it left unanswered since last heard */
 	bool claimed;		    /* its digest held hosts we lacked: ask it first */
+	bool proven;		    /* it answered a range query: its silence is a loss */
 	bool answered;		    /* it answered us since the burst began */
 	bool old;		    /* its names came without WHERE: a daemon before it,
 				     * whose every answer walks its store */
@@ -95,22 +110,29 @@ struct fabric_fetch {
 	uint64_t sent_ms;  /* the query's first attempt */
 	unsigned rtt_ms;   /* the peer's shortest round trip (0: none yet) */
 	/* the answering side's budget, and its sorted copy of the terms */
-	uint64_t bucket_ms;
-	unsigned bucket;
+	struct range_bucket {
+		uint64_t ms;
+		unsigned tokens;
+	} answer_budget, busy_budget;
 	struct term_index index;
 	uint64_t index_used_ms, index_builds;
 	/* counters (STATS) */
 	uint64_t sessions, queries_sent, answers, timeouts, hints_asked;
 	/* peers that answered first since the burst began, and of them those
-	 * that had not heard of us; most of them: our NEWCOMER announce did
-	 * not get out, and fabric.c sends it again (@unheard) */
+	 * that had heard no multicast announce of ours; most of them: our
+	 * NEWCOMER announce did not get out, and fabric.c sends it again
+	 * (@unheard). Then the node is in @doubt, and keeps asking peers,
+	 * until an answer to a query asked after the last repeat (since
+	 * @repeat_ms) says it got out */
 	unsigned burst_first, burst_unheard;
+	bool doubt;
+	uint64_t repeat_ms;
 	unsigned quick; /* sessions of the burst that may follow at FETCH_VOUCH_GAP_MS */
 	/* distinct peers heard to answer range queries, the first few */
 	uint8_t voices[DIGEST_AGREE_K][16];
 	unsigned n_voices;
 	bool unheard;
-	uint64_t answered, refused;
+	uint64_t answered, refused, busy_sent, busy_heard, losses, hints_unanswered;
 };
 
 struct fabric;
@@ -135,13 +157,17 @@ void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
  * missed is known there only so). */
 void fabric_fetch_replier(struct fabric_port *p, const struct fw_msg *m,
 			  const struct transport_addr *from);
+/* The NEWCOMER repeat that @unheard asked for went out (@sent), or none
+ * can (the burst's repeats are spent, announcing is off). */
+void fabric_fetch_newcomer_sent(struct fabric *f, bool sent);
 /* A burst (start-up, resync) began: who heard of us is asked anew. */
 void fabric_fetch_burst(struct fabric *f);
 /* A RANGE_ANSWER arrived on @p. */
 void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m);
 /* A RANGE_QUERY arrived on @p from @from (fabric_range.c): answer it when
- * the budget allows; @asker_new: we had not heard of the asker before it
- * (the answer says so: its announces did not reach us). */
+ * the budget allows (over it, the DIGEST alone, FW_RANGE_BUSY); @asker_new:
+ * no multicast announce of the asker was heard on @p (the answer says so:
+ * its NEWCOMER did not reach us). */
 void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 			 const struct transport_addr *from, bool asker_new);
 /* The sorted copy of the digest terms of the hosts heard on @p's fabric
@@ -155,8 +181,9 @@ const struct term_index *fabric_terms(struct fabric *f, struct fabric_port *p, u
 /* Free the copies of the terms when unused a while. */
 void fabric_range_idle(struct fabric *f, uint64_t now);
 /* STATS rows: fabric_fetch_sessions, fabric_fetch_queries, fabric_fetch_answers,
- * fabric_fetch_timeouts, fabric_fetch_hints, fabric_range_answered,
- * fabric_range_refused, fabric_range_index_builds. */
+ * fabric_fetch_busy, fabric_fetch_timeouts, fabric_fetch_losses, fabric_hints_unanswered,
+ * fabric_fetch_hints, fabric_range_answered, fabric_range_refused, fabric_range_busy,
+ * fabric_range_index_builds. */
 void fabric_fetch_stats(const struct fabric *f, struct tlv_writer *w);
 
 #endif

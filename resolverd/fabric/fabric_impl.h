@@ -153,13 +153,14 @@ static inline bool fabric_announcing(const struct fabric *f)
  * our digest, GOODBYE) with @flags on every port up, a NEWCOMER with UP
  * (the ports it went out on: how many). A burst (start-up, resync) begins:
  * its one NEWCOMER announce within 100 ms. The announce timer. Most peers
- * asked had not heard of us: the NEWCOMER again (bounded; false: too soon
- * after the last, ask again later). A NEWCOMER heard on @p from @from:
+ * asked had not heard of us: the NEWCOMER again (0: sent; -EAGAIN: too soon
+ * after the last, ask again later; -ENOSPC: the burst's repeats are spent,
+ * or announcing is off). A NEWCOMER heard on @p from @from:
  * answered by unicast unless it could hear ours. */
 unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid);
 void fabric_burst_begin(struct fabric *f);
 void fabric_on_announce_timer(struct loop_timer *t);
-bool fabric_newcomer_again(struct fabric *f);
+int fabric_newcomer_again(struct fabric *f);
 void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 			    const struct transport_addr *from);
 

@@ -21,18 +21,17 @@
 _Static_assert(FW_PARTS_MAX == RANGE_PARTS_MAX, "the wire's parts are the store's");
 
 /* A token bucket: RANGE_ANSWERS_PER_S a second, as many at once. */
-static bool budget(struct fabric_fetch *x, uint64_t now)
+static bool budget(struct range_bucket *b, unsigned per_s, uint64_t now)
 {
-	if (now >= x->bucket_ms + 1000 / RANGE_ANSWERS_PER_S) {
-		uint64_t add = (now - x->bucket_ms) / (1000 / RANGE_ANSWERS_PER_S);
+	uint64_t add = now > b->ms ? (now - b->ms) * per_s / 1000 : 0;
 
-		x->bucket = add >= RANGE_ANSWERS_PER_S - x->bucket ? RANGE_ANSWERS_PER_S
-								   : x->bucket + (unsigned)add;
-		x->bucket_ms = now;
+	if (add) {
+		b->tokens = add >= per_s - b->tokens ? per_s : b->tokens + (unsigned)add;
+		b->ms = now;
 	}
-	if (!x->bucket)
+	if (!b->tokens)
 		return false;
-	x->bucket--;
+	b->tokens--;
 	return true;
 }
 
@@ -137,14 +136,18 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 	uint64_t now = now_ms();
 	const struct term_index *ti;
 
-	if (!budget(&f->fx, now)) {
+	bool busy = !budget(&f->fx.answer_budget, RANGE_ANSWERS_PER_S, now);
+
+	/* over the limit: our word alone (a digest costs nothing), or, past
+	 * that one too, silence */
+	if (busy)
 		f->fx.refused++;
+	if (busy && !budget(&f->fx.busy_budget, RANGE_BUSY_PER_S, now))
 		return;
-	}
 	/* what this fabric heard, or (a daemon before per-fabric digests
 	 * asking) the whole directory */
-	ti = fabric_terms(f, m->range.flags & FW_RANGE_FABRIC ? p : NULL, now);
-	if (!ti)
+	ti = busy ? NULL : fabric_terms(f, m->range.flags & FW_RANGE_FABRIC ? p : NULL, now);
+	if (!busy && !ti)
 		return;
 	fabric_msg_init(p, a, FW_RANGE_ANSWER, m->tid);
 	a->has_range = true;
@@ -155,6 +158,12 @@ void fabric_range_answer(struct fabric_port *p, const struct fw_msg *m,
 		a->range.flags |= FW_RANGE_ASKER_NEW;
 	/* the digest of what the sums count */
 	fabric_digest_put(p, a, true, !(m->range.flags & FW_RANGE_FABRIC));
+	if (busy) {
+		a->range.flags |= FW_RANGE_BUSY;
+		if (fabric_port_send(p, a, from) == 0)
+			f->fx.busy_sent++;
+		return;
+	}
 	if (m->range.flags & FW_RANGE_NAMES) {
 		/* what the rest takes, then as many names as fit (a stamp and
 		 * an HMAC counted whether a key is set or not) */

@@ -84,13 +84,17 @@ enum fw_range_flags {
 	 * keeps the flag did so, and with MORE the rest starts after the last
 	 * name's term. Daemons before it clear it in their answer. */
 	FW_RANGE_WHERE = 1 << 2,
-	/* answer: the query was the first this node heard of the asker (its
-	 * announces did not reach it); daemons before it never set it */
+	/* answer: no multicast announce of the asker was heard here on that
+	 * fabric (its NEWCOMER did not reach this node); daemons before it set
+	 * it when the query was the first they heard of the asker, or never */
 	FW_RANGE_ASKER_NEW = 1 << 3,
 	/* query: count (or list) the hosts heard on the fabric the query
 	 * arrives on (FW_DIGEST_FABRIC), not the whole directory; an answer
 	 * that keeps the flag did so */
 	FW_RANGE_FABRIC = 1 << 4,
+	/* answer: over the answerer's rate limit, its DIGEST alone (no sums,
+	 * no names): ask another peer. Daemons before it send nothing then */
+	FW_RANGE_BUSY = 1 << 5,
 };
 
 /* Where a hinted host is reached on the port that heard the hint: its

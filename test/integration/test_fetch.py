@@ -102,7 +102,8 @@ def test_lossy_boot_fetch_completes(cluster_factory):
                            "fabric_bursts_unvouched")}
     print("peers missing when the loss was lifted: %d; every node complete and knowing "
           "every peer after %.1f s; %s" % (missing, took, totals))
-    assert not false_complete, "complete while lacking live peers: %s" % false_complete[:10]
+    assert not false_complete, "complete while lacking live peers: %s\n%s" % (
+        false_complete[:10], c.logs())
     # the directories were filled by the fetch, not by the test
     assert totals["fabric_fetch_hints"] > 0
     assert time.monotonic() - c.started < 54, "the next periodic announce may have helped"

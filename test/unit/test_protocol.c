@@ -1724,10 +1724,12 @@ static void test_fetch_keeps_lossy_peers(void **state)
 }
 
 /* A query the peer leaves unanswered moves on to another peer within the
- * session, never back to the one that did not answer. */
+ * session, never back to the one that did not answer; from a peer that
+ * never answered one, no loss. */
 static void test_fetch_moves_on(void **state)
 {
 	unsigned to2, to4;
+	uint64_t drops;
 
 	(void)state;
 	start(DIRECTORY, NULL);
@@ -1736,6 +1738,7 @@ static void test_fetch_moves_on(void **state)
 	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
 		advance(10);
 	assert_int_equal(count_sent(FW_RANGE_QUERY), 1);
+	drops = counter("fabric_rx_drops_detected");
 	/* its three attempts, then the other peer's first, in one session */
 	advance(FETCH_TRIES * FETCH_WAIT_MS + 1);
 	to2 = range_queries_to(2);
@@ -1743,6 +1746,10 @@ static void test_fetch_moves_on(void **state)
 	assert_true((to2 == FETCH_TRIES && to4 == 1) || (to4 == FETCH_TRIES && to2 == 1));
 	assert_int_equal(counter("fabric_fetch_sessions"), 1);
 	assert_int_equal(counter("fabric_fetch_timeouts"), 1);
+	/* it never answered one (a daemon before range queries is silent):
+	 * no loss */
+	assert_int_equal(counter("fabric_fetch_losses"), 0);
+	assert_int_equal(counter("fabric_rx_drops_detected"), drops);
 }
 
 static uint64_t name_term(const char *name)
@@ -1916,59 +1923,287 @@ static unsigned last_to_peer(void)
 	return ntohl(sin->sin_addr.s_addr) & 0xff;
 }
 
-/* Most peers asked first say they had not heard of us (FW_RANGE_ASKER_NEW):
- * our NEWCOMER did not get out, and it is multicast again, at most twice a
- * burst and 500 ms apart; evidence counts anew after each. One peer in a
- * few that had not (a lossy fabric's share) is no reason. */
-static void test_newcomer_again_when_unheard(void **state)
+/* A peer whose digest claimed hosts we lack is asked first in every
+ * session until it answers one (it alone is known to hold them), even when
+ * a session moved on to another peer that answered. */
+static void test_fetch_asks_the_claimer_until_it_answers(void **state)
 {
-	/* first answers of peers 2..7: flagged or not */
-	static const bool flagged[] = {false, true, true, true, true, true};
-	/* NEWCOMER announces sent again after each: 1 of 1, 1 of 2: none; 2 of
-	 * 3: one (500 ms then pass); counted anew: 1 of 1, then 2 of 2: the
-	 * second; the last (1 of 1) none, and none could follow */
-	static const unsigned again[] = {0, 0, 1, 1, 2, 2};
-	unsigned before, answered[8] = {0}, done = 0;
 	struct fw_msg m;
 
 	(void)state;
 	start(DIRECTORY, NULL);
-	for (unsigned n = 2; n <= 7; n++)
-		announce_digest(n, 41, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
-	advance_to(START_MS + 1000); /* our one NEWCOMER went out (peers were heard) */
-	before = count_sent(FW_ANNOUNCE);
-	assert_int_equal(before, 1);
-	while (done < 6 && fake_now < START_MS + 30000) {
+	for (unsigned n = 3; n <= 6; n++) /* fewer hosts than ours at the end: no claim */
+		announce_digest(n, 1, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	announce_digest(2, 9, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	/* (FETCH_STRIKES unanswered would forget it) */
+	for (unsigned session = 0; session < FETCH_STRIKES; session++) {
+		uint64_t before = counter("fabric_fetch_sessions");
+
+		while (counter("fabric_fetch_sessions") == before && fake_now < START_MS + 20000)
+			advance(1);
+		assert_int_equal(last_sent()->m.type, FW_RANGE_QUERY);
+		assert_int_equal(last_to_peer(), 2); /* not answered yet: first again */
+		if (session == FETCH_STRIKES - 1)
+			break;
+		/* it answers none; the session moves on, and that peer answers */
+		while (last_to_peer() == 2 && fake_now < START_MS + 20000)
+			advance(1);
+		answer_last_query(&m, last_to_peer(), 1, 0);
+		deliver(&m, last_to_peer());
+	}
+	assert_int_equal(counter("fabric_fetch_timeouts"), FETCH_STRIKES - 1);
+}
+
+/* NEWCOMER announces multicast so far. */
+static unsigned newcomers_sent(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < fake.n_sent; i++)
+		n += fake.sent[i].m.type == FW_ANNOUNCE && !fake.sent[i].ucast &&
+		     (fake.sent[i].m.flags & FW_FLAG_NEWCOMER);
+	return n;
+}
+
+/* Peers answered so far in the test (answer_queries()). */
+static unsigned answered_peer[FETCH_PEERS + 2];
+
+/* Answer the next @steps queries, the i-th flagged FW_RANGE_ASKER_NEW when
+ * @flagged[i], with digest @d (NULL: a claim of 41 hosts); @fresh: only
+ * queries to peers not answered before in the test (others go unanswered).
+ * @again[i] (unless NULL): NEWCOMER announces multicast since @before once
+ * the i-th was handled; @wait ms after each (a query sent meanwhile goes
+ * unanswered: a loss once its peer answered one). Returns the answers given. */
+static unsigned answer_queries(const bool *flagged, const unsigned *again, unsigned steps,
+			       unsigned before, uint64_t wait, bool fresh,
+			       const struct store_digest *d)
+{
+	unsigned *answered = answered_peer, done = 0;
+	struct fw_msg m;
+
+	while (done < steps && fake_now < START_MS + 60000) {
 		unsigned queries = count_sent(FW_RANGE_QUERY), n;
 
-		while (count_sent(FW_RANGE_QUERY) == queries && fake_now < START_MS + 30000)
+		while (count_sent(FW_RANGE_QUERY) == queries && fake_now < START_MS + 60000)
 			advance(1);
 		n = last_to_peer();
-		assert_in_range(n, 2, 7);
-		if (answered[n])
-			continue; /* only first answers are evidence */
+		assert_in_range(n, 2, FETCH_PEERS + 1);
+		if (fresh && answered[n])
+			continue;
 		answered[n] = 1;
 		answer_last_query(&m, n, 41, flagged[done] ? FW_RANGE_ASKER_NEW : 0);
+		if (d) {
+			m.digest.hosts = (uint32_t)d->hosts;
+			m.digest.sum = d->sum;
+		}
 		deliver(&m, n);
-		assert_int_equal(count_sent(FW_ANNOUNCE), before + again[done]);
-		if (++done == 3)
-			advance(500);
+		if (again)
+			assert_int_equal(newcomers_sent() - before, again[done]);
+		done++;
+		advance(wait);
 	}
-	assert_int_equal(done, 6);
-	assert_int_equal(counter("fabric_newcomer_repeats"), 2);
+	return done;
+}
+
+/* Every NEWCOMER announce sent after the first @before: multicast, with UP. */
+static void assert_repeats_multicast(unsigned before)
+{
 	for (unsigned i = 0, seen = 0; i < fake.n_sent; i++) {
 		if (fake.sent[i].m.type != FW_ANNOUNCE || seen++ < before)
 			continue;
+		if (!(fake.sent[i].m.flags & FW_FLAG_NEWCOMER))
+			continue; /* a periodic one */
 		assert_false(fake.sent[i].ucast);
-		assert_int_equal(fake.sent[i].m.flags, FW_FLAG_NEWCOMER);
 		assert_true(fake.sent[i].m.has_up);
 	}
 }
 
+static void peers_announce(unsigned from, unsigned to)
+{
+	for (unsigned n = from; n <= to; n++)
+		announce_digest(n, 41, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+}
+
+/* Most peers that answered first had heard no multicast announce of ours
+ * (FW_RANGE_ASKER_NEW): our NEWCOMER did not get out, and it is multicast
+ * again. Then in doubt: an answer to a query asked after the repeat that
+ * had not heard it either asks for one more, 500 ms after the last at the
+ * earliest; one that had ends the doubt, and a pending repeat with it. One
+ * peer in a few that had not (a lossy fabric's share) is no reason. */
+static void test_newcomer_again_when_unheard(void **state)
+{
+	/* 1 of 1, 1 of 2: none; 2 of 3: again. In doubt: not heard, within
+	 * 500 ms of the last: pending, and the next answer handled 500 ms
+	 * later sends it; heard: the doubt ends; then 1 of 1 first answers
+	 * since the repeat is no reason */
+	static const bool flagged[] = {false, true, true, true, true, false, true};
+	static const unsigned again[] = {0, 0, 1, 1, 2, 2, 2};
+	unsigned before;
+
+	(void)state;
+	memset(answered_peer, 0, sizeof(answered_peer));
+	start(DIRECTORY, NULL);
+	peers_announce(2, 9);
+	advance_to(START_MS + 1000); /* our one NEWCOMER went out (peers were heard) */
+	before = newcomers_sent();
+	assert_int_equal(before, 1);
+	assert_int_equal(answer_queries(flagged, again, 4, before, 0, true, NULL), 4);
+	advance(500);
+	assert_int_equal(answer_queries(flagged + 4, again + 4, 3, before, 0, true, NULL), 3);
+	assert_int_equal(counter("fabric_newcomer_repeats"), 2);
+	/* 2 of 2 first answers since the repeat: again, in doubt; a repeat
+	 * asked for, then the doubt ended before it could go: none */
+	advance(500);
+	{
+		static const bool more[] = {true, true, false};
+		static const unsigned sent[] = {3, 3, 3};
+
+		assert_int_equal(answer_queries(more, sent, 1, before, 0, true, NULL), 1);
+		assert_int_equal(answer_queries(more + 1, sent + 1, 2, before, 0, false, NULL), 2);
+		advance(1000);
+		peers_announce(2, 2); /* a datagram handled: nothing pending */
+		assert_int_equal(newcomers_sent() - before, 3);
+	}
+	assert_repeats_multicast(before);
+}
+
+/* A NEWCOMER that no repeat gets out is sent again at most NEWCOMER_REPEATS
+ * times a burst (the start-up ones included); then the doubt ends. */
+static void test_newcomer_repeats_bounded(void **state)
+{
+	bool flagged[NEWCOMER_REPEATS + 4];
+	unsigned again[NEWCOMER_REPEATS + 4], before;
+
+	(void)state;
+	memset(answered_peer, 0, sizeof(answered_peer));
+	start(DIRECTORY, NULL);
+	peers_announce(2, 9);
+	advance_to(START_MS + 1000);
+	before = newcomers_sent();
+	/* the second answer decides; each after it, 500 ms later, again */
+	for (unsigned i = 0; i < NEWCOMER_REPEATS + 4; i++) {
+		flagged[i] = true;
+		again[i] = i < 1 ? 0 : i < NEWCOMER_REPEATS + 1 ? i : NEWCOMER_REPEATS;
+	}
+	assert_int_equal(answer_queries(flagged, again, NEWCOMER_REPEATS + 4, before, 500, false,
+					NULL),
+			 NEWCOMER_REPEATS + 4);
+	assert_int_equal(counter("fabric_newcomer_repeats"), NEWCOMER_REPEATS);
+	assert_repeats_multicast(before);
+}
+
+/* In doubt, the node keeps asking peers though its directory counts
+ * complete (the peers that lost our NEWCOMER agree with it), until an
+ * answer says the repeat got out; then it stops. */
+static void test_doubt_keeps_asking_while_complete(void **state)
+{
+	static const bool unheard[] = {true, true, true, true, true, true};
+	struct store_digest own;
+	struct fw_msg m;
+
+	(void)state;
+	memset(answered_peer, 0, sizeof(answered_peer));
+	start(DIRECTORY, NULL);
+	for (unsigned n = 2; n <= 7; n++) /* fewer than we will hold: no claim */
+		announce_digest(n, 1, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	advance_to(START_MS + 1000); /* our one NEWCOMER went out */
+	store_digest(&ctx.store, &own);
+	/* peers agree with us, and had not heard us */
+	assert_int_equal(answer_queries(unheard, NULL, 6, 0, 0, false, &own), 6);
+	assert_true(counter("fabric_newcomer_repeats") >= 1);
+	/* (answered at once, a query each 200 ms: no loss; K agreed) */
+	assert_int_equal(answer_queries(unheard, NULL, 6, 0, 0, false, &own), 6);
+	assert_int_equal(counter("fabric_fetch_losses"), 0);
+	assert_int_equal(counter("directory_complete"), 1);
+	/* still in doubt: asking, each answer had not heard us */
+	assert_int_equal(answer_queries(unheard, NULL, 3, 0, 0, false, &own), 3);
+	assert_int_equal(counter("directory_complete"), 1);
+	/* an answer that heard us: the doubt ends, and the asking with it */
+	{
+		static const bool heard[] = {false};
+		uint64_t until = fake_now + 1000;
+		unsigned queries;
+
+		assert_int_equal(answer_queries(heard, NULL, 1, 0, 0, false, &own), 1);
+		while (fake_now < until) { /* a session in flight ends */
+			unsigned q = count_sent(FW_RANGE_QUERY);
+
+			advance(1);
+			if (count_sent(FW_RANGE_QUERY) > q) {
+				answer_last_query(&m, last_to_peer(), 41, 0);
+				m.digest.hosts = (uint32_t)own.hosts;
+				m.digest.sum = own.sum;
+				deliver(&m, last_to_peer());
+			}
+		}
+		queries = count_sent(FW_RANGE_QUERY);
+		advance(3000);
+		assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
+	}
+	assert_int_equal(counter("directory_complete"), 1);
+	assert_int_equal(counter("fabric_fetch_losses"), 0);
+}
+
+/* A query's tries carry their number in the tid's low bits. The answer to
+ * a later try, the first unanswered, is a datagram lost on the way: the
+ * directory is incomplete until peers vouch again (a loss no counter of
+ * ours sees). A first try's answer that comes after the second was sent
+ * (a slow peer) is none. */
+static void test_fetch_later_try_is_a_loss(void **state)
+{
+	const struct sent_dgram *q;
+	uint64_t tid, drops;
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_digest(2, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	announce_digest(3, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
+		advance(1);
+	q = last_sent();
+	tid = q->m.tid;
+	assert_int_equal(tid & FETCH_TRY_MASK, 0);
+	/* the second try: the same query, the next number */
+	while (count_sent(FW_RANGE_QUERY) == 1)
+		advance(1);
+	assert_int_equal(last_sent()->m.tid, tid | 1);
+	/* the first try's answer, late: the round trip, no loss */
+	answer_last_query(&m, last_to_peer(), 5, 0);
+	m.tid = tid;
+	deliver(&m, last_to_peer());
+	assert_int_equal(counter("fabric_fetch_answers"), 1);
+	assert_int_equal(counter("fabric_fetch_losses"), 0);
+	/* (the peers' claims, more hosts than ours, counted as losses) */
+	drops = counter("fabric_rx_drops_detected");
+	/* the next query: its second try answered */
+	while (count_sent(FW_RANGE_QUERY) < 3)
+		advance(1);
+	tid = last_sent()->m.tid;
+	while (last_sent()->m.type != FW_RANGE_QUERY || last_sent()->m.tid == tid)
+		advance(1);
+	assert_int_equal(last_sent()->m.tid, tid | 1);
+	answer_last_query(&m, last_to_peer(), 5, 0);
+	deliver(&m, last_to_peer());
+	assert_int_equal(counter("fabric_fetch_answers"), 2);
+	assert_int_equal(counter("fabric_fetch_losses"), 1);
+	/* the loss, and the answer's claim */
+	assert_int_equal(counter("fabric_rx_drops_detected"), drops + 2);
+	assert_int_equal(counter("directory_complete"), 0);
+	/* a peer that answered before leaves a query unanswered: a loss (it
+	 * is gone, or datagrams were lost; its word is missing) */
+	drops = counter("fabric_rx_drops_detected");
+	while (counter("fabric_fetch_timeouts") == 0 && fake_now < START_MS + 30000)
+		advance(1);
+	assert_int_equal(counter("fabric_fetch_losses"), 2);
+	assert_int_equal(counter("fabric_rx_drops_detected"), drops + 1);
+}
+
 /* A hint's query that the host left unanswered (every attempt to the
  * address named) keeps the fetch from asking the name again, not a client:
- * its lookup asks the whole fabric. A client joining a hint's query still
- * in flight makes it its own: multicast at once, every attempt. */
+ * its lookup asks the whole fabric; and it is a loss (the host is gone, or
+ * datagrams were lost). A client joining a hint's query still in flight
+ * makes it its own: multicast at once, every attempt. */
 static void test_hint_query_and_clients(void **state)
 {
 	struct transport_addr at = peer_addr(9);
@@ -2004,9 +2239,11 @@ static void test_hint_query_and_clients(void **state)
 	assert_int_equal(counter("fabric_requests_unicast"), 2);
 
 	/* node52: nobody; every attempt to the address, then a negative that
-	 * a client does not take */
+	 * a client does not take, and a loss */
+	assert_int_equal(counter("fabric_hints_unanswered"), 0);
 	advance(150);
 	assert_int_equal(tw.calls, 0); /* node53: the client's bound */
+	assert_int_equal(counter("fabric_hints_unanswered"), 1);
 	advance(850); /* within negative_ttl (5 s) of node52's last attempt */
 	assert_int_equal(tw.calls, 1);
 	assert_int_equal(tw.status, -ETIMEDOUT);
@@ -2043,8 +2280,8 @@ static void test_range_names_in_term_order_with_where(void **state)
 
 	(void)state;
 	start(DIRECTORY, NULL);
-	for (unsigned n = 2; n <= 6; n++)
-		announce_from(n);
+	for (unsigned n = 2; n <= 6; n++) /* multicast announces, numbered */
+		announce_digest(n, 1, 1, FW_DIGEST_RANGES);
 	peer_msg(&m, FW_RANGE_QUERY, 3, 0x55);
 	m.has_range = true;
 	m.range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = 1,
@@ -2072,7 +2309,7 @@ static void test_range_names_in_term_order_with_where(void **state)
 		assert_int_equal(a.where[i].addr[3], (uint8_t)atoi(name + 4));
 	}
 	assert_int_equal(with, 5);
-	/* it knew the asker (peer 3 announced): not new to it */
+	/* it heard the asker's multicast announce: not new to it */
 	assert_int_equal(a.range.flags & FW_RANGE_ASKER_NEW, 0);
 
 	/* without WHERE: plain names, the flag not kept */
@@ -2086,7 +2323,7 @@ static void test_range_names_in_term_order_with_where(void **state)
 		assert_int_equal(a.where[i].kind, FW_WHERE_NONE);
 
 	/* a peer heard of first by its query: told so, and learned */
-	peer_msg(&m, FW_RANGE_QUERY, 9, 0x57);
+	peer_msg(&m, FW_RANGE_QUERY, 9, 0x54);
 	m.has_range = true;
 	m.range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
 	deliver(&m, 9);
@@ -2094,9 +2331,73 @@ static void test_range_names_in_term_order_with_where(void **state)
 	assert_int_equal(a.type, FW_RANGE_ANSWER);
 	assert_int_equal(a.range.flags, FW_RANGE_ASKER_NEW);
 	assert_peer_stored(9);
+	/* its second try (the first answer lost), its next query: learned
+	 * from them, but no multicast announce of it heard: its NEWCOMER did
+	 * not get out, the answers still say so */
+	m.tid = 0x54 | 1;
+	deliver(&m, 9);
+	assert_int_equal(last_sent()->m.range.flags, FW_RANGE_ASKER_NEW);
 	m.tid = 0x58;
 	deliver(&m, 9);
+	assert_int_equal(last_sent()->m.range.flags, FW_RANGE_ASKER_NEW);
+	/* its multicast announce heard: not new any more */
+	announce_digest(9, 1, 1, FW_DIGEST_RANGES);
+	m.tid = 0x5c;
+	deliver(&m, 9);
 	assert_int_equal(last_sent()->m.range.flags, 0);
+}
+
+/* Over its rate limit a node answers a range query with its DIGEST alone
+ * (FW_RANGE_BUSY): its word, at no cost; past that limit too, nothing. The
+ * asker takes the word and asks the next peer at once: no loss. */
+static void test_range_busy(void **state)
+{
+	struct fw_msg m;
+	unsigned to3;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_digest(2, 1, 1, FW_DIGEST_RANGES);
+	peer_msg(&m, FW_RANGE_QUERY, 2, 0x40);
+	m.has_range = true;
+	m.range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
+	for (unsigned i = 0; i < RANGE_ANSWERS_PER_S + RANGE_BUSY_PER_S + 5; i++) {
+		fake.n_sent = 0; /* (more than the fake transport records) */
+		m.tid = 0x40 + 4 * (uint64_t)i;
+		deliver(&m, 2);
+		if (i == RANGE_ANSWERS_PER_S - 1) {
+			assert_int_equal(last_sent()->m.type, FW_RANGE_ANSWER);
+			assert_int_equal(last_sent()->m.range.flags & FW_RANGE_BUSY, 0);
+			assert_int_equal(last_sent()->m.n_sums, FW_PARTS_MAX);
+		} else if (i == RANGE_ANSWERS_PER_S) {
+			assert_int_equal(last_sent()->m.type, FW_RANGE_ANSWER);
+			assert_int_equal(last_sent()->m.range.flags & FW_RANGE_BUSY, FW_RANGE_BUSY);
+			assert_true(last_sent()->m.has_digest);
+			assert_int_equal(last_sent()->m.n_sums, 0);
+		} else if (i >= RANGE_ANSWERS_PER_S + RANGE_BUSY_PER_S) {
+			assert_int_equal(fake.n_sent, 0); /* past both limits: silence */
+		}
+	}
+	assert_int_equal(counter("fabric_range_answered"), RANGE_ANSWERS_PER_S);
+	assert_int_equal(counter("fabric_range_refused"), RANGE_BUSY_PER_S + 5);
+	assert_int_equal(counter("fabric_range_busy"), RANGE_BUSY_PER_S);
+
+	/* the asking side: peers 2 and 3 claim more; the one asked says BUSY */
+	announce_digest(2, 9, 2, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	announce_digest(3, 9, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
+		advance(1);
+	answer_last_query(&m, last_to_peer(), 9, FW_RANGE_BUSY);
+	m.n_sums = 0;
+	to3 = range_queries_to(3) + range_queries_to(2);
+	deliver(&m, last_to_peer());
+	assert_int_equal(counter("fabric_fetch_busy"), 1);
+	assert_int_equal(counter("fabric_fetch_answers"), 1);
+	assert_int_equal(counter("fabric_fetch_losses"), 0);
+	/* at once, the other peer */
+	assert_int_equal(range_queries_to(3) + range_queries_to(2), to3 + 1);
+	assert_int_equal(last_sent()->m.type, FW_RANGE_QUERY);
+	assert_int_equal(counter("fabric_fetch_sessions"), 1);
 }
 
 /* What the receiver drops before looking at a message: malformed, another
@@ -2347,6 +2648,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
+		cmocka_unit_test_teardown(test_fetch_asks_the_claimer_until_it_answers, teardown),
 		cmocka_unit_test_teardown(test_no_directory, teardown),
 		cmocka_unit_test_teardown(test_startup_announces, teardown),
 		cmocka_unit_test_teardown(test_startup_one_newcomer_once_heard, teardown),
@@ -2354,6 +2656,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_fetch_pages_and_asks_the_host, teardown),
 		cmocka_unit_test_teardown(test_range_names_in_term_order_with_where, teardown),
 		cmocka_unit_test_teardown(test_newcomer_again_when_unheard, teardown),
+		cmocka_unit_test_teardown(test_newcomer_repeats_bounded, teardown),
+		cmocka_unit_test_teardown(test_doubt_keeps_asking_while_complete, teardown),
+		cmocka_unit_test_teardown(test_range_busy, teardown),
+		cmocka_unit_test_teardown(test_fetch_later_try_is_a_loss, teardown),
 		cmocka_unit_test_teardown(test_hint_query_and_clients, teardown),
 		cmocka_unit_test_teardown(test_goodbye, teardown),
 		cmocka_unit_test_teardown(test_expiry, teardown),

@@ -198,6 +198,14 @@ def forged_claim(c):
     t0 = time.monotonic()
     assert host(c.sock(1), "www.example.org")[0] == ST_ENODATA
     assert time.monotonic() - t0 < 0.5
+    # the stopped peers answered node1's range queries before: their
+    # silence is a loss (they are gone, or datagrams were lost) until its
+    # fetch forgets them, after three queries each; what follows is the
+    # rule alone
+    wait_until(lambda: stats(c.sock(1))["fabric_fetch_timeouts"] >=
+               before["fabric_fetch_timeouts"] + 6, 10.0,
+               what="node1's fetch giving up on the stopped peers")
+    assert stats(c.sock(1))["fabric_fetch_losses"] >= before["fabric_fetch_losses"] + 6
     # unsettled agreement vouches for nothing; one peer's settled digests,
     # however many, are one voice; three peers' (after the 1 s hold) make
     # it complete again

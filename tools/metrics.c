@@ -136,7 +136,7 @@ static const struct metric_desc metrics[] = {
 	{ "fabric_fetch_timeouts", C, "fabric_fetch_timeouts",
 	  "fetch sessions given up because the peer did not answer" },
 	{ "fabric_fetch_losses", C, "fabric_fetch_losses",
-	  "range queries answered on a later try, or left unanswered by a peer that answered before" },
+	  "range queries answered on a later try, or left unanswered by a peer that answers them" },
 	{ "fabric_hints_unanswered", C, "fabric_hints_unanswered",
 	  "hints' queries that the host named left unanswered" },
 	{ "fabric_fetch_hints", C, "fabric_fetch_hints",

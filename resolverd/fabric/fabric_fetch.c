@@ -108,6 +108,7 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 	slot->fabric |= fabric;
 	slot->strikes = 0; /* heard: alive, whatever sessions were lost */
 	slot->used = true;
+	slot->proven |= voice;
 	if (voice)
 		count_voice(p->f, gid);
 }
@@ -315,9 +316,9 @@ static void on_timer(struct loop_timer *t)
 		 * a lossy fabric many are lost */
 		x->timeouts++;
 		c = find_peer(x, x->peer.gid);
-		/* one that answered before (over its limit it says BUSY): a
-		 * loss, or it is gone; either way its word is missing, and the
-		 * peers that do answer must not vouch at once */
+		/* one that answers range queries (over its limit it says
+		 * BUSY): a loss, or it is gone; either way its word is
+		 * missing, and the peers that do answer must not vouch at once */
 		if (c && c->proven) {
 			x->losses++;
 			fabric_digest_lost(&f->ports[x->peer.port]);

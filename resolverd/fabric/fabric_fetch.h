@@ -79,7 +79,7 @@
 /* ... and over it, answers with the DIGEST alone (FW_RANGE_BUSY) a second:
  * a peer's word costs the answerer nothing, and a query met with silence
  * would cost the asker three tries */
-#define RANGE_BUSY_PER_S 10000
+#define RANGE_BUSY_PER_S 40000
 #define RANGE_INDEX_FRESH_MS 1000
 #define RANGE_INDEX_IDLE_MS  10000
 
@@ -89,7 +89,10 @@ struct fetch_peer {
 	unsigned port;		    /* our port that heard it */
 	unsigned strikes;	    /* queries it left unanswered since last heard */
 	bool claimed;		    /* its digest held hosts we lacked: ask it first */
-	bool proven;		    /* it answered a range query: its silence is a loss */
+	/* it answers range queries (its digest says so, it asked one, or it
+	 * answered one): its silence is a loss. Not so a host learned from its
+	 * REPLY alone, which may be a daemon before range queries */
+	bool proven;
 	bool answered;		    /* it answered us since the burst began */
 	bool old;		    /* its names came without WHERE: a daemon before it,
 				     * whose every answer walks its store */

@@ -1724,8 +1724,7 @@ static void test_fetch_keeps_lossy_peers(void **state)
 }
 
 /* A query the peer leaves unanswered moves on to another peer within the
- * session, never back to the one that did not answer; from a peer that
- * never answered one, no loss. */
+ * session, never back to the one that did not answer. */
 static void test_fetch_moves_on(void **state)
 {
 	unsigned to2, to4;
@@ -1746,10 +1745,32 @@ static void test_fetch_moves_on(void **state)
 	assert_true((to2 == FETCH_TRIES && to4 == 1) || (to4 == FETCH_TRIES && to2 == 1));
 	assert_int_equal(counter("fabric_fetch_sessions"), 1);
 	assert_int_equal(counter("fabric_fetch_timeouts"), 1);
-	/* it never answered one (a daemon before range queries is silent):
-	 * no loss */
-	assert_int_equal(counter("fabric_fetch_losses"), 0);
-	assert_int_equal(counter("fabric_rx_drops_detected"), drops);
+	/* its digest says it answers them: its silence is a loss */
+	assert_int_equal(counter("fabric_fetch_losses"), 1);
+	assert_int_equal(counter("fabric_rx_drops_detected"), drops + 1);
+}
+
+/* A host known only from its REPLY (a daemon before range queries, maybe)
+ * is asked too, but its silence is no loss; a peer whose digest says it
+ * answers them, silent, is one. */
+static void test_fetch_silence_of_a_replier(void **state)
+{
+	struct twaiter tw = {0};
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	assert_int_equal(lookup(&tw, key_name("node2"), NULL), LOOKUP_WAIT);
+	peer_reply(&m, 2, last_sent()->m.tid);
+	deliver(&m, 2);
+	assert_peer_stored(2);
+	/* peer 3 claims more: asked first, silent (a loss); then peer 2 */
+	announce_digest(3, 9, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (counter("fabric_fetch_timeouts") < 2 && fake_now < START_MS + 20000)
+		advance(1);
+	assert_int_equal(range_queries_to(2), FETCH_TRIES);
+	assert_true(range_queries_to(3) >= FETCH_TRIES); /* (and at once again) */
+	assert_int_equal(counter("fabric_fetch_losses"), 1);
 }
 
 static uint64_t name_term(const char *name)
@@ -2648,6 +2669,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
+		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),
 		cmocka_unit_test_teardown(test_fetch_asks_the_claimer_until_it_answers, teardown),
 		cmocka_unit_test_teardown(test_no_directory, teardown),
 		cmocka_unit_test_teardown(test_startup_announces, teardown),

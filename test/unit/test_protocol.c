@@ -1723,6 +1723,17 @@ static void test_fetch_keeps_lossy_peers(void **state)
 	assert_int_equal(counter("fabric_fetch_sessions"), FETCH_STRIKES + 1);
 }
 
+/* Started, peers @a and @b claiming 5 hosts (settled, answering range
+ * queries), until the fetch sends its first query. */
+static void two_claimers_asked(unsigned a, unsigned b)
+{
+	start(DIRECTORY, NULL);
+	announce_digest(a, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	announce_digest(b, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
+	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
+		advance(1);
+}
+
 /* A query the peer leaves unanswered moves on to another peer within the
  * session, never back to the one that did not answer. */
 static void test_fetch_moves_on(void **state)
@@ -1731,11 +1742,7 @@ static void test_fetch_moves_on(void **state)
 	uint64_t drops;
 
 	(void)state;
-	start(DIRECTORY, NULL);
-	announce_digest(2, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
-	announce_digest(4, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
-	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
-		advance(10);
+	two_claimers_asked(2, 4);
 	assert_int_equal(count_sent(FW_RANGE_QUERY), 1);
 	drops = counter("fabric_rx_drops_detected");
 	/* its three attempts, then the other peer's first, in one session */
@@ -2177,11 +2184,7 @@ static void test_fetch_later_try_is_a_loss(void **state)
 	struct fw_msg m;
 
 	(void)state;
-	start(DIRECTORY, NULL);
-	announce_digest(2, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
-	announce_digest(3, 5, 1, FW_DIGEST_RANGES | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE);
-	while (!count_sent(FW_RANGE_QUERY) && fake_now < START_MS + 6000)
-		advance(1);
+	two_claimers_asked(2, 3);
 	q = last_sent();
 	tid = q->m.tid;
 	assert_int_equal(tid & FETCH_TRY_MASK, 0);

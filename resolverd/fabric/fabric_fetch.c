@@ -557,8 +557,10 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 static void heard_of_us(struct fabric_fetch *x, struct fetch_peer *c, bool unheard)
 {
 	if (x->doubt) {
-		if (x->sent_ms < x->repeat_ms)
-			return; /* asked before the last repeat went out */
+		if (x->sent_ms <= x->repeat_ms)
+			return; /* asked before the last repeat went out (or in its
+				 * millisecond: the answer handled before it may
+				 * have sent the next query) */
 		x->unheard = unheard;
 		x->doubt = unheard;
 		return;

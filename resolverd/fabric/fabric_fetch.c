@@ -579,9 +579,6 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	struct fabric *f = p->f;
 	struct fabric_fetch *x = &f->fx;
 	struct fetch_peer *c;
-
-	/* the answer to the query outstanding, from the peer asked, about
-	 * what was asked: anything else is dropped */
 	bool busy = m->range.flags & FW_RANGE_BUSY;
 
 	/* the answer to the query outstanding, from the peer asked, about
@@ -630,7 +627,6 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	heard_of_us(x, c, m->range.flags & FW_RANGE_ASKER_NEW);
 	if (busy) {
 		x->busy_heard++;
-		x->waiting = false;
 		move_on(f); /* its word heard, its sums or names not given */
 		return;
 	}

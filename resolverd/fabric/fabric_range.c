@@ -20,7 +20,7 @@
 
 _Static_assert(FW_PARTS_MAX == RANGE_PARTS_MAX, "the wire's parts are the store's");
 
-/* A token bucket: RANGE_ANSWERS_PER_S a second, as many at once. */
+/* A token bucket: @per_s a second, as many at once. */
 static bool budget(struct range_bucket *b, unsigned per_s, uint64_t now)
 {
 	uint64_t add = now > b->ms ? (now - b->ms) * per_s / 1000 : 0;

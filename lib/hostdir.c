@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* How often a reader starts over when the writer is in the way, before it
  * asks the daemon instead. */
@@ -406,6 +409,21 @@ int ibdir_header_check(const void *base, size_t size)
  * -EAGAIN when the writer kept changing it,
  * -EMSGSIZE when it is larger than @cap, -EBADMSG when it cannot be a
  * record. */
+/* Two words as one 16-byte store. The copy is read at once, in pieces of
+ * other sizes (the header as two 16-byte halves, names 4 and 8 bytes at a
+ * time at any offset): a load is served from the store buffer only when one
+ * store holds all of it, and one that straddles two stores waits until they
+ * reach the cache (about 6 ns a hit, measured, with 8-byte stores). */
+IBRES_HOT static inline void store16(uint8_t *to, uint64_t w0, uint64_t w1)
+{
+#ifdef __SSE2__
+	_mm_storeu_si128((__m128i *)(void *)to, _mm_set_epi64x((long long)w1, (long long)w0));
+#else
+	memcpy(to, &w0, 8);
+	memcpy(to + 8, &w1, 8);
+#endif
+}
+
 IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off,
 			      uint8_t *buf, size_t cap, size_t *len, uint32_t *seq)
 {
@@ -431,13 +449,9 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 				       : -EBADMSG;
 		}
 		/* sixteen bytes a step (n is a multiple of 8, at least 32) */
-		for (size_t i = 0; i + 16 <= n; i += 16) {
-			uint64_t w0 = load64((const uint8_t *)r + i);
-			uint64_t w1 = load64((const uint8_t *)r + i + 8);
-
-			memcpy(buf + i, &w0, 8);
-			memcpy(buf + i + 8, &w1, 8);
-		}
+		for (size_t i = 0; i + 16 <= n; i += 16)
+			store16(buf + i, load64((const uint8_t *)r + i),
+				load64((const uint8_t *)r + i + 8));
 		if (n & 8) {
 			uint64_t w = load64((const uint8_t *)r + n - 8);
 

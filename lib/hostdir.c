@@ -404,11 +404,6 @@ int ibdir_header_check(const void *base, size_t size)
 	return ibdir_geom_read(base, size, &g);
 }
 
-/* Copy the record at @off (inside [@lo, @hi)) into @buf (@cap bytes, a
- * multiple of 8). 0 with *@len and the seq it was copied under in *@seq,
- * -EAGAIN when the writer kept changing it,
- * -EMSGSIZE when it is larger than @cap, -EBADMSG when it cannot be a
- * record. */
 /* Two words as one 16-byte store. The copy is read at once, in pieces of
  * other sizes (the header as two 16-byte halves, names 4 and 8 bytes at a
  * time at any offset): a load is served from the store buffer only when one
@@ -424,6 +419,11 @@ IBRES_HOT static inline void store16(uint8_t *to, uint64_t w0, uint64_t w1)
 #endif
 }
 
+/* Copy the record at @off (inside [@lo, @hi)) into @buf (@cap bytes, a
+ * multiple of 8). 0 with *@len and the seq it was copied under in *@seq,
+ * -EAGAIN when the writer kept changing it,
+ * -EMSGSIZE when it is larger than @cap, -EBADMSG when it cannot be a
+ * record. */
 IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off,
 			      uint8_t *buf, size_t cap, size_t *len, uint32_t *seq)
 {

@@ -137,6 +137,28 @@ size_t ibdir_rec_size(const struct ibres_hostrec *r)
 
 size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint8_t *out)
 {
+	return ibdir_rec_encode_eps(r, NULL, expires_ms, out);
+}
+
+/* Bytes of one endpoint set in a record of @n_ep endpoints: as few as hold
+ * a bit each (an eight-rail host's sets are a byte each). */
+static inline unsigned set_width(unsigned n_ep)
+{
+	return n_ep <= 8 ? 1 : n_ep <= 16 ? 2 : 4;
+}
+
+/* The @n sets at @eps, @w bytes each, least significant byte first. */
+static uint8_t *put_eps(uint8_t *p, const uint32_t *eps, unsigned n, unsigned w)
+{
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned b = 0; b < w; b++)
+			*p++ = (uint8_t)(eps[i] >> 8 * b);
+	return p;
+}
+
+size_t ibdir_rec_encode_eps(const struct ibres_hostrec *r, const struct hostrec_eps *eps,
+			    uint64_t expires_ms, uint8_t *out)
+{
 	struct ibdir_rec hdr = {
 		.expires_ms = expires_ms,
 		.qpn = r->qpn,
@@ -146,6 +168,7 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
 		.n_v4 = (uint8_t)r->n_v4,
 		.n_v6 = (uint8_t)r->n_v6,
 		.n_gids = (uint8_t)r->n_gids,
+		.flags = eps ? (uint16_t)(IBDIR_REC_EPS | eps->n_ep << IBDIR_REC_N_EP_SHIFT) : 0,
 	};
 	uint8_t *p = out + sizeof(hdr);
 
@@ -162,16 +185,49 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
 		memcpy(p, r->names[i], l);
 		p += l;
 	}
+	if (eps) {
+		unsigned w = set_width(eps->n_ep);
+
+		p = put_eps(p, eps->names, r->n_names, w);
+		p = put_eps(p, eps->gids, r->n_gids, w);
+		p = put_eps(p, eps->v6, r->n_v6, w);
+		p = put_eps(p, eps->v4, r->n_v4, w);
+		_Static_assert(sizeof(eps->ep[0]) == 8, "an endpoint's QPN, LID and P_Key: 8 bytes");
+		memcpy(p, eps->ep, 8u * eps->n_ep);
+		p += 8u * eps->n_ep;
+	}
 	hdr.data_len = (uint16_t)(p - out - sizeof(hdr));
 	memcpy(out, &hdr, sizeof(hdr));
 	return (size_t)(p - out);
 }
 
+/* The bytes of the endpoint sets and endpoints of a record of header @hdr
+ * (0: none). */
+IBRES_HOT static inline size_t eps_bytes(const struct ibdir_rec *hdr)
+{
+	unsigned n_ep = IBDIR_REC_N_EP(hdr->flags);
+
+	return hdr->flags & IBDIR_REC_EPS
+		       ? set_width(n_ep) *
+					 ((size_t)hdr->n_names + hdr->n_gids + hdr->n_v6 + hdr->n_v4) +
+				 8u * n_ep
+		       : 0;
+}
+
+/* Flags a reader knows: none, or endpoint sets of 1..HOSTREC_EPS_MAX
+ * endpoints. */
+IBRES_HOT static inline int flags_ok(uint16_t flags)
+{
+	return !flags || ((flags & ((1u << IBDIR_REC_N_EP_SHIFT) - 1)) == IBDIR_REC_EPS &&
+			  IBDIR_REC_N_EP(flags) >= 1 && IBDIR_REC_N_EP(flags) <= HOSTREC_EPS_MAX);
+}
+
 /* The record header's counts as the writer makes them (ibdir_rec_encode of a
  * record hostrec_check() accepts): 1..IBRES_HOST_NAMES_MAX names, the other
- * counts within their arrays, reserved 0, and data_len inside the copy's
- * @len bytes and large enough for the fixed-size items and one byte of
- * length and at least one of name each. 1 or 0. */
+ * counts within their arrays, no flag but IBDIR_REC_EPS, and data_len inside
+ * the copy's @len bytes and large enough for the fixed-size items, the
+ * endpoint sets and one byte of length and at least one of name each. 1 or
+ * 0. */
 IBRES_HOT static inline __attribute__((always_inline)) int rec_hdr_ok(const struct ibdir_rec *hdr,
 								      size_t len)
 {
@@ -194,22 +250,27 @@ IBRES_HOT static inline __attribute__((always_inline)) int rec_hdr_ok(const stru
 	memcpy(&counts, (const uint8_t *)hdr + offsetof(struct ibdir_rec, n_names), 4);
 	memcpy(&add, to_7f, 4); /* in the counts' byte order */
 	if (len < sizeof(*hdr) || !hdr->n_names || ((counts + add) | counts) & 0x80808080u ||
-	    hdr->reserved || hdr->data_len > len - sizeof(*hdr))
+	    !flags_ok(hdr->flags) || hdr->data_len > len - sizeof(*hdr))
 		return 0;
-	fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4;
+	fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4 + eps_bytes(hdr);
 	return fixed + 2u * hdr->n_names <= hdr->data_len;
 }
 
 /* The view of the copy @rec whose header is @hdr and whose data is @data
- * bytes (inside the copy). */
+ * bytes (inside the copy, and at least the fixed-size items and the endpoint
+ * sets): the names end where the sets begin. */
 IBRES_HOT static void view_fill(const uint8_t *rec, const struct ibdir_rec *hdr, size_t data,
 				struct ibdir_view *v)
 {
+	size_t eps = eps_bytes(hdr);
+
 	v->gids = rec + sizeof(*hdr);
 	v->v6 = v->gids + 16u * hdr->n_gids;
 	v->v4 = v->v6 + 16u * hdr->n_v6;
 	v->names = v->v4 + 4u * hdr->n_v4;
-	v->end = v->gids + data;
+	v->end = v->gids + data - eps;
+	v->eps = eps ? v->end : NULL;
+	v->n_ep = IBDIR_REC_N_EP(hdr->flags);
 	v->n_names = hdr->n_names;
 	v->n_v4 = hdr->n_v4;
 	v->n_v6 = hdr->n_v6;
@@ -233,14 +294,14 @@ static int view_layout(const uint8_t *rec, size_t len, struct ibdir_view *v)
 		return -EBADMSG;
 	memcpy(&hdr, rec, sizeof(hdr));
 	data = hdr.data_len < len - sizeof(hdr) ? hdr.data_len : len - sizeof(hdr);
-	if (16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4 > data)
+	if (16u * hdr.n_gids + 16u * hdr.n_v6 + 4u * hdr.n_v4 + eps_bytes(&hdr) > data)
 		return -EBADMSG;
 	view_fill(rec, &hdr, data, v);
 	return 0;
 }
 
-/* ibdir_view_init(), and in the same walk over the names whether one of
- * them is @key/@klen (ASCII case aside): *@named 1 or 0 (@key NULL: none
+/* ibdir_view_init(), and in the same walk over the names which of them is
+ * @key/@klen (ASCII case aside): *@named its index, or -1 (@key NULL: none
  * is looked for). */
 IBRES_HOT static inline __attribute__((always_inline)) int
 view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v, const void *key, size_t klen,
@@ -249,7 +310,7 @@ view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v, const void
 	struct ibdir_rec hdr;
 	const uint8_t *p, *end;
 
-	*named = 0;
+	*named = -1;
 	if (len < sizeof(hdr))
 		return -EBADMSG;
 	memcpy(&hdr, rec, sizeof(hdr));
@@ -267,8 +328,8 @@ view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v, const void
 		l = *p++;
 		if (l > (size_t)(end - p) || !hostrec_name_ok(p, l))
 			return -EBADMSG;
-		if (key && l == klen && hostrec_name_eq(p, key, l))
-			*named = 1;
+		if (key && *named < 0 && l == klen && hostrec_name_eq(p, key, l))
+			*named = (int)i;
 		p += l;
 	}
 	return p == end ? 0 : -EBADMSG;
@@ -317,27 +378,31 @@ int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 	return 0;
 }
 
-IBRES_HOT int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const void *key,
-				 size_t klen)
+/* Which of the view's items is the key @key/@klen of table @tab: its place
+ * in the endpoint sets' order (the names, then the GIDs, IPv6 and IPv4
+ * addresses), or -1. */
+IBRES_HOT static int key_index(const struct ibdir_view *v, unsigned tab, const void *key,
+			       size_t klen)
 {
+	unsigned gids = v->n_names, v6 = gids + v->n_gids, v4 = v6 + v->n_v6;
 	const uint8_t *p;
 
 	switch (tab) {
 	case IBDIR_TAB_GID:
 		for (unsigned i = 0; klen == 16 && i < v->n_gids; i++)
 			if (!memcmp(v->gids + 16 * i, key, 16))
-				return 1;
-		return 0;
+				return (int)(gids + i);
+		return -1;
 	case IBDIR_TAB_IPV6:
 		for (unsigned i = 0; klen == 16 && i < v->n_v6; i++)
 			if (!memcmp(v->v6 + 16 * i, key, 16))
-				return 1;
-		return 0;
+				return (int)(v6 + i);
+		return -1;
 	case IBDIR_TAB_IPV4:
 		for (unsigned i = 0; klen == 4 && i < v->n_v4; i++)
 			if (!memcmp(v->v4 + 4 * i, key, 4))
-				return 1;
-		return 0;
+				return (int)(v4 + i);
+		return -1;
 	case IBDIR_TAB_NAME:
 		/* bounded by the data even in a view nobody checked */
 		p = v->names;
@@ -345,13 +410,98 @@ IBRES_HOT int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const
 			size_t l = *p++;
 
 			if (l > (size_t)(v->end - p))
-				return 0;
+				return -1;
 			if (l == klen && hostrec_name_eq(p, key, l))
-				return 1;
+				return (int)i;
 			p += l;
 		}
-		return 0;
+		return -1;
 	}
+	return -1;
+}
+
+IBRES_HOT int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const void *key,
+				 size_t klen)
+{
+	return key_index(v, tab, key, klen) >= 0;
+}
+
+/* The endpoint set of item @i of a view with sets (key_index()'s order). */
+static uint32_t eps_of(const struct ibdir_view *v, unsigned i)
+{
+	unsigned w = set_width(v->n_ep);
+	const uint8_t *p = v->eps + w * i;
+	uint32_t e = 0;
+
+	for (unsigned b = 0; b < w; b++)
+		e |= (uint32_t)p[b] << 8 * b;
+	return e;
+}
+
+/* Keep the @n items of @size bytes at @from whose sets (from item @first on)
+ * meet @want, moved to @to: never past an item not read yet, since @to is
+ * never after @from. Returns how many. */
+static unsigned keep_items(const struct ibdir_view *v, unsigned first, uint32_t want,
+			   const uint8_t *from, unsigned n, size_t size, uint8_t **to)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (eps_of(v, first + i) & want) {
+			memmove(*to, from + size * i, size);
+			*to += size;
+			kept++;
+		}
+	return kept;
+}
+
+/* Cut the view @v of a record with endpoint sets, over the checked copy
+ * @rec, to the items of the endpoints @want, in place: every kept item
+ * moves forward over those left out (the sets, after the names, stay where
+ * they are until the end), and the view then has no sets, as a record of
+ * those endpoints alone would be. -EBADMSG when no name is left (the writer
+ * gives every endpoint the host's name). */
+static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
+{
+	uint8_t *to = rec + sizeof(struct ibdir_rec);
+	unsigned gids = v->n_names, v6 = gids + v->n_gids, v4 = v6 + v->n_v6, n = 0;
+	struct ibdir_view out = *v;
+	const uint8_t *from = v->names;
+
+	out.gids = to;
+	out.n_gids = keep_items(v, gids, want, v->gids, v->n_gids, 16, &to);
+	out.v6 = to;
+	out.n_v6 = keep_items(v, v6, want, v->v6, v->n_v6, 16, &to);
+	out.v4 = to;
+	out.n_v4 = keep_items(v, v4, want, v->v4, v->n_v4, 4, &to);
+	out.names = to;
+	for (unsigned i = 0; i < v->n_names; i++) {
+		size_t l = 1u + *from;
+
+		if (eps_of(v, i) & want) {
+			memmove(to, from, l);
+			to += l;
+			n++;
+		}
+		from += l;
+	}
+	if (!n || !(want & ((uint32_t)-1 >> (32 - v->n_ep))))
+		return -EBADMSG;
+	out.n_names = n;
+	out.end = to;
+	out.eps = NULL;
+	{
+		/* the first of the key's endpoints (the preferred rail first) */
+		unsigned e = (unsigned)__builtin_ctz(want);
+		struct hostrec_ep ep;
+
+		/* after the sets of every name and address */
+		memcpy(&ep, v->eps + set_width(v->n_ep) * (v4 + v->n_v4) + 8u * e, sizeof(ep));
+		out.qpn = ep.qpn;
+		out.lid = ep.lid;
+		out.pkey = ep.pkey;
+	}
+	*v = out;
 	return 0;
 }
 
@@ -565,7 +715,7 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		uint32_t at = (uint32_t)slot;
 		size_t rlen;
 		uint32_t seq;
-		int ret, named;
+		int ret, named, at_key;
 
 		if (at == IBDIR_SLOT_EMPTY)
 			return 1;
@@ -591,8 +741,12 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		 * "no such host"; a name is looked for as the names are checked */
 		if (view_init_named(buf, rlen, v, tab == IBDIR_TAB_NAME ? key : NULL, len, &named))
 			return -EBADMSG;
-		if (tab == IBDIR_TAB_NAME ? !named : !ibdir_view_has_key(v, tab, key, len))
+		at_key = tab == IBDIR_TAB_NAME ? named : key_index(v, tab, key, len);
+		if (at_key < 0)
 			continue; /* a collision, or the key moved to another host */
+		/* a host of several endpoints: what the key's endpoints hold */
+		if (v->eps && view_select(buf, v, eps_of(v, (unsigned)at_key)))
+			return -EBADMSG;
 		if (v->expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */
 		v->ttl = hostrec_ttl_left(v->expires_ms, now_ms);

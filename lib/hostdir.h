@@ -18,7 +18,18 @@
  *     key's home slot, ibdir_home().
  *   the record area: 8-byte aligned blocks, struct ibdir_rec then its data:
  *     GIDs (16 bytes each), IPv6 (16), IPv4 (4), then names as (length byte,
- *     bytes). Keys are read back from the record: a slot only points.
+ *     bytes); with IBDIR_REC_EPS then an endpoint set (struct hostrec_eps:
+ *     bit e, the e-th endpoint; 1, 2 or 4 bytes, least significant first,
+ *     for up to 8, 16 or 32 endpoints) for each name, then each GID, IPv6
+ *     and IPv4 address, in that order, then each endpoint's QPN (32 bits),
+ *     LID and P_Key (16 bits each), as many as flags' IBDIR_REC_N_EP bits
+ *     say (1..32). Keys are read back from the record: a slot only points.
+ *
+ * A host of several endpoints (rails, partitions) is one record with
+ * IBDIR_REC_EPS, which every key of every endpoint leads to: a reader that
+ * came by a key keeps what the endpoints of that key hold (a rail's alias or
+ * address: that rail's addresses and names; the host's name, which every
+ * endpoint has: all of them), as each endpoint's own record would say.
  *
  * Concurrency without locks: the writer changes a record only between two
  * increments of its seq (odd while it writes); a reader copies the record
@@ -48,9 +59,10 @@
 #include "hostrec.h"
 
 #define IBDIR_MAGIC		 "IBRESDIR"
-#define IBDIR_VERSION		 4u /* 2: the hash takes 8 bytes a step; 3: tables of any size;
+#define IBDIR_VERSION		 5u /* 2: the hash takes 8 bytes a step; 3: tables of any size;
 				     4: a word mixed by a folded 128-bit
-				     product, the length after the bytes */
+				     product, the length after the bytes;
+				     5: a host's endpoints in one record */
 #define IBDIR_HEADER_SPACE	 4096u
 #define IBDIR_FILE_MAX		 (1u << 30) /* bytes; readers map no more */
 #define IBDIR_SLOTS_MAX		 (1u << 24) /* per table */
@@ -117,13 +129,22 @@ struct ibdir_rec {
 	uint16_t lid, pkey;
 	uint8_t n_names, n_v4, n_v6, n_gids;
 	uint16_t data_len;
-	uint16_t reserved;
+	uint16_t flags; /* IBDIR_REC_*; a reader refuses others */
 };
 
-/* The largest record: every count at its maximum, every name 255 bytes. */
+/* The record lists each name's and address's endpoints after its names,
+ * and the endpoints' QPN, LID and P_Key, IBDIR_REC_N_EP of them. */
+#define IBDIR_REC_EPS	     1u
+#define IBDIR_REC_N_EP_SHIFT 8u
+#define IBDIR_REC_N_EP(flags) ((unsigned)(flags) >> IBDIR_REC_N_EP_SHIFT)
+
+/* The largest record: every count at its maximum, every name 255 bytes,
+ * the endpoint sets. */
 #define IBDIR_DATA_MAX                                                                             \
 	(16u * IBRES_HOST_GIDS_MAX + 16u * IBRES_HOST_ADDRS_MAX + 4u * IBRES_HOST_ADDRS_MAX +     \
-	 (1u + IBRES_NAME_MAX) * IBRES_HOST_NAMES_MAX)
+	 (1u + IBRES_NAME_MAX) * IBRES_HOST_NAMES_MAX +                                            \
+	 4u * (IBRES_HOST_NAMES_MAX + IBRES_HOST_GIDS_MAX + 2u * IBRES_HOST_ADDRS_MAX) +          \
+	 8u * HOSTREC_EPS_MAX)
 #define IBDIR_REC_MAX (((sizeof(struct ibdir_rec) + IBDIR_DATA_MAX) + 7u) & ~7u)
 
 _Static_assert(sizeof(struct ibdir_header) <= IBDIR_HEADER_SPACE, "header fits its page");
@@ -160,15 +181,22 @@ size_t ibdir_rec_size(const struct ibres_hostrec *r);
  * seq and cap, and its data. Returns the bytes used (header included). */
 size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint8_t *out);
 
+/* The same with the endpoint sets @eps of @r's names and addresses
+ * (IBDIR_REC_EPS; NULL: none, as ibdir_rec_encode()). */
+size_t ibdir_rec_encode_eps(const struct ibres_hostrec *r, const struct hostrec_eps *eps,
+			    uint64_t expires_ms, uint8_t *out);
+
 /*
  * A record read where its bytes are (a private copy of a block), with no
  * expansion into a struct ibres_hostrec: what a hit packs from. Its
  * pointers are into the copy: the GIDs (n_gids x 16 bytes), IPv6 (16 each),
- * IPv4 (4 each), then n_names names as (length byte, bytes) up to @end.
+ * IPv4 (4 each), then n_names names as (length byte, bytes) up to @end;
+ * @eps the endpoint sets after them (IBDIR_REC_EPS), or NULL. A look-up's
+ * view (ibdir_find) never has them: it holds what its key's endpoints hold.
  */
 struct ibdir_view {
-	const uint8_t *gids, *v6, *v4, *names, *end;
-	unsigned n_names, n_v4, n_v6, n_gids;
+	const uint8_t *gids, *v6, *v4, *names, *end, *eps;
+	unsigned n_names, n_v4, n_v6, n_gids, n_ep;
 	uint16_t lid, pkey;
 	uint32_t qpn;
 	uint32_t ttl; /* seconds left, as ibres_hostrec's; set by the finder */
@@ -178,7 +206,8 @@ struct ibdir_view {
 /* View the record copy @rec (@len bytes, header included). 0 when it is a
  * record the writer makes (as ibdir_rec_decode() checks it: then every
  * count indexes inside the copy and every name is 1..IBRES_NAME_MAX bytes
- * hostrec_name_ok() accepts), else -EBADMSG. ttl is set to 0. */
+ * hostrec_name_ok() accepts), else -EBADMSG. ttl is set to 0. The view
+ * shows the whole record, every endpoint's (v->eps set if it has them). */
 int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v);
 
 /* Name @i of a view made by ibdir_view_init() walks from v->names: the name
@@ -208,8 +237,8 @@ int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *
 /* Expand a record copy @rec (@len bytes, header included) into @out, ttl
  * unset. 0, or -EBADMSG when its counts and lengths do not add up or it is
  * not a record the writer makes: no name, a count past its array, a name
- * hostrec_name_ok() refuses, reserved not 0. What it accepts, hostrec_check()
- * accepts. */
+ * hostrec_name_ok() refuses, a flag it does not know. What it accepts,
+ * hostrec_check() accepts. The whole record: its endpoint sets are left out. */
 int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out);
 
 /* Where an image keeps its hash and its tables and records. The writer
@@ -235,8 +264,8 @@ int ibdir_header_check(const void *base, size_t size);
  * Look a key (@type an IBRES_T_* key item, @key/@len as on the wire) up in
  * the image @base of @size bytes, at CLOCK_MONOTONIC @now_ms. Trusts
  * nothing in the image. Returns:
- *   0         found: *@rec filled, rec->ttl the seconds left (UINT32_MAX:
- *             never expires)
+ *   0         found: *@rec filled with what the key's endpoints hold,
+ *             rec->ttl the seconds left (UINT32_MAX: never expires)
  *   -ENODATA  the directory says no such host exists
  *   -ESTALE   replaced, closed, or its heartbeat too old (the daemon
  *             stopped or died): ask the daemon for the directory again
@@ -255,7 +284,8 @@ int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, 
  * but one copy of the record's own bytes. Returns as ibdir_lookup(), and
  * -EMSGSIZE when a record on the way (the one found, or one that shares its
  * slot's hash) is larger than @cap: look again with IBDIR_REC_MAX bytes,
- * which always suffice. v->ttl is the seconds left.
+ * which always suffice. v->ttl is the seconds left. A record of several
+ * endpoints is cut, in @buf, to what the key's endpoints hold.
  */
 int ibdir_find(const void *base, size_t size, const struct ibdir_geom *g, uint64_t now_ms,
 	       uint16_t type, const void *key, size_t len, void *buf, size_t cap,

@@ -33,6 +33,25 @@ struct ibres_hostrec {
 	uint32_t ttl; /* seconds the answer stays valid; 0 = unknown */
 };
 
+/* The endpoints a merged record's names and addresses came from (bit e: the
+ * host's e-th endpoint, at most 32): a key of one endpoint (a rail's alias or
+ * address) answers with what that endpoint holds, the host's name with all.
+ * Filled by the daemon where it merges a host's endpoints, carried in the
+ * shared directory's records (lib/hostdir.h). */
+#define HOSTREC_EPS_MAX 32u
+struct hostrec_eps {
+	uint32_t names[IBRES_HOST_NAMES_MAX];
+	uint32_t gids[IBRES_HOST_GIDS_MAX];
+	uint32_t v6[IBRES_HOST_ADDRS_MAX];
+	uint32_t v4[IBRES_HOST_ADDRS_MAX];
+	/* each endpoint's own QPN, LID and P_Key (the record's are the first's) */
+	struct hostrec_ep {
+		uint32_t qpn;
+		uint16_t lid, pkey;
+	} ep[HOSTREC_EPS_MAX];
+	unsigned n_ep; /* 1..HOSTREC_EPS_MAX */
+};
+
 /* Append the record's items (NAME, ALIAS…, IPV4…, IPV6…, GID…, LID, QPN,
  * PKEY, TTL) to @w. 0 or -ENOSPC. */
 int hostrec_encode(struct tlv_writer *w, const struct ibres_hostrec *h);

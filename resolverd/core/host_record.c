@@ -390,33 +390,58 @@ static unsigned rail_rank(const struct host *h)
 	return h->heard_on ? (unsigned)__builtin_ctz(h->heard_on) : 32;
 }
 
-static bool has_name(const struct ibres_hostrec *r, const char *name)
+/* The index of @name among @r's names (ASCII case aside), or -1. */
+static int name_index(const struct ibres_hostrec *r, const char *name)
 {
 	for (unsigned i = 0; i < r->n_names; i++)
 		if (!strcasecmp(r->names[i], name))
-			return true;
-	return false;
+			return (int)i;
+	return -1;
 }
 
-static void add_unique(void *arr, unsigned *n, unsigned max, const void *item, size_t size)
+/* The index of @item (@size bytes) among the @n at @arr, added at the end if
+ * it is not there and there is room (@max); -1 when there was none. */
+static int add_unique(void *arr, unsigned *n, unsigned max, const void *item, size_t size)
 {
 	uint8_t *a = arr;
 
 	for (unsigned i = 0; i < *n; i++)
 		if (!memcmp(a + i * size, item, size))
-			return;
-	if (*n < max)
-		memcpy(a + (*n)++ * size, item, size);
+			return (int)i;
+	if (*n >= max)
+		return -1;
+	memcpy(a + *n * size, item, size);
+	return (int)(*n)++;
+}
+
+/* Endpoint @bit's item at index @at into its set (a dropped item, -1: the
+ * record is not the whole host's). */
+static bool eps_add(uint32_t *set, int at, uint32_t bit)
+{
+	if (at < 0)
+		return false;
+	set[at] |= bit;
+	return true;
 }
 
 #define RAILS_SEEN_MAX 64u
 
 uint64_t host_record_all(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 {
+	struct hostrec_eps eps;
+	bool whole;
+
+	return host_record_eps(h, r, &eps, &whole, now_ms);
+}
+
+uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *r, struct hostrec_eps *sets,
+			 bool *whole, uint64_t now_ms)
+{
 	const struct host *eps[RAILS_SEEN_MAX] = { h };
 	uint64_t soonest = h->expires_ms;
 	struct ibres_hostrec one;
 	unsigned n = 1;
+	bool all;
 
 	for (const struct host *e = host_next_endpoint(h, h); e && n < RAILS_SEEN_MAX;
 	     e = host_next_endpoint(h, e)) {
@@ -432,18 +457,51 @@ uint64_t host_record_all(const struct host *h, struct ibres_hostrec *r, uint64_t
 			soonest = e->expires_ms;
 	}
 	host_record(eps[0], r, now_ms);
+	memset(sets, 0, sizeof(*sets));
+	sets->n_ep = n < HOSTREC_EPS_MAX ? n : HOSTREC_EPS_MAX;
+	sets->ep[0] = (struct hostrec_ep){ .qpn = r->qpn, .lid = r->lid, .pkey = r->pkey };
+	for (unsigned j = 0; j < r->n_names; j++)
+		sets->names[j] = 1;
+	for (unsigned j = 0; j < r->n_gids; j++)
+		sets->gids[j] = 1;
+	for (unsigned j = 0; j < r->n_v6; j++)
+		sets->v6[j] = 1;
+	for (unsigned j = 0; j < r->n_v4; j++)
+		sets->v4[j] = 1;
+	/* one bit an endpoint: a ring holds at most HOST_RAILS_MAX (32) */
+	_Static_assert(HOST_RAILS_MAX <= HOSTREC_EPS_MAX, "an endpoint set has a bit for each");
+	all = n <= HOST_RAILS_MAX;
 	for (unsigned i = 1; i < n; i++) {
+		uint32_t bit = i < 32 ? 1u << i : 0;
+
 		host_record(eps[i], &one, now_ms);
-		for (unsigned j = 0; j < one.n_names && r->n_names < IBRES_HOST_NAMES_MAX; j++)
-			if (!has_name(r, one.names[j]))
-				memcpy(r->names[r->n_names++], one.names[j], sizeof(one.names[j]));
+		if (i < HOSTREC_EPS_MAX)
+			sets->ep[i] = (struct hostrec_ep){ .qpn = one.qpn, .lid = one.lid,
+							   .pkey = one.pkey };
+		for (unsigned j = 0; j < one.n_names; j++) {
+			int at = name_index(r, one.names[j]);
+
+			if (at < 0 && r->n_names < IBRES_HOST_NAMES_MAX) {
+				at = (int)r->n_names++;
+				memcpy(r->names[at], one.names[j], sizeof(one.names[j]));
+			}
+			all &= eps_add(sets->names, at, bit);
+		}
 		for (unsigned j = 0; j < one.n_v4; j++)
-			add_unique(r->v4, &r->n_v4, IBRES_HOST_ADDRS_MAX, &one.v4[j], 4);
+			all &= eps_add(sets->v4,
+				       add_unique(r->v4, &r->n_v4, IBRES_HOST_ADDRS_MAX, &one.v4[j], 4),
+				       bit);
 		for (unsigned j = 0; j < one.n_v6; j++)
-			add_unique(r->v6, &r->n_v6, IBRES_HOST_ADDRS_MAX, &one.v6[j], 16);
+			all &= eps_add(sets->v6,
+				       add_unique(r->v6, &r->n_v6, IBRES_HOST_ADDRS_MAX, &one.v6[j], 16),
+				       bit);
 		for (unsigned j = 0; j < one.n_gids; j++)
-			add_unique(r->gids, &r->n_gids, IBRES_HOST_GIDS_MAX, one.gids[j], 16);
+			all &= eps_add(sets->gids,
+				       add_unique(r->gids, &r->n_gids, IBRES_HOST_GIDS_MAX, one.gids[j],
+						  16),
+				       bit);
 	}
+	*whole = all;
 	r->ttl = soonest == UINT64_MAX ? 0 : hostrec_ttl_left(soonest, now_ms);
 	return soonest;
 }

@@ -251,6 +251,12 @@ bool host_key_shared(const struct host *h, const struct host_key *k);
  * repeats, as many as the record holds; LID, QPN and P_Key of the first; the
  * TTL of the soonest to expire. Returns the soonest expiry (UINT64_MAX: never). */
 uint64_t host_record_all(const struct host *h, struct ibres_hostrec *out, uint64_t now_ms);
+/* host_record_all(), and which endpoints (bit e: the e-th of the record's
+ * order) each name and address came from into @eps; *@whole false when the
+ * record could not hold every endpoint's names and addresses (more than it
+ * has room for, or more than 32 endpoints). */
+uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *out, struct hostrec_eps *eps,
+			 bool *whole, uint64_t now_ms);
 uint64_t host_expires_ms(const struct host *h); /* UINT64_MAX: never */
 uint16_t host_lid(const struct host *h);
 uint16_t host_pkey(const struct host *h);

@@ -2,11 +2,17 @@
 /*
  * The shared host directory's writer (hostdir_pub.h; the format is
  * lib/hostdir.h). An endpoint's record is one block of the record area; its
- * struct host keeps the block's offset as the store's observer cookie. An
- * endpoint of a host of several (one per rail) that holds a name they share
- * has a second block, its host's record (host_record_all: every rail's
- * addresses), which those names lead to; its own addresses and names lead
- * to its own.
+ * struct host keeps the block's offset as the store's observer cookie. A
+ * host of several endpoints (rails, partitions) is one block, written by its
+ * speaker (hostdir_speaker()) as its second cookie: every key of every
+ * endpoint leads there, and the record's endpoint sets tell a reader which
+ * endpoint's a key is (VIEW_HOST). Its other endpoints have no block: a
+ * change to any endpoint puts every endpoint of the host to the observer
+ * (hs_ring_changed()), its speaker among them, which writes the host again.
+ * Only a host one record cannot hold whole (more names or addresses than a
+ * record has room for) is written as before: a block for each endpoint (its
+ * own keys), and one for the names they share, listing every endpoint's
+ * addresses (VIEW_SHARED), in the block of the endpoint that holds those.
  *
  * In place: a refreshed record that fits its block is rewritten between two
  * increments of the block's seq; one that does not gets a new block, its
@@ -80,6 +86,12 @@ struct dkey {
 	const void *data;
 };
 
+/* What a record written for an endpoint shows: its own keys; its host's
+ * shared names (the record of every endpoint's addresses); or, for a host
+ * whose endpoints one record holds whole, every key of the host (its
+ * endpoint sets say which endpoint each came from). */
+enum dview { VIEW_OWN, VIEW_SHARED, VIEW_HOST };
+
 struct hostdir_pub {
 	struct loop *loop;
 	struct host_store *store;
@@ -109,8 +121,9 @@ struct hostdir_pub {
 	struct hostdir_stats stats;
 	uint8_t enc[IBDIR_REC_MAX];
 	/* records expanded: the one written, the one it replaces, the one being
-	 * dropped */
+	 * dropped; the endpoint sets of the one written (VIEW_HOST) */
 	struct ibres_hostrec cur, prev, gone;
+	struct hostrec_eps eps;
 };
 
 static inline struct ibdir_header *hd_of(const struct hostdir_pub *p)
@@ -122,10 +135,16 @@ static inline struct ibdir_header *hd_of(const struct hostdir_pub *p)
 
 /* The keys of record @r, into @k (REC_KEYS_MAX); returns how many. */
 unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k);
-/* Does the store give @k to @h, and is it a key of @h's view (@all: its
- * host's record)? */
+/* Does the store give @k to @h (VIEW_HOST: to an endpoint of its host), and
+ * is it a key of @h's view? */
 bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
-		   bool all);
+		   enum dview view);
+/* The endpoint of @h's host that writes the host's one record: the lowest
+ * by address, so that it stays while the endpoints do. */
+struct host *hostdir_speaker(const struct host *h);
+/* Does one record hold @h's host whole (every endpoint's names and addresses,
+ * at least one name)? Leaves that record in p->cur and p->eps. */
+bool hostdir_host_whole(struct hostdir_pub *p, const struct host *h);
 /* Forget the freed blocks (a new generation: they were the old one's). */
 void hostdir_bins_clear(struct hostdir_pub *p);
 /* ... and free their memory (the publisher stops). */

@@ -54,6 +54,27 @@ struct sizing {
 	uint64_t taken, freed;
 };
 
+/* A host of several endpoints one record holds whole: its speaker counts
+ * the record and every key of the host the store gives its endpoints, the
+ * others nothing. False: the host is written an endpoint at a time. */
+static bool size_whole_host(struct sizing *z, struct host *h)
+{
+	struct dkey keys[REC_KEYS_MAX];
+	struct host *s = hostdir_speaker(h);
+	unsigned n;
+
+	if (!hostdir_host_whole(z->p, s))
+		return false;
+	if (h != s)
+		return true;
+	n = hostdir_rec_keys(&z->p->cur, keys);
+	for (unsigned i = 0; i < n; i++)
+		if (hostdir_holds(z->p, h, &keys[i], VIEW_HOST))
+			z->keys[keys[i].tab]++;
+	z->bytes += (ibdir_rec_encode_eps(&z->p->cur, &z->p->eps, 0, z->p->enc) + 7) & ~7ull;
+	return true;
+}
+
 static void size_host(void *arg, struct host *h)
 {
 	struct sizing *z = arg;
@@ -62,14 +83,16 @@ static void size_host(void *arg, struct host *h)
 
 	bool shared = false;
 
+	if (host_next_endpoint(h, h) && size_whole_host(z, h))
+		return;
 	host_record(h, &z->p->cur, 0);
 	n = hostdir_rec_keys(&z->p->cur, keys);
 	/* a slot for every key the store gives @h (a name the host's endpoints
 	 * share is counted once, with the one that holds it) */
 	for (unsigned i = 0; i < n; i++) {
-		if (hostdir_holds(z->p, h, &keys[i], false))
+		if (hostdir_holds(z->p, h, &keys[i], VIEW_OWN))
 			z->keys[keys[i].tab]++;
-		else if (hostdir_holds(z->p, h, &keys[i], true))
+		else if (hostdir_holds(z->p, h, &keys[i], VIEW_SHARED))
 			z->keys[keys[i].tab]++, shared = true;
 	}
 	if (n)
@@ -117,12 +140,20 @@ static uint64_t layout(struct ibdir_header *hd, const struct sizing *z)
 	return off + area;
 }
 
+/* Every cookie points into the generation before: none may be followed in
+ * the new one (an endpoint asks its host's speaker which kind of block it
+ * has), so all go before any host is written. */
+static void forget_host(void *arg, struct host *h)
+{
+	(void)arg;
+	host_set_cookie(h, false, 0);
+	host_set_cookie(h, true, 0);
+}
+
 static void write_host(void *arg, struct host *h)
 {
 	struct hostdir_pub *p = arg;
 
-	host_set_cookie(h, false, 0);
-	host_set_cookie(h, true, 0);
 	if (!p->rebuild)
 		hostdir_on_put(p, h);
 }
@@ -234,6 +265,7 @@ static int build(struct hostdir_pub *p)
 	p->incomplete = false;
 	p->left_behind = 0;
 	hostdir_bins_clear(p);
+	store_foreach_host(p->store, forget_host, p);
 	store_foreach_host(p->store, write_host, p);
 	if (!p->reseed)
 		p->reseeds = 0;

@@ -44,12 +44,24 @@ unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k)
 	return n;
 }
 
-/* Does the store give this key to @h? Only then does its slot point at @h.
- * And is it a key of @h's view: a name every endpoint of its host shares
- * leads to the host's record (@all), any other key to @h's own. */
-bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
-		   bool all)
+/* Is @e an endpoint of @h's host? */
+static bool same_host(const struct host *h, const struct host *e)
 {
+	for (const struct host *x = h; x; x = host_next_endpoint(h, x))
+		if (x == e)
+			return true;
+	return false;
+}
+
+/* Does the store give this key to @h (VIEW_HOST: to an endpoint of @h's
+ * host)? Only then does its slot point at @h's view. And is it a key of that
+ * view: a name every endpoint of its host shares leads to the host's record
+ * (VIEW_SHARED), any other key to @h's own (VIEW_OWN); every key of the host
+ * to its one record (VIEW_HOST). */
+bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
+		   enum dview view)
+{
+	const struct host *holder;
 	struct host_key hk;
 
 	/* the store's own key rules (a name is folded to lower case) */
@@ -57,15 +69,42 @@ bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const stru
 		host_key_name(&hk, k->data); /* a record's names are NUL-terminated */
 	else
 		host_key_addr(&hk, ibdir_key_type(k->tab), k->data);
-	if (store_holder(p->store, &hk) != h)
+	holder = store_holder(p->store, &hk);
+	if (view == VIEW_HOST)
+		return holder && same_host(h, holder);
+	if (holder != h)
 		return false;
-	return all == (k->tab == IBDIR_TAB_NAME && host_key_shared(h, &hk));
+	return (view == VIEW_SHARED) == (k->tab == IBDIR_TAB_NAME && host_key_shared(h, &hk));
 }
 
-/* The record of @h's view into @r; returns its expiry. */
-static uint64_t view_of(const struct host *h, bool all, struct ibres_hostrec *r)
+struct host *hostdir_speaker(const struct host *h)
 {
-	if (all)
+	const struct host *s = h;
+
+	for (const struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+		if (e < s)
+			s = e;
+	return (struct host *)s;
+}
+
+bool hostdir_host_whole(struct hostdir_pub *p, const struct host *h)
+{
+	bool whole;
+
+	host_record_eps(h, &p->cur, &p->eps, &whole, 0);
+	return whole && p->cur.n_names;
+}
+
+/* The record of @h's view into @r (VIEW_HOST: its endpoint sets into
+ * p->eps too); returns its expiry. */
+static uint64_t view_of(struct hostdir_pub *p, const struct host *h, enum dview view,
+			struct ibres_hostrec *r)
+{
+	bool whole;
+
+	if (view == VIEW_HOST)
+		return host_record_eps(h, r, &p->eps, &whole, 0);
+	if (view == VIEW_SHARED)
 		return host_record_all(h, r, 0);
 	host_record(h, r, 0);
 	return host_expires_ms(h);
@@ -407,11 +446,12 @@ static void collided(struct hostdir_pub *p)
 	}
 }
 
-/* Write one view of @h (its own record, or its host's) and the slots of the
- * keys that lead to it. */
-static void put_view(struct hostdir_pub *p, struct host *h, bool all)
+/* Write one view of @h and the slots of the keys that lead to it: its own
+ * record (its first cookie), or its host's (the second). */
+static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 {
 	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
+	bool all = view != VIEW_OWN;
 	uint32_t off = host_cookie(h, all), to;
 	unsigned n, n_old, mine = 0;
 	uint32_t hash[REC_KEYS_MAX];
@@ -427,10 +467,10 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 		host_set_cookie(h, all, 0);
 		return;
 	}
-	expires = view_of(h, all, &p->cur);
+	expires = view_of(p, h, view, &p->cur);
 	n = hostdir_rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
-		mine += held[i] = hostdir_holds(p, h, &keys[i], all);
+		mine += held[i] = hostdir_holds(p, h, &keys[i], view);
 	if (!mine || keys_collide(p, keys, n, hash)) {
 		/* nothing a reader could ask for (a LID alone; no name the host
 		 * shares), or what it asks for would be ambiguous */
@@ -440,7 +480,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 			collided(p);
 		return;
 	}
-	len = ibdir_rec_encode(&p->cur, expires, p->enc);
+	len = ibdir_rec_encode_eps(&p->cur, view == VIEW_HOST ? &p->eps : NULL, expires, p->enc);
 	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
 	if (off && len <= block(p, off)->cap) {
 		/* in place: the slots of keys it no longer leads to go before its
@@ -451,7 +491,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 			const struct dkey *k = &old_keys[i];
 
 			if (!hostrec_has_key(&p->cur, ibdir_key_type(k->tab), k->data, k->len) ||
-			    !hostdir_holds(p, h, k, all))
+			    !hostdir_holds(p, h, k, view))
 				slot_del(p, k, off);
 		}
 		to = off;
@@ -480,20 +520,71 @@ static void put_view(struct hostdir_pub *p, struct host *h, bool all)
 	rec_free(p, off);
 }
 
-/* A new file is due: @h waits for it. Its records here go, and the slots
- * leading to them (they may be older than it is; a host that lost a key to
- * another is put too, so that its old record does not answer for it). The
- * file says it is incomplete: a reader asks the daemon instead. */
-static void hold_back(struct hostdir_pub *p, struct host *h)
+/* @h's blocks go (both cookies), and the slots leading to them. */
+static void drop_views(struct hostdir_pub *p, struct host *h)
 {
 	for (int all = 0; all < 2; all++) {
 		drop_record(p, host_cookie(h, all));
 		host_set_cookie(h, all, 0);
 	}
+}
+
+/* A new file is due: @h waits for it. Its records here go, and the slots
+ * leading to them (they may be older than it is; a host that lost a key to
+ * another is put too, so that its old record does not answer for it; the
+ * host's one record goes as its speaker is put, in the same turn). The file
+ * says it is incomplete: a reader asks the daemon instead. */
+static void hold_back(struct hostdir_pub *p, struct host *h)
+{
+	drop_views(p, h);
 	if (!p->incomplete) {
 		p->incomplete = true;
 		hostdir_scope_write(p);
 	}
+}
+
+/* Is the block at @off (0: none) a host's one record (VIEW_HOST)? */
+static bool is_host_record(const struct hostdir_pub *p, uint32_t off)
+{
+	return off && (block(p, off)->flags & IBDIR_REC_EPS);
+}
+
+/* @h, an endpoint of a host of several, put. Its speaker writes the host as
+ * one record when one holds it whole, and drops the blocks its other
+ * endpoints had: true, and @h is written. False: each endpoint's views, as
+ * a host was written before (VIEW_OWN, VIEW_SHARED). */
+static bool put_host(struct hostdir_pub *p, struct host *h)
+{
+	struct host *s = hostdir_speaker(h);
+	bool was_host = is_host_record(p, host_cookie(s, true));
+
+	if (h != s) {
+		/* the speaker, put in the same turn (hs_ring_changed), writes it */
+		if (was_host || hostdir_host_whole(p, s)) {
+			drop_views(p, h);
+			return true;
+		}
+		return false;
+	}
+	if (hostdir_host_whole(p, h)) {
+		/* first the host's record, so that its keys' slots lead there,
+		 * then the blocks of before go (their slots are found by block) */
+		put_view(p, h, VIEW_HOST);
+		drop_record(p, host_cookie(h, false));
+		host_set_cookie(h, false, 0);
+		for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+			drop_views(p, e);
+		return true;
+	}
+	if (was_host) {
+		/* no longer whole: every endpoint's own views again now, since
+		 * those put before in this turn left theirs to the host's record */
+		for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e)) {
+			put_view(p, e, VIEW_OWN);
+			put_view(p, e, VIEW_SHARED);
+		}
+	}
+	return false;
 }
 
 void hostdir_on_put(void *arg, struct host *h)
@@ -508,8 +599,10 @@ void hostdir_on_put(void *arg, struct host *h)
 		hold_back(p, h);
 		return;
 	}
-	put_view(p, h, false);
-	put_view(p, h, true);
+	if (host_next_endpoint(h, h) && put_host(p, h))
+		return;
+	put_view(p, h, VIEW_OWN);
+	put_view(p, h, VIEW_SHARED);
 }
 
 void hostdir_on_refresh(void *arg, struct host *h)
@@ -536,8 +629,5 @@ void hostdir_on_gone(void *arg, struct host *h)
 		return;
 	p->changed_ms = now_ms();
 	section_begin(p);
-	for (int all = 0; all < 2; all++) {
-		drop_record(p, host_cookie(h, all));
-		host_set_cookie(h, all, 0);
-	}
+	drop_views(p, h);
 }

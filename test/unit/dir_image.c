@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "dir_image.h"
 
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -52,8 +53,14 @@ static void put_slot(struct dir_image *m, unsigned tab, const void *key, size_t 
 
 uint32_t dir_image_put(struct dir_image *m, const struct ibres_hostrec *r, uint8_t n_names)
 {
+	return dir_image_put_eps(m, r, NULL, n_names);
+}
+
+uint32_t dir_image_put_eps(struct dir_image *m, const struct ibres_hostrec *r,
+			   const struct hostrec_eps *eps, uint8_t n_names)
+{
 	uint8_t enc[IBDIR_REC_MAX];
-	size_t len = ibdir_rec_encode(r, IBDIR_NEVER, enc), cap = (len + 7) & ~(size_t)7;
+	size_t len = ibdir_rec_encode_eps(r, eps, IBDIR_NEVER, enc), cap = (len + 7) & ~(size_t)7;
 	struct ibdir_rec hdr;
 	uint32_t off = m->next;
 
@@ -75,6 +82,42 @@ uint32_t dir_image_put(struct dir_image *m, const struct ibres_hostrec *r, uint8
 	for (unsigned i = 0; i < r->n_gids; i++)
 		put_slot(m, IBDIR_TAB_GID, r->gids[i], 16, off);
 	return off;
+}
+
+void dir_image_multirail(struct ibres_hostrec *r, struct hostrec_eps *e)
+{
+	static const char *const names[] = { "mr1", "mr1-ib0", "mr1-ib0-8001", "mr1-ib1" };
+	static const uint32_t name_eps[] = { 7, 1, 2, 4 };
+
+	memset(r, 0, sizeof(*r));
+	memset(e, 0, sizeof(*e));
+	for (unsigned i = 0; i < 4; i++) {
+		strcpy(r->names[i], names[i]);
+		e->names[i] = name_eps[i];
+	}
+	r->n_names = 4;
+	inet_pton(AF_INET6, "fe80::1:1", r->gids[0]);
+	inet_pton(AF_INET6, "fe80::1:2", r->gids[1]);
+	r->n_gids = 2;
+	e->gids[0] = 3;
+	e->gids[1] = 4;
+	inet_pton(AF_INET6, "2001:db8::101", &r->v6[0]);
+	r->n_v6 = 1;
+	e->v6[0] = 1;
+	inet_pton(AF_INET, "198.18.1.1", &r->v4[0]);
+	inet_pton(AF_INET, "198.18.2.1", &r->v4[1]);
+	inet_pton(AF_INET, "198.18.1.2", &r->v4[2]);
+	r->n_v4 = 3;
+	e->v4[0] = 1;
+	e->v4[1] = 2;
+	e->v4[2] = 4;
+	r->lid = 10;
+	r->qpn = 1;
+	r->pkey = 0xffff;
+	e->ep[0] = (struct hostrec_ep){ .qpn = 1, .lid = 10, .pkey = 0xffff };
+	e->ep[1] = (struct hostrec_ep){ .qpn = 1, .lid = 10, .pkey = 0x8001 };
+	e->ep[2] = (struct hostrec_ep){ .qpn = 1, .lid = 20, .pkey = 0xffff };
+	e->n_ep = 3;
 }
 
 void dir_image_free(struct dir_image *m)

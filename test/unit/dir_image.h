@@ -26,6 +26,15 @@ void dir_image_init(struct dir_image *m, uint32_t slots, uint32_t area, uint64_t
  * when not 0, is put over the header's name count (a shape the writer
  * never makes). Returns the record's offset. */
 uint32_t dir_image_put(struct dir_image *m, const struct ibres_hostrec *r, uint8_t n_names);
+/* The same with endpoint sets (a host of several endpoints in one record). */
+uint32_t dir_image_put_eps(struct dir_image *m, const struct ibres_hostrec *r,
+			   const struct hostrec_eps *eps, uint8_t n_names);
+
+/* A host of three endpoints in one record, @r and its sets @e: mr1, rail 0
+ * in partitions 0xffff (mr1-ib0: 198.18.1.1, 2001:db8::101) and 0x8001
+ * (mr1-ib0-8001: 198.18.2.1), sharing the port GID fe80::1:1, LID 10; rail
+ * 1 (mr1-ib1: 198.18.1.2, GID fe80::1:2, LID 20). QPN 1 each. */
+void dir_image_multirail(struct ibres_hostrec *r, struct hostrec_eps *e);
 
 void dir_image_free(struct dir_image *m);
 

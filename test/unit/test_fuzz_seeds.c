@@ -141,6 +141,32 @@ static void refused_shapes(struct dir_image *m)
 	dir_image_put(m, &r, 0);
 }
 
+/* A host of three endpoints in one record (dir_image_multirail), and one of
+ * two whose sets the writer never makes (a key of no endpoint, one past the
+ * record's endpoints). */
+static void multirail_host(struct dir_image *m)
+{
+	struct ibres_hostrec r;
+	struct hostrec_eps e;
+
+	dir_image_init(m, 32, 6144, NOW_MS);
+	dir_image_multirail(&r, &e);
+	dir_image_put_eps(m, &r, &e, 0);
+	dir_image_multirail(&r, &e);
+	strcpy(r.names[0], "mr2");
+	strcpy(r.names[1], "mr2-ib0");
+	r.n_names = 2;
+	r.v4[0].s_addr ^= htonl(0x100u);
+	r.n_v4 = 1;
+	r.n_v6 = 0;
+	r.gids[0][8] = 2;
+	r.n_gids = 1;
+	e.names[1] = 0;
+	e.v4[0] = 1u << 7;
+	e.n_ep = 2;
+	dir_image_put_eps(m, &r, &e, 0);
+}
+
 /* fuzz_hostdir's: a key selector byte, then an image of 200 hosts holding
  * what that target asks (node1, node2, NODE3 in any case, login1, the
  * addresses and GID of node 2). */
@@ -209,6 +235,13 @@ static void test_dirpack_seeds(void **state)
 	assert_int_equal(found(&m, IBRES_T_NAME, "node1", 5), 0);
 	assert_int_equal(found(&m, IBRES_T_IPV4, &v4, 4), -EBADMSG);
 	check_file(DIRPACK "no-name-record", m.b, m.size);
+	dir_image_free(&m);
+
+	multirail_host(&m);
+	assert_int_equal(found(&m, IBRES_T_NAME, "mr1-ib1", 7), 0);
+	assert_int_equal(found(&m, IBRES_T_NAME, "mr2", 3), 0);
+	assert_int_equal(found(&m, IBRES_T_NAME, "mr2-ib0", 7), -EBADMSG);
+	check_file(DIRPACK "multirail-host", m.b, m.size);
 	dir_image_free(&m);
 
 	refused_shapes(&m);

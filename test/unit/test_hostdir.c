@@ -249,6 +249,91 @@ static void test_rails(void **state)
 	munmap(m, size);
 }
 
+/* Every key of host h7's rails 0..@rails - 1 (and rail 4's extra names when
+ * @extra) leads to a record of that rail, and its name to every rail. */
+static void h7_all_found(const void *m, size_t size, unsigned rails, bool extra)
+{
+	struct ibres_hostrec got;
+	char name[32];
+
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h7", 2, &got), 0);
+	assert_int_equal(got.n_v4, rails);
+	for (unsigned rail = 0; rail < rails; rail++) {
+		uint32_t a = htonl(0x0a000007u | rail << 16);
+
+		snprintf(name, sizeof(name), "h7-ib%u", rail);
+		assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
+		assert_int_equal(got.n_v4, 1);
+		assert_int_equal(got.v4[0].s_addr, a);
+		assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &a, 4, &got), 0);
+		assert_string_equal(got.names[0], "h7");
+		assert_string_equal(got.names[1], name);
+	}
+	for (unsigned i = 0; extra && i < 14; i++) {
+		snprintf(name, sizeof(name), "h7-x%u", i);
+		assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, name, strlen(name), &got), 0);
+		assert_int_equal(got.n_v4, 1);
+	}
+}
+
+/* A host of several rails is one record while one holds it whole; a rail
+ * with more names than a record has room for makes it a record a rail again
+ * (and one for the names they share), and without that rail it is one
+ * record again. No key goes missing on the way (a miss is authoritative). */
+static void test_a_host_one_record_cannot_hold(void **state)
+{
+	struct fx *f = *state;
+	struct ibres_hostrec r;
+	struct hostdir_stats st;
+	size_t size;
+	void *m;
+
+	for (unsigned rail = 0; rail < 4; rail++)
+		hdfx_put_rail(f, 7, rail, 60);
+	loop_run_due(&f->loop);
+	m = hdfx_map(f, &size);
+	hostdir_set_scope(f->pub, now_ms(), NULL, 0, 0);
+	h7_all_found(m, size, 4, false);
+	hostdir_stats(f->pub, &st);
+	assert_int_equal(st.records, 1);
+
+	/* rail 4: h7, h7-ib4 and 14 names more: 20 names in all */
+	memset(&r, 0, sizeof(r));
+	strcpy(r.names[0], "h7");
+	strcpy(r.names[1], "h7-ib4");
+	for (unsigned i = 0; i < 14; i++)
+		snprintf(r.names[2 + i], sizeof(r.names[0]), "h7-x%u", i);
+	r.n_names = 16;
+	r.v4[0].s_addr = htonl(0x0a040007u);
+	r.n_v4 = 1;
+	r.gids[0][0] = 0xfe;
+	r.gids[0][1] = 0x80;
+	r.gids[0][13] = 7;
+	r.gids[0][15] = 4;
+	r.n_gids = 1;
+	r.lid = 7;
+	r.pkey = 0xffff;
+	assert_int_equal(store_insert(&f->store, &r,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 1u << 4,
+							   .rails = 0x55,
+							   .ttl_s = 60 },
+				      now_ms(), NULL),
+			 0);
+	assert_int_equal(store_check(&f->store), 0);
+	loop_run_due(&f->loop);
+	h7_all_found(m, size, 5, true);
+	hostdir_stats(f->pub, &st);
+	assert_int_equal(st.records, 6); /* one a rail, one for the shared name */
+
+	assert_true(store_remove_gid(&f->store, r.gids[0]) > 0);
+	loop_run_due(&f->loop);
+	h7_all_found(m, size, 4, false);
+	hostdir_stats(f->pub, &st);
+	assert_int_equal(st.records, 1);
+	munmap(m, size);
+}
+
 /* A port of two partitions (two endpoints of one host sharing its GID), and
  * the host's second port. */
 static void put_part(struct fx *f, uint16_t pkey, unsigned ep, uint8_t port)
@@ -858,7 +943,9 @@ static void test_decoder_refuses_what_the_writer_never_makes(void **state)
 		set_hdr_u8(buf, at[k], 255);
 		assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
 	}
-	/* data_len past the copy, short of the data, reserved set */
+	/* data_len past the copy, short of the data, a flag no reader knows,
+	 * endpoint sets the data has no room for (of 1 endpoint), 0 or 33
+	 * endpoints */
 	memcpy(buf, enc, len);
 	memcpy(&hdr, buf, sizeof(hdr));
 	hdr.data_len++;
@@ -869,9 +956,32 @@ static void test_decoder_refuses_what_the_writer_never_makes(void **state)
 	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
 	memcpy(buf, enc, len);
 	memcpy(&hdr, buf, sizeof(hdr));
-	hdr.reserved = 1;
+	hdr.flags = IBDIR_REC_EPS << 1;
 	memcpy(buf, &hdr, sizeof(hdr));
 	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	hdr.flags = IBDIR_REC_EPS | 1u << IBDIR_REC_N_EP_SHIFT;
+	memcpy(buf, &hdr, sizeof(hdr));
+	assert_int_equal(ibdir_rec_decode(buf, len, &out), -EBADMSG);
+	{
+		struct hostrec_eps e = { .n_ep = 1 };
+		uint8_t eb[IBDIR_REC_MAX];
+		size_t elen;
+
+		for (unsigned i = 0; i < IBRES_HOST_NAMES_MAX; i++)
+			e.names[i] = 1;
+		for (unsigned i = 0; i < IBRES_HOST_ADDRS_MAX; i++)
+			e.gids[i] = e.v4[i] = e.v6[i] = 1;
+		hdfx_rec(&r, 7, 1);
+		elen = ibdir_rec_encode_eps(&r, &e, IBDIR_NEVER, eb);
+		assert_int_equal(ibdir_rec_decode(eb, elen, &out), 0);
+		for (unsigned n_ep = 0; n_ep <= 33; n_ep += 33) {
+			memcpy(&hdr, eb, sizeof(hdr));
+			hdr.flags = (uint16_t)(IBDIR_REC_EPS | n_ep << IBDIR_REC_N_EP_SHIFT);
+			hdr.data_len = (uint16_t)(hdr.data_len - 8 + 8 * n_ep);
+			memcpy(eb, &hdr, sizeof(hdr));
+			assert_int_equal(ibdir_rec_decode(eb, sizeof(eb), &out), -EBADMSG);
+		}
+	}
 	/* a copy shorter than its header */
 	assert_int_equal(ibdir_rec_decode(enc, sizeof(hdr) - 1, &out), -EBADMSG);
 
@@ -1020,15 +1130,88 @@ static void test_lookup_of_a_record_without_a_name(void **state)
 	dir_image_free(&m);
 }
 
+/* A look-up of a host of several endpoints in one record keeps what the
+ * key's endpoints hold: the host's name gives all, a partition's alias its
+ * address, the port's GID and its P_Key, an address its endpoint's names; a
+ * port GID two partitions share gives both. */
+static void test_one_record_of_several_endpoints(void **state)
+{
+	struct dir_image m;
+	struct ibres_hostrec r, got;
+	struct hostrec_eps e;
+	uint64_t now = 1000000;
+	uint32_t a0 = htonl(0xc6120101u), a0p = htonl(0xc6120201u), a1 = htonl(0xc6120102u);
+
+	(void)state;
+	dir_image_multirail(&r, &e);
+	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
+	dir_image_put_eps(&m, &r, &e, 0);
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "MR1", 3, &got), 0);
+	assert_int_equal(got.n_names, 4);
+	assert_int_equal(got.n_v4, 3);
+	assert_int_equal(got.n_v6, 1);
+	assert_int_equal(got.n_gids, 2);
+	assert_int_equal(got.pkey, 0xffff);
+	assert_int_equal(hostrec_check(&got), 0);
+
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "mr1-ib0-8001", 12, &got), 0);
+	assert_int_equal(got.n_names, 2);
+	assert_string_equal(got.names[0], "mr1");
+	assert_string_equal(got.names[1], "mr1-ib0-8001");
+	assert_int_equal(got.n_v4, 1);
+	assert_int_equal(got.v4[0].s_addr, a0p);
+	assert_int_equal(got.n_v6, 0);
+	assert_int_equal(got.n_gids, 1);
+	assert_memory_equal(got.gids[0], r.gids[0], 16);
+	assert_int_equal(got.pkey, 0x8001);
+	assert_int_equal(got.lid, 10);
+
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV4, &a1, 4, &got), 0);
+	assert_int_equal(got.n_names, 2);
+	assert_string_equal(got.names[1], "mr1-ib1");
+	assert_int_equal(got.n_v4, 1);
+	assert_int_equal(got.n_gids, 1);
+	assert_memory_equal(got.gids[0], r.gids[1], 16);
+	assert_int_equal(got.lid, 20);
+
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_GID, r.gids[0], 16, &got), 0);
+	assert_int_equal(got.n_names, 3);
+	assert_int_equal(got.n_v4, 2);
+	assert_int_equal(got.v4[0].s_addr, a0);
+	assert_int_equal(got.v4[1].s_addr, a0p);
+	assert_int_equal(got.n_v6, 1);
+	assert_int_equal(got.pkey, 0xffff);
+	dir_image_free(&m);
+
+	/* sets the writer never makes: a key of no endpoint, one past the
+	 * record's endpoints */
+	e.names[3] = 0;
+	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
+	dir_image_put_eps(&m, &r, &e, 0);
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "mr1-ib1", 7, &got),
+			 -EBADMSG);
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "mr1", 3, &got), 0);
+	dir_image_free(&m);
+	e.names[3] = 4;
+	e.v4[2] = 8;
+	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
+	dir_image_put_eps(&m, &r, &e, 0);
+	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_IPV4, &a1, 4, &got), -EBADMSG);
+	dir_image_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_record_of_several_endpoints),
 		cmocka_unit_test_setup_teardown(test_every_key_type, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_find_views_the_record, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test(test_hash_folds_ascii_case_only),
 		cmocka_unit_test(test_hash_parts_lengths_under_every_seed),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_rails, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_a_host_one_record_cannot_hold, hdfx_setup,
+						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, hdfx_setup,

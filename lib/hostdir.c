@@ -271,6 +271,7 @@ IBRES_HOT static void view_fill(const uint8_t *rec, const struct ibdir_rec *hdr,
 	v->end = v->gids + data - eps;
 	v->eps = eps ? v->end : NULL;
 	v->n_ep = IBDIR_REC_N_EP(hdr->flags);
+	v->set_w = set_width(v->n_ep);
 	v->n_names = hdr->n_names;
 	v->n_v4 = hdr->n_v4;
 	v->n_v6 = hdr->n_v6;
@@ -317,7 +318,9 @@ view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v, const void
 	if (!rec_hdr_ok(&hdr, len))
 		return -EBADMSG;
 	view_fill(rec, &hdr, hdr.data_len, v);
-	/* only names the daemon can hold, filling the data exactly */
+	/* only names the daemon can hold, filling the data exactly (a host of
+	 * several endpoints: those of the key's endpoints, view_names_ok(),
+	 * once the view is cut to them) */
 	p = v->names;
 	end = v->end;
 	for (unsigned i = 0; i < v->n_names; i++) {
@@ -326,7 +329,7 @@ view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v, const void
 		if (p >= end)
 			return -EBADMSG;
 		l = *p++;
-		if (l > (size_t)(end - p) || !hostrec_name_ok(p, l))
+		if (l > (size_t)(end - p) || (!v->eps && !hostrec_name_ok(p, l)))
 			return -EBADMSG;
 		if (key && *named < 0 && l == klen && hostrec_name_eq(p, key, l))
 			*named = (int)i;
@@ -335,11 +338,25 @@ view_init_named(const uint8_t *rec, size_t len, struct ibdir_view *v, const void
 	return p == end ? 0 : -EBADMSG;
 }
 
+/* Are the names of @v, whose lengths view_init_named() checked, names the
+ * daemon can hold? 0 or -EBADMSG. */
+static int view_names_ok(const struct ibdir_view *v)
+{
+	const uint8_t *p = v->names;
+
+	for (unsigned i = 0; i < v->n_names; i++, p += 1 + *p)
+		if (!hostrec_name_ok(p + 1, *p))
+			return -EBADMSG;
+	return 0;
+}
+
 IBRES_HOT int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v)
 {
 	int named;
 
-	return view_init_named(rec, len, v, NULL, 0, &named);
+	if (view_init_named(rec, len, v, NULL, 0, &named))
+		return -EBADMSG;
+	return v->eps ? view_names_ok(v) : 0;
 }
 
 void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out)
@@ -427,12 +444,14 @@ IBRES_HOT int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const
 }
 
 /* The endpoint set of item @i of a view with sets (key_index()'s order). */
-static uint32_t eps_of(const struct ibdir_view *v, unsigned i)
+static inline uint32_t eps_of(const struct ibdir_view *v, unsigned i)
 {
-	unsigned w = set_width(v->n_ep);
+	unsigned w = v->set_w;
 	const uint8_t *p = v->eps + w * i;
 	uint32_t e = 0;
 
+	if (w == 1)
+		return p[0]; /* up to eight endpoints: most hosts of several */
 	for (unsigned b = 0; b < w; b++)
 		e |= (uint32_t)p[b] << 8 * b;
 	return e;
@@ -441,8 +460,9 @@ static uint32_t eps_of(const struct ibdir_view *v, unsigned i)
 /* Keep the @n items of @size bytes at @from whose sets (from item @first on)
  * meet @want, moved to @to: never past an item not read yet, since @to is
  * never after @from. Returns how many. */
-static unsigned keep_items(const struct ibdir_view *v, unsigned first, uint32_t want,
-			   const uint8_t *from, unsigned n, size_t size, uint8_t **to)
+static inline __attribute__((always_inline)) unsigned
+keep_items(const struct ibdir_view *v, unsigned first, uint32_t want, const uint8_t *from,
+	   unsigned n, size_t size, uint8_t **to)
 {
 	unsigned kept = 0;
 
@@ -465,8 +485,16 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 {
 	uint8_t *to = rec + sizeof(struct ibdir_rec);
 	unsigned gids = v->n_names, v6 = gids + v->n_gids, v4 = v6 + v->n_v6, n = 0;
+	uint32_t every = (uint32_t)-1 >> (32 - v->n_ep);
 	struct ibdir_view out = *v;
 	const uint8_t *from = v->names;
+
+	if ((want & every) == every) {
+		/* a key of every endpoint (the host's name): the whole record,
+		 * whose QPN, LID and P_Key are its first endpoint's */
+		v->eps = NULL;
+		return 0;
+	}
 
 	out.gids = to;
 	out.n_gids = keep_items(v, gids, want, v->gids, v->n_gids, 16, &to);
@@ -479,7 +507,9 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 		size_t l = 1u + *from;
 
 		if (eps_of(v, i) & want) {
-			memmove(to, from, l);
+			/* forward, a byte at a time: @to is never after @from */
+			for (size_t b = 0; b < l; b++)
+				to[b] = from[b];
 			to += l;
 			n++;
 		}
@@ -496,7 +526,7 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 		struct hostrec_ep ep;
 
 		/* after the sets of every name and address */
-		memcpy(&ep, v->eps + set_width(v->n_ep) * (v4 + v->n_v4) + 8u * e, sizeof(ep));
+		memcpy(&ep, v->eps + v->set_w * (v4 + v->n_v4) + 8u * e, sizeof(ep));
 		out.qpn = ep.qpn;
 		out.lid = ep.lid;
 		out.pkey = ep.pkey;
@@ -744,8 +774,10 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		at_key = tab == IBDIR_TAB_NAME ? named : key_index(v, tab, key, len);
 		if (at_key < 0)
 			continue; /* a collision, or the key moved to another host */
-		/* a host of several endpoints: what the key's endpoints hold */
-		if (v->eps && view_select(buf, v, eps_of(v, (unsigned)at_key)))
+		/* a host of several endpoints: what the key's endpoints hold,
+		 * their names checked */
+		if (v->eps &&
+		    (view_select(buf, v, eps_of(v, (unsigned)at_key)) || view_names_ok(v)))
 			return -EBADMSG;
 		if (v->expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */

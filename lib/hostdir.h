@@ -196,7 +196,7 @@ size_t ibdir_rec_encode_eps(const struct ibres_hostrec *r, const struct hostrec_
  */
 struct ibdir_view {
 	const uint8_t *gids, *v6, *v4, *names, *end, *eps;
-	unsigned n_names, n_v4, n_v6, n_gids, n_ep;
+	unsigned n_names, n_v4, n_v6, n_gids, n_ep, set_w;
 	uint16_t lid, pkey;
 	uint32_t qpn;
 	uint32_t ttl; /* seconds left, as ibres_hostrec's; set by the finder */

@@ -249,6 +249,21 @@ static void test_rails(void **state)
 	munmap(m, size);
 }
 
+/* @r into the store as the endpoint of a host of several (rails digest
+ * 0x55) heard on local endpoint @ep, and the publisher's turn. */
+static void put_endpoint(struct fx *f, const struct ibres_hostrec *r, unsigned ep)
+{
+	assert_int_equal(store_insert(&f->store, r,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = 1u << ep,
+							   .rails = 0x55,
+							   .ttl_s = 60 },
+				      now_ms(), NULL),
+			 0);
+	assert_int_equal(store_check(&f->store), 0);
+	loop_run_due(&f->loop);
+}
+
 /* Every key of host h7's rails 0..@rails - 1 (and rail 4's extra names when
  * @extra) leads to a record of that rail, and its name to every rail. */
 static void h7_all_found(const void *m, size_t size, unsigned rails, bool extra)
@@ -313,15 +328,7 @@ static void test_a_host_one_record_cannot_hold(void **state)
 	r.n_gids = 1;
 	r.lid = 7;
 	r.pkey = 0xffff;
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-							   .heard_on = 1u << 4,
-							   .rails = 0x55,
-							   .ttl_s = 60 },
-				      now_ms(), NULL),
-			 0);
-	assert_int_equal(store_check(&f->store), 0);
-	loop_run_due(&f->loop);
+	put_endpoint(f, &r, 4);
 	h7_all_found(m, size, 5, true);
 	hostdir_stats(f->pub, &st);
 	assert_int_equal(st.records, 6); /* one a rail, one for the shared name */
@@ -353,15 +360,7 @@ static void put_part(struct fx *f, uint16_t pkey, unsigned ep, uint8_t port)
 	r.n_gids = 1;
 	r.lid = 1;
 	r.pkey = pkey;
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
-							   .heard_on = 1u << ep,
-							   .rails = 0x55,
-							   .ttl_s = 60 },
-				      now_ms(), NULL),
-			 0);
-	assert_int_equal(store_check(&f->store), 0);
-	loop_run_due(&f->loop);
+	put_endpoint(f, &r, ep);
 }
 
 /* The GID of a port of two partitions stays in the directory whichever of

@@ -707,18 +707,25 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 			lru_append(s, nh);
 		if (!nh->sib_next)
 			s->stats.learned++; /* a new host, not one more endpoint of one */
-		evict_over_bound(s, nh);
 	}
 	s->stats.inserts++;
-	s->stats.keys = s->n_keys;
 	if (s->ob.put) {
 		s->ob.put(s->ob.arg, nh);
-		/* and the hosts it took keys from: what leads to them changed */
-		for (unsigned i = 0; i < n_moved; i++)
+		/* and the hosts it took keys from: what leads to them changed,
+		 * and so did the record of each one's host, which listed the key */
+		for (unsigned i = 0; i < n_moved; i++) {
 			s->ob.put(s->ob.arg, moved[i]);
+			if (moved[i]->sib_next)
+				hs_ring_changed(s, moved[i], moved[i]);
+		}
 	}
 	if (nh->sib_next)
 		hs_ring_changed(s, nh, nh);
+	/* only now: a host it took keys from may be the one evicted, and the
+	 * observer was told of it above */
+	if (!origin_pinned(origin))
+		evict_over_bound(s, nh);
+	s->stats.keys = s->n_keys;
 	if (out)
 		*out = nh;
 	return 0;

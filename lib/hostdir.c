@@ -350,6 +350,26 @@ static int view_names_ok(const struct ibdir_view *v)
 	return 0;
 }
 
+static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want);
+static inline uint32_t eps_of(const struct ibdir_view *v, unsigned i);
+
+/* What a look-up by item @at_key (key_index()'s order) of table @tab gives
+ * from the view @v over the copy @rec, its lengths checked: a record of
+ * several endpoints cut, in place, to the key's endpoints (a name of two or
+ * more of them is the host's: the whole record), the names it keeps
+ * checked. 0 or -EBADMSG. */
+static int view_answer(uint8_t *rec, struct ibdir_view *v, unsigned tab, unsigned at_key)
+{
+	uint32_t want;
+
+	if (!v->eps)
+		return 0;
+	want = eps_of(v, at_key);
+	if (tab == IBDIR_TAB_NAME && (want & (want - 1)))
+		want = UINT32_MAX;
+	return view_select(rec, v, want) || view_names_ok(v) ? -EBADMSG : 0;
+}
+
 IBRES_HOT int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v)
 {
 	int named;
@@ -532,6 +552,23 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 		out.pkey = ep.pkey;
 	}
 	*v = out;
+	return 0;
+}
+
+int ibdir_rec_answer(uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen,
+		     struct ibres_hostrec *out)
+{
+	struct ibdir_view v;
+	int named, at;
+
+	if (view_init_named(rec, len, &v, tab == IBDIR_TAB_NAME ? key : NULL, klen, &named))
+		return -EBADMSG;
+	at = tab == IBDIR_TAB_NAME ? named : key_index(&v, tab, key, klen);
+	if (at < 0)
+		return -ENOENT;
+	if (view_answer(rec, &v, tab, (unsigned)at))
+		return -EBADMSG;
+	ibdir_view_to_rec(&v, out);
 	return 0;
 }
 
@@ -774,10 +811,8 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		at_key = tab == IBDIR_TAB_NAME ? named : key_index(v, tab, key, len);
 		if (at_key < 0)
 			continue; /* a collision, or the key moved to another host */
-		/* a host of several endpoints: what the key's endpoints hold,
-		 * their names checked */
-		if (v->eps &&
-		    (view_select(buf, v, eps_of(v, (unsigned)at_key)) || view_names_ok(v)))
+		/* a host of several endpoints: what the key's endpoints hold */
+		if (view_answer(buf, v, tab, (unsigned)at_key))
 			return -EBADMSG;
 		if (v->expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */

@@ -234,6 +234,14 @@ void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out);
 int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
 		      size_t klen);
 
+/* The answer a look-up by the key @key/@klen of table @tab gives from the
+ * record copy @rec (@len bytes, header included; a record of several
+ * endpoints is cut in place), as ibdir_find() gives it: into @out, ttl
+ * unset. 0, -ENOENT when the record does not list the key, or -EBADMSG. The
+ * daemon answers its socket with it, so that the two ways give one answer. */
+int ibdir_rec_answer(uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen,
+		     struct ibres_hostrec *out);
+
 /* Expand a record copy @rec (@len bytes, header included) into @out, ttl
  * unset. 0, or -EBADMSG when its counts and lengths do not add up or it is
  * not a record the writer makes: no name, a count past its array, a name

@@ -390,6 +390,22 @@ static unsigned rail_rank(const struct host *h)
 	return h->heard_on ? (unsigned)__builtin_ctz(h->heard_on) : 32;
 }
 
+/* Does endpoint @a come before @b in its host's record? The preferred rail
+ * first; between endpoints heard first on one local endpoint (one fabric,
+ * partitions of a port), the lower port GID, then P_Key: the order is the
+ * same whichever endpoint the record is made from (the directory's writer
+ * and the daemon's answers start from different ones). */
+static bool endpoint_before(const struct host *a, const struct host *b)
+{
+	static const uint8_t none[16];
+	int c;
+
+	if (rail_rank(a) != rail_rank(b))
+		return rail_rank(a) < rail_rank(b);
+	c = memcmp(a->n_gids ? h_gid(a, 0) : none, b->n_gids ? h_gid(b, 0) : none, 16);
+	return c ? c < 0 : a->pkey < b->pkey;
+}
+
 /* The index of @name among @r's names (ASCII case aside), or -1. */
 static int name_index(const struct ibres_hostrec *r, const char *name)
 {
@@ -447,8 +463,8 @@ uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *r, struct h
 	     e = host_next_endpoint(h, e)) {
 		unsigned at = n++;
 
-		/* insertion by rank; the ring's order breaks ties, so it is stable */
-		while (at && rail_rank(eps[at - 1]) > rail_rank(e)) {
+		/* insertion in endpoint_before() order */
+		while (at && endpoint_before(e, eps[at - 1])) {
 			eps[at] = eps[at - 1];
 			at--;
 		}

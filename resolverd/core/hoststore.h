@@ -247,7 +247,8 @@ uint64_t host_rails(const struct host *h);
 bool host_key_shared(const struct host *h, const struct host_key *k);
 /* The record of @h's whole host: its endpoints in order of the local
  * endpoint that heard them first (the preferred rail first; ours in config
- * order), names and addresses of each after the ones before, without
+ * order; then by port GID and P_Key, whichever endpoint @h is), names and
+ * addresses of each after the ones before, without
  * repeats, as many as the record holds; LID, QPN and P_Key of the first; the
  * TTL of the soonest to expire. Returns the soonest expiry (UINT64_MAX: never). */
 uint64_t host_record_all(const struct host *h, struct ibres_hostrec *out, uint64_t now_ms);

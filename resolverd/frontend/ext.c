@@ -13,6 +13,7 @@
 #include "frontend/handlers.h"
 #include "frontend/reply.h"
 #include "ib/sa.h"
+#include "hostdir.h"
 #include "os/hostdir_pub.h"
 #include "os/kpath.h"
 #include "tlv.h"
@@ -112,6 +113,39 @@ static int args_of(struct ibresd *d, struct request *req, struct ext_args *a, ui
 	return -EINVAL;
 }
 
+/* The table of the shared directory a key type is in, or -1 (a LID). */
+static int key_table(uint8_t type)
+{
+	for (unsigned t = 0; t < IBDIR_TABLES; t++)
+		if (ibdir_key_type(t) == type)
+			return (int)t;
+	return -1;
+}
+
+/* The answer for key @k of host @h, of several endpoints, when one record
+ * holds the host whole: that record cut to the key's endpoints, as the
+ * shared directory gives it. 0, or -1: answer as before. */
+static int answer_as_directory(const struct host *h, const struct host_key *k,
+			       struct ibres_hostrec *rec)
+{
+	uint8_t enc[IBDIR_REC_MAX];
+	struct hostrec_eps eps;
+	int tab = key_table(k->type);
+	uint64_t exp;
+	bool whole;
+
+	if (tab < 0)
+		return -1;
+	exp = host_record_eps(h, rec, &eps, &whole, now_ms());
+	if (!whole || !rec->n_names)
+		return -1;
+	if (ibdir_rec_answer(enc, ibdir_rec_encode_eps(rec, &eps, exp, enc), (unsigned)tab, k->data,
+			     k->len, rec))
+		return -1;
+	rec->ttl = hostrec_ttl_left(exp, now_ms());
+	return 0;
+}
+
 /* Answer a HOST request for req->key: at its start, and when its wait ended. */
 static int host_answer(struct ibresd *d, struct request *req, bool cache_only, uint8_t *reply,
 		       size_t *len)
@@ -140,9 +174,13 @@ static int host_answer(struct ibresd *d, struct request *req, bool cache_only, u
 	default:
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	}
-	/* a name of the whole host: every rail's addresses, the preferred first;
-	 * an address, GID or a rail's own name: that endpoint's */
-	if (req->key.type == IBRES_KEY_NAME && host_key_shared(h, &req->key)) {
+	/* a host of several endpoints one record holds: as the shared directory
+	 * answers (lib/hostdir.c, one rule for both); else a name of the whole
+	 * host: every rail's addresses, the preferred first; an address, GID or
+	 * a rail's own name: that endpoint's */
+	if (host_next_endpoint(h, h) && !answer_as_directory(h, &req->key, &rec)) {
+		/* rec is the answer */
+	} else if (req->key.type == IBRES_KEY_NAME && host_key_shared(h, &req->key)) {
 		rec.ttl = hostrec_ttl_left(host_record_all(h, &rec, now_ms()), now_ms());
 	} else {
 		host_record(h, &rec, now_ms());

@@ -350,26 +350,6 @@ static int view_names_ok(const struct ibdir_view *v)
 	return 0;
 }
 
-static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want);
-static inline uint32_t eps_of(const struct ibdir_view *v, unsigned i);
-
-/* What a look-up by item @at_key (key_index()'s order) of table @tab gives
- * from the view @v over the copy @rec, its lengths checked: a record of
- * several endpoints cut, in place, to the key's endpoints (a name of two or
- * more of them is the host's: the whole record), the names it keeps
- * checked. 0 or -EBADMSG. */
-static int view_answer(uint8_t *rec, struct ibdir_view *v, unsigned tab, unsigned at_key)
-{
-	uint32_t want;
-
-	if (!v->eps)
-		return 0;
-	want = eps_of(v, at_key);
-	if (tab == IBDIR_TAB_NAME && (want & (want - 1)))
-		want = UINT32_MAX;
-	return view_select(rec, v, want) || view_names_ok(v) ? -EBADMSG : 0;
-}
-
 IBRES_HOT int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v)
 {
 	int named;
@@ -515,6 +495,8 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 		v->eps = NULL;
 		return 0;
 	}
+	if (!(want & every))
+		return -EBADMSG; /* no endpoint of the record */
 
 	out.gids = to;
 	out.n_gids = keep_items(v, gids, want, v->gids, v->n_gids, 16, &to);
@@ -535,7 +517,7 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 		}
 		from += l;
 	}
-	if (!n || !(want & ((uint32_t)-1 >> (32 - v->n_ep))))
+	if (!n)
 		return -EBADMSG;
 	out.n_names = n;
 	out.end = to;
@@ -555,19 +537,49 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 	return 0;
 }
 
+/* What a look-up by item @at_key (key_index()'s order) of table @tab gives
+ * from the view @v over the copy @rec, its lengths checked: a record of
+ * several endpoints cut, in place, to the key's endpoints (a name of two or
+ * more of them is the host's: the whole record), the names it keeps
+ * checked. 0 or -EBADMSG. */
+static int view_answer(uint8_t *rec, struct ibdir_view *v, unsigned tab, unsigned at_key)
+{
+	uint32_t want;
+
+	if (!v->eps)
+		return 0;
+	want = eps_of(v, at_key);
+	if (tab == IBDIR_TAB_NAME && (want & (want - 1)))
+		want = UINT32_MAX;
+	return view_select(rec, v, want) || view_names_ok(v) ? -EBADMSG : 0;
+}
+
+/* The view of the copy @rec (@len bytes) that a look-up by the key
+ * @key/@klen of table @tab gives: checked (view_init_named()), the key
+ * found, the view cut to the key's endpoints (view_answer()). 0, 1 when the
+ * record does not list the key, or -EBADMSG. */
+IBRES_HOT static inline __attribute__((always_inline)) int
+view_for_key(uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen,
+	     struct ibdir_view *v)
+{
+	int named, at;
+
+	if (view_init_named(rec, len, v, tab == IBDIR_TAB_NAME ? key : NULL, klen, &named))
+		return -EBADMSG;
+	at = tab == IBDIR_TAB_NAME ? named : key_index(v, tab, key, klen);
+	if (at < 0)
+		return 1;
+	return view_answer(rec, v, tab, (unsigned)at);
+}
+
 int ibdir_rec_answer(uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen,
 		     struct ibres_hostrec *out)
 {
 	struct ibdir_view v;
-	int named, at;
+	int ret = view_for_key(rec, len, tab, key, klen, &v);
 
-	if (view_init_named(rec, len, &v, tab == IBDIR_TAB_NAME ? key : NULL, klen, &named))
-		return -EBADMSG;
-	at = tab == IBDIR_TAB_NAME ? named : key_index(&v, tab, key, klen);
-	if (at < 0)
-		return -ENOENT;
-	if (view_answer(rec, &v, tab, (unsigned)at))
-		return -EBADMSG;
+	if (ret)
+		return ret > 0 ? -ENOENT : ret;
 	ibdir_view_to_rec(&v, out);
 	return 0;
 }
@@ -782,7 +794,7 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		uint32_t at = (uint32_t)slot;
 		size_t rlen;
 		uint32_t seq;
-		int ret, named, at_key;
+		int ret;
 
 		if (at == IBDIR_SLOT_EMPTY)
 			return 1;
@@ -806,14 +818,11 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		/* a block the writer never makes (damaged, or no name) is no
 		 * collision to probe past: that would end in an authoritative
 		 * "no such host"; a name is looked for as the names are checked */
-		if (view_init_named(buf, rlen, v, tab == IBDIR_TAB_NAME ? key : NULL, len, &named))
+		ret = view_for_key(buf, rlen, tab, key, len, v);
+		if (ret < 0)
 			return -EBADMSG;
-		at_key = tab == IBDIR_TAB_NAME ? named : key_index(v, tab, key, len);
-		if (at_key < 0)
+		if (ret)
 			continue; /* a collision, or the key moved to another host */
-		/* a host of several endpoints: what the key's endpoints hold */
-		if (view_answer(buf, v, tab, (unsigned)at_key))
-			return -EBADMSG;
 		if (v->expires_ms <= now_ms)
 			return -EAGAIN; /* the daemon refreshes or forgets it */
 		v->ttl = hostrec_ttl_left(v->expires_ms, now_ms);

@@ -443,75 +443,85 @@ IBRES_HOT int ibdir_view_has_key(const struct ibdir_view *v, unsigned tab, const
 	return key_index(v, tab, key, klen) >= 0;
 }
 
-/* The endpoint set of item @i of a view with sets (key_index()'s order). */
-static inline uint32_t eps_of(const struct ibdir_view *v, unsigned i)
+/* The endpoint set of item @i in the sets @sets of @w bytes each. */
+static inline __attribute__((always_inline)) uint32_t set_at(const uint8_t *sets, unsigned w,
+							      unsigned i)
 {
-	unsigned w = v->set_w;
-	const uint8_t *p = v->eps + w * i;
+	const uint8_t *p = sets + w * i;
 	uint32_t e = 0;
 
-	if (w == 1)
-		return p[0]; /* up to eight endpoints: most hosts of several */
 	for (unsigned b = 0; b < w; b++)
 		e |= (uint32_t)p[b] << 8 * b;
 	return e;
 }
 
-/* Keep the @n items of @size bytes at @from whose sets (from item @first on)
- * meet @want, moved to @to: never past an item not read yet, since @to is
- * never after @from. Returns how many. */
-static inline __attribute__((always_inline)) unsigned
-keep_items(const struct ibdir_view *v, unsigned first, uint32_t want, const uint8_t *from,
-	   unsigned n, size_t size, uint8_t **to)
+/* The endpoint set of item @i of a view with sets (key_index()'s order). */
+static inline uint32_t eps_of(const struct ibdir_view *v, unsigned i)
 {
-	unsigned kept = 0;
-
-	for (unsigned i = 0; i < n; i++)
-		if (eps_of(v, first + i) & want) {
-			memmove(*to, from + size * i, size);
-			*to += size;
-			kept++;
-		}
-	return kept;
+	return v->set_w == 1 ? v->eps[i] : set_at(v->eps, v->set_w, i);
 }
 
-/* Cut the view @v of a record with endpoint sets, over the checked copy
- * @rec, to the items of the endpoints @want, in place: every kept item
- * moves forward over those left out (the sets, after the names, stay where
- * they are until the end), and the view then has no sets, as a record of
- * those endpoints alone would be. -EBADMSG when no name is left (the writer
- * gives every endpoint the host's name). */
-static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
+/* Keep the @n items of @size bytes at @from whose sets (@sets, @w bytes
+ * each) meet @want, moved to @to: never past an item not read yet, since
+ * @to is never after @from. Returns how many. */
+static inline __attribute__((always_inline)) unsigned
+keep_items(const uint8_t *sets, unsigned w, uint32_t want, const uint8_t *from, unsigned n,
+	   size_t size, uint8_t **to)
 {
-	uint8_t *to = rec + sizeof(struct ibdir_rec);
-	unsigned gids = v->n_names, v6 = gids + v->n_gids, v4 = v6 + v->n_v6, n = 0;
-	uint32_t every = (uint32_t)-1 >> (32 - v->n_ep);
-	struct ibdir_view out = *v;
-	const uint8_t *from = v->names;
+	uint8_t *t = *to;
 
-	if ((want & every) == every) {
-		/* a key of every endpoint (the host's name): the whole record,
-		 * whose QPN, LID and P_Key are its first endpoint's */
-		v->eps = NULL;
-		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (set_at(sets, w, i) & want) {
+			memmove(t, from + size * i, size);
+			t += size;
+		}
+	n = (unsigned)((size_t)(t - *to) / size);
+	*to = t;
+	return n;
+}
+
+/* Move @n bytes from @from down to @to (never after it), a word at a time
+ * while a word is left: each word is loaded before its store, and a store
+ * reaches no byte not loaded yet since @to <= @from. */
+static inline __attribute__((always_inline)) void move_down(uint8_t *to, const uint8_t *from,
+							     size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, from + i, 8);
+		memcpy(to + i, &w, 8);
 	}
-	if (!(want & every))
-		return -EBADMSG; /* no endpoint of the record */
+	for (; i < n; i++)
+		to[i] = from[i];
+}
+
+/* view_select()'s moves, for sets of @w bytes (a constant where inlined:
+ * one byte, up to eight endpoints, is most hosts of several). */
+static inline __attribute__((always_inline)) int
+cut_items(uint8_t *rec, struct ibdir_view *v, uint32_t want, unsigned w)
+{
+	const uint8_t *sets = v->eps, *from = v->names;
+	uint8_t *to = rec + sizeof(struct ibdir_rec);
+	struct ibdir_view out = *v;
+	unsigned n = 0;
 
 	out.gids = to;
-	out.n_gids = keep_items(v, gids, want, v->gids, v->n_gids, 16, &to);
+	out.n_gids = keep_items(sets + w * v->n_names, w, want, v->gids, v->n_gids, 16, &to);
 	out.v6 = to;
-	out.n_v6 = keep_items(v, v6, want, v->v6, v->n_v6, 16, &to);
+	out.n_v6 = keep_items(sets + w * (v->n_names + v->n_gids), w, want, v->v6, v->n_v6, 16,
+			      &to);
 	out.v4 = to;
-	out.n_v4 = keep_items(v, v4, want, v->v4, v->n_v4, 4, &to);
+	out.n_v4 = keep_items(sets + w * (v->n_names + v->n_gids + v->n_v6), w, want, v->v4,
+			      v->n_v4, 4, &to);
 	out.names = to;
 	for (unsigned i = 0; i < v->n_names; i++) {
 		size_t l = 1u + *from;
 
-		if (eps_of(v, i) & want) {
-			/* forward, a byte at a time: @to is never after @from */
-			for (size_t b = 0; b < l; b++)
-				to[b] = from[b];
+		if (set_at(sets, w, i) & want) {
+			move_down(to, from, l);
 			to += l;
 			n++;
 		}
@@ -523,18 +533,43 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 	out.end = to;
 	out.eps = NULL;
 	{
-		/* the first of the key's endpoints (the preferred rail first) */
-		unsigned e = (unsigned)__builtin_ctz(want);
+		/* the first of the key's endpoints (the preferred rail first),
+		 * after the sets of every name and address */
 		struct hostrec_ep ep;
 
-		/* after the sets of every name and address */
-		memcpy(&ep, v->eps + v->set_w * (v4 + v->n_v4) + 8u * e, sizeof(ep));
+		memcpy(&ep,
+		       sets + w * (v->n_names + v->n_gids + v->n_v6 + v->n_v4) +
+			       8u * (unsigned)__builtin_ctz(want),
+		       sizeof(ep));
 		out.qpn = ep.qpn;
 		out.lid = ep.lid;
 		out.pkey = ep.pkey;
 	}
 	*v = out;
 	return 0;
+}
+
+/* Cut the view @v of a record with endpoint sets, over the checked copy
+ * @rec, to the items of the endpoints @want, in place: every kept item
+ * moves forward over those left out (the sets, after the names, stay where
+ * they are until the end), and the view then has no sets, as a record of
+ * those endpoints alone would be. -EBADMSG when no name is left (the writer
+ * gives every endpoint the host's name). */
+static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
+{
+	uint32_t every = (uint32_t)-1 >> (32 - v->n_ep);
+
+	if ((want & every) == every) {
+		/* a key of every endpoint (the host's name): the whole record,
+		 * whose QPN, LID and P_Key are its first endpoint's */
+		v->eps = NULL;
+		return 0;
+	}
+	if (!(want & every))
+		return -EBADMSG; /* no endpoint of the record */
+	if (v->set_w == 1)
+		return cut_items(rec, v, want, 1);
+	return cut_items(rec, v, want, v->set_w);
 }
 
 /* What a look-up by item @at_key (key_index()'s order) of table @tab gives

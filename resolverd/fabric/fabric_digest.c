@@ -492,6 +492,16 @@ bool fabric_port_incomplete(const struct fabric_port *p)
 	return port_counts(p) && p->rule.incomplete;
 }
 
+uint64_t fabric_digest_hold_end(const struct fabric *f)
+{
+	uint64_t end = 0;
+
+	for (unsigned i = 0; i < f->n_ports; i++)
+		if (fabric_port_incomplete(&f->ports[i]) && f->ports[i].rule.vouch_from_ms > end)
+			end = f->ports[i].rule.vouch_from_ms;
+	return end;
+}
+
 bool fabric_digest_incomplete(const struct fabric *f)
 {
 	for (unsigned i = 0; i < f->n_ports; i++)

@@ -139,6 +139,9 @@ void fabric_digest_voices(struct fabric *f, unsigned n);
 bool fabric_digest_incomplete(const struct fabric *f);
 /* Port @p's fabric may lack a live host's endpoint (its rule alone). */
 bool fabric_port_incomplete(const struct fabric_port *p);
+/* Until when (CLOCK_MONOTONIC ms) an incomplete fabric takes no agreement:
+ * the hold after an unvouched burst; 0 when none holds. */
+uint64_t fabric_digest_hold_end(const struct fabric *f);
 /* STATS rows: directory_complete (@complete: the caller knows, from the
  * settle time and this module's rule), fabric_digest_mismatches,
  * fabric_rx_drops_detected, fabric_rx_gaps,

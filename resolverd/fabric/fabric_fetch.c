@@ -36,12 +36,29 @@ static bool wanted(const struct fabric *f)
 	       now_ms() >= f->settled_ms && (fabric_digest_incomplete(f) || f->fx.doubt);
 }
 
-/* A peer's slot (one at most: remember_peer() keeps a slot a peer). */
-static struct fetch_peer *find_peer(struct fabric_fetch *x, const uint8_t gid[16])
+/* The slots of port @port, *@n of them (FETCH_PEERS shared out). */
+static struct fetch_peer *port_slots(struct fabric *f, unsigned port, unsigned *n)
 {
-	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (x->peers[i].used && !memcmp(x->peers[i].gid, gid, 16))
-			return &x->peers[i];
+	unsigned q = f->n_ports ? FETCH_PEERS / f->n_ports : FETCH_PEERS;
+
+	if (q > FETCH_PORT_PEERS_MAX)
+		q = FETCH_PORT_PEERS_MAX;
+	_Static_assert(FETCH_PEERS / CFG_MAX_ENDPOINTS >= FETCH_PORT_PEERS_MIN,
+		       "every port has room for K voices and a spare");
+	*n = q;
+	return &f->fx.peers[port * q];
+}
+
+/* A peer's slot on port @port (one at most: remember_peer() keeps a slot a
+ * peer and port). */
+static struct fetch_peer *find_peer(struct fabric *f, unsigned port, const uint8_t gid[16])
+{
+	unsigned n;
+	struct fetch_peer *c = port_slots(f, port, &n);
+
+	for (unsigned i = 0; i < n; i++)
+		if (c[i].used && !memcmp(c[i].gid, gid, 16))
+			return &c[i];
 	return NULL;
 }
 
@@ -77,33 +94,35 @@ static void drop_voice(struct fabric *f, const uint8_t gid[16])
 		}
 }
 
+/* Gone, or an older daemon: forgotten on every port that heard it. */
 static void forget_peer(struct fabric *f, const uint8_t gid[16])
 {
-	struct fetch_peer *c = find_peer(&f->fx, gid);
-
-	if (c)
-		c->used = false;
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (f->fx.peers[i].used && !memcmp(f->fx.peers[i].gid, gid, 16))
+			f->fx.peers[i].used = false;
 }
 
 /* A peer that answers range queries was heard from @from on @p: its slot
- * (kept, or a free one, or the next in the round's) and a clean record. */
+ * among @p's (kept, or a free one, or the next in the round's) and a clean
+ * record. */
 static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 			  const struct transport_addr *from, bool claim, bool fabric, bool voice)
 {
-	struct fabric_fetch *x = &p->f->fx;
-	struct fetch_peer *slot = find_peer(x, gid);
+	unsigned port = (unsigned)(p - p->f->ports), n;
+	struct fetch_peer *slots = port_slots(p->f, port, &n);
+	struct fetch_peer *slot = find_peer(p->f, port, gid);
 
-	for (unsigned i = 0; i < FETCH_PEERS && !slot; i++)
-		if (!x->peers[i].used)
-			slot = &x->peers[i];
+	for (unsigned i = 0; i < n && !slot; i++)
+		if (!slots[i].used)
+			slot = &slots[i];
 	if (!slot) /* full: the next in the round takes the newcomer's place */
-		slot = &x->peers[x->next_peer % FETCH_PEERS];
+		slot = &slots[p->f->fx.next_peer % n];
 	if (!slot->used || memcmp(slot->gid, gid, 16))
 		slot->claimed = slot->answered = slot->old = slot->fabric = slot->proven =
 			false; /* a new peer's */
 	slot->addr = *from;
 	memcpy(slot->gid, gid, 16);
-	slot->port = (unsigned)(p - p->f->ports);
+	slot->port = port;
 	slot->claimed |= claim;
 	slot->fabric |= fabric;
 	slot->strikes = 0; /* heard: alive, whatever sessions were lost */
@@ -132,6 +151,13 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 	claim = m->digest.hosts > own.hosts ||
 		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
 	remember_peer(p, m->sender.gids[0], from, claim, m->digest.flags & FW_DIGEST_FABRIC, true);
+	if (claim) {
+		struct fetch_peer *c = find_peer(p->f, (unsigned)(p - p->f->ports),
+						 m->sender.gids[0]);
+
+		c->claim_hosts = m->digest.hosts;
+		c->claim_sum = m->digest.sum;
+	}
 }
 
 void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
@@ -153,13 +179,14 @@ void fabric_fetch_replier(struct fabric_port *p, const struct fw_msg *m,
 	 * vouch for it. Not a voice before it answers a range query (a
 	 * daemon before them answers none, and the queries it leaves
 	 * unanswered forget it) */
-	struct fabric_fetch *x = &p->f->fx;
+	unsigned port = (unsigned)(p - p->f->ports), n;
+	struct fetch_peer *slots = port_slots(p->f, port, &n);
 
-	if (!from || find_peer(x, m->sender.gids[0]))
+	if (!from || find_peer(p->f, port, m->sender.gids[0]))
 		return;
 	/* a free slot only: peers known to answer keep theirs */
-	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (!x->peers[i].used) {
+	for (unsigned i = 0; i < n; i++)
+		if (!slots[i].used) {
 			/* asked about this fabric until its answer says it
 			 * does not count per fabric */
 			remember_peer(p, m->sender.gids[0], from, false, true, false);
@@ -167,11 +194,25 @@ void fabric_fetch_replier(struct fabric_port *p, const struct fw_msg *m,
 		}
 }
 
+/* Does what @c's port heard hold what @c's digest claimed (as many hosts and
+ * the same, or more)? Then the claim is no reason to ask it first: after a
+ * whole-cluster boot every early digest claimed more than we held then, and
+ * asking them in the list's order would leave the fabrics of the last ports
+ * unasked for as many sessions. */
+static bool claim_met(struct fabric *f, const struct fetch_peer *c)
+{
+	struct store_digest own;
+
+	store_fabric_digest(f->store, fabric_scope(&f->ports[c->port], c->fabric), &own);
+	return own.hosts > c->claim_hosts ||
+	       (own.hosts == c->claim_hosts && own.sum == c->claim_sum);
+}
+
 /* The peer of the next session, or the next one of a session whose peer
- * did not answer (@avoid: that one): one whose digest claimed more, else the
- * next in turn (so that answers vouching for us come from different peers),
- * on a fabric that counts itself incomplete if any. False when none is
- * known. */
+ * did not answer (@avoid: that one): one whose digest claimed more than we
+ * hold, else the next in turn (so that answers vouching for us come from
+ * different peers), on a fabric that counts itself incomplete if any. False
+ * when none is known. */
 static bool pick_peer(struct fabric *f, const uint8_t *avoid)
 {
 	struct fabric_fetch *x = &f->fx;
@@ -179,6 +220,8 @@ static bool pick_peer(struct fabric *f, const uint8_t *avoid)
 	for (unsigned i = 0; i < FETCH_PEERS; i++) {
 		struct fetch_peer *c = &x->peers[i];
 
+		if (c->used && c->claimed && claim_met(f, c))
+			c->claimed = false;
 		/* until it answers: what we lack, it alone is known to hold */
 		if (c->used && c->claimed && (!avoid || memcmp(c->gid, avoid, 16))) {
 			x->peer = *c;
@@ -244,12 +287,18 @@ static void next_query(struct fabric *f)
 		 * a voice: the next peer's comes at once, K of them (after a
 		 * whole-cluster boot every node asks K peers at its settle time) */
 		bool vouch = x->queries == 1 && !x->pages && !x->n_todo && x->quick;
+		uint64_t now = now_ms(), hold = fabric_digest_hold_end(f);
 
-		x->quick -= vouch;
 		x->active = false;
 		x->n_todo = 0;
-		loop_timer_arm(f->loop, &x->timer,
-			       now_ms() + (vouch ? FETCH_VOUCH_GAP_MS : FETCH_GAP_MS));
+		if (vouch && now < hold) {
+			/* no answer vouches before the hold after an unvouched
+			 * burst ends: the quick sessions wait for it */
+			loop_timer_arm(f->loop, &x->timer, hold);
+			return;
+		}
+		x->quick -= vouch;
+		loop_timer_arm(f->loop, &x->timer, now + (vouch ? FETCH_VOUCH_GAP_MS : FETCH_GAP_MS));
 		return;
 	}
 	x->asked = x->todo[--x->n_todo];
@@ -315,7 +364,7 @@ static void on_timer(struct loop_timer *t)
 		 * forgotten after FETCH_STRIKES such queries in a row, as on
 		 * a lossy fabric many are lost */
 		x->timeouts++;
-		c = find_peer(x, x->peer.gid);
+		c = find_peer(f, x->peer.port, x->peer.gid);
 		/* one that answers range queries (over its limit it says
 		 * BUSY): a loss, or it is gone; either way its word is
 		 * missing, and the peers that do answer must not vouch at once */
@@ -512,7 +561,7 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 	}
 	if (!sorted) {
 		/* a daemon before pages: no dense listing of it from now on */
-		struct fetch_peer *c = find_peer(x, x->peer.gid);
+		struct fetch_peer *c = find_peer(f, x->peer.port, x->peer.gid);
 
 		x->peer.old = true;
 		if (c)
@@ -611,7 +660,7 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 		if (!x->rtt_ms || rtt < x->rtt_ms)
 			x->rtt_ms = rtt;
 	}
-	c = find_peer(x, x->peer.gid);
+	c = find_peer(f, x->peer.port, x->peer.gid);
 	if (c) {
 		c->strikes = 0;
 		c->proven = true;
@@ -658,7 +707,9 @@ void fabric_fetch_burst(struct fabric *f)
 		f->fx.peers[i].answered = false;
 	f->fx.burst_first = f->fx.burst_unheard = 0;
 	f->fx.unheard = f->fx.doubt = false;
-	f->fx.quick = DIGEST_AGREE_K;
+	/* K voices for each fabric: a node of eight rails asks 24 peers at
+	 * its settle time, not 3 and then one every FETCH_GAP_MS */
+	f->fx.quick = DIGEST_AGREE_K * (f->n_ports ? f->n_ports : 1);
 }
 
 void fabric_fetch_start(struct fabric *f)

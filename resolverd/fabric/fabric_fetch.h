@@ -29,8 +29,16 @@
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
-/* Peers heard to answer range queries (their DIGEST says so), remembered. */
-#define FETCH_PEERS 16
+/* Peers heard to answer range queries (their DIGEST says so), remembered,
+ * each port apart: a fabric is vouched for by K peers heard on it
+ * (DIGEST_AGREE_K), whichever fabrics filled the list first. A port has
+ * FETCH_PEERS shared out among the ports, at most FETCH_PORT_PEERS_MAX (a
+ * node of one or two rails, as many as before) and at least
+ * FETCH_PORT_PEERS_MIN: K voices and one to spare. */
+#define FETCH_PORT_PEERS_MAX 16
+#define FETCH_PORT_PEERS_MIN (DIGEST_AGREE_K + 1)
+#define FETCH_PEERS	     128
+_Static_assert(FETCH_PEERS >= FETCH_PORT_PEERS_MAX, "one port may have its most");
 /* How long an answer is waited for, and how often a query is sent before
  * the session gives that peer up. Once the peer answered, the wait is four
  * times its shortest round trip, within FETCH_WAIT_MIN_MS..FETCH_WAIT_MS,
@@ -55,7 +63,7 @@
 #define NEWCOMER_REPEATS 16
 /* Between two sessions; and how often an idle fetch looks again. */
 #define FETCH_GAP_MS  200
-/* ... after a session that only vouched, the first DIGEST_AGREE_K of a burst */
+/* ... after a session that only vouched, the first DIGEST_AGREE_K a port of a burst */
 #define FETCH_VOUCH_GAP_MS 20
 #define FETCH_IDLE_MS 500
 /* A session asks at most this many queries for sums and pages of names,
@@ -89,6 +97,8 @@ struct fetch_peer {
 	unsigned port;		    /* our port that heard it */
 	unsigned strikes;	    /* queries it left unanswered since last heard */
 	bool claimed;		    /* its digest held hosts we lacked: ask it first */
+	uint32_t claim_hosts;	    /* ... that digest's, while claimed */
+	uint64_t claim_sum;
 	/* it answers range queries (its digest says so, it asked one, or it
 	 * answered one): its silence is a loss. Not so a host learned from its
 	 * REPLY alone, which may be a daemon before range queries */

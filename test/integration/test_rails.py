@@ -653,6 +653,31 @@ def test_eight_rails_every_alias(r8):
     assert rows(r)[0][1:] == ["node2"] + [rl["alias"] for rl in r8.rails[2]], r.stdout
 
 
+@pytest.mark.timeout(180)
+def test_eight_rails_boot_complete(cluster_factory):
+    """Six nodes of eight rails (planes) boot at once: each fabric of each
+    node needs K = 3 settled peers heard on it to vouch for it
+    (doc/fabric-protocol.md, "Per fabric"), 40 peer endpoints in all. Every
+    node counts its directory complete from its own range queries long
+    before the first announce round (30 s): the peers it may ask are kept
+    port by port (a list the first fabrics filled left the last ports with
+    fewer than K), and a peer whose early digest claimed more than the node
+    then held is no longer asked first once the node holds as much."""
+    c = cluster_factory(6, "--rails", 8, "--planes")
+    wait_rails(c, timeout=15.0)
+    c.wait_settled(complete=0.0)
+    # the first periodic announces go out 27 s after the start at the soonest
+    left = c.started + 20.0 - time.monotonic()
+    try:
+        wait_until(lambda: all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes),
+                   max(left, 1.0), what="every node counts its directory complete")
+    except AssertionError as e:
+        raise AssertionError("%s: %s\n%s" % (e, {k: stats(c.sock(k))["directory_complete"]
+                                                 for k in c.nodes}, c.logs()))
+    for k in c.nodes:
+        assert stats(c.sock(k))["fabric_rx_conflict"] == 0
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", [
     "evil-gid",

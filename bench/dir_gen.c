@@ -50,6 +50,17 @@
  * that peer's unicast REPLY (as fabric.c's on_request), once the peer is
  * up.
  *
+ * --rails N --rail R: the peers are hosts of N rails (planes), and this
+ * process is their rail R (one process a rail, each on the rail's own
+ * interface, the same --seed: a peer boots at the same moment on every rail).
+ * Rail R of peer K: the host name nodeK and its FQDN on every rail, the alias
+ * nodeK-ibR, GID fe80::2:c903:R:K, LID K on every rail (each plane's SM
+ * numbers from 1), IPv6 2001:db8:0:R::K (rail 0: 2001:db8::K), IPv4
+ * 198.19.(32R + (K-1)/254).((K-1)%254 + 1) (rail 0: as below), and a RAILS
+ * item listing the host's N GIDs, as fabric_tx.c sends it. At most
+ * RAIL_PEERS_MAX peers then: the test addresses (198.18.0.0/15) have no room
+ * for more endpoints of eight rails.
+ *
  * --loss PCT (storm): each datagram a peer would send to the daemon
  * (announces, answers to its NEWCOMER, RANGE_ANSWERs, REPLYs) is dropped with
  * that probability, drawn from an RNG seeded by --seed apart from the
@@ -88,6 +99,8 @@
 #define BATCH		  64
 #define RX_BATCH	  64
 #define MAX_PEERS	  65024 /* 198.18.X.Y, X 0..255, Y 1..254 */
+#define RAIL_PEERS_MAX	  8128	/* rail R >= 1: 198.19.(32R + X).Y, X 0..31 */
+#define RAILS_MAX	  8
 #define MAX_DAEMON_BURSTS 16
 #define REPLY_Q		  8192 /* RANGE_ANSWERs and REPLYs due */
 
@@ -129,6 +142,7 @@ struct opts {
 	double loss; /* 0..1 */
 	bool digest;
 	bool ranges_settled; /* RANGES only with SETTLED */
+	unsigned rail, rails; /* this process's rail of the hosts' rails */
 };
 
 /* A datagram due to the daemon that is not an announce: a RANGE_ANSWER or a REPLY. */
@@ -166,6 +180,7 @@ static char daemon_name[IBRES_NAME_MAX + 1];
 static struct due *due_q;
 static size_t dq_head, dq_tail;
 static const struct opts *gopts;
+static unsigned rail_no; /* gopts->rail, for the addressing helpers */
 
 static struct {
 	uint64_t mcast_sent, ucast_sent, send_retries, send_failed, newcomer_sent, periodic_sent;
@@ -213,11 +228,14 @@ static uint64_t jitter(uint64_t base)
 	return span ? base - base / 10 + (rnd64() >> 32) % span : base;
 }
 
-/* The same addressing as test/fabric/emulate: 198.18.X.Y, Y in 1..254. */
+/* Peer K's IPv4 address on this process's rail. Rail 0: the same
+ * addressing as test/fabric/emulate, 198.18.X.Y, Y in 1..254; rail R >= 1:
+ * 198.19.(32R + X).Y, X in 0..31. */
 static struct in_addr peer_v4(unsigned k)
 {
 	unsigned x = (k - 1) / 254, y = (k - 1) % 254 + 1;
-	struct in_addr a = {htonl(0xc6120000u | x << 8 | y)};
+	struct in_addr a = {htonl(rail_no ? 0xc6130000u | (32 * rail_no + x) << 8 | y
+					  : 0xc6120000u | x << 8 | y)};
 
 	return a;
 }
@@ -227,9 +245,39 @@ static long peer_of_v4(struct in_addr a)
 	uint32_t h = ntohl(a.s_addr);
 	unsigned x = (h >> 8) & 0xff, y = h & 0xff;
 
-	if ((h & 0xffff0000u) != 0xc6120000u || y < 1 || y > 254)
+	if (rail_no) {
+		if ((h & 0xffff0000u) != 0xc6130000u || x / 32 != rail_no)
+			return -1;
+		x %= 32;
+	} else if ((h & 0xffff0000u) != 0xc6120000u) {
+		return -1;
+	}
+	if (y < 1 || y > 254)
 		return -1;
 	return (long)x * 254 + y;
+}
+
+/* Peer K's GID on rail @r: fe80::2:c903:R:K. */
+static void peer_gid(unsigned k, unsigned r, uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	gid[0] = 0xfe;
+	gid[1] = 0x80;
+	gid[9] = 0x02;
+	gid[10] = 0xc9;
+	gid[11] = 0x03;
+	gid[13] = (uint8_t)r;
+	gid[14] = (uint8_t)(k >> 8);
+	gid[15] = (uint8_t)k;
+}
+
+/* The RAILS item of peer K's datagrams: its GIDs on every rail, ascending
+ * (rail order is GID order here), as fabric_tx.c; none on one rail. */
+static void peer_rails(const struct opts *o, unsigned k, struct fw_msg *m)
+{
+	m->n_rails = o->rails > 1 ? o->rails : 0;
+	for (unsigned r = 0; r < m->n_rails; r++)
+		peer_gid(k, r, m->rails[r]);
 }
 
 static void identity(const struct opts *o, unsigned k, struct ibres_hostrec *h)
@@ -238,24 +286,21 @@ static void identity(const struct opts *o, unsigned k, struct ibres_hostrec *h)
 	snprintf(h->names[0], sizeof(h->names[0]), "node%u", k);
 	snprintf(h->names[1], sizeof(h->names[1]), "node%u.%s", k, o->domain);
 	h->n_names = 2;
+	if (o->rails > 1)
+		snprintf(h->names[h->n_names++], sizeof(h->names[0]), "node%u-ib%u", k, o->rail);
 	h->v4[0] = peer_v4(k);
 	h->n_v4 = 1;
-	/* 2001:db8::K */
+	/* 2001:db8:0:R::K */
 	h->v6[0].s6_addr[0] = 0x20;
 	h->v6[0].s6_addr[1] = 0x01;
 	h->v6[0].s6_addr[2] = 0x0d;
 	h->v6[0].s6_addr[3] = 0xb8;
+	h->v6[0].s6_addr[7] = (uint8_t)o->rail;
 	h->v6[0].s6_addr[14] = (uint8_t)(k >> 8);
 	h->v6[0].s6_addr[15] = (uint8_t)k;
 	h->n_v6 = 1;
-	/* fe80::2:c903:0:K */
-	h->gids[0][0] = 0xfe;
-	h->gids[0][1] = 0x80;
-	h->gids[0][9] = 0x02;
-	h->gids[0][10] = 0xc9;
-	h->gids[0][11] = 0x03;
-	h->gids[0][14] = (uint8_t)(k >> 8);
-	h->gids[0][15] = (uint8_t)k;
+	/* fe80::2:c903:R:K */
+	peer_gid(k, o->rail, h->gids[0]);
 	h->n_gids = 1;
 	h->lid = (uint16_t)k;
 	h->qpn = 1;
@@ -359,6 +404,10 @@ static void fill_digest(const struct opts *o, const struct peer *p, bool unicast
 		d->flags |= FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE | FW_DIGEST_RANGES;
 	if (unicast)
 		d->flags |= FW_DIGEST_UNICAST;
+	/* hosts of several rails: what this rail heard, as a daemon of today
+	 * sends it (every peer is on every rail: the same count and sum) */
+	if (o->rails > 1)
+		d->flags |= FW_DIGEST_FABRIC;
 	d->seq = p->seq;
 }
 
@@ -435,6 +484,7 @@ static void msg_init(const struct opts *o, unsigned k, struct fw_msg *m, uint8_t
 	m->type = type;
 	m->tid = tid;
 	identity(o, k, &m->sender);
+	peer_rails(o, k, m);
 	m->groups[0].mtu = (uint8_t)o->mtu_enum;
 	m->groups[0].rate = (uint8_t)o->rate_enum;
 	m->n_groups = 1;
@@ -452,10 +502,14 @@ static int range_answer(const struct opts *o, const struct due *d, uint64_t t, u
 	m.has_range = true;
 	m.range = d->range;
 	/* names in term order with where each peer is (fabric_range.c) */
-	m.range.flags &= FW_RANGE_NAMES | FW_RANGE_ASKER_NEW |
+	m.range.flags &= FW_RANGE_NAMES | FW_RANGE_ASKER_NEW | FW_RANGE_FABRIC |
 			 (d->range.flags & FW_RANGE_NAMES ? FW_RANGE_WHERE : 0);
 	m.has_digest = true;
 	fill_digest(o, p, true, t, &m.digest);
+	/* the answer's digest is of what the query asked: this rail's, or the
+	 * whole directory's (fabric_range.c) */
+	if (!(d->range.flags & FW_RANGE_FABRIC))
+		m.digest.flags &= (uint8_t)~FW_DIGEST_FABRIC;
 	if (d->range.flags & FW_RANGE_NAMES) {
 		struct fw_range whole = d->range;
 		int base = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
@@ -548,7 +602,9 @@ static long target_peer(const struct opts *o, const struct host_key *k)
 		if (strncmp(s, "node", 4) || s[4] < '1' || s[4] > '9')
 			return -1;
 		n = strtol(s + 4, &end, 10);
-		if (*end && !(*end == '.' && strlen(end + 1) == dl && !strcasecmp(end + 1, o->domain)))
+		if (*end && !(*end == '.' && strlen(end + 1) == dl && !strcasecmp(end + 1, o->domain)) &&
+		    !(o->rails > 1 && !strncmp(end, "-ib", 3) && end[3] == (char)('0' + o->rail) &&
+		      !end[4]))
 			return -1;
 		break;
 	}
@@ -560,11 +616,13 @@ static long target_peer(const struct opts *o, const struct host_key *k)
 		break;
 	}
 	case IBRES_KEY_IPV6:
-		if (k->len == 16 && !memcmp(k->data, v6, 14))
+		if (k->len == 16 && !memcmp(k->data, v6, 7) && k->data[7] == o->rail &&
+		    !memcmp(k->data + 8, v6 + 8, 6))
 			n = k->data[14] << 8 | k->data[15];
 		break;
 	case IBRES_KEY_GID:
-		if (k->len == 16 && !memcmp(k->data, gid, 12) && !k->data[12] && !k->data[13])
+		if (k->len == 16 && !memcmp(k->data, gid, 12) && !k->data[12] &&
+		    k->data[13] == o->rail)
 			n = k->data[14] << 8 | k->data[15];
 		break;
 	}
@@ -592,7 +650,8 @@ static void queue_due(const struct opts *o, uint8_t type, long k, uint64_t tid,
 
 static int encode_all(const struct opts *o)
 {
-	size_t cap = (size_t)o->count * 2 * 256, used = 0;
+	/* two datagrams a peer, its RAILS item in each */
+	size_t cap = (size_t)o->count * 2 * (256 + 16 * o->rails), used = 0;
 	uint8_t buf[FW_MAX_LEN];
 	struct fw_msg m;
 
@@ -605,6 +664,7 @@ static int encode_all(const struct opts *o)
 		memset(&m, 0, sizeof(m));
 		m.type = FW_ANNOUNCE;
 		identity(o, k, &m.sender);
+		peer_rails(o, k, &m);
 		m.groups[0].mtu = (uint8_t)o->mtu_enum;
 		m.groups[0].rate = (uint8_t)o->rate_enum;
 		m.n_groups = 1;
@@ -728,6 +788,10 @@ static int open_socket(const struct opts *o)
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0 ||
 	    (o->spoof && setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) < 0) ||
+	    /* one process a rail, each on its interface: none hears another's
+	     * unicast or groups */
+	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->ifname, (socklen_t)strlen(o->ifname)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		goto err;
 	mr.imr_multiaddr = group_sa.sin_addr;
@@ -1161,7 +1225,7 @@ static void usage(FILE *f)
 		   "       [--interval MS]\n"
 		   "       [--mtu-enum E] [--rate-enum E] [--ttl S] [--domain D] [--seed S]\n"
 		   "       [--no-spoof] [--max-seconds S] [--loss PCT] [--no-digest]\n"
-		   "       [--ranges-settled]\n"
+		   "       [--ranges-settled] [--rails N --rail R]\n"
 		   "Prints \"ready\"; \"go\" on stdin starts the schedule, \"stop\" or EOF ends\n"
 		   "it and prints a JSON summary.\n");
 }
@@ -1189,11 +1253,14 @@ int main(int argc, char **argv)
 		{"loss", required_argument, NULL, 'L'},
 		{"no-digest", no_argument, NULL, 'D'},
 		{"ranges-settled", no_argument, NULL, 'P'},
+		{"rails", required_argument, NULL, 'K'},
+		{"rail", required_argument, NULL, 'k'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct opts o = {.mode = LEARN,
 			 .group = "239.255.73.1",
+			 .rails = 1,
 			 .port = 4790,
 			 .rate = 20000,
 			 .window_ms = 100,
@@ -1280,6 +1347,12 @@ int main(int argc, char **argv)
 		case 'P':
 			o.ranges_settled = true;
 			break;
+		case 'K':
+			o.rails = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'k':
+			o.rail = (unsigned)strtoul(optarg, NULL, 0);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1290,7 +1363,8 @@ int main(int argc, char **argv)
 	}
 	if (!o.count || o.count > MAX_PEERS || !o.ifname || o.rate <= 0 ||
 	    (o.mode == STORM && !o.announces) || o.loss < 0 || o.loss > 1 ||
-	    (o.mode != STORM && o.loss > 0)) {
+	    (o.mode != STORM && o.loss > 0) || !o.rails || o.rails > RAILS_MAX ||
+	    o.rail >= o.rails || (o.rails > 1 && o.count > RAIL_PEERS_MAX)) {
 		usage(stderr);
 		return 2;
 	}
@@ -1299,6 +1373,7 @@ int main(int argc, char **argv)
 	rng_state = 0x9E3779B97F4A7C15ULL ^ o.seed;
 	loss_state = 0xD1B54A32D192ED03ULL ^ ((uint64_t)o.seed << 1 | 1);
 	gopts = &o;
+	rail_no = o.rail;
 	peers = calloc(o.count, sizeof(*peers));
 	answer_q = calloc(o.count, sizeof(*answer_q));
 	due_q = calloc(REPLY_Q, sizeof(*due_q));

@@ -208,6 +208,28 @@ static bool claim_met(struct fabric *f, const struct fetch_peer *c)
 	       (own.hosts == c->claim_hosts && own.sum == c->claim_sum);
 }
 
+/* Place @j of the round robin, which takes the ports in turn (one port's
+ * peers after another would spend a burst's quick sessions on a port that
+ * stays incomplete): the (@j / ports)-th slot of port @j % ports, or NULL
+ * past that port's slots. One port: its slots in order. */
+static struct fetch_peer *turn_slot(struct fabric *f, unsigned j)
+{
+	unsigned ports = f->n_ports ? f->n_ports : 1, n;
+	struct fetch_peer *slots = port_slots(f, j % ports, &n);
+
+	return j / ports < n ? &slots[j / ports] : NULL;
+}
+
+/* Does a peer whose digest claimed more than its fabric holds wait to be
+ * asked? */
+static bool claim_waits(struct fabric *f)
+{
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (f->fx.peers[i].used && f->fx.peers[i].claimed && !claim_met(f, &f->fx.peers[i]))
+			return true;
+	return false;
+}
+
 /* The peer of the next session, or the next one of a session whose peer
  * did not answer (@avoid: that one): one whose digest claimed more than we
  * hold, else the next in turn (so that answers vouching for us come from
@@ -230,9 +252,9 @@ static bool pick_peer(struct fabric *f, const uint8_t *avoid)
 	}
 	for (unsigned pass = 0; pass < 2; pass++)
 		for (unsigned n = 0; n < FETCH_PEERS; n++) {
-			struct fetch_peer *c = &x->peers[(x->next_peer + n) % FETCH_PEERS];
+			struct fetch_peer *c = turn_slot(f, (x->next_peer + n) % FETCH_PEERS);
 
-			if (!c->used || (avoid && !memcmp(c->gid, avoid, 16)) ||
+			if (!c || !c->used || (avoid && !memcmp(c->gid, avoid, 16)) ||
 			    (!pass && !fabric_port_incomplete(&f->ports[c->port])))
 				continue;
 			x->next_peer += n + 1;
@@ -354,6 +376,7 @@ static void on_timer(struct loop_timer *t)
 	struct fabric *f = container_of(t, struct fabric, fx.timer);
 	struct fabric_fetch *x = &f->fx;
 	struct fetch_peer *c;
+	uint64_t hold;
 
 	if (x->active && x->waiting) {
 		if (x->tries < FETCH_TRIES) {
@@ -379,10 +402,17 @@ static void on_timer(struct loop_timer *t)
 		return;
 	}
 	fabric_range_idle(f, now_ms());
-	if (wanted(f))
-		session_start(f);
-	else
+	if (!wanted(f)) {
 		loop_timer_arm(f->loop, t, now_ms() + FETCH_IDLE_MS);
+		return;
+	}
+	hold = fabric_digest_hold_end(f);
+	if (x->quick && now_ms() < hold && !claim_waits(f)) {
+		/* only voices to ask for, and none counts before the hold ends */
+		loop_timer_arm(f->loop, t, hold);
+		return;
+	}
+	session_start(f);
 }
 
 static void push(struct fabric_fetch *x, const struct store_range *r, bool names)
@@ -603,8 +633,10 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
  * not heard it either asks for one more (at most every NEWCOMER_AGAIN_MS,
  * NEWCOMER_REPEATS a burst); one that had ends the doubt (every peer got
  * it; a peer that dropped it counts that as its own loss). */
-static void heard_of_us(struct fabric_fetch *x, struct fetch_peer *c, bool unheard)
+static void heard_of_us(struct fabric *f, struct fetch_peer *c, bool unheard)
 {
+	struct fabric_fetch *x = &f->fx;
+
 	if (x->doubt) {
 		if (x->sent_ms <= x->repeat_ms)
 			return; /* asked before the last repeat went out (or in its
@@ -614,9 +646,16 @@ static void heard_of_us(struct fabric_fetch *x, struct fetch_peer *c, bool unhea
 		x->doubt = unheard;
 		return;
 	}
-	if (!c || c->answered)
-		return; /* one peer, one voice */
-	c->answered = true;
+	if (!c)
+		return;
+	/* one peer, one voice: its port GID may be heard on several ports
+	 * (partitions of one port) */
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (x->peers[i].used && x->peers[i].answered && !memcmp(x->peers[i].gid, c->gid, 16))
+			return;
+	for (unsigned i = 0; i < FETCH_PEERS; i++)
+		if (x->peers[i].used && !memcmp(x->peers[i].gid, c->gid, 16))
+			x->peers[i].answered = true;
 	x->burst_first++;
 	x->burst_unheard += unheard;
 	if (x->burst_unheard >= 2 && 2 * x->burst_unheard > x->burst_first)
@@ -673,7 +712,7 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 	}
 	count_voice(f, x->peer.gid);
 	fabric_digest_answer(p, m);
-	heard_of_us(x, c, m->range.flags & FW_RANGE_ASKER_NEW);
+	heard_of_us(f, c, m->range.flags & FW_RANGE_ASKER_NEW);
 	if (busy) {
 		x->busy_heard++;
 		move_on(f); /* its word heard, its sums or names not given */

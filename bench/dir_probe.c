@@ -3,18 +3,20 @@
  * dir_probe: the client side of bench/directory-bench, through libibres's
  * own request code (lib/conn.c) on one persistent connection.
  *
- *   dir_probe verify SOCKET N DOMAIN
+ *   dir_probe verify SOCKET N DOMAIN [RAILS]
  *	HOST lookup (cache only: never a fabric query) of node1 .. nodeN by
  *	name; a host counts as found when its record is the one the benchmark
- *	made (canonical name, FQDN alias nodeK.DOMAIN, IPv4, LID). Prints
- *	"found F wrong W missing M errors E seconds S".
+ *	made (canonical name, FQDN alias nodeK.DOMAIN, IPv4 of rail 0 first,
+ *	LID), as partial when it is host K's but lacks rail 0 (every address
+ *	one of host K's RAILS rails: an endpoint not heard yet). Prints
+ *	"found F wrong W missing M errors E seconds S partial P".
  *   dir_probe latency SOCKET N CALLS SEED host|resolve
  *	CALLS timed lookups, after CALLS/10 warm-up ones, each of a host drawn
  *	at random from node1 .. nodeN: "host" is libibres's HOST query by name
  *	(what libnss_ib sends), "resolve" the ibacm protocol's RESOLVE by name
  *	(what librdmacm sends; the answer carries a path record). Every answer
  *	is checked. Prints "mean_ns p50_ns p99_ns failures".
- *   dir_probe watch SOCKET N SEED MAX_SECONDS [RATE]
+ *   dir_probe watch SOCKET N SEED MAX_SECONDS [RATE [RAILS]]
  *	At RATE hosts a second (default 1000; 0: as fast as it goes), from now until "stop" on stdin (or EOF, or MAX_SECONDS), looks up hosts
  *	drawn at random from node1 .. nodeN by name, each twice: first through
  *	the shared directory, then through the daemon's socket (libibres's HOST query as libnss_ib sends it, not cache
@@ -24,10 +26,12 @@
  *	false NOT FOUND. Prints one JSON object: lookups, found, not found,
  *	wrong records, other errors (ETIMEDOUT: TRYAGAIN, not NOTFOUND) by
  *	socket; hits, not found and "ask the daemon" by directory; the seconds
- *	(from the start) of the first and last false NOT FOUND.
+ *	(from the start) of the first and last false NOT FOUND; partial
+ *	answers (as verify's) apart from wrong ones.
  *
  * Host K has the addresses test/fabric/emulate gives node K (198.18.X.Y,
- * Y in 1..254) and LID K.
+ * Y in 1..254) and LID K; with RAILS R > 1 (bench/dir_gen.c --rails) its
+ * rail r >= 1 has 198.19.(32r + X).Y too.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,11 +53,28 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t peer_v4(unsigned k)
+static unsigned n_rails = 1;
+
+/* Host K's IPv4 address on rail @r (bench/dir_gen.c's peer_v4()). */
+static uint32_t rail_v4(unsigned k, unsigned r)
 {
 	unsigned x = (k - 1) / 254, y = (k - 1) % 254 + 1;
 
-	return htonl(0xc6120000u | x << 8 | y);
+	return htonl(r ? 0xc6130000u | (32 * r + x) << 8 | y : 0xc6120000u | x << 8 | y);
+}
+
+static uint32_t peer_v4(unsigned k)
+{
+	return rail_v4(k, 0);
+}
+
+/* Is @a one of host K's addresses, on any rail? */
+static int host_v4(unsigned k, uint32_t a)
+{
+	for (unsigned r = 0; r < n_rails; r++)
+		if (a == rail_v4(k, r))
+			return 1;
+	return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -63,7 +84,9 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* 1 the right record, 0 another one, negative errno when not found. */
+/* 1 the right record, 2 host K's without rail 0 (an endpoint not heard yet:
+ * every address one of its rails'), 0 another one, negative errno when not
+ * found. */
 static int host_ok(struct ibres *h, unsigned k, const char *domain, uint32_t flags)
 {
 	struct ibres_hostrec rec;
@@ -74,15 +97,17 @@ static int host_ok(struct ibres *h, unsigned k, const char *domain, uint32_t fla
 	ret = ibc_host_query(h, IBRES_T_NAME, name, strlen(name), flags, &rec, NULL);
 	if (ret)
 		return ret;
-	if (strcmp(rec.names[0], name) || !rec.n_v4 || rec.v4[0].s_addr != peer_v4(k) ||
-	    rec.lid != k)
+	if (strcmp(rec.names[0], name) || !rec.n_v4 || rec.lid != k)
 		return 0;
+	for (unsigned i = 0; i < rec.n_v4; i++)
+		if (!host_v4(k, rec.v4[i].s_addr))
+			return 0;
 	if (domain) {
 		snprintf(fqdn, sizeof(fqdn), "node%u.%s", k, domain);
 		if (!hostrec_has_name(&rec, fqdn))
 			return 0;
 	}
-	return 1;
+	return rec.v4[0].s_addr == peer_v4(k) ? 1 : 2;
 }
 
 static int resolve_ok(struct ibres *h, unsigned k)
@@ -106,7 +131,7 @@ static int resolve_ok(struct ibres *h, unsigned k)
 
 static int verify(struct ibres *h, unsigned n, const char *domain)
 {
-	unsigned found = 0, wrong = 0, missing = 0, errors = 0;
+	unsigned found = 0, wrong = 0, missing = 0, errors = 0, partial = 0;
 	uint64_t t0 = now_ns();
 
 	for (unsigned k = 1; k <= n; k++) {
@@ -114,6 +139,8 @@ static int verify(struct ibres *h, unsigned n, const char *domain)
 
 		if (r == 1)
 			found++;
+		else if (r == 2)
+			partial++;
 		else if (r == 0)
 			wrong++;
 		else if (r == -ENODATA)
@@ -121,8 +148,8 @@ static int verify(struct ibres *h, unsigned n, const char *domain)
 		else
 			errors++;
 	}
-	printf("found %u wrong %u missing %u errors %u seconds %.3f\n", found, wrong, missing,
-	       errors, (now_ns() - t0) / 1e9);
+	printf("found %u wrong %u missing %u errors %u seconds %.3f partial %u\n", found, wrong,
+	       missing, errors, (now_ns() - t0) / 1e9, partial);
 	return 0;
 }
 
@@ -167,7 +194,7 @@ static int latency(struct ibres *h, unsigned n, long calls, unsigned seed, int r
 }
 
 struct tally {
-	unsigned long n, found, notfound, wrong, other;
+	unsigned long n, found, notfound, wrong, other, partial;
 	double first_nf, last_nf; /* seconds from the start; -1 none */
 };
 
@@ -182,8 +209,9 @@ static void nf_at(struct tally *t, double s)
 static void tally_json(const char *key, const struct tally *t, const char *other)
 {
 	printf("\"%s\": {\"lookups\": %lu, \"found\": %lu, \"notfound\": %lu, \"wrong\": %lu, "
-	       "\"%s\": %lu, \"first_notfound_s\": %.3f, \"last_notfound_s\": %.3f}",
-	       key, t->n, t->found, t->notfound, t->wrong, other, t->other, t->first_nf, t->last_nf);
+	       "\"partial\": %lu, \"%s\": %lu, \"first_notfound_s\": %.3f, \"last_notfound_s\": %.3f}",
+	       key, t->n, t->found, t->notfound, t->wrong, t->partial, other, t->other, t->first_nf,
+	       t->last_nf);
 }
 
 static int watch(const char *sock, unsigned n, unsigned seed, double max_s, double rate)
@@ -244,6 +272,8 @@ static int watch(const char *sock, unsigned n, unsigned seed, double max_s, doub
 		r = host_ok(hs, k, NULL, 0);
 		if (r == 1)
 			ts.found++;
+		else if (r == 2)
+			ts.partial++;
 		else if (r == 0)
 			ts.wrong++;
 		else if (r == -ENODATA)
@@ -271,15 +301,21 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: dir_probe verify SOCKET N DOMAIN\n"
+		fprintf(stderr, "usage: dir_probe verify SOCKET N DOMAIN [RAILS]\n"
 				"       dir_probe latency SOCKET N CALLS SEED host|resolve\n"
-				"       dir_probe watch SOCKET N SEED MAX_SECONDS [RATE]\n");
+				"       dir_probe watch SOCKET N SEED MAX_SECONDS [RATE [RAILS]]\n");
 		return 2;
 	}
 	n = (unsigned)strtoul(argv[3], NULL, 0);
-	if (!strcmp(argv[1], "watch") && (argc == 6 || argc == 7) && n)
+	if (!strcmp(argv[1], "watch") && argc == 8)
+		n_rails = (unsigned)strtoul(argv[7], NULL, 0);
+	if (!strcmp(argv[1], "verify") && argc == 6)
+		n_rails = (unsigned)strtoul(argv[5], NULL, 0);
+	if (!n_rails || n_rails > 8)
+		return 2;
+	if (!strcmp(argv[1], "watch") && argc >= 6 && argc <= 8 && n)
 		return watch(argv[2], n, (unsigned)strtoul(argv[4], NULL, 0), atof(argv[5]),
-			     argc == 7 ? atof(argv[6]) : 1000);
+			     argc >= 7 ? atof(argv[6]) : 1000);
 	if (!n || ibres_open(&h, argv[2], 10000))
 		return 2;
 	if (!strcmp(argv[1], "verify"))

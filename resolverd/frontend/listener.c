@@ -214,9 +214,26 @@ static int bind_open(int fd, const struct sockaddr_un *sa)
 	return ret < 0 ? -errno : 0;
 }
 
+/* Where the socket is bound before it listens: ".NAME.new" beside it, so that its name
+ * appears (renamed) only once it listens, and a client that finds the name is never refused
+ * (a daemon starting while NSS looks up); NULL when that name does not fit sun_path. */
+static const char *bind_name(const struct listener *ls, struct sockaddr_un *sa)
+{
+	int dir_len = (int)(ls->name - ls->path);
+	int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%.*s.%s.new", dir_len, ls->path,
+			 ls->name);
+
+	if (n < 0 || (size_t)n >= sizeof(sa->sun_path)) {
+		strcpy(sa->sun_path, ls->path);
+		return NULL;
+	}
+	return sa->sun_path + dir_len;
+}
+
 static int listener_open(struct listeners *set, struct listener *ls, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *tmp;
 	struct stat st;
 	int fd, ret;
 
@@ -240,6 +257,9 @@ static int listener_open(struct listeners *set, struct listener *ls, const char 
 		}
 		unlinkat(ls->dir_fd, ls->name, 0); /* stale: its daemon is gone, we hold the lock */
 	}
+	tmp = bind_name(ls, &sa);
+	if (tmp && fstatat(ls->dir_fd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+		unlinkat(ls->dir_fd, tmp, 0); /* a start that died half way */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = -errno;
@@ -247,7 +267,7 @@ static int listener_open(struct listeners *set, struct listener *ls, const char 
 	}
 	ret = bind_open(fd, &sa);
 	if (ret) {
-		log_err("bind %s: %s", path, strerror(-ret));
+		log_err("bind %s: %s", sa.sun_path, strerror(-ret));
 		goto err_fd;
 	}
 	if (listen(fd, LISTEN_BACKLOG) < 0) {
@@ -255,6 +275,13 @@ static int listener_open(struct listeners *set, struct listener *ls, const char 
 		log_err("listen %s: %s", path, strerror(errno));
 		goto err_unlink;
 	}
+	/* never over a name someone else made meanwhile */
+	if (tmp && renameat2(ls->dir_fd, tmp, ls->dir_fd, ls->name, RENAME_NOREPLACE) < 0) {
+		ret = -errno;
+		log_err("rename %s to %s: %s", sa.sun_path, path, strerror(errno));
+		goto err_unlink;
+	}
+	tmp = NULL; /* bound at its name now */
 	ls->lf.fd = fd;
 	ls->lf.cb = on_listener;
 	ret = loop_add_fd(set->loop, &ls->lf, EPOLLIN);
@@ -264,7 +291,7 @@ static int listener_open(struct listeners *set, struct listener *ls, const char 
 	return 0;
 
 err_unlink:
-	unlinkat(ls->dir_fd, ls->name, 0);
+	unlinkat(ls->dir_fd, tmp ? tmp : ls->name, 0);
 err_fd:
 	close(fd);
 	ls->lf.fd = -1;

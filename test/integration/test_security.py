@@ -338,6 +338,58 @@ def test_socket_is_0666_without_chmod(open_dir):
     assert "chmod" not in text, text
 
 
+def test_socket_name_appears_listening(open_dir):
+    """The socket is bound under .NAME.new and renamed to its name only once it listens: a
+    client that finds the name (NSS while the daemon starts) is never refused. A .NAME.new
+    left by a start that died half way is replaced."""
+    if not have("strace"):
+        pytest.skip("strace missing")
+    conf = write_conf(open_dir)
+    run_dir = os.path.join(open_dir, "run")
+    os.mkdir(run_dir, 0o755)
+    sock = os.path.join(run_dir, "ibresd.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
+        stale.bind(os.path.join(run_dir, ".ibresd.sock.new"))
+    trace = os.path.join(open_dir, "trace")
+    p = subprocess.Popen(["strace", "-f", "-qq", "-o", trace, "-e",
+                          "trace=bind,listen,rename,renameat,renameat2", IBRESD,
+                          "--foreground", "--config", conf, "--socket", sock],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "")
+                                  + ":detect_leaks=0"))
+    try:
+        deadline = time.monotonic() + 20
+        while not os.path.exists(sock):
+            assert p.poll() is None and time.monotonic() < deadline, "no socket"
+            time.sleep(0.05)
+        assert root_lookups(sock, 1) == 1
+        assert sorted(os.listdir(run_dir)) == ["ibresd.sock", "ibresd.sock.lock"]
+    finally:
+        with contextlib.suppress(OSError):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                c.connect(sock)
+                pid = struct.unpack("iII", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                        12))[0]
+            os.kill(pid, signal.SIGTERM)
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+            raise
+    calls = [line.split(None, 1)[1] for line in open(trace).read().splitlines()
+             if "ibresd.sock" in line and line.split(None, 1)[1].startswith(("bind(", "rename"))
+             or " listen(" in line]
+    text = "\n".join(calls)
+    bound = [i for i, c in enumerate(calls) if c.startswith("bind(") and ".ibresd.sock.new" in c]
+    listened = [i for i, c in enumerate(calls) if c.startswith("listen(")]
+    renamed = [i for i, c in enumerate(calls) if c.startswith("rename")
+               and ".ibresd.sock.new" in c and c.count("ibresd.sock") == 2]
+    assert bound and listened and renamed, text
+    assert bound[0] < listened[0] < renamed[0], text
+    assert not any(c.startswith("bind(") and '/ibresd.sock"' in c for c in calls), text
+
+
 def test_non_root_daemon_may_use_sticky_tmp(attacker, open_dir):
     """README's single-user example: a daemon that is not root, its socket in a sticky
     folder anyone may write to (as /tmp). Root refuses the same folder."""
@@ -360,9 +412,19 @@ def test_non_root_daemon_may_use_sticky_tmp(attacker, open_dir):
             assert p.poll() is None and time.monotonic() < deadline, p.stdout.read().decode()
             time.sleep(0.05)
         assert os.lstat(sock).st_uid == attacker.pw_uid
-        assert root_lookups(sock, 2) == 2
+        try:
+            answered = root_lookups(sock, 2)
+        except OSError as e:
+            answered = e
+        if answered != 2:
+            # what the daemon said (it may have exited): read after it stopped
+            p.terminate()
+            out = p.communicate(timeout=20)[0].decode(errors="replace")
+            raise AssertionError("root's lookups: %r; the daemon (exit %s) said:\n%s" % (
+                answered, p.returncode, out))
     finally:
-        p.terminate()
+        if p.poll() is None:
+            p.terminate()
         p.wait(20)
 
 

@@ -275,8 +275,10 @@ static int listener_open(struct listeners *set, struct listener *ls, const char 
 		log_err("listen %s: %s", path, strerror(errno));
 		goto err_unlink;
 	}
-	/* never over a name someone else made meanwhile */
-	if (tmp && renameat2(ls->dir_fd, tmp, ls->dir_fd, ls->name, RENAME_NOREPLACE) < 0) {
+	/* never over a name someone else made meanwhile (a file system without
+	 * RENAME_NOREPLACE: the name was checked above, under the lock) */
+	if (tmp && renameat2(ls->dir_fd, tmp, ls->dir_fd, ls->name, RENAME_NOREPLACE) < 0 &&
+	    (errno != EINVAL || renameat(ls->dir_fd, tmp, ls->dir_fd, ls->name) < 0)) {
 		ret = -errno;
 		log_err("rename %s to %s: %s", sa.sun_path, path, strerror(errno));
 		goto err_unlink;

@@ -49,6 +49,12 @@ static struct fetch_peer *port_slots(struct fabric *f, unsigned port, unsigned *
 	return &f->fx.peers[port * q];
 }
 
+/* Is @c the slot of the peer of port GID @gid? */
+static bool slot_is(const struct fetch_peer *c, const uint8_t gid[16])
+{
+	return c->used && !memcmp(c->gid, gid, 16);
+}
+
 /* A peer's slot on port @port (one at most: remember_peer() keeps a slot a
  * peer and port). */
 static struct fetch_peer *find_peer(struct fabric *f, unsigned port, const uint8_t gid[16])
@@ -57,7 +63,7 @@ static struct fetch_peer *find_peer(struct fabric *f, unsigned port, const uint8
 	struct fetch_peer *c = port_slots(f, port, &n);
 
 	for (unsigned i = 0; i < n; i++)
-		if (c[i].used && !memcmp(c[i].gid, gid, 16))
+		if (slot_is(&c[i], gid))
 			return &c[i];
 	return NULL;
 }
@@ -98,15 +104,16 @@ static void drop_voice(struct fabric *f, const uint8_t gid[16])
 static void forget_peer(struct fabric *f, const uint8_t gid[16])
 {
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (f->fx.peers[i].used && !memcmp(f->fx.peers[i].gid, gid, 16))
+		if (slot_is(&f->fx.peers[i], gid))
 			f->fx.peers[i].used = false;
 }
 
 /* A peer that answers range queries was heard from @from on @p: its slot
  * among @p's (kept, or a free one, or the next in the round's) and a clean
- * record. */
-static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
-			  const struct transport_addr *from, bool claim, bool fabric, bool voice)
+ * record. Returns the slot. */
+static struct fetch_peer *remember_peer(struct fabric_port *p, const uint8_t gid[16],
+					const struct transport_addr *from, bool claim, bool fabric,
+					bool voice)
 {
 	unsigned port = (unsigned)(p - p->f->ports), n;
 	struct fetch_peer *slots = port_slots(p->f, port, &n);
@@ -117,7 +124,7 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 			slot = &slots[i];
 	if (!slot) /* full: the next in the round takes the newcomer's place */
 		slot = &slots[p->f->fx.next_peer % n];
-	if (!slot->used || memcmp(slot->gid, gid, 16))
+	if (!slot_is(slot, gid))
 		slot->claimed = slot->answered = slot->old = slot->fabric = slot->proven =
 			false; /* a new peer's */
 	slot->addr = *from;
@@ -130,12 +137,14 @@ static void remember_peer(struct fabric_port *p, const uint8_t gid[16],
 	slot->proven |= voice;
 	if (voice)
 		count_voice(p->f, gid);
+	return slot;
 }
 
 void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 		       const struct transport_addr *from)
 {
 	struct store_digest own;
+	struct fetch_peer *c;
 	bool claim;
 
 	if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES) || !from) {
@@ -150,11 +159,9 @@ void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
 			    &own);
 	claim = m->digest.hosts > own.hosts ||
 		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
-	remember_peer(p, m->sender.gids[0], from, claim, m->digest.flags & FW_DIGEST_FABRIC, true);
+	c = remember_peer(p, m->sender.gids[0], from, claim, m->digest.flags & FW_DIGEST_FABRIC,
+			  true);
 	if (claim) {
-		struct fetch_peer *c = find_peer(p->f, (unsigned)(p - p->f->ports),
-						 m->sender.gids[0]);
-
 		c->claim_hosts = m->digest.hosts;
 		c->claim_sum = m->digest.sum;
 	}
@@ -651,10 +658,10 @@ static void heard_of_us(struct fabric *f, struct fetch_peer *c, bool unheard)
 	/* one peer, one voice: its port GID may be heard on several ports
 	 * (partitions of one port) */
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (x->peers[i].used && x->peers[i].answered && !memcmp(x->peers[i].gid, c->gid, 16))
+		if (slot_is(&x->peers[i], c->gid) && x->peers[i].answered)
 			return;
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (x->peers[i].used && !memcmp(x->peers[i].gid, c->gid, 16))
+		if (slot_is(&x->peers[i], c->gid))
 			x->peers[i].answered = true;
 	x->burst_first++;
 	x->burst_unheard += unheard;

@@ -230,11 +230,27 @@ static const char *bind_name(const struct listener *ls, struct sockaddr_un *sa)
 	return sa->sun_path + dir_len;
 }
 
+/* A socket file @name (@shown in messages) that a daemon, or a start, that died left in the
+ * folder: removed, as we hold the lock. 0, or -EEXIST when @name is anything but a socket,
+ * which is not ours to remove. */
+static int remove_stale(const struct listener *ls, const char *name, const char *shown)
+{
+	struct stat st;
+
+	if (fstatat(ls->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("%s exists and is not a socket; not removing it", shown);
+		return -EEXIST;
+	}
+	unlinkat(ls->dir_fd, name, 0);
+	return 0;
+}
+
 static int listener_open(struct listeners *set, struct listener *ls, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *tmp;
-	struct stat st;
 	int fd, ret;
 
 	listener_init(set, ls, path);
@@ -242,24 +258,18 @@ static int listener_open(struct listeners *set, struct listener *ls, const char 
 		log_err("socket path too long: %s", path);
 		return -ENAMETOOLONG;
 	}
-	strcpy(sa.sun_path, path);
 	ret = open_folder(ls);
 	if (ret)
 		return ret;
 	ret = take_lock(ls);
 	if (ret)
 		goto err_dir;
-	if (fstatat(ls->dir_fd, ls->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			log_err("%s exists and is not a socket; not removing it", path);
-			ret = -EEXIST;
-			goto err_lock;
-		}
-		unlinkat(ls->dir_fd, ls->name, 0); /* stale: its daemon is gone, we hold the lock */
-	}
 	tmp = bind_name(ls, &sa);
-	if (tmp && fstatat(ls->dir_fd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
-		unlinkat(ls->dir_fd, tmp, 0); /* a start that died half way */
+	ret = remove_stale(ls, ls->name, path);
+	if (!ret && tmp)
+		ret = remove_stale(ls, tmp, sa.sun_path);
+	if (ret)
+		goto err_lock;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = -errno;

@@ -294,31 +294,22 @@ def test_writable_socket_folder_is_refused_by_root(open_dir, mode):
     assert os.listdir(run_dir) == []
 
 
-def test_socket_is_0666_without_chmod(open_dir):
-    """Whatever the umask the daemon starts with, and without any chmod by path."""
-    if not have("strace"):
-        pytest.skip("strace missing")
-    conf = write_conf(open_dir)
-    sock = os.path.join(open_dir, "run", "ibresd.sock")
-    trace = os.path.join(open_dir, "trace")
-    p = subprocess.Popen(["strace", "-f", "-qq", "-o", trace, "-e",
-                          "trace=chmod,fchmodat,umask,bind", IBRESD, "--foreground",
-                          "--config", conf, "--socket", sock],
+@contextlib.contextmanager
+def traced_daemon(conf, sock, trace, syscalls, **popen):
+    """The daemon under strace (-e trace=@syscalls, into @trace), from its socket's
+    appearance until the block ends; then stopped by the pid its peer credentials name."""
+    p = subprocess.Popen(["strace", "-f", "-qq", "-o", trace, "-e", "trace=" + syscalls,
+                          IBRESD, "--foreground", "--config", conf, "--socket", sock],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         preexec_fn=lambda: os.umask(0o077),
                          # LeakSanitizer cannot run under ptrace (SANITIZE=1)
                          env=dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "")
-                                  + ":detect_leaks=0"))
+                                  + ":detect_leaks=0"), **popen)
     try:
         deadline = time.monotonic() + 20
         while not os.path.exists(sock):
             assert p.poll() is None and time.monotonic() < deadline, "no socket"
             time.sleep(0.05)
-        time.sleep(0.2)
-        assert stat.S_IMODE(os.lstat(sock).st_mode) == 0o666
-        assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o755
-        lock = os.lstat(sock + ".lock")
-        assert stat.S_ISREG(lock.st_mode) and lock.st_uid == 0
+        yield p
     finally:
         # the daemon, not strace: its peer credentials name it
         with contextlib.suppress(OSError):
@@ -333,6 +324,22 @@ def test_socket_is_0666_without_chmod(open_dir):
             p.kill()
             p.wait(5)
             raise
+
+
+def test_socket_is_0666_without_chmod(open_dir):
+    """Whatever the umask the daemon starts with, and without any chmod by path."""
+    if not have("strace"):
+        pytest.skip("strace missing")
+    conf = write_conf(open_dir)
+    sock = os.path.join(open_dir, "run", "ibresd.sock")
+    trace = os.path.join(open_dir, "trace")
+    with traced_daemon(conf, sock, trace, "chmod,fchmodat,umask,bind",
+                       preexec_fn=lambda: os.umask(0o077)):
+        time.sleep(0.2)
+        assert stat.S_IMODE(os.lstat(sock).st_mode) == 0o666
+        assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o755
+        lock = os.lstat(sock + ".lock")
+        assert stat.S_ISREG(lock.st_mode) and lock.st_uid == 0
     text = open(trace).read()
     assert "bind(" in text and "umask(0111)" in text, text
     assert "chmod" not in text, text
@@ -351,32 +358,9 @@ def test_socket_name_appears_listening(open_dir):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
         stale.bind(os.path.join(run_dir, ".ibresd.sock.new"))
     trace = os.path.join(open_dir, "trace")
-    p = subprocess.Popen(["strace", "-f", "-qq", "-o", trace, "-e",
-                          "trace=bind,listen,rename,renameat,renameat2", IBRESD,
-                          "--foreground", "--config", conf, "--socket", sock],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env=dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "")
-                                  + ":detect_leaks=0"))
-    try:
-        deadline = time.monotonic() + 20
-        while not os.path.exists(sock):
-            assert p.poll() is None and time.monotonic() < deadline, "no socket"
-            time.sleep(0.05)
+    with traced_daemon(conf, sock, trace, "bind,listen,rename,renameat,renameat2"):
         assert root_lookups(sock, 1) == 1
         assert sorted(os.listdir(run_dir)) == ["ibresd.sock", "ibresd.sock.lock"]
-    finally:
-        with contextlib.suppress(OSError):
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
-                c.connect(sock)
-                pid = struct.unpack("iII", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                        12))[0]
-            os.kill(pid, signal.SIGTERM)
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-            raise
     calls = [line.split(None, 1)[1] for line in open(trace).read().splitlines()
              if "ibresd.sock" in line and line.split(None, 1)[1].startswith(("bind(", "rename"))
              or " listen(" in line]

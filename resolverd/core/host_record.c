@@ -454,7 +454,7 @@ uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *r, struct h
 			 bool *whole, uint64_t now_ms)
 {
 	const struct host *eps[RAILS_SEEN_MAX] = { h };
-	uint64_t soonest = h->expires_ms;
+	uint64_t soonest = host_soonest_expires_ms(h);
 	struct ibres_hostrec one;
 	unsigned n = 1;
 	bool all;
@@ -469,8 +469,6 @@ uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *r, struct h
 			at--;
 		}
 		eps[at] = e;
-		if (e->expires_ms < soonest)
-			soonest = e->expires_ms;
 	}
 	host_record(eps[0], r, now_ms);
 	memset(sets, 0, sizeof(*sets));
@@ -525,6 +523,16 @@ uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *r, struct h
 uint64_t host_expires_ms(const struct host *h)
 {
 	return h->expires_ms;
+}
+
+uint64_t host_soonest_expires_ms(const struct host *h)
+{
+	uint64_t soonest = h->expires_ms;
+
+	for (const struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+		if (e->expires_ms < soonest)
+			soonest = e->expires_ms;
+	return soonest;
 }
 
 uint16_t host_pkey(const struct host *h)

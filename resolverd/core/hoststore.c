@@ -526,17 +526,52 @@ static void moved_forget(struct host **moved, unsigned *n, const struct host *h)
 		}
 }
 
-/* A learned host heard again as it is, alone, every key its own: only its
+/* May a key of type @type lead to another endpoint of its host? A name, or
+ * a port's GID and LID (partitions), which the endpoints share; an address
+ * is one endpoint's. store_insert() takes the others back. */
+static bool key_shareable(uint8_t type)
+{
+	return type == IBRES_KEY_NAME || type == IBRES_KEY_GID || type == IBRES_KEY_LID;
+}
+
+/* Would inserting @h's record again leave every key where it is? Alone:
+ * every key leads to it. An endpoint of a host: every key leads to it, or
+ * one the endpoints share to another endpoint of its host (the one that
+ * held it first). */
+static bool keys_in_place(const struct host_store *s, const struct host *h)
+{
+	struct host_key k;
+
+	if (!h->sib_next)
+		return h->n_indexed == h_nkeys(h);
+	for (unsigned i = 0, n = h_nkeys(h); i < n; i++) {
+		const struct host *holder;
+		long at;
+
+		hs_key(h, i, &k);
+		at = hs_slot_find(s, &k, hs_hash(s, &k));
+		if (at < 0)
+			return false;
+		holder = hs_at(s, at);
+		if (holder != h && !(key_shareable(k.type) && ring_has(h, holder)))
+			return false;
+	}
+	return true;
+}
+
+/* A learned endpoint heard again as it is, every key in place: only its
  * expiry and announce number move. Most of a boot storm's datagrams repeat
- * what the first one taught (bench/RESULTS.md): a new record, its keys and
- * the shared directory's record would cost them each as much again. */
+ * what the first one taught (bench/RESULTS.md), and so does every periodic
+ * announce: a new record, its keys and the shared directory's record (for
+ * an endpoint of a host of several, the whole host's) would cost each as
+ * much again. */
 static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_hostrec *r,
 		       const struct store_put *how, uint64_t now_ms)
 {
-	if (h->origin != how->origin || origin_pinned(h->origin) || h->sib_next ||
-	    h->rails != how->rails || (h->heard_on | how->heard_on) != h->heard_on ||
+	if (h->origin != how->origin || origin_pinned(h->origin) || h->rails != how->rails ||
+	    (h->heard_on | how->heard_on) != h->heard_on ||
 	    (how->grp_mtu && (how->grp_mtu != h->grp_mtu || how->grp_rate != h->grp_rate)) ||
-	    h->n_indexed != h_nkeys(h) || !hs_same_rec(h, r))
+	    !hs_same_rec(h, r) || !keys_in_place(s, h))
 		return false;
 	h->expires_ms = deadline(now_ms, how->ttl_s);
 	if (how->seq)
@@ -659,9 +694,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 
 			if (holder == nh)
 				continue; /* the record lists this key twice */
-			if ((k.type == IBRES_KEY_NAME || k.type == IBRES_KEY_GID ||
-			     k.type == IBRES_KEY_LID) &&
-			    ring_has(nh, holder))
+			if (key_shareable(k.type) && ring_has(nh, holder))
 				continue; /* a name, or a port's GID and LID, the host's endpoints share */
 			if (origin_rank(holder->origin) < origin_rank(origin))
 				continue; /* held by a more authoritative host */

@@ -259,6 +259,9 @@ uint64_t host_record_all(const struct host *h, struct ibres_hostrec *out, uint64
 uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *out, struct hostrec_eps *eps,
 			 bool *whole, uint64_t now_ms);
 uint64_t host_expires_ms(const struct host *h); /* UINT64_MAX: never */
+/* The soonest expiry of @h's host's endpoints (@h's own when alone): the
+ * expiry of the host's record (host_record_all()). */
+uint64_t host_soonest_expires_ms(const struct host *h);
 uint16_t host_lid(const struct host *h);
 uint16_t host_pkey(const struct host *h);
 /* The first GID (16 zero bytes when the host has none). */

@@ -605,6 +605,27 @@ void hostdir_on_put(void *arg, struct host *h)
 	put_view(p, h, VIEW_SHARED);
 }
 
+/* @h, an endpoint of a host of several, heard again as it was. Its host
+ * written as one record: that record's expiry is the host's soonest, and
+ * only it moves. Written record by record (a host one record cannot hold):
+ * each endpoint is put, as a change of one puts them all (the record of
+ * their shared names carries the soonest expiry). */
+static void refresh_ring(struct hostdir_pub *p, struct host *h)
+{
+	struct host *s = hostdir_speaker(h);
+	uint32_t off = host_cookie(s, true);
+
+	if (!off && p->rebuild)
+		return; /* held back: the new file will hold it */
+	if (is_host_record(p, off)) {
+		rec_set_expiry(block(p, off), host_soonest_expires_ms(s));
+		return;
+	}
+	hostdir_on_put(p, h);
+	for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+		hostdir_on_put(p, e);
+}
+
 void hostdir_on_refresh(void *arg, struct host *h)
 {
 	struct hostdir_pub *p = arg;
@@ -612,6 +633,10 @@ void hostdir_on_refresh(void *arg, struct host *h)
 
 	if (!p->map)
 		return;
+	if (host_next_endpoint(h, h)) {
+		refresh_ring(p, h);
+		return;
+	}
 	if (!off && p->rebuild)
 		return; /* held back: the new file will hold it (and nothing changed) */
 	if (!off || host_cookie(h, true)) {

@@ -249,6 +249,50 @@ static void test_rails(void **state)
 	munmap(m, size);
 }
 
+/* A rail of a host of several heard again as it is moves the expiry of
+ * the host's one record (its soonest endpoint's) in place, and writes
+ * nothing else: no slot changes (table_seq stays), no record moves. */
+static void test_rail_heard_again_moves_the_host_expiry(void **state)
+{
+	struct fx *f = *state;
+	const struct ibdir_header *hd;
+	struct ibres_hostrec got;
+	struct hostdir_stats st;
+	uint32_t table_seq;
+	size_t size;
+	void *m;
+
+	for (unsigned rail = 0; rail < 3; rail++)
+		hdfx_put_rail(f, 6, rail, 60);
+	loop_run_due(&f->loop);
+	m = hdfx_map(f, &size);
+	hd = m;
+	hostdir_stats(f->pub, &st);
+	assert_int_equal(st.records, 1);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h6", 2, &got), 0);
+	assert_in_range(got.ttl, 59, 60);
+	table_seq = __atomic_load_n(&hd->table_seq, __ATOMIC_ACQUIRE);
+
+	/* two rails of three: the host still expires with the third */
+	hdfx_put_rail(f, 6, 0, 300);
+	hdfx_put_rail(f, 6, 2, 300);
+	loop_run_due(&f->loop);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h6", 2, &got), 0);
+	assert_in_range(got.ttl, 59, 60);
+	hdfx_put_rail(f, 6, 1, 300);
+	loop_run_due(&f->loop);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h6", 2, &got), 0);
+	assert_in_range(got.ttl, 299, 300);
+	assert_int_equal(got.n_v4, 3);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, "h6-ib2", 6, &got), 0);
+	assert_in_range(got.ttl, 299, 300);
+	assert_int_equal(__atomic_load_n(&hd->table_seq, __ATOMIC_ACQUIRE), table_seq);
+	hostdir_stats(f->pub, &st);
+	assert_int_equal(st.records, 1);
+	assert_int_equal(st.rebuilds, 1);
+	munmap(m, size);
+}
+
 /* @r into the store as the endpoint of a host of several (rails digest
  * 0x55) heard on local endpoint @ep, and the publisher's turn. */
 static void put_endpoint(struct fx *f, const struct ibres_hostrec *r, unsigned ep)
@@ -1306,6 +1350,8 @@ int main(void)
 		cmocka_unit_test(test_hash_parts_lengths_under_every_seed),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_rails, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_rail_heard_again_moves_the_host_expiry,
+						hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_a_host_one_record_cannot_hold, hdfx_setup,
 						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, hdfx_setup, hdfx_teardown),

@@ -3387,6 +3387,81 @@ static void test_rails(void **state)
 	store_fini(&s);
 }
 
+/* Rail @i of node n1 "nodeA" heard again at @now_ms for @ttl seconds. */
+static struct host *rail_again(struct host_store *s, unsigned i, uint32_t heard_on, uint32_t ttl,
+			       uint64_t now)
+{
+	struct ibres_hostrec h;
+	struct host *out;
+
+	rail_rec(&h, "nodeA", 1, i);
+	assert_int_equal(store_insert(s, &h,
+				      &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
+							   .heard_on = heard_on,
+							   .rails = 0x1001,
+							   .ttl_s = ttl },
+				      now, &out),
+			 0);
+	check(s);
+	return out;
+}
+
+/* An endpoint of a host of several heard again as it is (every periodic
+ * announce) is refreshed in place, as a host alone is: the same endpoint,
+ * its expiry moved, the observer told "refresh", whether it holds the names
+ * the endpoints share or another endpoint does. One whose address another
+ * host took meanwhile is replaced, and takes the address back. */
+static void test_rail_heard_again(void **state)
+{
+	struct host *r[3], *again;
+	struct host_store s;
+
+	(void)state;
+	puts_seen = refreshes_seen = 0;
+	assert_int_equal(store_init(&s, 64), 0);
+	store_observe(&s, &(struct store_observer){ .put = count_put, .refresh = count_refresh });
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(rail_put(&s, "nodeA", 1, i, 1u << i, &r[i]), 0);
+	assert_int_equal(n_endpoints(r[0]), 3);
+	assert_int_equal(host_soonest_expires_ms(r[1]), 60000);
+	puts_seen = 0;
+	for (unsigned i = 0; i < 3; i++) {
+		again = rail_again(&s, i, 1u << i, 60, 5000 + 1000 * i);
+		assert_ptr_equal(again, r[i]);
+		assert_int_equal(host_expires_ms(r[i]), 65000 + 1000 * i);
+		assert_int_equal(refreshes_seen, i + 1);
+	}
+	assert_int_equal(puts_seen, 0);
+	/* the host's record expires with its soonest endpoint */
+	assert_int_equal(host_soonest_expires_ms(r[2]), 65000);
+	assert_int_equal(n_endpoints(lk_name(&s, "nodeA", 1)), 3);
+	assert_ptr_equal(lk_name(&s, "nodeA-ib1", 1), r[1]);
+	assert_ptr_equal(lk_lid(&s, 1, 2), r[2]);
+
+	/* rail 2's address taken by another host: heard again, rail 2 is a
+	 * new endpoint of the same host, which takes it back */
+	assert_int_equal(insert_simple(&s, "other", "198.18.2.1", "fe80::9", IBRES_ORIGIN_FABRIC,
+				       60, 9000),
+			 0);
+	assert_string_equal(name_of(lk_v4(&s, "198.18.2.1", 9000)), "other");
+	puts_seen = refreshes_seen = 0;
+	again = rail_again(&s, 2, 1u << 2, 60, 10000);
+	assert_ptr_not_equal(again, r[2]);
+	assert_int_equal(refreshes_seen, 0);
+	assert_true(puts_seen >= 3); /* it, the host it took from, its host's other endpoints */
+	assert_ptr_equal(lk_v4(&s, "198.18.2.1", 10000), again);
+	assert_int_equal(n_endpoints(again), 3);
+	r[2] = again;
+
+	/* heard on a local endpoint it was not heard on: a replacement */
+	again = rail_again(&s, 1, 1u << 1 | 1u << 3, 60, 11000);
+	assert_ptr_not_equal(again, r[1]);
+	assert_int_equal(host_heard_on(again), 1u << 1 | 1u << 3);
+	assert_int_equal(n_endpoints(again), 3);
+	assert_int_equal(s.stats.hosts, 4);
+	store_fini(&s);
+}
+
 /* A port with two partitions: two endpoints sharing a GID and a LID, each
  * heard on the local endpoint of its P_Key. */
 static void test_partitions(void **state)
@@ -3623,6 +3698,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_name),
 		cmocka_unit_test(test_rails),
+		cmocka_unit_test(test_rail_heard_again),
 		cmocka_unit_test(test_rails_one_subnet),
 		cmocka_unit_test(test_partitions),
 		cmocka_unit_test(test_rails_bounds),

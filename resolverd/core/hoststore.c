@@ -577,10 +577,13 @@ static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_
 	if (how->seq)
 		h->seq = how->seq;
 	s->stats.inserts++;
-	if (s->ob.refresh)
+	if (s->ob.refresh) {
 		s->ob.refresh(s->ob.arg, h);
-	else if (s->ob.put)
+	} else if (s->ob.put) {
 		s->ob.put(s->ob.arg, h);
+		if (h->sib_next)
+			hs_ring_changed(s, h, h); /* its host's record expires with it */
+	}
 	return true;
 }
 

@@ -64,7 +64,8 @@ struct store_stats {
  * all may read it. */
 struct store_observer {
 	void (*put)(void *arg, struct host *h);
-	/* @h heard again as it was: only its expiry moved (NULL: put) */
+	/* @h heard again as it was: only its expiry moved (NULL: put, with
+	 * every other endpoint of its host, whose record's expiry moves too) */
 	void (*refresh)(void *arg, struct host *h);
 	void (*gone)(void *arg, struct host *h);
 	void *arg;
@@ -198,11 +199,13 @@ struct store_put {
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
 		 uint64_t now_ms, struct host **out);
-/* The learned host of @h's identity, heard again exactly as stored (alone,
- * every key its own, already heard where @how says): its expiry and
- * announce number move, nothing else. Returns true when it did; false: use
- * store_insert(). No key of such a record can conflict with another host's
- * (each leads to it), which spares a boot storm's repeats every check.
+/* The learned endpoint of @h's identity, heard again exactly as stored
+ * (already heard where @how says, every key leading to it or, a name, GID
+ * or LID its host's endpoints share, to another endpoint of its host): its
+ * expiry and announce number move, nothing else. Returns true when it did;
+ * false: use store_insert(). No key of such a record can conflict with
+ * another host's (each leads to its own host), which spares a boot storm's
+ * repeats and every periodic announce every check.
  * *@seq_before (may be NULL): the announce number that host had, if it was
  * learned from the fabric under @h's canonical name and heard where @how
  * says, whether refreshed or not; else 0. */

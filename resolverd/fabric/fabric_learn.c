@@ -213,8 +213,9 @@ int fabric_learn_store(struct fabric_port *p, const struct fw_msg *m, int group)
 }
 
 /* Cache a peer's identity (overheard or answered). A sender heard again as
- * it is stored is only refreshed: each of its keys leads to it, so none can
- * conflict (most of a boot storm's datagrams). *@prev_seq (may be NULL): the
+ * it is stored is only refreshed: each of its keys leads to it or another
+ * endpoint of its host, so none can conflict (most of a boot storm's
+ * datagrams, and every periodic announce). *@prev_seq (may be NULL): the
  * announce number this endpoint had, heard here before (0: none). */
 int fabric_learn(struct fabric_port *p, const struct fw_msg *m, int group, uint32_t *prev_seq)
 {

@@ -605,6 +605,15 @@ void hostdir_on_put(void *arg, struct host *h)
 	put_view(p, h, VIEW_SHARED);
 }
 
+/* Has any endpoint of @h's host a block in this file? */
+static bool ring_written(const struct host *h)
+{
+	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
+		if (host_cookie(e, false) || host_cookie(e, true))
+			return true;
+	return false;
+}
+
 /* @h, an endpoint of a host of several, heard again as it was. Its host
  * written as one record: that record's expiry is the host's soonest, and
  * only it moves. Written record by record (a host one record cannot hold):
@@ -615,12 +624,12 @@ static void refresh_ring(struct hostdir_pub *p, struct host *h)
 	struct host *s = hostdir_speaker(h);
 	uint32_t off = host_cookie(s, true);
 
-	if (!off && p->rebuild)
-		return; /* held back: the new file will hold it */
 	if (is_host_record(p, off)) {
 		rec_set_expiry(block(p, off), host_soonest_expires_ms(s));
 		return;
 	}
+	if (p->rebuild && !ring_written(h))
+		return; /* held back: the new file will hold it (and nothing changed) */
 	hostdir_on_put(p, h);
 	for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
 		hostdir_on_put(p, e);

@@ -3387,6 +3387,9 @@ static void test_rails(void **state)
 	store_fini(&s);
 }
 
+static void ep_rec(struct ibres_hostrec *h, const char *name, unsigned n, unsigned r,
+		   uint16_t pkey, uint16_t lid, unsigned addr);
+
 /* Rail @i of node n1 "nodeA" heard again at @now_ms for @ttl seconds. */
 static struct host *rail_again(struct host_store *s, unsigned i, uint32_t heard_on, uint32_t ttl,
 			       uint64_t now)
@@ -3437,6 +3440,27 @@ static void test_rail_heard_again(void **state)
 	assert_int_equal(n_endpoints(lk_name(&s, "nodeA", 1)), 3);
 	assert_ptr_equal(lk_name(&s, "nodeA-ib1", 1), r[1]);
 	assert_ptr_equal(lk_lid(&s, 1, 2), r[2]);
+	/* nothing else moved: the digests, whole and a fabric's */
+	{
+		struct store_digest before, after, f1_before, f1_after;
+		struct store_put how = { .origin = IBRES_ORIGIN_FABRIC, .heard_on = 1u << 1,
+					 .rails = 0x1001, .ttl_s = 60, .seq = 7 };
+		struct ibres_hostrec h;
+		uint32_t seq = 0;
+
+		store_digest(&s, &before);
+		store_fabric_digest(&s, 1, &f1_before);
+		rail_rec(&h, "nodeA", 1, 1);
+		assert_true(store_refresh(&s, &h, &how, 8000, &seq));
+		how.seq = 8;
+		assert_true(store_refresh(&s, &h, &how, 8000, &seq));
+		assert_int_equal(seq, 7); /* its announce number moved too */
+		check(&s);
+		store_digest(&s, &after);
+		store_fabric_digest(&s, 1, &f1_after);
+		assert_memory_equal(&before, &after, sizeof(before));
+		assert_memory_equal(&f1_before, &f1_after, sizeof(f1_before));
+	}
 
 	/* rail 2's address taken by another host: heard again, rail 2 is a
 	 * new endpoint of the same host, which takes it back */
@@ -3459,6 +3483,52 @@ static void test_rail_heard_again(void **state)
 	assert_int_equal(host_heard_on(again), 1u << 1 | 1u << 3);
 	assert_int_equal(n_endpoints(again), 3);
 	assert_int_equal(s.stats.hosts, 4);
+	r[1] = again;
+
+	/* rail 0's address in the node's own file: it stays the file's, and
+	 * rail 0 is inserted again each time, never refreshed */
+	assert_int_equal(insert_simple(&s, "pinned", "198.18.0.1", NULL, IBRES_ORIGIN_STATIC, 0,
+				       12000),
+			 0);
+	again = rail_again(&s, 0, 1u << 0, 60, 13000);
+	assert_ptr_not_equal(again, r[0]);
+	assert_string_equal(name_of(lk_v4(&s, "198.18.0.1", 13000)), "pinned");
+	refreshes_seen = 0;
+	r[0] = again;
+	again = rail_again(&s, 0, 1u << 0, 60, 14000);
+	assert_ptr_not_equal(again, r[0]);
+	assert_int_equal(refreshes_seen, 0);
+	assert_int_equal(n_endpoints(again), 3);
+	store_fini(&s);
+
+	/* two partitions of one port share its GID and LID: each is
+	 * refreshed, whichever holds the shared keys */
+	assert_int_equal(store_init(&s, 64), 0);
+	store_observe(&s, &(struct store_observer){ .put = count_put, .refresh = count_refresh });
+	{
+		struct ibres_hostrec h[2];
+		struct host *p[2];
+
+		ep_rec(&h[0], "nodeP", 1, 0, 0xffff, 5, 1);
+		ep_rec(&h[1], "nodeP", 1, 0, 0x8001, 5, 2);
+		for (unsigned round = 0; round < 3; round++)
+			for (unsigned i = 0; i < 2; i++) {
+				assert_int_equal(store_insert(&s, &h[i],
+							      &(struct store_put){
+								      .origin = IBRES_ORIGIN_FABRIC,
+								      .heard_on = 1u << i,
+								      .rails = 9,
+								      .ttl_s = 60 },
+							      1000 * round, &again),
+						 0);
+				check(&s);
+				if (round)
+					assert_ptr_equal(again, p[i]);
+				p[i] = again;
+			}
+		assert_int_equal(n_endpoints(p[0]), 2);
+		assert_int_equal(host_soonest_expires_ms(p[1]), 62000);
+	}
 	store_fini(&s);
 }
 

@@ -2,10 +2,11 @@
 /*
  * Asking a peer for what we lack (fabric_fetch.h): sessions of range
  * queries to one peer at a time, while the directory is incomplete after
- * the settle time.
+ * the settle time; the peers to ask are fabric_peers.c's.
  */
 #include "fabric/fabric_fetch.h"
 #include "fabric/fabric_impl.h"
+#include "fabric/fabric_peers.h"
 
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -34,241 +35,6 @@ static bool wanted(const struct fabric *f)
 	return cfg->announce_interval_s > 0 &&
 	       (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s && f->dg.burst_checked &&
 	       now_ms() >= f->settled_ms && (fabric_digest_incomplete(f) || f->fx.doubt);
-}
-
-/* The slots of port @port, *@n of them (FETCH_PEERS shared out). */
-static struct fetch_peer *port_slots(struct fabric *f, unsigned port, unsigned *n)
-{
-	unsigned q = f->n_ports ? FETCH_PEERS / f->n_ports : FETCH_PEERS;
-
-	if (q > FETCH_PORT_PEERS_MAX)
-		q = FETCH_PORT_PEERS_MAX;
-	_Static_assert(FETCH_PEERS / CFG_MAX_ENDPOINTS >= FETCH_PORT_PEERS_MIN,
-		       "every port has room for K voices and a spare");
-	*n = q;
-	return &f->fx.peers[port * q];
-}
-
-/* Is @c the slot of the peer of port GID @gid? */
-static bool slot_is(const struct fetch_peer *c, const uint8_t gid[16])
-{
-	return c->used && !memcmp(c->gid, gid, 16);
-}
-
-/* A peer's slot on port @port (one at most: remember_peer() keeps a slot a
- * peer and port). */
-static struct fetch_peer *find_peer(struct fabric *f, unsigned port, const uint8_t gid[16])
-{
-	unsigned n;
-	struct fetch_peer *c = port_slots(f, port, &n);
-
-	for (unsigned i = 0; i < n; i++)
-		if (slot_is(&c[i], gid))
-			return &c[i];
-	return NULL;
-}
-
-/* A peer that answers range queries was heard: it can vouch. The first
- * DIGEST_AGREE_K distinct ones are remembered for the daemon's life (a peer
- * forgotten by the fetch list, a lossy path, still counts): fewer, and K is
- * as many (a cluster mostly of daemons before range queries). */
-static void count_voice(struct fabric *f, const uint8_t gid[16])
-{
-	struct fabric_fetch *x = &f->fx;
-
-	for (unsigned i = 0; i < x->n_voices; i++)
-		if (!memcmp(x->voices[i], gid, 16))
-			return;
-	if (x->n_voices == DIGEST_AGREE_K)
-		return;
-	memcpy(x->voices[x->n_voices++], gid, 16);
-	fabric_digest_voices(f, x->n_voices < DIGEST_AGREE_K ? x->n_voices : 0);
-}
-
-/* A peer restarted with a daemon before range queries: no voice now. */
-static void drop_voice(struct fabric *f, const uint8_t gid[16])
-{
-	struct fabric_fetch *x = &f->fx;
-
-	for (unsigned i = 0; i < x->n_voices; i++)
-		if (!memcmp(x->voices[i], gid, 16)) {
-			memmove(x->voices[i], x->voices[i + 1],
-				(size_t)(x->n_voices - i - 1) * sizeof(x->voices[0]));
-			x->n_voices--;
-			fabric_digest_voices(f, x->n_voices);
-			return;
-		}
-}
-
-/* Gone, or an older daemon: forgotten on every port that heard it. */
-static void forget_peer(struct fabric *f, const uint8_t gid[16])
-{
-	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (slot_is(&f->fx.peers[i], gid))
-			f->fx.peers[i].used = false;
-}
-
-/* A peer that answers range queries was heard from @from on @p: its slot
- * among @p's (kept, or a free one, or the next in the round's) and a clean
- * record. Returns the slot. */
-static struct fetch_peer *remember_peer(struct fabric_port *p, const uint8_t gid[16],
-					const struct transport_addr *from, bool claim, bool fabric,
-					bool voice)
-{
-	unsigned port = (unsigned)(p - p->f->ports), n;
-	struct fetch_peer *slots = port_slots(p->f, port, &n);
-	struct fetch_peer *slot = find_peer(p->f, port, gid);
-
-	for (unsigned i = 0; i < n && !slot; i++)
-		if (!slots[i].used)
-			slot = &slots[i];
-	if (!slot) /* full: the next in the round takes the newcomer's place */
-		slot = &slots[p->f->fx.next_peer % n];
-	if (!slot_is(slot, gid))
-		slot->claimed = slot->answered = slot->old = slot->fabric = slot->proven =
-			false; /* a new peer's */
-	slot->addr = *from;
-	memcpy(slot->gid, gid, 16);
-	slot->port = port;
-	slot->claimed |= claim;
-	slot->fabric |= fabric;
-	slot->strikes = 0; /* heard: alive, whatever sessions were lost */
-	slot->used = true;
-	slot->proven |= voice;
-	if (voice)
-		count_voice(p->f, gid);
-	return slot;
-}
-
-void fabric_fetch_peer(struct fabric_port *p, const struct fw_msg *m,
-		       const struct transport_addr *from)
-{
-	struct store_digest own;
-	struct fetch_peer *c;
-	bool claim;
-
-	if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES) || !from) {
-		/* restarted with an older daemon (a rolling upgrade, or back):
-		 * it would count our queries malformed */
-		forget_peer(p->f, m->sender.gids[0]);
-		if (!m->has_digest || !(m->digest.flags & FW_DIGEST_RANGES))
-			drop_voice(p->f, m->sender.gids[0]);
-		return;
-	}
-	store_fabric_digest(p->f->store, fabric_scope(p, m->digest.flags & FW_DIGEST_FABRIC),
-			    &own);
-	claim = m->digest.hosts > own.hosts ||
-		(m->digest.hosts == own.hosts && m->digest.sum != own.sum);
-	c = remember_peer(p, m->sender.gids[0], from, claim, m->digest.flags & FW_DIGEST_FABRIC,
-			  true);
-	if (claim) {
-		c->claim_hosts = m->digest.hosts;
-		c->claim_sum = m->digest.sum;
-	}
-}
-
-void fabric_fetch_asker(struct fabric_port *p, const struct fw_msg *m,
-			const struct transport_addr *from)
-{
-	/* it asks, so it answers too: after a whole-cluster boot no announce
-	 * comes for a round, and incomplete peers' queries are what refill
-	 * the list that lossy sessions emptied */
-	if (from)
-		remember_peer(p, m->sender.gids[0], from, false, m->range.flags & FW_RANGE_FABRIC,
-			      true);
-}
-
-void fabric_fetch_replier(struct fabric_port *p, const struct fw_msg *m,
-			  const struct transport_addr *from)
-{
-	/* a host whose announces this fabric missed is a peer here all the
-	 * same: without it, too few peers of this fabric may be left to
-	 * vouch for it. Not a voice before it answers a range query (a
-	 * daemon before them answers none, and the queries it leaves
-	 * unanswered forget it) */
-	unsigned port = (unsigned)(p - p->f->ports), n;
-	struct fetch_peer *slots = port_slots(p->f, port, &n);
-
-	if (!from || find_peer(p->f, port, m->sender.gids[0]))
-		return;
-	/* a free slot only: peers known to answer keep theirs */
-	for (unsigned i = 0; i < n; i++)
-		if (!slots[i].used) {
-			/* asked about this fabric until its answer says it
-			 * does not count per fabric */
-			remember_peer(p, m->sender.gids[0], from, false, true, false);
-			return;
-		}
-}
-
-/* Does what @c's port heard hold what @c's digest claimed (as many hosts and
- * the same, or more)? Then the claim is no reason to ask it first: after a
- * whole-cluster boot every early digest claimed more than we held then, and
- * asking them in the list's order would leave the fabrics of the last ports
- * unasked for as many sessions. */
-static bool claim_met(struct fabric *f, const struct fetch_peer *c)
-{
-	struct store_digest own;
-
-	store_fabric_digest(f->store, fabric_scope(&f->ports[c->port], c->fabric), &own);
-	return own.hosts > c->claim_hosts ||
-	       (own.hosts == c->claim_hosts && own.sum == c->claim_sum);
-}
-
-/* Place @j of the round robin, which takes the ports in turn (one port's
- * peers after another would spend a burst's quick sessions on a port that
- * stays incomplete): the (@j / ports)-th slot of port @j % ports, or NULL
- * past that port's slots. One port: its slots in order. */
-static struct fetch_peer *turn_slot(struct fabric *f, unsigned j)
-{
-	unsigned ports = f->n_ports ? f->n_ports : 1, n;
-	struct fetch_peer *slots = port_slots(f, j % ports, &n);
-
-	return j / ports < n ? &slots[j / ports] : NULL;
-}
-
-/* Does a peer whose digest claimed more than its fabric holds wait to be
- * asked? */
-static bool claim_waits(struct fabric *f)
-{
-	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (f->fx.peers[i].used && f->fx.peers[i].claimed && !claim_met(f, &f->fx.peers[i]))
-			return true;
-	return false;
-}
-
-/* The peer of the next session, or the next one of a session whose peer
- * did not answer (@avoid: that one): one whose digest claimed more than we
- * hold, else the next in turn (so that answers vouching for us come from
- * different peers), on a fabric that counts itself incomplete if any. False
- * when none is known. */
-static bool pick_peer(struct fabric *f, const uint8_t *avoid)
-{
-	struct fabric_fetch *x = &f->fx;
-
-	for (unsigned i = 0; i < FETCH_PEERS; i++) {
-		struct fetch_peer *c = &x->peers[i];
-
-		if (c->used && c->claimed && claim_met(f, c))
-			c->claimed = false;
-		/* until it answers: what we lack, it alone is known to hold */
-		if (c->used && c->claimed && (!avoid || memcmp(c->gid, avoid, 16))) {
-			x->peer = *c;
-			return true;
-		}
-	}
-	for (unsigned pass = 0; pass < 2; pass++)
-		for (unsigned n = 0; n < FETCH_PEERS; n++) {
-			struct fetch_peer *c = turn_slot(f, (x->next_peer + n) % FETCH_PEERS);
-
-			if (!c || !c->used || (avoid && !memcmp(c->gid, avoid, 16)) ||
-			    (!pass && !fabric_port_incomplete(&f->ports[c->port])))
-				continue;
-			x->next_peer += n + 1;
-			x->peer = *c;
-			return true;
-		}
-	return false;
 }
 
 /* A query's tid: random, its low bits left for the try (FETCH_TRY_MASK). */
@@ -327,7 +93,9 @@ static void next_query(struct fabric *f)
 			return;
 		}
 		x->quick -= vouch;
-		loop_timer_arm(f->loop, &x->timer, now + (vouch ? FETCH_VOUCH_GAP_MS : FETCH_GAP_MS));
+		f->ports[x->port].fetch_free_ms = now + (vouch ? FETCH_VOUCH_GAP_MS : FETCH_GAP_MS);
+		/* another fabric's peer may be asked sooner (fetch_pick_peer()) */
+		loop_timer_arm(f->loop, &x->timer, now + FETCH_VOUCH_GAP_MS);
 		return;
 	}
 	x->asked = x->todo[--x->n_todo];
@@ -345,12 +113,15 @@ static void next_query(struct fabric *f)
 static void session_start(struct fabric *f)
 {
 	struct fabric_fetch *x = &f->fx;
+	uint64_t later;
 
-	if (!pick_peer(f, NULL)) {
-		loop_timer_arm(f->loop, &x->timer, now_ms() + FETCH_IDLE_MS);
+	if (!fetch_pick_peer(f, NULL, &later)) {
+		loop_timer_arm(f->loop, &x->timer,
+			       later != UINT64_MAX ? later : now_ms() + FETCH_IDLE_MS);
 		return;
 	}
 	x->active = true;
+	x->port = x->peer.port;
 	x->sessions++;
 	x->queries = x->pages = x->hints = x->switches = 0;
 	x->rtt_ms = 0;
@@ -366,7 +137,7 @@ static void move_on(struct fabric *f)
 {
 	struct fabric_fetch *x = &f->fx;
 
-	if (x->switches < FETCH_SWITCHES && pick_peer(f, x->peer.gid)) {
+	if (x->switches < FETCH_SWITCHES && fetch_pick_peer(f, x->peer.gid, NULL)) {
 		x->switches++;
 		x->tries = 0;
 		x->rtt_ms = 0; /* another peer */
@@ -394,7 +165,7 @@ static void on_timer(struct loop_timer *t)
 		 * forgotten after FETCH_STRIKES such queries in a row, as on
 		 * a lossy fabric many are lost */
 		x->timeouts++;
-		c = find_peer(f, x->peer.port, x->peer.gid);
+		c = fetch_find_peer(f, x->peer.port, x->peer.gid);
 		/* one that answers range queries (over its limit it says
 		 * BUSY): a loss, or it is gone; either way its word is
 		 * missing, and the peers that do answer must not vouch at once */
@@ -404,7 +175,7 @@ static void on_timer(struct loop_timer *t)
 			fabric_digest_update(f); /* no datagram will */
 		}
 		if (c && ++c->strikes >= FETCH_STRIKES)
-			forget_peer(f, c->gid);
+			fetch_forget_peer(f, c->gid);
 		move_on(f);
 		return;
 	}
@@ -414,7 +185,7 @@ static void on_timer(struct loop_timer *t)
 		return;
 	}
 	hold = fabric_digest_hold_end(f);
-	if (x->quick && now_ms() < hold && !claim_waits(f)) {
+	if (x->quick && now_ms() < hold && !fetch_claim_waits(f)) {
 		/* only voices to ask for, and none counts before the hold ends */
 		loop_timer_arm(f->loop, t, hold);
 		return;
@@ -598,7 +369,7 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 	}
 	if (!sorted) {
 		/* a daemon before pages: no dense listing of it from now on */
-		struct fetch_peer *c = find_peer(f, x->peer.port, x->peer.gid);
+		struct fetch_peer *c = fetch_find_peer(f, x->peer.port, x->peer.gid);
 
 		x->peer.old = true;
 		if (c)
@@ -658,10 +429,10 @@ static void heard_of_us(struct fabric *f, struct fetch_peer *c, bool unheard)
 	/* one peer, one voice: its port GID may be heard on several ports
 	 * (partitions of one port) */
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (slot_is(&x->peers[i], c->gid) && x->peers[i].answered)
+		if (fetch_slot_is(&x->peers[i], c->gid) && x->peers[i].answered)
 			return;
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
-		if (slot_is(&x->peers[i], c->gid))
+		if (fetch_slot_is(&x->peers[i], c->gid))
 			x->peers[i].answered = true;
 	x->burst_first++;
 	x->burst_unheard += unheard;
@@ -706,7 +477,7 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 		if (!x->rtt_ms || rtt < x->rtt_ms)
 			x->rtt_ms = rtt;
 	}
-	c = find_peer(f, x->peer.port, x->peer.gid);
+	c = fetch_find_peer(f, x->peer.port, x->peer.gid);
 	if (c) {
 		c->strikes = 0;
 		c->proven = true;
@@ -717,7 +488,7 @@ void fabric_fetch_answer(struct fabric_port *p, const struct fw_msg *m)
 		if (x->peer.fabric)
 			c->fabric = m->range.flags & FW_RANGE_FABRIC;
 	}
-	count_voice(f, x->peer.gid);
+	fetch_count_voice(f, x->peer.gid);
 	fabric_digest_answer(p, m);
 	heard_of_us(f, c, m->range.flags & FW_RANGE_ASKER_NEW);
 	if (busy) {

@@ -61,7 +61,9 @@ _Static_assert(FETCH_PEERS >= FETCH_PORT_PEERS_MAX, "one port may have its most"
  * lost the first, so each is sent only when an answer to a query asked
  * after the last says it did not get out (at most two a second). */
 #define NEWCOMER_REPEATS 16
-/* Between two sessions; and how often an idle fetch looks again. */
+/* Between two sessions asking one fabric (a port's: the sessions of a node
+ * of several planes take the fabrics in turn, each fabric's gap its own);
+ * and how often an idle fetch looks again. */
 #define FETCH_GAP_MS  200
 /* ... after a session that only vouched, the first DIGEST_AGREE_K a port of a burst */
 #define FETCH_VOUCH_GAP_MS 20
@@ -117,6 +119,7 @@ struct fabric_fetch {
 	/* the session */
 	bool active, waiting;
 	struct fetch_peer peer;
+	unsigned port; /* the port of its first peer, whose fabric's gap it takes */
 	struct fw_range todo[FETCH_TODO_MAX], asked;
 	unsigned n_todo, tries, queries, pages, hints, switches;
 	uint64_t tid;

@@ -34,6 +34,8 @@ struct fabric_port {
 	/* the sorted copy of the terms of the hosts heard here (fabric_range.c) */
 	struct term_index terms;
 	uint64_t terms_used_ms;
+	/* no new fetch session asks this fabric before (fabric_fetch.c) */
+	uint64_t fetch_free_ms;
 	/* the source of the datagram being handled (set by on_datagram for the
 	 * length of the call): who really sent it, whatever it says */
 	const struct transport_addr *rx_from;

@@ -56,6 +56,8 @@ static void send_query(struct fabric *f)
 	if (wait > FETCH_WAIT_MS)
 		wait = FETCH_WAIT_MS;
 	x->waiting = true;
+	_Static_assert(CFG_MAX_ENDPOINTS <= 32, "a port is a bit of ports_asked");
+	x->ports_asked |= 1u << x->peer.port;
 	if (!x->tries++)
 		x->sent_ms = now_ms();
 	loop_timer_arm(f->loop, &x->timer, now_ms() + wait);
@@ -93,7 +95,10 @@ static void next_query(struct fabric *f)
 			return;
 		}
 		x->quick -= vouch;
-		f->ports[x->port].fetch_free_ms = now + (vouch ? FETCH_VOUCH_GAP_MS : FETCH_GAP_MS);
+		for (unsigned i = 0; i < f->n_ports; i++)
+			if (x->ports_asked >> i & 1)
+				f->ports[i].fetch_free_ms =
+					now + (vouch ? FETCH_VOUCH_GAP_MS : FETCH_GAP_MS);
 		/* another fabric's peer may be asked sooner (fetch_pick_peer()) */
 		loop_timer_arm(f->loop, &x->timer, now + FETCH_VOUCH_GAP_MS);
 		return;
@@ -110,18 +115,20 @@ static void next_query(struct fabric *f)
 	send_query(f);
 }
 
-static void session_start(struct fabric *f)
+/* A new session; @claims_only: with a peer whose digest claimed more than we
+ * hold alone (in the hold, when no other answer could vouch). */
+static void session_start(struct fabric *f, bool claims_only)
 {
 	struct fabric_fetch *x = &f->fx;
 	uint64_t later;
 
-	if (!fetch_pick_peer(f, NULL, &later)) {
+	if (!fetch_pick_peer(f, NULL, &later, claims_only)) {
 		loop_timer_arm(f->loop, &x->timer,
 			       later != UINT64_MAX ? later : now_ms() + FETCH_IDLE_MS);
 		return;
 	}
 	x->active = true;
-	x->port = x->peer.port;
+	x->ports_asked = 0;
 	x->sessions++;
 	x->queries = x->pages = x->hints = x->switches = 0;
 	x->rtt_ms = 0;
@@ -137,7 +144,7 @@ static void move_on(struct fabric *f)
 {
 	struct fabric_fetch *x = &f->fx;
 
-	if (x->switches < FETCH_SWITCHES && fetch_pick_peer(f, x->peer.gid, NULL)) {
+	if (x->switches < FETCH_SWITCHES && fetch_pick_peer(f, x->peer.gid, NULL, false)) {
 		x->switches++;
 		x->tries = 0;
 		x->rtt_ms = 0; /* another peer */
@@ -155,6 +162,7 @@ static void on_timer(struct loop_timer *t)
 	struct fabric_fetch *x = &f->fx;
 	struct fetch_peer *c;
 	uint64_t hold;
+	bool in_hold;
 
 	if (x->active && x->waiting) {
 		if (x->tries < FETCH_TRIES) {
@@ -185,12 +193,13 @@ static void on_timer(struct loop_timer *t)
 		return;
 	}
 	hold = fabric_digest_hold_end(f);
-	if (x->quick && now_ms() < hold && !fetch_claim_waits(f)) {
+	in_hold = x->quick && now_ms() < hold;
+	if (in_hold && !fetch_claim_waits(f)) {
 		/* only voices to ask for, and none counts before the hold ends */
 		loop_timer_arm(f->loop, t, hold);
 		return;
 	}
-	session_start(f);
+	session_start(f, in_hold);
 }
 
 static void push(struct fabric_fetch *x, const struct store_range *r, bool names)

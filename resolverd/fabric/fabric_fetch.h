@@ -119,7 +119,7 @@ struct fabric_fetch {
 	/* the session */
 	bool active, waiting;
 	struct fetch_peer peer;
-	unsigned port; /* the port of its first peer, whose fabric's gap it takes */
+	uint32_t ports_asked; /* ports whose peers it asked: their fabrics' gaps follow it */
 	struct fw_range todo[FETCH_TODO_MAX], asked;
 	unsigned n_todo, tries, queries, pages, hints, switches;
 	uint64_t tid;

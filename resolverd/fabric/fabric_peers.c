@@ -230,11 +230,11 @@ static bool port_free(const struct fabric *f, unsigned port, uint64_t now, uint6
 
 /* The peer of the next session (@later set), or the next one of a session
  * whose peer did not answer (@avoid: that one, @later NULL): one whose
- * digest claimed more than we hold, else the next in turn (so that answers
- * vouching for us come from different peers), on a fabric that counts
- * itself incomplete if any. False when none is known, or (*@later not
- * UINT64_MAX) none may be asked before *@later. */
-bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later)
+ * digest claimed more than we hold, else (unless @claims_only) the next in
+ * turn (so that answers vouching for us come from different peers), on a
+ * fabric that counts itself incomplete if any. False when none is known,
+ * or (*@later not UINT64_MAX) none may be asked before *@later. */
+bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later, bool claims_only)
 {
 	struct fabric_fetch *x = &f->fx;
 	uint64_t now = now_ms();
@@ -253,7 +253,7 @@ bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later)
 			return true;
 		}
 	}
-	for (unsigned pass = 0; pass < 2; pass++) {
+	for (unsigned pass = 0; pass < 2 && !claims_only; pass++) {
 		for (unsigned n = 0; n < FETCH_PEERS; n++) {
 			struct fetch_peer *c = turn_slot(f, (x->next_peer + n) % FETCH_PEERS);
 
@@ -265,7 +265,9 @@ bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later)
 			x->peer = *c;
 			return true;
 		}
-		/* an incomplete fabric's peer waits for its gap: no other asked */
+		/* a peer passed over for its fabric's gap (a claimed one, or
+		 * an incomplete fabric's) is waited for: no complete fabric's
+		 * peer is asked before it */
 		if (later && *later != UINT64_MAX)
 			return false;
 	}

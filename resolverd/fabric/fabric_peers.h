@@ -28,9 +28,10 @@ void fetch_forget_peer(struct fabric *f, const uint8_t gid[16]);
 bool fetch_claim_waits(struct fabric *f);
 /* Into f->fx.peer: the peer of a new session (@later set: each fabric waits
  * out its gap, the soonest time one is free in *@later when none may be
- * asked yet), or the next one of a session whose peer did not answer
+ * asked yet; @claims_only: a peer whose digest claimed more than we hold,
+ * or none), or the next one of a session whose peer did not answer
  * (@avoid: that one; @later NULL). False when none is known, or none may be
  * asked before *@later (not UINT64_MAX). */
-bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later);
+bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later, bool claims_only);
 
 #endif

@@ -24,7 +24,8 @@ void fetch_count_voice(struct fabric *f, const uint8_t gid[16]);
 /* Gone, or an older daemon: forgotten on every port that heard it. */
 void fetch_forget_peer(struct fabric *f, const uint8_t gid[16]);
 /* Does a peer whose digest claimed more than its fabric holds wait to be
- * asked? */
+ * asked (through a port that is up)? A peer of a port that is closed or
+ * down is never picked. */
 bool fetch_claim_waits(struct fabric *f);
 /* Into f->fx.peer: the peer of a new session (@later set: each fabric waits
  * out its gap, the soonest time one is free in *@later when none may be

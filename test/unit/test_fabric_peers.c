@@ -150,6 +150,18 @@ static void test_incomplete_fabric_first(void **state)
 	f->ports[1].rule.incomplete = false;
 	assert_true(fetch_pick_peer(f, NULL, &later, false));
 	assert_int_not_equal(f->fx.peer.port, 1);
+	/* a port that is down or closed: never its peers, claimed or not */
+	hear(f, 0, 2, 5);
+	((struct fx *)*state)->eps[0].down = true;
+	f->ports[1].fetch_free_ms = 0;
+	f->ports[2].open = false;
+	for (unsigned i = 0; i < 4; i++) {
+		assert_true(fetch_pick_peer(f, NULL, &later, false));
+		assert_int_equal(picked(f), 101);
+		assert_true(fetch_pick_peer(f, f->fx.peer.gid, NULL, false) == false ||
+			    f->fx.peer.port == 1);
+	}
+	assert_false(fetch_claim_waits(f)); /* its claim cannot be asked for */
 }
 
 static void test_claims_first_and_alone_in_the_hold(void **state)

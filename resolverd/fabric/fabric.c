@@ -78,7 +78,7 @@ int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
-		if (!p->open || p->ep->down)
+		if (!fabric_port_up(p))
 			continue;
 		fabric_msg_init(p, &m, FW_REQUEST, tid);
 		m.has_target = true;
@@ -100,7 +100,7 @@ int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t 
 	if (!f || !at || at->port >= f->n_ports)
 		return fabric_send_request(f, k, tid);
 	p = &f->ports[at->port];
-	if (!p->open || p->ep->down)
+	if (!fabric_port_up(p))
 		return -ENOTCONN;
 	fabric_msg_init(p, &m, FW_REQUEST, tid);
 	m.has_target = true;
@@ -583,7 +583,7 @@ static void rail_state(struct fabric *f, const struct endpoint *ep)
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
-		if (!p->open || p->ep == ep || p->ep->down || !ep->cfg.id.n_gids)
+		if (!fabric_port_up(p) || p->ep == ep || !ep->cfg.id.n_gids)
 			continue;
 		fabric_msg_init(p, &m, FW_RAIL_DOWN, 0);
 		m.has_target = true;

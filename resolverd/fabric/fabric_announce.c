@@ -37,7 +37,7 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 
-		if (!p->open || p->ep->down)
+		if (!fabric_port_up(p))
 			continue;
 		fabric_msg_init(p, &m, type, tid);
 		m.flags = flags;

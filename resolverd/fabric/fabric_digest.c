@@ -216,13 +216,6 @@ static uint64_t rx_drops(const struct fabric *f)
 	return s.queue_empty + s.hw_out_of_buffer + s.sock_drops;
 }
 
-/* A port whose rule counts: open, and its rail up (a rail down answers
- * nothing, so what it missed misleads no one). */
-static bool port_counts(const struct fabric_port *p)
-{
-	return p->open && !p->ep->down;
-}
-
 /* What a peer's digest heard on @p compares with: what this node heard on
  * that fabric (@fabric: the peer's digest is of its fabric too), or the
  * whole directory (a daemon before per-fabric digests). */
@@ -283,14 +276,14 @@ static void burst_check(struct fabric *f, uint64_t now)
 	d->burst_checked = true;
 	d->burst_pending = false;
 	for (unsigned i = 0; i < f->n_ports; i++)
-		heard |= port_counts(&f->ports[i]) && f->ports[i].rule.heard;
+		heard |= fabric_port_up(&f->ports[i]) && f->ports[i].rule.heard;
 	/* each fabric alone: a rail's announces may be lost while another's
 	 * came, and then that rail's endpoints are what we lack */
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 		struct store_digest own;
 
-		if (!port_counts(p))
+		if (!fabric_port_up(p))
 			continue;
 		/* a peer held hosts we still lack once the burst is over:
 		 * what it heard of them, we lost */
@@ -489,7 +482,7 @@ void fabric_digest_voices(struct fabric *f, unsigned n)
 
 bool fabric_port_incomplete(const struct fabric_port *p)
 {
-	return port_counts(p) && p->rule.incomplete;
+	return fabric_port_up(p) && p->rule.incomplete;
 }
 
 uint64_t fabric_digest_hold_end(const struct fabric *f)

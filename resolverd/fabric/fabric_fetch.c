@@ -61,7 +61,7 @@ static void send_query(struct fabric *f)
 	if (!x->tries++)
 		x->sent_ms = now_ms();
 	loop_timer_arm(f->loop, &x->timer, now_ms() + wait);
-	if (!p->open || p->ep->down)
+	if (!fabric_port_up(p))
 		return; /* the timer ends the session */
 	_Static_assert(FETCH_TRIES - 1 <= FETCH_TRY_MASK, "a try's number fits the tid's low bits");
 	fabric_msg_init(p, &m, FW_RANGE_QUERY, x->tid | (x->tries - 1));

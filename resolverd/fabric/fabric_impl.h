@@ -41,6 +41,13 @@ struct fabric_port {
 	const struct transport_addr *rx_from;
 };
 
+/* Is @p a rail now: open, its port and link up? Nothing goes out through
+ * one that is not, and what it heard neither vouches nor waits. */
+static inline bool fabric_port_up(const struct fabric_port *p)
+{
+	return p->open && !p->ep->down;
+}
+
 
 struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,

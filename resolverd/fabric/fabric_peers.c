@@ -202,21 +202,14 @@ static struct fetch_peer *turn_slot(struct fabric *f, unsigned j)
 	return j / ports < n ? &slots[j / ports] : NULL;
 }
 
-/* Can a peer heard on port @port be asked at all? Not through a port that
- * is closed or down: nothing would go out, and the session would wait out
- * every try of its query for nothing (and count the silence a loss). */
-static bool port_up(const struct fabric *f, unsigned port)
-{
-	return f->ports[port].open && !f->ports[port].ep->down;
-}
-
 /* Does a peer whose digest claimed more than its fabric holds wait to be
  * asked (through a port that is up)? */
 bool fetch_claim_waits(struct fabric *f)
 {
 	for (unsigned i = 0; i < FETCH_PEERS; i++)
 		if (f->fx.peers[i].used && f->fx.peers[i].claimed &&
-		    port_up(f, f->fx.peers[i].port) && !claim_met(f, &f->fx.peers[i]))
+		    fabric_port_up(&f->ports[f->fx.peers[i].port]) &&
+		    !claim_met(f, &f->fx.peers[i]))
 			return true;
 	return false;
 }
@@ -257,7 +250,7 @@ bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later, bo
 			c->claimed = false;
 		/* until it answers: what we lack, it alone is known to hold */
 		if (c->used && c->claimed && (!avoid || memcmp(c->gid, avoid, 16)) &&
-		    port_up(f, c->port) && port_free(f, c->port, now, later)) {
+		    fabric_port_up(&f->ports[c->port]) && port_free(f, c->port, now, later)) {
 			x->peer = *c;
 			return true;
 		}
@@ -268,7 +261,8 @@ bool fetch_pick_peer(struct fabric *f, const uint8_t *avoid, uint64_t *later, bo
 
 			if (!c || !c->used || (avoid && !memcmp(c->gid, avoid, 16)) ||
 			    (!pass && !fabric_port_incomplete(&f->ports[c->port])) ||
-			    !port_up(f, c->port) || !port_free(f, c->port, now, later))
+			    !fabric_port_up(&f->ports[c->port]) ||
+			    !port_free(f, c->port, now, later))
 				continue;
 			x->next_peer += n + 1;
 			x->peer = *c;

@@ -150,18 +150,38 @@ static void test_incomplete_fabric_first(void **state)
 	f->ports[1].rule.incomplete = false;
 	assert_true(fetch_pick_peer(f, NULL, &later, false));
 	assert_int_not_equal(f->fx.peer.port, 1);
-	/* a port that is down or closed: never its peers, claimed or not */
+}
+
+/* A port that is down or closed: never its peers, claimed or not (nothing
+ * would go out), and its claims do not wait. */
+static void test_no_peer_through_a_port_down(void **state)
+{
+	struct fx *x = *state;
+	struct fabric *f = x->f;
+	uint64_t later;
+
+	hear(f, 0, 1, 0);
 	hear(f, 0, 2, 5);
-	((struct fx *)*state)->eps[0].down = true;
-	f->ports[1].fetch_free_ms = 0;
+	hear(f, 1, 1, 0);
+	hear(f, 2, 1, 0);
+	hear(f, 2, 2, 7);
+	assert_true(fetch_claim_waits(f));
+	x->eps[0].down = true;
 	f->ports[2].open = false;
+	assert_false(fetch_claim_waits(f));
 	for (unsigned i = 0; i < 4; i++) {
 		assert_true(fetch_pick_peer(f, NULL, &later, false));
 		assert_int_equal(picked(f), 101);
-		assert_true(fetch_pick_peer(f, f->fx.peer.gid, NULL, false) == false ||
-			    f->fx.peer.port == 1);
+		/* a session going on: none other to move on to */
+		assert_false(fetch_pick_peer(f, f->fx.peer.gid, NULL, false));
 	}
-	assert_false(fetch_claim_waits(f)); /* its claim cannot be asked for */
+	assert_false(fetch_pick_peer(f, NULL, &later, true));
+	assert_int_equal(later, UINT64_MAX);
+	/* back up: its claimed peer first again */
+	x->eps[0].down = false;
+	assert_true(fetch_claim_waits(f));
+	assert_true(fetch_pick_peer(f, NULL, &later, false));
+	assert_int_equal(picked(f), 2);
 }
 
 static void test_claims_first_and_alone_in_the_hold(void **state)
@@ -173,6 +193,7 @@ static void test_claims_first_and_alone_in_the_hold(void **state)
 	hear(f, 1, 1, 0);
 	hear(f, 1, 2, 5); /* holds five hosts; we hold none */
 	hear(f, 2, 1, 0);
+	assert_true(fetch_claim_waits(f));
 	for (unsigned i = 0; i < 3; i++) {
 		assert_true(fetch_pick_peer(f, NULL, &later, false));
 		assert_int_equal(picked(f), 102);
@@ -200,6 +221,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_each_fabric_waits_its_own_gap, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_incomplete_fabric_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_peer_through_a_port_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claims_first_and_alone_in_the_hold, setup,
 						teardown),
 	};

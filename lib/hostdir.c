@@ -643,6 +643,7 @@ int ibdir_geom_read(const void *base, size_t size, struct ibdir_geom *g)
 		return -EBADMSG;
 	/* copied, then checked: what is used is what was checked */
 	g->seed = load64(&hd->seed);
+	g->flags = __atomic_load_n(&hd->flags, __ATOMIC_RELAXED);
 	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
 		g->tables[t].off = __atomic_load_n(&hd->tables[t].off, __ATOMIC_RELAXED);
 		g->tables[t].n_slots = __atomic_load_n(&hd->tables[t].n_slots, __ATOMIC_RELAXED);
@@ -833,7 +834,15 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 
 		if (at == IBDIR_SLOT_EMPTY)
 			return 1;
-		if (at == IBDIR_SLOT_DELETED || (uint32_t)(slot >> 32) != hash)
+		if ((uint32_t)(slot >> 32) != hash) {
+			/* in Robin Hood order, a key whose home comes after ours:
+			 * ours would be before it (a slot moving under us makes
+			 * this a miss table_seq does not let stand) */
+			if ((g->flags & IBDIR_ORDERED) && ibdir_dist(slot, i, n) < p)
+				return 1;
+			continue;
+		}
+		if (at == IBDIR_SLOT_DELETED)
 			continue;
 		ret = rec_copy(base, lo, hi, at, buf, cap, &rlen, &seq);
 		if (ret)

@@ -15,7 +15,13 @@
  *     (format 3: so that a table is sized for its keys, not rounded up to a
  *     power of two); a slot is (32-bit hash << 32 | record offset), offset 0
  *     empty, 1 a deleted key (probing goes on); linear probing from the
- *     key's home slot, ibdir_home().
+ *     key's home slot, ibdir_home(). With IBDIR_ORDERED in the header's
+ *     flags the slots are in Robin Hood order: along a run of slots the
+ *     keys' homes never go back (a key is never farther from its home than
+ *     the key after it, plus one), so a probe may stop at the first slot
+ *     nearer its home than the key looked for would be; and no slot is
+ *     deleted (a deletion moves the run after it one back). A reader that
+ *     does not know the flag probes to an empty slot and finds the same.
  *   the record area: 8-byte aligned blocks, struct ibdir_rec then its data:
  *     GIDs (16 bytes each), IPv6 (16), IPv4 (4), then names as (length byte,
  *     bytes); with IBDIR_REC_EPS then an endpoint set (struct hostrec_eps:
@@ -92,7 +98,8 @@ enum ibdir_state {
 	IBDIR_CLOSED = 3,   /* the daemon stopped */
 };
 
-/* No flags are defined yet: a reader ignores the ones it does not know. */
+/* The header's flags; a reader ignores the ones it does not know. */
+#define IBDIR_ORDERED 1u /* the tables are in Robin Hood order (above) */
 
 struct ibdir_table {
 	uint32_t off;
@@ -156,6 +163,15 @@ _Static_assert(sizeof(struct ibdir_rec) == 32, "record header is 32 bytes");
 static inline uint32_t ibdir_home(uint32_t hash, uint32_t n)
 {
 	return (uint32_t)(((uint64_t)hash * n) >> 32);
+}
+
+/* How far slot @i of a table of @n slots, holding @slot, is from the home of
+ * its key (the probes it takes to get there). */
+static inline uint32_t ibdir_dist(uint64_t slot, uint32_t i, uint32_t n)
+{
+	uint32_t home = ibdir_home((uint32_t)(slot >> 32), n);
+
+	return i >= home ? i - home : i + n - home;
 }
 
 /* The slot probed after slot @i in a table of @n slots. */
@@ -255,6 +271,7 @@ int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out);
  * image, and looks up with its own copy. */
 struct ibdir_geom {
 	uint64_t seed;
+	uint32_t flags; /* IBDIR_ORDERED */
 	struct ibdir_table tables[IBDIR_TABLES];
 	uint32_t rec_off, rec_size;
 };

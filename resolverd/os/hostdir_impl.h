@@ -102,7 +102,7 @@ struct hostdir_pub {
 	uint64_t rec_built;	     /* bytes of records written when the file was made */
 	uint64_t left_behind;	     /* bytes of blocks freed since, not taken again */
 	struct free_bin bins[FREE_BINS]; /* freed blocks of this generation, by size / 8 */
-	uint32_t used[IBDIR_TABLES]; /* slots not empty (live or deleted) */
+	uint32_t used[IBDIR_TABLES]; /* slots not empty */
 	bool in_section;	     /* table_seq is odd */
 	bool rebuild;		     /* a new file is needed */
 	bool reseed;		     /* keys_collide(): a new file at the section's end */

@@ -104,12 +104,12 @@ static void size_host(void *arg, struct host *h)
 	}
 }
 
-/* Slots for a table of @keys keys: twice as many, so that it starts half full
- * (a table 5/8 taken makes a new file, slot_set()). Any number will do
+/* Slots for a table of @keys keys: 10/7 as many, so that it starts 7/10
+ * full (a table 7/8 taken makes a new file, slot_set()). Any number will do
  * (format 3): a power of two would cost up to twice the memory. */
 static uint32_t slots_for(uint64_t keys)
 {
-	uint64_t n = keys * 2 + 1;
+	uint64_t n = keys * 10 / 7 + 2;
 
 	if (n < SLOTS_MIN)
 		return SLOTS_MIN;
@@ -249,6 +249,7 @@ static int build(struct hostdir_pub *p)
 	hd->header_size = sizeof(*hd);
 	hd->file_size = size;
 	hd->seed = (uint64_t)jitter_next(&p->rng) << 32 | jitter_next(&p->rng);
+	hd->flags = IBDIR_ORDERED;
 	hd->state = IBDIR_BUILDING;
 	hd->authoritative_from_ms = IBDIR_NEVER;
 	p->map = m;

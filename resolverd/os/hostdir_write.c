@@ -12,12 +12,14 @@
 #include "core/clock.h"
 #include "core/log.h"
 
-/* A table is written at most half full (layout()) and makes a new file once
- * TABLE_FULL_NUM/TABLE_FULL_DEN of it is taken: 25 % more keys, as much as
- * the record area has room for, so that a table does not make a file of its
- * own just after the area made one. A reader's probe for a key that is not
- * there then takes 3.9 slots on average (2.5 at half full). */
-#define TABLE_FULL_NUM 5u
+/* A table is written 7/10 full (slots_for() in hostdir_pub.c) and makes a
+ * new file once TABLE_FULL_NUM/TABLE_FULL_DEN of it is taken: 25 % more
+ * keys, as much as the record area has room for, so that a table does not
+ * make a file of its own just after the area made one. A key that is there
+ * is found after (1 + 1 / (1 - load)) / 2 slots on average, 2.2 at 7/10 and
+ * 4.5 at 7/8, most in the cache line of the first; in Robin Hood order one
+ * that is not there is given up about as soon (lib/hostdir.h). */
+#define TABLE_FULL_NUM 7u
 #define TABLE_FULL_DEN 8u
 /* Generations in a row made at once for a new seed (collided()); past them,
  * one each RESEED_BACKOFF_MS while keys still collide */
@@ -290,53 +292,59 @@ static int rec_read(const struct hostdir_pub *p, uint32_t off, struct ibres_host
 	return ibdir_rec_decode(p->map + off, p->rec_next - off, r);
 }
 
-/* The slot holding @k (-1 if none); *@free_at the first slot @k could take. */
-static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, long *free_at)
+static uint32_t slot_prev(uint32_t i, uint32_t n)
+{
+	return i ? i - 1 : n - 1;
+}
+
+/* The slot holding @k (-1 if none); *@at_or_past the slot where the probe
+ * stopped: the first empty one, or the first whose key's home comes after
+ * @k's (Robin Hood order, lib/hostdir.h: @k would go there). */
+static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash,
+		      uint32_t *at_or_past)
 {
 	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i = ibdir_home(hash, n);
 	uint64_t *slots = slots_of(p, k->tab);
 
-	*free_at = -1;
-	for (uint32_t probes = 0; probes < n; probes++, i = ibdir_next(i, n)) {
+	for (uint32_t d = 0; d < n; d++, i = ibdir_next(i, n)) {
 		uint32_t at = (uint32_t)slots[i];
 
-		if (at == IBDIR_SLOT_EMPTY) {
-			if (*free_at < 0)
-				*free_at = i;
-			return -1;
-		}
-		if (at == IBDIR_SLOT_DELETED) {
-			if (*free_at < 0)
-				*free_at = i;
-			continue;
-		}
+		if (at == IBDIR_SLOT_EMPTY || ibdir_dist(slots[i], i, n) < d)
+			break;
 		if ((uint32_t)(slots[i] >> 32) == hash && at >= hd_of(p)->rec_off &&
 		    at < p->rec_next && !(at & 7) &&
 		    ibdir_rec_has_key(p->map + at, p->rec_next - at, k->tab, k->data, k->len))
 			return i;
 	}
+	*at_or_past = i;
 	return -1;
 }
 
 /* Point the slot of @k (of hash @hash) at the block @off. 0, or -ENOSPC
- * (table full). */
+ * (no empty slot left). A new key goes where Robin Hood order puts it, and
+ * the slots from there to the next empty one move one on, the last first:
+ * every key stays in some slot a reader could find it in while they move,
+ * and table_seq, odd meanwhile, tells a reader that missed to look again. */
 static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, uint32_t off)
 {
-	uint64_t *slots = slots_of(p, k->tab);
-	long free_at, at = slot_find(p, k, hash, &free_at);
+	uint32_t n = hd_of(p)->tables[k->tab].n_slots, at_or_past = 0, j;
+	uint64_t *slots = slots_of(p, k->tab), w = (uint64_t)hash << 32 | off;
+	long at = slot_find(p, k, hash, &at_or_past);
 
-	if (at < 0) {
-		if (free_at < 0)
-			return -ENOSPC;
-		at = free_at;
-		if ((uint32_t)slots[at] == IBDIR_SLOT_EMPTY)
-			p->used[k->tab]++;
+	if (at >= 0) {
+		__atomic_store_n(&slots[at], w, __ATOMIC_RELEASE);
+		return 0;
 	}
-	__atomic_store_n(&slots[at], (uint64_t)hash << 32 | off, __ATOMIC_RELEASE);
-	/* TABLE_FULL_NUM/DEN of the table taken (deleted slots lengthen probes
-	 * too): a new file */
-	if ((uint64_t)p->used[k->tab] * TABLE_FULL_DEN >
-	    (uint64_t)hd_of(p)->tables[k->tab].n_slots * TABLE_FULL_NUM)
+	if (p->used[k->tab] + 1 >= n)
+		return -ENOSPC; /* one empty slot at least ends every probe */
+	for (j = at_or_past; (uint32_t)slots[j] != IBDIR_SLOT_EMPTY; j = ibdir_next(j, n))
+		;
+	for (; j != at_or_past; j = slot_prev(j, n))
+		__atomic_store_n(&slots[j], slots[slot_prev(j, n)], __ATOMIC_RELEASE);
+	__atomic_store_n(&slots[at_or_past], w, __ATOMIC_RELEASE);
+	/* TABLE_FULL_NUM/DEN of the table taken: a new file */
+	if ((uint64_t)++p->used[k->tab] * TABLE_FULL_DEN >
+	    (uint64_t)n * TABLE_FULL_NUM)
 		hostdir_want_rebuild(p);
 	return 0;
 }
@@ -344,21 +352,28 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, 
 /* Delete the slot of @k that points at the block @off, found by its hash and
  * that offset, not by what the block holds now: a block rewritten in place
  * without @k no longer lists it, and a slot left behind would lead a reader to
- * whatever record the block holds once it is written again. */
+ * whatever record the block holds once it is written again. The slots after
+ * it move one back, up to an empty one or one at its key's home (backward
+ * shift: no tombstone is left to lengthen probes). */
 static void slot_del(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 {
 	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
-	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i = ibdir_home(hash, n);
+	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i = ibdir_home(hash, n), nx;
 	uint64_t *slots = slots_of(p, k->tab), want = (uint64_t)hash << 32 | off;
 
-	for (uint32_t probes = 0; probes < n; probes++, i = ibdir_next(i, n)) {
-		if ((uint32_t)slots[i] == IBDIR_SLOT_EMPTY)
+	for (uint32_t d = 0;; d++, i = ibdir_next(i, n)) {
+		if (d >= n || (uint32_t)slots[i] == IBDIR_SLOT_EMPTY ||
+		    ibdir_dist(slots[i], i, n) < d)
 			return;
-		if (slots[i] == want) {
-			__atomic_store_n(&slots[i], (uint64_t)IBDIR_SLOT_DELETED, __ATOMIC_RELEASE);
-			return;
-		}
+		if (slots[i] == want)
+			break;
 	}
+	for (nx = ibdir_next(i, n);
+	     (uint32_t)slots[nx] != IBDIR_SLOT_EMPTY && ibdir_dist(slots[nx], nx, n);
+	     i = nx, nx = ibdir_next(nx, n))
+		__atomic_store_n(&slots[i], slots[nx], __ATOMIC_RELEASE);
+	__atomic_store_n(&slots[i], (uint64_t)IBDIR_SLOT_EMPTY, __ATOMIC_RELEASE);
+	p->used[k->tab]--;
 }
 
 void hostdir_scope_write(struct hostdir_pub *p)

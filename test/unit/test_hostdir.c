@@ -823,6 +823,7 @@ static void test_damaged_images(void **state)
 #define HOSTS	 200
 #define READERS	 32
 #define WRITES	 20000
+#define GROWTH	 150 /* hosts added every 2,000 writes */
 
 struct reader {
 	pthread_t t;
@@ -954,7 +955,7 @@ static void test_32_readers_and_a_busy_writer(void **state)
 	volatile int stop = 0;
 	unsigned long hits = 0, bad = 0;
 	struct ibres *h;
-	unsigned seed = 7;
+	unsigned seed = 7, fed_hosts = 0;
 	uint64_t fed = 0;
 	int feed[2], status;
 	pid_t server;
@@ -1007,8 +1008,15 @@ static void test_32_readers_and_a_busy_writer(void **state)
 			loop_run_due(&f->loop);
 		feed_directory(f, feed[0], &fed);
 		if (w % 2000 == 0) {
-			/* a quiet moment: heartbeats and the replacement due, as
-			 * the daemon's timers make them */
+			/* more hosts than the tables were made for, at last (a
+			 * deletion leaves no slot taken: churn alone never fills
+			 * a table), then a quiet moment: heartbeats and the
+			 * replacement due, as the daemon's timers make them */
+			for (unsigned k = 0; k < GROWTH; k++) {
+				hdfx_rec(&r, HOSTS * 2 + fed_hosts++, 0);
+				assert_int_equal(store_insert(&f->store, &r, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600 }, now_ms(), NULL),
+						 0);
+			}
 			usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
 			loop_run_due(&f->loop);
 		}
@@ -1031,6 +1039,121 @@ static void test_32_readers_and_a_busy_writer(void **state)
 	assert_int_equal(bad, 0);
 	assert_true(hits > 0);
 	assert_true(st.rebuilds >= 2); /* replaced while they read */
+}
+
+/* ---- Robin Hood order ------------------------------------------------------------- */
+
+/* Every table of image @m in Robin Hood order (lib/hostdir.h): no deleted
+ * slot, and a slot off its key's home only after a taken slot at most one
+ * nearer its own. Returns the slots taken. */
+static unsigned check_order(const uint8_t *m)
+{
+	const struct ibdir_header *hd = (const void *)m;
+	unsigned taken = 0;
+
+	assert_true(hd->flags & IBDIR_ORDERED);
+	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
+		const uint64_t *slots = (const void *)(m + hd->tables[t].off);
+		uint32_t n = hd->tables[t].n_slots;
+
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t prev = j ? j - 1 : n - 1, d;
+
+			if ((uint32_t)slots[j] == IBDIR_SLOT_EMPTY)
+				continue;
+			assert_int_not_equal((uint32_t)slots[j], IBDIR_SLOT_DELETED);
+			taken++;
+			d = ibdir_dist(slots[j], j, n);
+			if (!d)
+				continue;
+			assert_int_not_equal((uint32_t)slots[prev], IBDIR_SLOT_EMPTY);
+			assert_true(ibdir_dist(slots[prev], prev, n) + 1 >= d);
+		}
+	}
+	return taken;
+}
+
+/* Look key @key up in @m as a reader that knows IBDIR_ORDERED does, and as
+ * one that probes to an empty slot: both give @want. */
+static void look_both(const void *m, size_t size, uint16_t type, const void *key, size_t len,
+		      int want)
+{
+	uint64_t buf[IBDIR_REC_MAX / 8];
+	struct ibdir_geom g;
+	struct ibdir_view v;
+
+	assert_int_equal(ibdir_geom_read(m, size, &g), 0);
+	assert_int_equal(ibdir_find(m, size, &g, now_ms(), type, key, len, buf, sizeof(buf), &v),
+			 want);
+	g.flags &= ~IBDIR_ORDERED;
+	assert_int_equal(ibdir_find(m, size, &g, now_ms(), type, key, len, buf, sizeof(buf), &v),
+			 want);
+}
+
+/* Hosts come, leave and move their records (some outgrow their blocks)
+ * while the tables are most of the way to full: the tables stay in order,
+ * no deleted slot is left (a deletion moves the run after it back), and
+ * every host is found, every host gone is not, by either kind of reader. */
+static void test_tables_stay_in_robin_hood_order(void **state)
+{
+	enum { N = 1200, ROUNDS = 6 };
+	struct fx *f = *state;
+	bool live[N] = { false };
+	struct ibres_hostrec r;
+	unsigned seed = 11, taken = 0;
+	size_t size;
+	void *m;
+
+	hostdir_set_scope(f->pub, 0, NULL, 0, 0); /* a miss is authoritative */
+	for (unsigned i = 0; i < N; i++)
+		if (i % 3) {
+			hdfx_put(f, i, 0, IBRES_ORIGIN_FABRIC, 600);
+			live[i] = true;
+		}
+	loop_run_due(&f->loop);
+	usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
+	loop_run_due(&f->loop);
+	for (unsigned round = 0; round < ROUNDS; round++) {
+		for (unsigned w = 0; w < N; w++) {
+			unsigned i;
+
+			seed = seed * 1103515245u + 12345u;
+			i = (seed >> 8) % N;
+			hdfx_rec(&r, i, round + 1);
+			if (live[i] && (seed & 1)) {
+				store_remove_gid(&f->store, r.gids[0]);
+				live[i] = false;
+				continue;
+			}
+			if (seed & 2)
+				snprintf(r.names[1], sizeof(r.names[1]), "h%u-a-longer-alias", i);
+			assert_int_equal(store_insert(&f->store, &r, &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC, .ttl_s = 600 }, now_ms(), NULL),
+					 0);
+			live[i] = true;
+		}
+		/* a generation due (a table 7/8 taken) is made once it is quiet */
+		loop_run_due(&f->loop);
+		usleep((HOSTDIR_REBUILD_QUIET_MS + 20) * 1000);
+		loop_run_due(&f->loop);
+		m = hdfx_map(f, &size);
+		taken = check_order(m);
+		for (unsigned i = 0; i < N; i++) {
+			hdfx_rec(&r, i, round + 1);
+			look_both(m, size, IBRES_T_IPV4, &r.v4[0], 4, live[i] ? 0 : -ENODATA);
+			look_both(m, size, IBRES_T_GID, r.gids[0], 16, live[i] ? 0 : -ENODATA);
+			look_both(m, size, IBRES_T_NAME, r.names[0], strlen(r.names[0]),
+				  live[i] ? 0 : -ENODATA);
+		}
+		munmap(m, size);
+	}
+	/* the slots taken are the keys there are: none left behind */
+	{
+		unsigned keys = 0;
+
+		for (unsigned i = 0; i < N; i++)
+			keys += live[i] ? 5 : 0; /* two names, IPv4, IPv6, GID */
+		assert_int_equal(taken, keys);
+	}
 }
 
 /* ---- records the writer never makes (issue 21) ------------------------------------ */
@@ -1389,6 +1512,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test(test_decoder_refuses_what_the_writer_never_makes),
 		cmocka_unit_test(test_tables_of_any_size),
+		cmocka_unit_test_setup_teardown(test_tables_stay_in_robin_hood_order, hdfx_setup,
+						hdfx_teardown),
 		cmocka_unit_test(test_lookup_of_a_record_without_a_name),
 	};
 

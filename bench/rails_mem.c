@@ -37,7 +37,8 @@
  * malloc maps on their own included), VmRSS above the process before any
  * of it, and the phase's milliseconds ("ms": grown, inserting every endpoint
  * until the directory holds them all; fresh, from hostdir_start() until it
- * does).
+ * does). Last, what a reader's look-up by name costs in the fresh
+ * generation (time_lookups()): a hit, a miss, and the loop's own floor.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -329,6 +330,89 @@ static void print_phase(const char *name, size_t heap0, uint64_t rss0, uint64_t 
 	       last ? "" : ",");
 }
 
+/* ns a call of @calls, from @t0 to now. */
+static double ns_per(const struct timespec *t0, unsigned calls)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return ((double)(t1.tv_sec - t0->tv_sec) * 1e9 + (double)(t1.tv_nsec - t0->tv_nsec)) /
+	       calls;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A reader's look-up in the generation published now (ibdir_find() by name,
+ * as lib/dirmap.c calls it): LOOKUP_CALLS of a host drawn at random (a hit),
+ * of a name no host has (a miss, authoritative), and the floor (the same
+ * loop drawing and printing the name, no look-up), LOOKUP_ROUNDS rounds of
+ * each in turn; the medians, ns a call, into @ns (hit, miss, floor). */
+#define LOOKUP_CALLS  200000u
+#define LOOKUP_ROUNDS 5u
+static int time_lookups(const struct opts *o, double ns[3])
+{
+	static uint64_t buf[IBDIR_REC_MAX / 8];
+	double t[3][LOOKUP_ROUNDS];
+	struct ibdir_geom g;
+	struct ibdir_view v;
+	uint64_t size;
+	unsigned rng = 12345;
+	volatile unsigned sink = 0;
+	int fd, ret = 0;
+	void *m;
+
+	hostdir_set_scope(pub_, 0, NULL, 0, 0); /* a miss is authoritative */
+	loop_run_due(&loop_);
+	fd = hostdir_fd(pub_, &size);
+	if (fd < 0)
+		return -EIO;
+	m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	if (ibdir_geom_read(m, size, &g)) {
+		munmap(m, size);
+		return -EBADMSG;
+	}
+	for (unsigned r = 0; r < LOOKUP_ROUNDS && !ret; r++)
+		for (unsigned kind = 0; kind < 3 && !ret; kind++) {
+			struct timespec t0;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			for (unsigned i = 0; i < LOOKUP_CALLS; i++) {
+				char name[32];
+				unsigned k;
+				int len, got;
+
+				rng = rng * 1103515245u + 12345u;
+				k = (rng >> 8) % o->hosts + 1 + (kind == 1 ? o->hosts : 0);
+				len = snprintf(name, sizeof(name), "node%u", k);
+				if (kind == 2) {
+					sink += (unsigned)name[len - 1];
+					continue;
+				}
+				got = ibdir_find(m, size, &g, now_ms(), IBRES_T_NAME, name,
+						 (size_t)len, buf, sizeof(buf), &v);
+				if (got != (kind ? -ENODATA : 0)) {
+					fprintf(stderr, "rails_mem: look-up of %s: %d\n", name, got);
+					ret = -EIO;
+					break;
+				}
+			}
+			t[kind][r] = ns_per(&t0, LOOKUP_CALLS);
+		}
+	munmap(m, size);
+	for (unsigned kind = 0; kind < 3; kind++) {
+		qsort(t[kind], LOOKUP_ROUNDS, sizeof(double), dbl_cmp);
+		ns[kind] = t[kind][LOOKUP_ROUNDS / 2];
+	}
+	return ret;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rails_mem --hosts N --rails R [--batch B] [--order host|rail] "
@@ -420,7 +504,16 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = settle(&o, "fresh");
 	if (!ret)
-		print_phase("fresh", heap0, rss0, now_ms() - t0, true);
+		print_phase("fresh", heap0, rss0, now_ms() - t0, false);
+	if (!ret) {
+		double ns[3];
+
+		ret = time_lookups(&o, ns);
+		if (!ret)
+			printf("  \"lookup_hit_ns\": %.1f, \"lookup_miss_ns\": %.1f, "
+			       "\"lookup_floor_ns\": %.1f\n",
+			       ns[0], ns[1], ns[2]);
+	}
 	printf("}\n");
 	hostdir_stop(pub_);
 	store_fini(&store_);

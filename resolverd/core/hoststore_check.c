@@ -64,6 +64,15 @@ static int check_bytes(const struct host_store *s)
 	return recs == s->rec_bytes && negs == s->neg_bytes && paths == s->n_paths ? 0 : -EUCLEAN;
 }
 
+/* The distance from home of the key in the taken slot @i, hashed again. */
+static unsigned true_dist(const struct host_store *s, unsigned i)
+{
+	struct host_key k;
+
+	hs_key(slot_host(s->slots[i]), slot_kidx(s->slots[i]), &k);
+	return hs_dist(i, hs_home(hs_hash(s, &k), s->n_slots), s->n_slots);
+}
+
 static int check_slots(struct host_store *s)
 {
 	struct host_key k;
@@ -89,6 +98,14 @@ static int check_slots(struct host_store *s)
 		/* reachable from its home without a gap, and the only slot of its key */
 		if (hs_slot_find(s, &k, hash) != (long)i)
 			return -EUCLEAN;
+		/* Robin Hood order: a slot off its home follows a taken one at
+		 * most one nearer its own */
+		if (dist) {
+			unsigned prev = i ? i - 1 : s->n_slots - 1;
+
+			if (!s->slots[prev].w || true_dist(s, prev) + 1 < dist)
+				return -EUCLEAN;
+		}
 	}
 	return keys == s->n_keys ? 0 : -EUCLEAN;
 }

@@ -266,15 +266,17 @@ static inline void hs_at_set(struct host_store *s, long at, const struct host *h
 		(uint64_t)(uintptr_t)h / HOST_ALIGN | (uint64_t)kidx << SLOT_KIDX_SHIFT | keep;
 }
 
-/* The slot holding @k, or -1. */
+/* The slot holding @k, or -1. In Robin Hood order (hs_slot_put()) a slot
+ * nearer its key's home than @k would be ends the search; a far one's
+ * distance is not known without hashing again, and the search goes on. */
 static inline long hs_slot_find(const struct host_store *s, const struct host_key *k, uint32_t hash)
 {
 	unsigned i = hs_home(hash, s->n_slots);
 
-	for (unsigned n = 0; n < s->n_slots; n++, i = hs_next(i, s->n_slots)) {
+	for (unsigned d = 0; d < s->n_slots; d++, i = hs_next(i, s->n_slots)) {
 		struct store_slot sl = s->slots[i];
 
-		if (!sl.w)
+		if (!sl.w || slot_dist(sl) < (d < SLOT_DIST_FAR ? d : SLOT_DIST_FAR))
 			return -1;
 		if (slot_hash_is(sl, hash) && hs_key_is(slot_host(sl), slot_kidx(sl), k))
 			return (long)i;
@@ -318,9 +320,10 @@ struct host *hs_ident_find(const struct host_store *s, const struct host_key *id
 unsigned hs_ident_bucket(const struct host_store *s, const struct host_key *k, unsigned mask);
 /* Every slot of @h, @h unlinked and freed; returns the slots removed. */
 unsigned hs_host_remove(struct host_store *s, struct host *h);
-/* Slot @sl of a key of hash @hash into @slots (@n of them), from its home on
- * (a free slot there is known). */
-void hs_slot_put(struct store_slot *slots, unsigned n, struct store_slot sl, uint32_t hash);
+/* Slot @sl of a key of hash @hash into @slots (@n of them, one free at
+ * least), in Robin Hood order (@s hashes the keys of far slots again). */
+void hs_slot_put(const struct host_store *s, struct store_slot *slots, unsigned n,
+		 struct store_slot sl, uint32_t hash);
 /* Slot @i emptied (backward shift), its host's count down. */
 void hs_slot_del(struct host_store *s, unsigned i);
 /* Every endpoint of @member's host but @skip put to the observer. */

@@ -67,7 +67,7 @@ static void set_heard_on(struct host_store *s, struct host *h, uint32_t on)
 	if (hs_slot_find(s, &k, hash) >= 0)
 		return; /* taken on that fabric: the first there keeps it */
 	/* one slot freed, one taken: no growth */
-	hs_slot_put(s->slots, s->n_slots, slot_make(h, lid_kidx, hash, 0), hash);
+	hs_slot_put(s, s->slots, s->n_slots, slot_make(h, lid_kidx, hash, 0), hash);
 	h->n_indexed++;
 	s->n_keys++;
 }

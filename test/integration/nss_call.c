@@ -14,8 +14,9 @@
  * its own (as nscd does). --repeat N makes N more calls after the first,
  * between two marker writes ("repeat-begin", "repeat-end" on stderr) that an
  * strace of the process can find, and counts the answers that differ from
- * the first ("repeat_differ"); a KEY with "%ld" in it is a format, given the
- * call's number, so that each of the N calls asks another key.
+ * the first ("repeat_differ"; "repeat_status_differ" those whose status
+ * differs); a KEY with "%ld" in it is a format, given the call's number (0
+ * the first, 1 .. N the repeated ones), so that each call asks another key.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -148,7 +149,8 @@ static enum nss_status one(const struct call *c, size_t len, int *err, int *herr
 
 int main(int argc, char **argv)
 {
-	char sym[64], desc[8192], first[8192];
+	char sym[64], desc[8192], first[8192], key[300];
+	const char *fmt;
 	struct call c = {.af = AF_INET};
 	int sweep = 0, err, herr, i = 1;
 	long repeat = 0;
@@ -171,6 +173,12 @@ int main(int argc, char **argv)
 	}
 	c.entry = argv[i + 1];
 	c.key = argv[i + 2];
+	fmt = c.key;
+	if (strstr(fmt, "%ld")) {
+		/* the first call asks number 0, the repeated ones 1 .. N */
+		snprintf(key, sizeof(key), fmt, 0L);
+		c.key = key;
+	}
 	if (argc - i > 3)
 		c.af = atoi(argv[i + 3]);
 	if (!strncmp(c.entry, "byaddr", 6)) {
@@ -223,26 +231,24 @@ int main(int argc, char **argv)
 	}
 	if (repeat > 0) {
 		char again[8192];
-		long differ = 0;
+		long differ = 0, status_differ = 0;
 		int e2, h2;
 		int32_t t2;
-
-		char key[300];
-		const char *fmt = c.key;
 
 		write(2, "repeat-begin\n", 13);
 		for (long n = 0; n < repeat; n++) {
 			/* a KEY with %ld asks a different one each time */
 			if (strstr(fmt, "%ld")) {
-				snprintf(key, sizeof(key), fmt, n);
+				snprintf(key, sizeof(key), fmt, n + 1);
 				c.key = key;
 			}
-			if (one(&c, len, &e2, &h2, &t2, again, sizeof(again)) != s ||
-			    strcmp(again, desc))
-				differ++;
+			enum nss_status s2 = one(&c, len, &e2, &h2, &t2, again, sizeof(again));
+
+			status_differ += s2 != s;
+			differ += s2 != s || strcmp(again, desc);
 		}
 		write(2, "repeat-end\n", 11);
-		printf("repeat_differ=%ld\n", differ);
+		printf("repeat_differ=%ld\nrepeat_status_differ=%ld\n", differ, status_differ);
 	}
 	printf("status=%s\nerrno=%d\nh_errno=%d\nttl=%d\nminbuf=%zu\n%s", status_name(s),
 	       s == NSS_STATUS_SUCCESS ? 0 : err, herr, ttl, minbuf, desc);

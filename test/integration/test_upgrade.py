@@ -20,6 +20,11 @@ no RANGE_QUERY): a new daemon asks only peers whose digest says they answer,
 so an older one never sees a range query, and a peer restarted with the
 older daemon is asked no more.
 
+test_previous_module_reads_an_ordered_directory loads the NSS module of
+PREVIOUS_UNORDERED, which an application started before the upgrade still
+has mapped, against the new daemon's directory: it finds every host there and
+rules out every other name without asking the daemon.
+
 Every wait is bounded; nothing asserts a timing."""
 import ipaddress
 import os
@@ -30,16 +35,22 @@ import time
 
 import pytest
 
-from conftest import IBRESD, needs_root, run
+from conftest import IBRESD, SINGLE_NODE, needs_root, run
+from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401
 from fabric_util import (ST_SUCCESS, Cluster, acme, emulate, host, path_fields, stats,
                          wait_until)
 
 pytestmark = [needs_root]
 
+AF_INET, AF_INET6 = 2, 10
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREVIOUS = "bdde62b21630f55bc48a809e8119dd2f583ba818"
 PREVIOUS_DIGEST = "29e8b13af61a89241670e5ecf9a813ace06923a5"
 PREVIOUS_BUDGET = "c67b3f35bf4ee3d34e84ebfd0d871214e1d89d03"
+# the last commit before the shared directory's tables were kept in Robin Hood
+# order (IBDIR_ORDERED): its NSS module probes to an empty slot
+PREVIOUS_UNORDERED = "45545fdc04f1ef4309ed8cd28f83332602b87cd0"
 BUILD_TIMEOUT = 900
 
 
@@ -55,12 +66,15 @@ def root_only(path, want_dir):
     return kind and st.st_uid == 0 and not st.st_mode & 0o022
 
 
-def build_previous(commit):
-    """The daemon of @commit: (path, None), or (None, why not)."""
-    CACHE = os.path.join("/var/tmp", "ibres-previous-" + commit[:12])
-    binary = os.path.join(CACHE, "build", "ibresd")
+def build_previous(commit, target="ibresd"):
+    """@target (the daemon, or another file make builds in build/) of @commit:
+    (path, None), or (None, why not)."""
+    CACHE = os.path.join("/var/tmp", "ibres-previous-" + commit[:12] +
+                         ("" if target == "ibresd" else "-" + target))
+    binary = os.path.join(CACHE, "build", target)
     if root_only(CACHE, True) and root_only(os.path.join(CACHE, "build"), True) and \
-            root_only(binary, False) and run([binary, "--version"], timeout=10).returncode == 0:
+            root_only(binary, False) and (target != "ibresd" or run(
+                [binary, "--version"], timeout=10).returncode == 0):
         return binary, None
     try:
         r = subprocess.run(["git", "-C", ROOT, "cat-file", "-e", commit + "^{commit}"],
@@ -76,7 +90,7 @@ def build_previous(commit):
     assert r.returncode == 0, r.stderr
     # a make of its own: not the calling make's variables (B=..., -j...)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    r = run(["make", "-C", src, "-j2", "B=build", "build/ibresd"], timeout=BUILD_TIMEOUT,
+    r = run(["make", "-C", src, "-j2", "B=build", "build/" + target], timeout=BUILD_TIMEOUT,
             env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     # kept for later runs only where nothing is in the way (a half-made or
@@ -87,7 +101,7 @@ def build_previous(commit):
             return binary, None
         except OSError:
             pass
-    return os.path.join(src, "build", "ibresd"), None
+    return os.path.join(src, "build", target), None
 
 
 @pytest.fixture(scope="module")
@@ -277,3 +291,35 @@ def test_upgrade_lossy_fetch(tmp_path, previous_budget):
                     assert acme_ok(c, a, b) == c.nodes[b]["gid"], (a, b)
     finally:
         c.down()
+
+
+HOSTS_MANY = 1500  # more names than the smallest table holds: it is made larger, 7/10 full
+
+
+@pytest.mark.timeout(BUILD_TIMEOUT + 300)
+def test_previous_module_reads_an_ordered_directory(tmp_path, daemon_factory, helpers):
+    module, why = build_previous(PREVIOUS_UNORDERED, "libnss_ib.so.2")
+    if not module:
+        pytest.skip(why)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(
+        "fe80::2:c903:1:%x %d host%d host%d.cluster.example 198.18.%d.%d\n" % (
+            i + 1, i + 100, i, i, 100 + i // 250, 1 + i % 250) for i in range(HOSTS_MANY)))
+    text = open(SINGLE_NODE).read().replace("[resolve]\n", "[resolve]\nhosts_file = %s\n" %
+                                            hosts, 1)
+    d = daemon_factory(text, name="ordered").start()
+    env = client_env(d)
+    for mod in (module, NSS_MODULE):
+        before = stats(d.socket)["host_lookups"]
+        for key, af, want in (("host%ld", AF_INET, "SUCCESS"), ("host%ld.cluster.example",
+                                                              AF_INET, "SUCCESS"),
+                              ("www%ld.example.com", AF_INET, "NOTFOUND")):
+            # host0 .. host1499, each asked once
+            r = run([helpers["nss_call"], "--repeat", str(HOSTS_MANY - 1), mod, "byname2", key,
+                     str(af)], env=env, timeout=120)
+            assert r.returncode == 0, r.stdout + r.stderr
+            kv = parse_kv(r.stdout)
+            assert kv["status"] == want and kv["repeat_status_differ"] == "0", \
+                (mod, key, r.stdout)
+        # every answer came from the directory: the daemon was asked nothing
+        assert stats(d.socket)["host_lookups"] == before, mod

@@ -14,11 +14,12 @@
  *   4 tables (name, IPv4, IPv6, GID): n_slots 64-bit slots each, any number
  *     (format 3: so that a table is sized for its keys, not rounded up to a
  *     power of two); a slot is (32-bit hash << 32 | record offset), offset 0
- *     empty, 1 a deleted key (probing goes on); linear probing from the
- *     key's home slot, ibdir_home(). With IBDIR_ORDERED in the header's
- *     flags the slots are in Robin Hood order: along a run of slots the
- *     keys' homes never go back (a key is never farther from its home than
- *     the key after it, plus one), so a probe may stop at the first slot
+ *     empty, 1 a deleted key (probing goes on; only in a file without
+ *     IBDIR_ORDERED); linear probing from the key's home slot, ibdir_home().
+ *     With IBDIR_ORDERED in the header's flags the slots are in Robin Hood
+ *     order: along a run of slots the keys' homes never go back (a key is
+ *     never farther from its home than the key before it, plus one), so a
+ *     probe may stop at the first slot
  *     nearer its home than the key looked for would be; and no slot is
  *     deleted (a deletion moves the run after it one back). A reader that
  *     does not know the flag probes to an empty slot and finds the same.

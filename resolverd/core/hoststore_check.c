@@ -98,16 +98,20 @@ static int check_slots(struct host_store *s)
 		/* reachable from its home without a gap, and the only slot of its key */
 		if (hs_slot_find(s, &k, hash) != (long)i)
 			return -EUCLEAN;
-		/* Robin Hood order: a slot off its home follows a taken one at
-		 * most one nearer its own */
-		if (dist) {
-			unsigned prev = i ? i - 1 : s->n_slots - 1;
-
-			if (!s->slots[prev].w || true_dist(s, prev) + 1 < dist)
-				return -EUCLEAN;
-		}
 	}
-	return keys == s->n_keys ? 0 : -EUCLEAN;
+	if (keys != s->n_keys)
+		return -EUCLEAN;
+	/* Robin Hood order (every slot checked above): a slot off its home
+	 * follows a taken one at most one nearer its own */
+	for (unsigned i = 0; i < s->n_slots; i++) {
+		unsigned prev = i ? i - 1 : s->n_slots - 1, dist;
+
+		if (!s->slots[i].w || !(dist = true_dist(s, i)))
+			continue;
+		if (!s->slots[prev].w || true_dist(s, prev) + 1 < dist)
+			return -EUCLEAN;
+	}
+	return 0;
 }
 
 /* A ring closes within the store's hosts, and its members share origin and

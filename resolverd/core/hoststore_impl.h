@@ -27,7 +27,8 @@
  * maps memory above on purpose; hs_pack() refuses a record it gets
  * elsewhere); the key's number in the record; the slot's distance from the
  * key's home (SLOT_DIST_FAR: that far or farther, the key is hashed again
- * to know), which deletion needs; the top SLOT_HASH_BITS bits of the key's
+ * to know), which Robin Hood order needs (insertion, deletion, and a
+ * look-up's early stop); the top SLOT_HASH_BITS bits of the key's
  * 32-bit hash (the home is taken from the hash mixed again, hs_home(), so
  * that keys sharing a home rarely share these bits), which spare most key
  * comparisons. */

@@ -21,8 +21,8 @@
  * (a zero-delay timer), so a store operation made of several events (a key
  * moving from one host to another) is one change to a reader that misses.
  *
- * A new generation: at start-up, when the record area is full or 5/8 of a
- * table taken (live or deleted slots), and to retry after a failure. It is a
+ * A new generation: at start-up, when the record area is full or 7/8 of a
+ * table taken, and to retry after a failure. It is a
  * memfd, never a file in a folder someone else could reach: its space is
  * reserved with posix_fallocate (no memory fails here, never with SIGBUS in
  * a reader), it is mapped for writing here and then sealed against

@@ -46,7 +46,10 @@
  * copy, the slot it followed says the same and the block's seq has not
  * moved (the slot may lead there again once the block is taken again).
  * Slots are written whole, with table_seq odd around every change, so a
- * reader that found nothing can tell whether the tables moved under it. An
+ * reader that found nothing can tell whether the tables moved under it (in
+ * Robin Hood order a key's insertion or deletion moves other keys' slots
+ * too, each copied before its old place is written: a hit stays a hit, a
+ * miss meanwhile is not believed). An
  * image never shrinks and is never truncated (its memfd is sealed): growth
  * or a reset is a new generation, and the old one's state then says
  * IBDIR_REPLACED.

@@ -48,7 +48,8 @@
  * Slots are written whole, with table_seq odd around every change, so a
  * reader that found nothing can tell whether the tables moved under it (in
  * Robin Hood order a key's insertion or deletion moves other keys' slots
- * too, each copied before its old place is written: a hit stays a hit, a
+ * too, each copied before its old place is written: a hit is checked against
+ * its record as ever, and a
  * miss meanwhile is not believed). An
  * image never shrinks and is never truncated (its memfd is sealed): growth
  * or a reset is a new generation, and the old one's state then says

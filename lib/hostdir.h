@@ -49,8 +49,7 @@
  * reader that found nothing can tell whether the tables moved under it (in
  * Robin Hood order a key's insertion or deletion moves other keys' slots
  * too, each copied before its old place is written: a hit is checked against
- * its record as ever, and a
- * miss meanwhile is not believed). An
+ * its record as ever, and a miss meanwhile is not believed). An
  * image never shrinks and is never truncated (its memfd is sealed): growth
  * or a reset is a new generation, and the old one's state then says
  * IBDIR_REPLACED.

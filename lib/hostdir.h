@@ -19,10 +19,10 @@
  *     With IBDIR_ORDERED in the header's flags the slots are in Robin Hood
  *     order: along a run of slots the keys' homes never go back (a key is
  *     never farther from its home than the key before it, plus one), so a
- *     probe may stop at the first slot
- *     nearer its home than the key looked for would be; and no slot is
- *     deleted (a deletion moves the run after it one back). A reader that
- *     does not know the flag probes to an empty slot and finds the same.
+ *     probe may stop at the first slot nearer its home than the key looked
+ *     for would be; and no slot is deleted (a deletion moves the run after
+ *     it one back). A reader that does not know the flag probes to an empty
+ *     slot and finds the same.
  *   the record area: 8-byte aligned blocks, struct ibdir_rec then its data:
  *     GIDs (16 bytes each), IPv6 (16), IPv4 (4), then names as (length byte,
  *     bytes); with IBDIR_REC_EPS then an endpoint set (struct hostrec_eps:

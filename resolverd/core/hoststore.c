@@ -3,9 +3,9 @@
  * The host store (see hoststore.h for the contract): the key index, the
  * identity index, the LRU order of learned hosts, look-ups and insertion.
  * The index is open addressing with linear probing in Robin Hood order and
- * backward-shift deletion (no tombstones), kept under 7/8 full. The record itself is
- * host_record.c, removals and expiry hoststore_remove.c, negative answers
- * hoststore_neg.c, walking and checking hoststore_check.c.
+ * backward-shift deletion (no tombstones), kept under 7/8 full. The record
+ * itself is host_record.c, removals and expiry hoststore_remove.c, negative
+ * answers hoststore_neg.c, walking and checking hoststore_check.c.
  */
 #include "core/hoststore_impl.h"
 
@@ -26,8 +26,8 @@ static uint32_t slot_rehash(const struct host_store *s, struct store_slot sl)
 
 /* How far slot @i of @slots (@n of them, taken) is from its key's home: a
  * far one's key is hashed again. */
-static unsigned slot_dist_at(const struct host_store *s, const struct store_slot *slots,
-			     unsigned n, unsigned i)
+static unsigned slot_dist_at(const struct host_store *s, const struct store_slot *slots, unsigned n,
+			     unsigned i)
 {
 	unsigned dist = slot_dist(slots[i]);
 
@@ -110,7 +110,8 @@ static int slots_reserve(struct host_store *s, unsigned more)
 	 * every key is read from its host and hashed again */
 	for (unsigned i = 0; i < cap; i++)
 		if (s->slots[i].w)
-			hs_slot_put(s, ns, (unsigned)ncap, s->slots[i], slot_rehash(s, s->slots[i]));
+			hs_slot_put(s, ns, (unsigned)ncap, s->slots[i],
+				    slot_rehash(s, s->slots[i]));
 	free(s->slots);
 	s->slots = ns;
 	s->n_slots = (unsigned)ncap;

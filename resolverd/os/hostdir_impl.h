@@ -22,8 +22,8 @@
  * moving from one host to another) is one change to a reader that misses.
  *
  * A new generation: at start-up, when the record area is full or 7/8 of a
- * table taken, and to retry after a failure. It is a
- * memfd, never a file in a folder someone else could reach: its space is
+ * table taken, and to retry after a failure. It is a memfd, never a file
+ * in a folder someone else could reach: its space is
  * reserved with posix_fallocate (no memory fails here, never with SIGBUS in
  * a reader), it is mapped for writing here and then sealed against
  * shrinking, growing, any other writer and more seals, written in full, and

@@ -343,8 +343,7 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, 
 		__atomic_store_n(&slots[j], slots[slot_prev(j, n)], __ATOMIC_RELEASE);
 	__atomic_store_n(&slots[at_or_past], w, __ATOMIC_RELEASE);
 	/* TABLE_FULL_NUM/DEN of the table taken: a new file */
-	if ((uint64_t)++p->used[k->tab] * TABLE_FULL_DEN >
-	    (uint64_t)n * TABLE_FULL_NUM)
+	if ((uint64_t)++p->used[k->tab] * TABLE_FULL_DEN > (uint64_t)n * TABLE_FULL_NUM)
 		hostdir_want_rebuild(p);
 	return 0;
 }

@@ -844,6 +844,8 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		}
 		if (at == IBDIR_SLOT_DELETED)
 			continue;
+		if (at & IBDIR_SLOT_ASK)
+			return -EAGAIN; /* the record lists two keys of this hash */
 		ret = rec_copy(base, lo, hi, at, buf, cap, &rlen, &seq);
 		if (ret)
 			return ret;

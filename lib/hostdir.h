@@ -15,7 +15,10 @@
  *     (format 3: so that a table is sized for its keys, not rounded up to a
  *     power of two); a slot is (32-bit hash << 32 | record offset), offset 0
  *     empty, 1 a deleted key (probing goes on; only in a file without
- *     IBDIR_ORDERED); linear probing from the key's home slot, ibdir_home().
+ *     IBDIR_ORDERED), IBDIR_SLOT_ASK set in it: ask the daemon for a key of
+ *     that hash (a reader of format 5 from before the bit takes it for a
+ *     damaged slot, and so asks the daemon too); linear probing from the
+ *     key's home slot, ibdir_home().
  *     With IBDIR_ORDERED in the header's flags the slots are in Robin Hood
  *     order: along a run of slots the keys' homes never go back (a key is
  *     never farther from its home than the key before it, plus one), so a
@@ -86,6 +89,12 @@
 /* Slot offsets with a meaning of their own. */
 #define IBDIR_SLOT_EMPTY   0u
 #define IBDIR_SLOT_DELETED 1u
+/* A bit of a slot's offset (records are 8-byte aligned): the record holds a
+ * key of this hash, and lists another key of the same hash in the same table
+ * that it does not hold (another host's, or another record's of its own
+ * host). A reader that comes by such a slot cannot tell which of the two its
+ * key is, and asks the daemon; the record is at the offset without the bit. */
+#define IBDIR_SLOT_ASK 2u
 
 enum ibdir_table_id {
 	IBDIR_TAB_NAME,

@@ -42,9 +42,13 @@
  *   a block written again moves its seq before any slot leads to it anew:
  *   a reader loads its slot and the block's seq again after the copy
  *   (lib/hostdir.c, probe()) and probes again if either moved;
- * - no record is written two of whose keys share a hash in one table
- *   (keys_collide()): a reader could not tell which of the two a slot was
- *   set for. The next generation's seed parts them.
+ * - a key of a record that shares its hash with another key the record
+ *   lists but does not hold has its slot marked IBDIR_SLOT_ASK
+ *   (find_ambiguous()): a reader could not tell which of the two the slot
+ *   was set for, and asks the daemon. The mark is set before the bytes of a
+ *   block rewritten in place change. Keys a record holds that share a hash
+ *   share one slot: a key that leaves the block takes it, and the keys that
+ *   stay set it again in the same section.
  *
  * Two files: hostdir_write.c writes records and slots into the generation
  * published now and follows the store (its observer callbacks);
@@ -105,9 +109,6 @@ struct hostdir_pub {
 	uint32_t used[IBDIR_TABLES]; /* slots not empty */
 	bool in_section;	     /* table_seq is odd */
 	bool rebuild;		     /* a new file is needed */
-	bool reseed;		     /* keys_collide(): a new file at the section's end */
-	unsigned reseeds;	     /* generations in a row that had to be so */
-	uint64_t reseed_at;	     /* past RESEEDS_MAX: the next one then (0: none due) */
 	uint64_t due_ms;	     /* when it became so */
 	uint64_t changed_ms;	     /* the store's last change */
 	bool incomplete;	     /* a host is missing from the file: not authoritative */

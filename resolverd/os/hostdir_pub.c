@@ -261,15 +261,11 @@ static int build(struct hostdir_pub *p)
 	p->stats.records = 0;
 	p->in_section = false;
 	p->rebuild = false;
-	p->reseed = false;
-	p->reseed_at = 0;
 	p->incomplete = false;
 	p->left_behind = 0;
 	hostdir_bins_clear(p);
 	store_foreach_host(p->store, forget_host, p);
 	store_foreach_host(p->store, write_host, p);
-	if (!p->reseed)
-		p->reseeds = 0;
 	p->rec_built = p->rec_next - hd->rec_off;
 	if (p->rebuild) {
 		/* it was sized for all of it: the store changed meanwhile? try again */
@@ -341,10 +337,6 @@ static void on_beat(struct loop_timer *t)
 
 	if (p->map)
 		__atomic_store_n(&hd_of(p)->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
-	if (p->reseed_at && now_ms() >= p->reseed_at) {
-		p->reseed_at = 0;
-		hostdir_want_rebuild(p);
-	}
 	if ((!p->map || p->rebuild) && !p->in_section && (!p->retry_in || !--p->retry_in)) {
 		if (p->map)
 			try_rebuild(p);

@@ -4,12 +4,11 @@
  * a sealed memfd that libnss_ib and libibres receive over the daemon's
  * socket, map read-only and answer from with no system call. The publisher
  * follows the store (store_observe): every host added, refreshed or gone is
- * written into the mapping at once, under sequence counters; growth, or too
- * many deleted slots, makes a new generation, and the old one says
- * IBDIR_REPLACED. The scope (is a key absent from it known not to exist?
- * the name patterns) comes from the resolver. A failure (no memory) is
- * logged once: readers then ask the daemon's socket, and the publisher tries
- * again every few seconds.
+ * written into the mapping at once, under sequence counters; growth makes a
+ * new generation, and the old one says IBDIR_REPLACED. The scope (is a key
+ * absent from it known not to exist? the name patterns) comes from the
+ * resolver. A failure (no memory) is logged once: readers then ask the
+ * daemon's socket, and the publisher tries again every few seconds.
  */
 #ifndef IBRESD_HOSTDIR_PUB_H
 #define IBRESD_HOSTDIR_PUB_H

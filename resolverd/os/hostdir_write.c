@@ -21,10 +21,6 @@
  * that is not there is given up about as soon (lib/hostdir.h). */
 #define TABLE_FULL_NUM 7u
 #define TABLE_FULL_DEN 8u
-/* Generations in a row made at once for a new seed (collided()); past them,
- * one each RESEED_BACKOFF_MS while keys still collide */
-#define RESEEDS_MAX	  3u
-#define RESEED_BACKOFF_MS 60000u
 
 static uint64_t *slots_of(const struct hostdir_pub *p, unsigned tab)
 {
@@ -137,20 +133,6 @@ void hostdir_section_end(struct hostdir_pub *p)
 {
 	struct ibdir_header *hd = hd_of(p);
 
-	if (p->reseed) {
-		p->reseed = false;
-		if (p->reseeds < RESEEDS_MAX) {
-			p->reseeds++;
-			hostdir_want_rebuild(p);
-		} else if (!p->reseed_at) {
-			if (p->reseeds++ == RESEEDS_MAX)
-				log_warn("host directory: keys of one host share a hash in %u"
-					 " generations in a row; a new one each %u s until they part,"
-					 " misses ask the daemon meanwhile",
-					 RESEEDS_MAX + 1, RESEED_BACKOFF_MS / 1000);
-			p->reseed_at = now_ms() + RESEED_BACKOFF_MS;
-		}
-	}
 	if (!p->in_section)
 		return;
 	__atomic_store_n(&hd->table_seq, hd->table_seq + 1, __ATOMIC_RELEASE);
@@ -307,7 +289,7 @@ static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash
 	uint64_t *slots = slots_of(p, k->tab);
 
 	for (uint32_t d = 0; d < n; d++, i = ibdir_next(i, n)) {
-		uint32_t at = (uint32_t)slots[i];
+		uint32_t at = (uint32_t)slots[i] & ~IBDIR_SLOT_ASK;
 
 		if (at == IBDIR_SLOT_EMPTY || ibdir_dist(slots[i], i, n) < d)
 			break;
@@ -320,15 +302,19 @@ static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash
 	return -1;
 }
 
-/* Point the slot of @k (of hash @hash) at the block @off. 0, or -ENOSPC
- * (no empty slot left). A new key goes where Robin Hood order puts it, and
+/* Point the slot of @k (of hash @hash) at the block @off, with
+ * IBDIR_SLOT_ASK if @ask. 0, or -ENOSPC (no empty slot left). Keys of one
+ * block that share a hash share its slot: the one word stands for them all.
+ * A new key goes where Robin Hood order puts it, and
  * the slots from there to the next empty one move one on, the last first:
  * every key stays in some slot a reader could find it in while they move,
  * and table_seq, odd meanwhile, tells a reader that missed to look again. */
-static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, uint32_t off)
+static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, uint32_t off,
+		    bool ask)
 {
 	uint32_t n = hd_of(p)->tables[k->tab].n_slots, at_or_past = 0, j;
-	uint64_t *slots = slots_of(p, k->tab), w = (uint64_t)hash << 32 | off;
+	uint64_t *slots = slots_of(p, k->tab);
+	uint64_t w = (uint64_t)hash << 32 | off | (ask ? IBDIR_SLOT_ASK : 0);
 	long at = slot_find(p, k, hash, &at_or_past);
 
 	if (at >= 0) {
@@ -348,8 +334,25 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, 
 	return 0;
 }
 
-/* Delete the slot of @k that points at the block @off, found by its hash and
- * that offset, not by what the block holds now: a block rewritten in place
+/* The slot of hash @hash in table @tab that points at the block @off
+ * (IBDIR_SLOT_ASK or not), or -1: found by its hash and that offset, not by
+ * what the block holds now. */
+static long slot_of_block(struct hostdir_pub *p, unsigned tab, uint32_t hash, uint32_t off)
+{
+	uint32_t n = hd_of(p)->tables[tab].n_slots, i = ibdir_home(hash, n);
+	uint64_t *slots = slots_of(p, tab), want = (uint64_t)hash << 32 | off;
+
+	for (uint32_t d = 0; d < n; d++, i = ibdir_next(i, n)) {
+		if ((uint32_t)slots[i] == IBDIR_SLOT_EMPTY || ibdir_dist(slots[i], i, n) < d)
+			return -1;
+		if ((slots[i] & ~(uint64_t)IBDIR_SLOT_ASK) == want)
+			return i;
+	}
+	return -1;
+}
+
+/* Delete the slot of @k that points at the block @off, found by hash and
+ * block (slot_of_block()), not by what the block holds now: a block rewritten in place
  * without @k no longer lists it, and a slot left behind would lead a reader to
  * whatever record the block holds once it is written again. The slots after
  * it move one back, up to an empty one or one at its key's home (backward
@@ -357,16 +360,13 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, 
 static void slot_del(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 {
 	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
-	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i = ibdir_home(hash, n), nx;
-	uint64_t *slots = slots_of(p, k->tab), want = (uint64_t)hash << 32 | off;
+	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i, nx;
+	uint64_t *slots = slots_of(p, k->tab);
+	long at = slot_of_block(p, k->tab, hash, off);
 
-	for (uint32_t d = 0;; d++, i = ibdir_next(i, n)) {
-		if (d >= n || (uint32_t)slots[i] == IBDIR_SLOT_EMPTY ||
-		    ibdir_dist(slots[i], i, n) < d)
-			return;
-		if (slots[i] == want)
-			break;
-	}
+	if (at < 0)
+		return;
+	i = (uint32_t)at;
 	for (nx = ibdir_next(i, n);
 	     (uint32_t)slots[nx] != IBDIR_SLOT_EMPTY && ibdir_dist(slots[nx], nx, n);
 	     i = nx, nx = ibdir_next(nx, n))
@@ -424,39 +424,42 @@ static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t 
 	host_set_cookie(h, all, 0);
 }
 
-/* The hashes of the @n keys @k into @hash; and do two different keys of one
- * table share one? Then a reader that follows the slot of one finds the
- * other listed in the record too, and cannot tell whether the record holds
- * it (the store may give it to another host): such a record is not written,
- * and the next generation's seed parts the two (about 2^-32 a pair). */
-static bool keys_collide(const struct hostdir_pub *p, const struct dkey *k, unsigned n,
-			 uint32_t *hash)
+/* The hashes of the @n keys @k into @hash, and in @ask which of the keys
+ * @held (whose slots lead to this record) share their hash with a key the
+ * record lists but does not hold, in one table. A reader that follows such a
+ * slot finds both listed and cannot tell whether the record holds its key
+ * (the store may give it to another host): the slot says so
+ * (IBDIR_SLOT_ASK), and the reader asks the daemon. Keys held that share a
+ * hash need no mark: the record answers for each of them. */
+static void find_ambiguous(const struct hostdir_pub *p, const struct dkey *k, unsigned n,
+			   const bool *held, uint32_t *hash, bool *ask)
 {
 	for (unsigned i = 0; i < n; i++) {
 		hash[i] = ibdir_hash(hd_of(p)->seed, k[i].tab, k[i].data, k[i].len);
-		for (unsigned j = 0; j < i; j++)
-			if (k[j].tab == k[i].tab && hash[j] == hash[i] &&
-			    (k[j].len != k[i].len ||
-			     (k[i].tab == IBDIR_TAB_NAME
-				      ? !hostrec_name_eq(k[j].data, k[i].data, k[i].len)
-				      : memcmp(k[j].data, k[i].data, k[i].len))))
-				return true;
+		ask[i] = false;
 	}
-	return false;
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < n && held[i] && !ask[i]; j++)
+			ask[i] = !held[j] && k[j].tab == k[i].tab && hash[j] == hash[i] &&
+				 (k[j].len != k[i].len ||
+				  (k[i].tab == IBDIR_TAB_NAME
+					   ? !hostrec_name_eq(k[j].data, k[i].data, k[i].len)
+					   : memcmp(k[j].data, k[i].data, k[i].len)));
 }
 
-/* A record left out for keys_collide(): misses are no longer authoritative,
- * and a new generation (a new seed) is due once this loop turn's changes end
- * (not at once: a generation being filled goes on with the other hosts), up
- * to RESEEDS_MAX in a row, then one a minute: keys that shared a hash under
- * every seed would otherwise make a generation a second, and once they are
- * gone (their host left), the next one is complete again. */
-static void collided(struct hostdir_pub *p)
+/* Before the block at @off is rewritten in place: the slots it keeps that
+ * will be ambiguous (find_ambiguous()) say so first, so that no reader takes
+ * the new bytes for an answer between the two. */
+static void mark_before_rewrite(struct hostdir_pub *p, const struct dkey *k, unsigned n,
+				const uint32_t *hash, const bool *ask, uint32_t off)
 {
-	p->reseed = true;
-	if (!p->incomplete) {
-		p->incomplete = true;
-		hostdir_scope_write(p);
+	for (unsigned i = 0; i < n; i++) {
+		long at = ask[i] ? slot_of_block(p, k[i].tab, hash[i], off) : -1;
+
+		if (at >= 0)
+			__atomic_store_n(&slots_of(p, k[i].tab)[at],
+					 slots_of(p, k[i].tab)[at] | IBDIR_SLOT_ASK,
+					 __ATOMIC_RELEASE);
 	}
 }
 
@@ -469,7 +472,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 	uint32_t off = host_cookie(h, all), to;
 	unsigned n, n_old, mine = 0;
 	uint32_t hash[REC_KEYS_MAX];
-	bool held[REC_KEYS_MAX];
+	bool held[REC_KEYS_MAX], ask[REC_KEYS_MAX];
 	uint64_t expires;
 	size_t len;
 
@@ -485,15 +488,14 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 	n = hostdir_rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
 		mine += held[i] = hostdir_holds(p, h, &keys[i], view);
-	if (!mine || keys_collide(p, keys, n, hash)) {
+	if (!mine) {
 		/* nothing a reader could ask for (a LID alone; no name the host
-		 * shares), or what it asks for would be ambiguous */
+		 * shares) */
 		drop_record(p, off);
 		host_set_cookie(h, all, 0);
-		if (mine)
-			collided(p);
 		return;
 	}
+	find_ambiguous(p, keys, n, held, hash, ask);
 	len = ibdir_rec_encode_eps(&p->cur, view == VIEW_HOST ? &p->eps : NULL, expires, p->enc);
 	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
 	if (off && len <= block(p, off)->cap) {
@@ -508,6 +510,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 			    !hostdir_holds(p, h, k, view))
 				slot_del(p, k, off);
 		}
+		mark_before_rewrite(p, keys, n, hash, ask, off);
 		to = off;
 		rec_write(p, to, len, false);
 	} else {
@@ -523,7 +526,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 	}
 	host_set_cookie(h, all, to);
 	for (unsigned i = 0; i < n; i++)
-		if (held[i] && slot_set(p, &keys[i], hash[i], to)) {
+		if (held[i] && slot_set(p, &keys[i], hash[i], to, ask[i])) {
 			lose_host(p, h, all, off, to);
 			return;
 		}

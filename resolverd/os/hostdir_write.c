@@ -279,27 +279,35 @@ static uint32_t slot_prev(uint32_t i, uint32_t n)
 	return i ? i - 1 : n - 1;
 }
 
-/* The slot holding @k (-1 if none); *@at_or_past the slot where the probe
- * stopped: the first empty one, or the first whose key's home comes after
- * @k's (Robin Hood order, lib/hostdir.h: @k would go there). */
-static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash,
+/* The slot to point at the block @to for @k (-1 if none): the block's own
+ * slot of @k's hash (keys of one block that share a hash share it), else one
+ * that leads to another block listing @k, unmarked (@k moves from there; a
+ * marked one stands for another key the block holds). *@at_or_past is where
+ * the probe stopped: the first empty slot, or the first whose key's home
+ * comes after @k's (Robin Hood order, lib/hostdir.h: @k would go there). */
+static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, uint32_t to,
 		      uint32_t *at_or_past)
 {
 	uint32_t n = hd_of(p)->tables[k->tab].n_slots, i = ibdir_home(hash, n);
 	uint64_t *slots = slots_of(p, k->tab);
+	long moved_from = -1;
 
 	for (uint32_t d = 0; d < n; d++, i = ibdir_next(i, n)) {
 		uint32_t at = (uint32_t)slots[i] & ~IBDIR_SLOT_ASK;
 
 		if (at == IBDIR_SLOT_EMPTY || ibdir_dist(slots[i], i, n) < d)
 			break;
-		if ((uint32_t)(slots[i] >> 32) == hash && at >= hd_of(p)->rec_off &&
+		if ((uint32_t)(slots[i] >> 32) != hash)
+			continue;
+		if (at == to)
+			return i;
+		if (moved_from < 0 && !(slots[i] & IBDIR_SLOT_ASK) && at >= hd_of(p)->rec_off &&
 		    at < p->rec_next && !(at & 7) &&
 		    ibdir_rec_has_key(p->map + at, p->rec_next - at, k->tab, k->data, k->len))
-			return i;
+			moved_from = i;
 	}
 	*at_or_past = i;
-	return -1;
+	return moved_from;
 }
 
 /* Point the slot of @k (of hash @hash) at the block @off, with
@@ -315,7 +323,7 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, 
 	uint32_t n = hd_of(p)->tables[k->tab].n_slots, at_or_past = 0, j;
 	uint64_t *slots = slots_of(p, k->tab);
 	uint64_t w = (uint64_t)hash << 32 | off | (ask ? IBDIR_SLOT_ASK : 0);
-	long at = slot_find(p, k, hash, &at_or_past);
+	long at = slot_find(p, k, hash, off, &at_or_past);
 
 	if (at >= 0) {
 		__atomic_store_n(&slots[at], w, __ATOMIC_RELEASE);
@@ -500,7 +508,8 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
 	if (off && len <= block(p, off)->cap) {
 		/* in place: the slots of keys it no longer leads to go before its
-		 * bytes change (slot_del() finds them by hash and block), so that
+		 * bytes change (slot_del() finds them by hash and block), and those
+		 * it keeps that the new record makes ambiguous are marked, so that
 		 * no slot leads a reader to the new record for a key it was not
 		 * set for (a key the new record lists, not holds, with that hash) */
 		for (unsigned i = 0; i < n_old; i++) {

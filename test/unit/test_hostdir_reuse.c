@@ -542,8 +542,10 @@ static unsigned slots_to(const uint8_t *m, unsigned tab, uint32_t hash, uint32_t
  * host. The record is written, and its slot for k2 says IBDIR_SLOT_ASK: a
  * reader of k2 (or of k, if it comes there first) asks the daemon, and the
  * directory stays whole: no new generation, and a name nobody has is still
- * answered "no such host". Once the static host leaves and the fabric host
- * holds both names, they share one slot with no mark. The names are found
+ * answered "no such host". The static host's slot for k, when it is written
+ * again, never takes the marked one that stands for k2. Once the static host
+ * leaves and the fabric host holds both names, they share one slot with no
+ * mark. The names are found
  * by hashing 400,000 of them under this generation's seed (about 19 pairs
  * share a hash). */
 static void test_keys_sharing_a_hash(void **state)
@@ -586,6 +588,21 @@ static void test_keys_sharing_a_hash(void **state)
 	loop_run_due(&f->loop);
 	assert_int_equal(((const struct ibdir_header *)(const void *)m)->state, IBDIR_LIVE);
 	assert_int_equal(f->pub->stats.rebuilds, st.rebuilds);
+
+	/* the static host goes and comes back (a reload): its slot for k is its
+	 * own, and the fabric host's marked slot, which stands for k2, stays */
+	assert_true(store_remove_origin(&f->store, IBRES_ORIGIN_STATIC) > 0);
+	loop_run_due(&f->loop);
+	insert(f, &r, IBRES_ORIGIN_STATIC);
+	loop_run_due(&f->loop);
+	assert_int_equal(store_check(&f->store), 0);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, k2, strlen(k2), &got), -EAGAIN);
+	ret = hdfx_look(m, size, IBRES_T_NAME, k, strlen(k), &got);
+	assert_true(ret == -EAGAIN || (ret == 0 && got.lid == 2));
+	assert_int_equal(slots_to(m, IBDIR_TAB_NAME, hash, off, &asking), 1);
+	assert_int_equal(asking, 1);
+	assert_int_equal(slots_to(m, IBDIR_TAB_NAME, hash, block_of(f, r.gids[0]), &asking), 1);
+	assert_int_equal(asking, 0);
 
 	/* the static host goes: the fabric host holds both, one slot unmarked */
 	assert_true(store_remove_origin(&f->store, IBRES_ORIGIN_STATIC) > 0);
@@ -659,7 +676,7 @@ static void test_in_place_drops_slots_before_the_bytes(void **state)
 	m = hdfx_map(f, &size);
 	hd = (const void *)m;
 	hash = names_sharing_a_hash(hd->seed, k, k2);
-	named(&r, k, "hx", 3);
+	named(&r, k, "hxxxxxxx", 3); /* longer than "hx" and k2: in place */
 	insert(f, &r, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	named(&r, k2, NULL, 2);
@@ -687,7 +704,7 @@ static void test_in_place_drops_slots_before_the_bytes(void **state)
 	assert_int_equal(sigaction(SIGSEGV, &sa, &old), 0);
 	assert_int_equal(mprotect(slot_page, page, PROT_READ), 0);
 	assert_int_equal(mprotect(block_page, page, PROT_READ), 0);
-	named(&r, "hx", k2, 3); /* k dropped; k2 listed, refused */
+	named(&r, "hx", k2, 3); /* k and hxxxxxxx dropped; k2 listed, refused */
 	insert(f, &r, IBRES_ORIGIN_FABRIC);
 	loop_run_due(&f->loop);
 	assert_int_equal(sigaction(SIGSEGV, &old, NULL), 0);

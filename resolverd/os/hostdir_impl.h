@@ -125,6 +125,7 @@ struct hostdir_pub {
 	 * dropped; the endpoint sets of the one written (VIEW_HOST) */
 	struct ibres_hostrec cur, prev, gone;
 	struct hostrec_eps eps;
+	uint64_t whole_expires; /* of p->cur, as hostdir_host_whole() left it */
 };
 
 static inline struct ibdir_header *hd_of(const struct hostdir_pub *p)
@@ -143,8 +144,11 @@ bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const stru
 /* The endpoint of @h's host that writes the host's one record: the lowest
  * by address, so that it stays while the endpoints do. */
 struct host *hostdir_speaker(const struct host *h);
+/* Is @h its host's speaker? (Stops at the first endpoint lower than @h.) */
+bool hostdir_is_speaker(const struct host *h);
 /* Does one record hold @h's host whole (every endpoint's names and addresses,
- * at least one name)? Leaves that record in p->cur and p->eps. */
+ * at least one name)? Leaves that record in p->cur and p->eps, its expiry in
+ * p->whole_expires. */
 bool hostdir_host_whole(struct hostdir_pub *p, const struct host *h);
 /* Forget the freed blocks (a new generation: they were the old one's). */
 void hostdir_bins_clear(struct hostdir_pub *p);
@@ -160,5 +164,10 @@ void hostdir_scope_write(struct hostdir_pub *p);
 void hostdir_on_put(void *arg, struct host *h);
 void hostdir_on_refresh(void *arg, struct host *h);
 void hostdir_on_gone(void *arg, struct host *h);
+/* @h into a new generation, every host of the store in turn: as
+ * hostdir_on_put() writes it, but a host of several endpoints once, when its
+ * speaker comes (its other endpoints do nothing), so that its record is made
+ * once, not once for each endpoint. */
+void hostdir_put_new(struct hostdir_pub *p, struct host *h);
 
 #endif

@@ -54,37 +54,31 @@ struct sizing {
 	uint64_t taken, freed;
 };
 
-/* A host of several endpoints one record holds whole: its speaker counts
- * the record and every key of the host the store gives its endpoints, the
- * others nothing. False: the host is written an endpoint at a time. */
-static bool size_whole_host(struct sizing *z, struct host *h)
+/* The speaker @s of a host of several endpoints, if one record holds the
+ * host whole: it counts the record and every key of the host the store
+ * gives its endpoints. False: the host is written an endpoint at a time. */
+static bool size_whole_host(struct sizing *z, struct host *s)
 {
 	struct dkey keys[REC_KEYS_MAX];
-	struct host *s = hostdir_speaker(h);
 	unsigned n;
 
 	if (!hostdir_host_whole(z->p, s))
 		return false;
-	if (h != s)
-		return true;
 	n = hostdir_rec_keys(&z->p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
-		if (hostdir_holds(z->p, h, &keys[i], VIEW_HOST))
+		if (hostdir_holds(z->p, s, &keys[i], VIEW_HOST))
 			z->keys[keys[i].tab]++;
 	z->bytes += (ibdir_rec_encode_eps(&z->p->cur, &z->p->eps, 0, z->p->enc) + 7) & ~7ull;
 	return true;
 }
 
-static void size_host(void *arg, struct host *h)
+/* An endpoint written on its own: its record, and its host's shared names. */
+static void size_endpoint(struct sizing *z, struct host *h)
 {
-	struct sizing *z = arg;
 	struct dkey keys[REC_KEYS_MAX];
+	bool shared = false;
 	unsigned n;
 
-	bool shared = false;
-
-	if (host_next_endpoint(h, h) && size_whole_host(z, h))
-		return;
 	host_record(h, &z->p->cur, 0);
 	n = hostdir_rec_keys(&z->p->cur, keys);
 	/* a slot for every key the store gives @h (a name the host's endpoints
@@ -102,6 +96,22 @@ static void size_host(void *arg, struct host *h)
 		host_record_all(h, &z->p->cur, 0);
 		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
 	}
+}
+
+/* Every endpoint of the store in turn: a host of several is sized once, when
+ * its speaker comes (as hostdir_put_new() writes it). */
+static void size_host(void *arg, struct host *h)
+{
+	struct sizing *z = arg;
+
+	if (!host_next_endpoint(h, h)) {
+		size_endpoint(z, h);
+		return;
+	}
+	if (!hostdir_is_speaker(h) || size_whole_host(z, h))
+		return;
+	for (struct host *e = h; e; e = host_next_endpoint(h, e))
+		size_endpoint(z, e);
 }
 
 /* Slots for a table of @keys keys: 10/7 as many, so that it starts 7/10
@@ -152,10 +162,7 @@ static void forget_host(void *arg, struct host *h)
 
 static void write_host(void *arg, struct host *h)
 {
-	struct hostdir_pub *p = arg;
-
-	if (!p->rebuild)
-		hostdir_on_put(p, h);
+	hostdir_put_new(arg, h);
 }
 
 static void fail(struct hostdir_pub *p, const char *what, int err)

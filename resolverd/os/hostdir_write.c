@@ -85,11 +85,19 @@ struct host *hostdir_speaker(const struct host *h)
 	return (struct host *)s;
 }
 
+bool hostdir_is_speaker(const struct host *h)
+{
+	for (const struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+		if (e < h)
+			return false;
+	return true;
+}
+
 bool hostdir_host_whole(struct hostdir_pub *p, const struct host *h)
 {
 	bool whole;
 
-	host_record_eps(h, &p->cur, &p->eps, &whole, 0);
+	p->whole_expires = host_record_eps(h, &p->cur, &p->eps, &whole, 0);
 	return whole && p->cur.n_names;
 }
 
@@ -472,8 +480,9 @@ static void mark_before_rewrite(struct hostdir_pub *p, const struct dkey *k, uns
 }
 
 /* Write one view of @h and the slots of the keys that lead to it: its own
- * record (its first cookie), or its host's (the second). */
-static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
+ * record (its first cookie), or its host's (the second). @cur_ready: p->cur
+ * and p->eps hold it already (VIEW_HOST, as hostdir_host_whole() left them). */
+static void put_view(struct hostdir_pub *p, struct host *h, enum dview view, bool cur_ready)
 {
 	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
 	bool all = view != VIEW_OWN;
@@ -492,7 +501,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 		host_set_cookie(h, all, 0);
 		return;
 	}
-	expires = view_of(p, h, view, &p->cur);
+	expires = cur_ready ? p->whole_expires : view_of(p, h, view, &p->cur);
 	n = hostdir_rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
 		mine += held[i] = hostdir_holds(p, h, &keys[i], view);
@@ -595,7 +604,7 @@ static bool put_host(struct hostdir_pub *p, struct host *h)
 	if (hostdir_host_whole(p, h)) {
 		/* first the host's record, so that its keys' slots lead there,
 		 * then the blocks of before go (their slots are found by block) */
-		put_view(p, h, VIEW_HOST);
+		put_view(p, h, VIEW_HOST, true);
 		drop_record(p, host_cookie(h, false));
 		host_set_cookie(h, false, 0);
 		for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
@@ -606,8 +615,8 @@ static bool put_host(struct hostdir_pub *p, struct host *h)
 		/* no longer whole: every endpoint's own views again now, since
 		 * those put before in this turn left theirs to the host's record */
 		for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e)) {
-			put_view(p, e, VIEW_OWN);
-			put_view(p, e, VIEW_SHARED);
+			put_view(p, e, VIEW_OWN, false);
+			put_view(p, e, VIEW_SHARED, false);
 		}
 	}
 	return false;
@@ -627,8 +636,26 @@ void hostdir_on_put(void *arg, struct host *h)
 	}
 	if (host_next_endpoint(h, h) && put_host(p, h))
 		return;
-	put_view(p, h, VIEW_OWN);
-	put_view(p, h, VIEW_SHARED);
+	put_view(p, h, VIEW_OWN, false);
+	put_view(p, h, VIEW_SHARED, false);
+}
+
+void hostdir_put_new(struct hostdir_pub *p, struct host *h)
+{
+	if (p->rebuild)
+		return;
+	if (!host_next_endpoint(h, h)) {
+		hostdir_on_put(p, h);
+		return;
+	}
+	if (!hostdir_is_speaker(h))
+		return;
+	hostdir_on_put(p, h);
+	if (p->rebuild || is_host_record(p, host_cookie(h, true)))
+		return;
+	/* one record does not hold it: each endpoint's own views */
+	for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+		hostdir_on_put(p, e);
 }
 
 /* Has any endpoint of @h's host a block in this file? */

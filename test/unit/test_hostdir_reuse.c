@@ -459,9 +459,10 @@ static int by_hash(const void *a, const void *b)
 	return x->hash < y->hash ? -1 : x->hash > y->hash ? 1 : (x->n > y->n) - (x->n < y->n);
 }
 
-/* Two names "cN" that share a hash under @seed, into @k and @k2 (16 bytes
- * each); returns the hash. 400,000 names hashed: about 19 pairs share one. */
-static uint32_t names_sharing_a_hash(uint64_t seed, char *k, char *k2)
+/* The @nth pair (from 0) of names "cN" that share a hash under @seed, into
+ * @k and @k2 (16 bytes each); returns the hash. 400,000 names hashed: about
+ * 19 pairs share one. */
+static uint32_t nth_names_sharing_a_hash(uint64_t seed, unsigned nth, char *k, char *k2)
 {
 	const unsigned n = 400000;
 	struct hashed *v = malloc(n * sizeof(*v));
@@ -477,7 +478,7 @@ static uint32_t names_sharing_a_hash(uint64_t seed, char *k, char *k2)
 	}
 	qsort(v, n, sizeof(*v), by_hash);
 	for (unsigned u = 1; u < n && !k[0]; u++)
-		if (v[u].hash == v[u - 1].hash) {
+		if (v[u].hash == v[u - 1].hash && !nth--) {
 			snprintf(k, 16, "c%u", v[u - 1].n);
 			snprintf(k2, 16, "c%u", v[u].n);
 			hash = v[u].hash;
@@ -485,6 +486,11 @@ static uint32_t names_sharing_a_hash(uint64_t seed, char *k, char *k2)
 	free(v);
 	assert_true(k[0]);
 	return hash;
+}
+
+static uint32_t names_sharing_a_hash(uint64_t seed, char *k, char *k2)
+{
+	return nth_names_sharing_a_hash(seed, 0, k, k2);
 }
 
 /* Host @lid (one GID, LID @lid) named @name and, if not NULL, @name2. */
@@ -803,6 +809,128 @@ static void test_in_place_marks_before_the_bytes(void **state)
 	munmap(m, size);
 }
 
+/* Random changes to a few hosts whose names include two pairs that share a
+ * hash (static hosts, which win a name, and fabric hosts, which are refused
+ * it; reloads of the static ones; fabric hosts going), every state checked
+ * against the store: a name is answered with the host the store gives it
+ * to, or "no such host" only when the store gives it to none, or the reader
+ * is sent to the daemon, which only a name of a pair may be; and no slot
+ * outlives its block or doubles another (slots_sound()). */
+#define CH_HOSTS 6 /* LIDs 1..6; 1 and 2 static */
+#define CH_NAMES 8 /* two pairs that share a hash, four other names */
+
+static void random_names(struct ibres_hostrec *r, char names[][16], unsigned lid, unsigned *rng)
+{
+	memset(r, 0, sizeof(*r));
+	for (unsigned i = 0; i < CH_NAMES && r->n_names < 4; i++) {
+		*rng = *rng * 1103515245u + 12345u;
+		if ((*rng >> 16) % 3 == 0)
+			snprintf(r->names[r->n_names++], sizeof(r->names[0]), "%s", names[i]);
+	}
+	if (!r->n_names)
+		snprintf(r->names[r->n_names++], sizeof(r->names[0]), "own%u", lid);
+	r->gids[0][0] = 0xfe;
+	r->gids[0][1] = 0x80;
+	memcpy(&r->gids[0][12], &lid, 4);
+	r->n_gids = 1;
+	r->lid = (uint16_t)lid;
+	r->pkey = 0xffff;
+}
+
+/* Every slot of image @m leads to a live block (none outlives its block),
+ * and no block has two slots of one hash (keys of a block that share a hash
+ * share one; the same home keeps them in one run). */
+static void slots_sound(const uint8_t *m, size_t size)
+{
+	const struct ibdir_header *hd = (const void *)m;
+
+	for (unsigned t = 0; t < IBDIR_TABLES; t++) {
+		const uint64_t *slots = (const void *)(m + hd->tables[t].off);
+		uint32_t n = hd->tables[t].n_slots;
+
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t at = (uint32_t)slots[i] & ~IBDIR_SLOT_ASK, home;
+
+			if (!at)
+				continue;
+			assert_true(at >= hd->rec_off && at + sizeof(struct ibdir_rec) <= size);
+			assert_int_not_equal(((const struct ibdir_rec *)(const void *)(m + at))->expires_ms,
+					     0);
+			home = ibdir_home((uint32_t)(slots[i] >> 32), n);
+			for (uint32_t j = ibdir_next(i, n);
+			     (uint32_t)slots[j] && ibdir_home((uint32_t)(slots[j] >> 32), n) == home;
+			     j = ibdir_next(j, n))
+				assert_true((slots[j] & ~(uint64_t)IBDIR_SLOT_ASK) !=
+					    (slots[i] & ~(uint64_t)IBDIR_SLOT_ASK));
+		}
+	}
+}
+
+static void test_changes_around_shared_hashes(void **state)
+{
+	struct fx *f = *state;
+	char names[CH_NAMES][16];
+	struct ibres_hostrec r, got;
+	unsigned rng = 1, asked = 0, answered = 0;
+	uint64_t seed, rebuilds;
+	size_t size;
+	uint8_t *m;
+
+	hostdir_set_scope(f->pub, 0, NULL, 0, 0);
+	m = hdfx_map(f, &size);
+	seed = ((const struct ibdir_header *)(const void *)m)->seed;
+	nth_names_sharing_a_hash(seed, 0, names[0], names[1]);
+	nth_names_sharing_a_hash(seed, 1, names[2], names[3]);
+	for (unsigned i = 4; i < CH_NAMES; i++)
+		snprintf(names[i], sizeof(names[i]), "n%u", i);
+	rebuilds = f->pub->stats.rebuilds;
+
+	for (unsigned step = 0; step < 4000; step++) {
+		unsigned lid, op;
+
+		rng = rng * 1103515245u + 12345u;
+		lid = (rng >> 16) % CH_HOSTS + 1;
+		op = (rng >> 8) % 8;
+		if (op == 0) {
+			store_remove_origin(&f->store, IBRES_ORIGIN_STATIC); /* a reload */
+		} else if (op == 1 && lid > 2) {
+			random_names(&r, names, lid, &rng);
+			store_remove_gid(&f->store, r.gids[0]);
+		} else {
+			random_names(&r, names, lid, &rng);
+			insert(f, &r, lid <= 2 ? IBRES_ORIGIN_STATIC : IBRES_ORIGIN_FABRIC);
+		}
+		loop_run_due(&f->loop);
+		assert_int_equal(store_check(&f->store), 0);
+		slots_sound(m, size);
+		for (unsigned i = 0; i < CH_NAMES; i++) {
+			const struct host *holder;
+			struct host_key hk;
+			int ret = hdfx_look(m, size, IBRES_T_NAME, names[i], strlen(names[i]), &got);
+
+			assert_int_equal(host_key_name(&hk, names[i]), 0);
+			holder = store_holder(&f->store, &hk);
+			if (ret == -EAGAIN) {
+				assert_true(i < 4); /* only a name of a pair */
+				asked++;
+				continue;
+			}
+			if (!holder) {
+				assert_int_equal(ret, -ENODATA);
+				continue;
+			}
+			assert_int_equal(ret, 0);
+			host_record(holder, &r, now_ms());
+			assert_int_equal(got.lid, r.lid);
+			answered += i < 4;
+		}
+	}
+	/* both ways were taken, and all in the one generation */
+	assert_true(asked > 0 && answered > 0);
+	assert_int_equal(f->pub->stats.rebuilds, rebuilds);
+	munmap(m, size);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -819,6 +947,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_in_place_drops_slots_before_the_bytes,
 						hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_in_place_marks_before_the_bytes, hdfx_setup,
+						hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_changes_around_shared_hashes, hdfx_setup,
 						hdfx_teardown),
 	};
 

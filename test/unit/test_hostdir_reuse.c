@@ -854,11 +854,12 @@ static void slots_sound(const uint8_t *m, size_t size)
 			if (!at)
 				continue;
 			assert_true(at >= hd->rec_off && at + sizeof(struct ibdir_rec) <= size);
-			assert_int_not_equal(((const struct ibdir_rec *)(const void *)(m + at))->expires_ms,
-					     0);
+			assert_int_not_equal(
+				((const struct ibdir_rec *)(const void *)(m + at))->expires_ms, 0);
 			home = ibdir_home((uint32_t)(slots[i] >> 32), n);
 			for (uint32_t j = ibdir_next(i, n);
-			     (uint32_t)slots[j] && ibdir_home((uint32_t)(slots[j] >> 32), n) == home;
+			     (uint32_t)slots[j] &&
+			     ibdir_home((uint32_t)(slots[j] >> 32), n) == home;
 			     j = ibdir_next(j, n))
 				assert_true((slots[j] & ~(uint64_t)IBDIR_SLOT_ASK) !=
 					    (slots[i] & ~(uint64_t)IBDIR_SLOT_ASK));
@@ -906,7 +907,8 @@ static void test_changes_around_shared_hashes(void **state)
 		for (unsigned i = 0; i < CH_NAMES; i++) {
 			const struct host *holder;
 			struct host_key hk;
-			int ret = hdfx_look(m, size, IBRES_T_NAME, names[i], strlen(names[i]), &got);
+			int ret =
+				hdfx_look(m, size, IBRES_T_NAME, names[i], strlen(names[i]), &got);
 
 			assert_int_equal(host_key_name(&hk, names[i]), 0);
 			holder = store_holder(&f->store, &hk);

@@ -165,9 +165,9 @@ void hostdir_on_put(void *arg, struct host *h);
 void hostdir_on_refresh(void *arg, struct host *h);
 void hostdir_on_gone(void *arg, struct host *h);
 /* @h into a new generation, every host of the store in turn: as
- * hostdir_on_put() writes it, but a host of several endpoints once, when its
- * speaker comes (its other endpoints do nothing), so that its record is made
- * once, not once for each endpoint. */
+ * hostdir_on_put() writes it, but a host of several endpoints when its
+ * speaker comes (its other endpoints do nothing), so that the record of a
+ * host one record holds is made once, not once for each endpoint. */
 void hostdir_put_new(struct hostdir_pub *p, struct host *h);
 
 #endif

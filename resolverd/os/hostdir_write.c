@@ -481,7 +481,8 @@ static void mark_before_rewrite(struct hostdir_pub *p, const struct dkey *k, uns
 
 /* Write one view of @h and the slots of the keys that lead to it: its own
  * record (its first cookie), or its host's (the second). @cur_ready: p->cur
- * and p->eps hold it already (VIEW_HOST, as hostdir_host_whole() left them). */
+ * and p->eps hold it already and p->whole_expires its expiry (VIEW_HOST only,
+ * as hostdir_host_whole() just left them). */
 static void put_view(struct hostdir_pub *p, struct host *h, enum dview view, bool cur_ready)
 {
 	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
@@ -501,7 +502,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view, boo
 		host_set_cookie(h, all, 0);
 		return;
 	}
-	expires = cur_ready ? p->whole_expires : view_of(p, h, view, &p->cur);
+	expires = cur_ready && view == VIEW_HOST ? p->whole_expires : view_of(p, h, view, &p->cur);
 	n = hostdir_rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
 		mine += held[i] = hostdir_holds(p, h, &keys[i], view);
@@ -653,8 +654,10 @@ void hostdir_put_new(struct hostdir_pub *p, struct host *h)
 	hostdir_on_put(p, h);
 	if (p->rebuild || is_host_record(p, host_cookie(h, true)))
 		return;
-	/* one record does not hold it: each endpoint's own views */
-	for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
+	/* one record does not hold it (or its record holds no key a reader
+	 * could ask for): each endpoint as it is put, its own views */
+	for (struct host *e = host_next_endpoint(h, h); e && !p->rebuild;
+	     e = host_next_endpoint(h, e))
 		hostdir_on_put(p, e);
 }
 

@@ -811,17 +811,24 @@ static void test_in_place_marks_before_the_bytes(void **state)
 
 /* Random changes to a few hosts whose names include two pairs that share a
  * hash (static hosts, which win a name, and fabric hosts, which are refused
- * it; reloads of the static ones; fabric hosts going), every state checked
+ * it, two of them hosts of two rails; reloads of the static ones; fabric
+ * endpoints going), every state checked
  * against the store: a name is answered with the host the store gives it
  * to, or "no such host" only when the store gives it to none, or the reader
  * is sent to the daemon, which only a name of a pair may be; and no slot
  * outlives its block or doubles another (slots_sound()). */
-#define CH_HOSTS 6 /* LIDs 1..6; 1 and 2 static */
+#define CH_HOSTS 6 /* LIDs 1..6; 1 and 2 static, 5 and 6 of two rails */
 #define CH_NAMES 8 /* two pairs that share a hash, four other names */
 
-static void random_names(struct ibres_hostrec *r, char names[][16], unsigned lid, unsigned *rng)
+/* Host @lid's record of random names of @names; hosts 5 and 6 are of two
+ * rails (@rail 0 or 1, one GID each, the host's name on both), so that their
+ * names are one record's with its endpoint sets. */
+static void random_names(struct ibres_hostrec *r, char names[][16], unsigned lid, unsigned rail,
+			 unsigned *rng)
 {
 	memset(r, 0, sizeof(*r));
+	if (lid >= 5)
+		snprintf(r->names[r->n_names++], sizeof(r->names[0]), "mr%u", lid);
 	for (unsigned i = 0; i < CH_NAMES && r->n_names < 4; i++) {
 		*rng = *rng * 1103515245u + 12345u;
 		if ((*rng >> 16) % 3 == 0)
@@ -831,10 +838,20 @@ static void random_names(struct ibres_hostrec *r, char names[][16], unsigned lid
 		snprintf(r->names[r->n_names++], sizeof(r->names[0]), "own%u", lid);
 	r->gids[0][0] = 0xfe;
 	r->gids[0][1] = 0x80;
+	r->gids[0][11] = (uint8_t)rail;
 	memcpy(&r->gids[0][12], &lid, 4);
 	r->n_gids = 1;
 	r->lid = (uint16_t)lid;
 	r->pkey = 0xffff;
+}
+
+/* Rail @rail of host @lid (5 or 6) as the fabric teaches it. */
+static void insert_rail(struct fx *f, const struct ibres_hostrec *r, unsigned rail)
+{
+	const struct store_put put = {
+		.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1u << rail, .rails = 0x55, .ttl_s = 600};
+
+	assert_int_equal(store_insert(&f->store, r, &put, now_ms(), NULL), 0);
 }
 
 /* Every slot of image @m leads to a live block (none outlives its block),
@@ -872,7 +889,7 @@ static void test_changes_around_shared_hashes(void **state)
 	struct fx *f = *state;
 	char names[CH_NAMES][16];
 	struct ibres_hostrec r, got;
-	unsigned rng = 1, asked = 0, answered = 0;
+	unsigned rng = 1, asked = 0, answered = 0, asked_mr = 0, answered_mr = 0;
 	uint64_t seed, rebuilds;
 	size_t size;
 	uint8_t *m;
@@ -887,18 +904,22 @@ static void test_changes_around_shared_hashes(void **state)
 	rebuilds = f->pub->stats.rebuilds;
 
 	for (unsigned step = 0; step < 4000; step++) {
-		unsigned lid, op;
+		unsigned lid, op, rail;
 
 		rng = rng * 1103515245u + 12345u;
 		lid = (rng >> 16) % CH_HOSTS + 1;
 		op = (rng >> 8) % 8;
+		rail = lid >= 5 ? (rng >> 4) & 1 : 0;
 		if (op == 0) {
 			store_remove_origin(&f->store, IBRES_ORIGIN_STATIC); /* a reload */
 		} else if (op == 1 && lid > 2) {
-			random_names(&r, names, lid, &rng);
+			random_names(&r, names, lid, rail, &rng);
 			store_remove_gid(&f->store, r.gids[0]);
+		} else if (lid >= 5) {
+			random_names(&r, names, lid, rail, &rng);
+			insert_rail(f, &r, rail);
 		} else {
-			random_names(&r, names, lid, &rng);
+			random_names(&r, names, lid, rail, &rng);
 			insert(f, &r, lid <= 2 ? IBRES_ORIGIN_STATIC : IBRES_ORIGIN_FABRIC);
 		}
 		loop_run_due(&f->loop);
@@ -915,6 +936,10 @@ static void test_changes_around_shared_hashes(void **state)
 			if (ret == -EAGAIN) {
 				assert_true(i < 4); /* only a name of a pair */
 				asked++;
+				if (holder) {
+					host_record(holder, &r, now_ms());
+					asked_mr += r.lid >= 5;
+				}
 				continue;
 			}
 			if (!holder) {
@@ -925,10 +950,12 @@ static void test_changes_around_shared_hashes(void **state)
 			host_record(holder, &r, now_ms());
 			assert_int_equal(got.lid, r.lid);
 			answered += i < 4;
+			answered_mr += i < 4 && r.lid >= 5;
 		}
 	}
 	/* both ways were taken, and all in the one generation */
 	assert_true(asked > 0 && answered > 0);
+	assert_true(asked_mr > 0 && answered_mr > 0); /* and in a record of two rails */
 	assert_int_equal(f->pub->stats.rebuilds, rebuilds);
 	munmap(m, size);
 }

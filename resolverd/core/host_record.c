@@ -376,6 +376,11 @@ uint64_t host_rails(const struct host *h)
 	return h->rails;
 }
 
+unsigned host_keys_held(const struct host *h)
+{
+	return h->n_indexed;
+}
+
 bool host_key_shared(const struct host *h, const struct host_key *k)
 {
 	for (const struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))

@@ -245,6 +245,9 @@ unsigned host_endpoint_count(const struct host *h);
 uint32_t host_heard_on(const struct host *h);
 /* The rails digest it was stored with (0: a host alone). */
 uint64_t host_rails(const struct host *h);
+/* How many keys of the store lead to @h (its LID's among them): each one of
+ * the keys its record lists, so at most their number and its LID. */
+unsigned host_keys_held(const struct host *h);
 /* Does another endpoint of @h's host list @k too (a name of the whole host,
  * not of one rail)? */
 bool host_key_shared(const struct host *h, const struct host_key *k);

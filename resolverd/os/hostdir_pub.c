@@ -54,28 +54,40 @@ struct sizing {
 	uint64_t taken, freed;
 };
 
+/* Keys of @n in @keys to size a table for: each key that leads to @h's
+ * view (@view: VIEW_OWN for a host alone, VIEW_HOST for a host one record
+ * holds). Asking the store of each key was a fifth of a new generation's
+ * time: when the store's own count says @h's host holds at least as many
+ * keys as its record lists, every key is counted without asking (a key
+ * another host holds is listed only after a conflict; counted anyway, a slot
+ * too many costs about 11 bytes, and at most its LIDs' worth a host). */
+static void count_keys(struct sizing *z, struct host *h, const struct dkey *keys, unsigned n,
+		       enum dview view)
+{
+	unsigned held = 0;
+
+	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
+		held += host_keys_held(e);
+	for (unsigned i = 0; i < n; i++)
+		if (held >= n || hostdir_holds(z->p, h, &keys[i], view))
+			z->keys[keys[i].tab]++;
+}
+
 /* The speaker @s of a host of several endpoints, if one record holds the
- * host whole: it counts the record and a slot for every key it lists (not
- * only those the store gives its endpoints: a key another host holds is
- * rare, a slot too many costs 8 bytes, and asking the store of each key was
- * a fifth of a new generation's time). False: the host is written an
- * endpoint at a time. */
+ * host whole: it counts the record and its keys. False: the host is
+ * written an endpoint at a time. */
 static bool size_whole_host(struct sizing *z, struct host *s)
 {
 	struct dkey keys[REC_KEYS_MAX];
-	unsigned n;
 
 	if (!hostdir_host_whole(z->p, s))
 		return false;
-	n = hostdir_rec_keys(&z->p->cur, keys);
-	for (unsigned i = 0; i < n; i++)
-		z->keys[keys[i].tab]++;
+	count_keys(z, s, keys, hostdir_rec_keys(&z->p->cur, keys), VIEW_HOST);
 	z->bytes += (ibdir_rec_encode_eps(&z->p->cur, &z->p->eps, 0, z->p->enc) + 7) & ~7ull;
 	return true;
 }
 
-/* A host alone: its record, and a slot for every key it lists (as
- * size_whole_host() counts them). */
+/* A host alone: its record and its keys. */
 static void size_alone(struct sizing *z, struct host *h)
 {
 	struct dkey keys[REC_KEYS_MAX];
@@ -83,8 +95,7 @@ static void size_alone(struct sizing *z, struct host *h)
 
 	host_record(h, &z->p->cur, 0);
 	n = hostdir_rec_keys(&z->p->cur, keys);
-	for (unsigned i = 0; i < n; i++)
-		z->keys[keys[i].tab]++;
+	count_keys(z, h, keys, n, VIEW_OWN);
 	if (n)
 		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
 }
@@ -133,7 +144,8 @@ static void size_host(void *arg, struct host *h)
 }
 
 /* Slots for a table of @keys keys: 10/7 as many, so that it starts 7/10
- * full (a table 7/8 taken makes a new file, slot_set()). Any number will do
+ * full, or a little less when count_keys() counted a key the writer gives no
+ * slot (a table 7/8 taken makes a new file, slot_set()). Any number will do
  * (format 3): a power of two would cost up to twice the memory. */
 static uint32_t slots_for(uint64_t keys)
 {

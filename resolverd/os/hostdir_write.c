@@ -12,9 +12,9 @@
 #include "core/clock.h"
 #include "core/log.h"
 
-/* A table is written 7/10 full (slots_for() in hostdir_pub.c) and makes a
- * new file once TABLE_FULL_NUM/TABLE_FULL_DEN of it is taken: 25 % more
- * keys, as much as the record area has room for, so that a table does not
+/* A table is written at most 7/10 full (slots_for() in hostdir_pub.c) and
+ * makes a new file once TABLE_FULL_NUM/TABLE_FULL_DEN of it is taken: 25 %
+ * more keys, as much as the record area has room for, so that a table does not
  * make a file of its own just after the area made one. A key that is there
  * is found after (1 + 1 / (1 - load)) / 2 slots on average, 2.2 at 7/10 and
  * 4.5 at 7/8, most in the cache line of the first; in Robin Hood order one

@@ -1484,12 +1484,70 @@ static void test_one_record_of_several_endpoints(void **state)
 	dir_image_free(&m);
 }
 
+/* A new generation sizes each table for the keys the writer gives a slot.
+ * Counting every key a record lists is the quick way, taken when the
+ * store's own count says the host holds as many: here 2,000 fabric
+ * endpoints each list a name and a GID their static host (of P_Key 0xffff)
+ * holds, and hold only their IPv4 address and LID, so each key is asked of
+ * the store. Counted anyway, the name and GID tables would be twice the
+ * size. */
+static void test_sizing_leaves_out_keys_held_elsewhere(void **state)
+{
+	const unsigned n = 2000;
+	struct fx *f = *state;
+	const struct ibdir_header *hd;
+	struct ibres_hostrec r, got;
+	size_t size;
+	uint8_t *m;
+
+	for (unsigned i = 1; i <= n; i++) {
+		memset(&r, 0, sizeof(r));
+		snprintf(r.names[0], sizeof(r.names[0]), "s%u", i);
+		r.n_names = 1;
+		r.gids[0][0] = 0xfe;
+		r.gids[0][1] = 0x80;
+		memcpy(&r.gids[0][12], &i, 4);
+		r.n_gids = 1;
+		r.pkey = 0xffff;
+		assert_int_equal(store_insert(&f->store, &r,
+					      &(struct store_put){.origin = IBRES_ORIGIN_STATIC},
+					      now_ms(), NULL),
+				 0);
+		r.pkey = 0x8001; /* the same port in another partition */
+		r.lid = (uint16_t)i;
+		r.v4[0].s_addr = htonl(0x0a000000u | i);
+		r.n_v4 = 1;
+		assert_int_equal(store_insert(&f->store, &r,
+					      &(struct store_put){.origin = IBRES_ORIGIN_FABRIC,
+								  .ttl_s = 600},
+					      now_ms(), NULL),
+				 0);
+	}
+	assert_int_equal(store_check(&f->store), 0);
+	hostdir_stop(f->pub);
+	assert_int_equal(hostdir_start(&f->pub, &f->loop, &f->store), 0);
+	m = hdfx_map(f, &size);
+	hd = (const void *)m;
+	/* sized for n names and n GIDs (10/7 as many slots), not 2n */
+	assert_true(hd->tables[IBDIR_TAB_NAME].n_slots < n * 3 / 2);
+	assert_true(hd->tables[IBDIR_TAB_GID].n_slots < n * 3 / 2);
+	assert_true(hd->tables[IBDIR_TAB_IPV4].n_slots < n * 3 / 2);
+	/* and every key is found where the store has it */
+	r.v4[0].s_addr = htonl(0x0a000000u | n);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_IPV4, &r.v4[0], 4, &got), 0);
+	assert_int_equal(got.pkey, 0x8001);
+	assert_int_equal(hdfx_look(m, size, IBRES_T_NAME, r.names[0], strlen(r.names[0]), &got), 0);
+	assert_int_equal(got.pkey, 0xffff);
+	munmap(m, size);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_record_of_several_endpoints),
 		cmocka_unit_test_setup_teardown(test_every_key_type, hdfx_setup, hdfx_teardown),
-		cmocka_unit_test_setup_teardown(test_find_views_the_record, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_find_views_the_record, hdfx_setup,
+						hdfx_teardown),
 		cmocka_unit_test(test_hash_folds_ascii_case_only),
 		cmocka_unit_test(test_hash_parts_lengths_under_every_seed),
 		cmocka_unit_test_setup_teardown(test_scope_of_a_miss, hdfx_setup, hdfx_teardown),
@@ -1498,23 +1556,29 @@ int main(void)
 						hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_a_host_one_record_cannot_hold, hdfx_setup,
 						hdfx_teardown),
-		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, hdfx_setup, hdfx_teardown),
-		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_partition_gid_after_refresh, hdfx_setup,
+						hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_refresh_move_remove_expire, hdfx_setup,
+						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_growth_replaces_the_generation, hdfx_setup,
 						hdfx_teardown),
-		cmocka_unit_test_setup_teardown(test_held_back_key_moved, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_held_back_key_moved, hdfx_setup,
+						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_held_back_key_moved_from_a_rail, hdfx_setup,
 						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_key_taken_from_the_host_evicted, hdfx_setup,
 						hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_stop_closes, hdfx_setup, hdfx_teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_images, hdfx_setup, hdfx_teardown),
-		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, hdfx_setup, hdfx_teardown),
+		cmocka_unit_test_setup_teardown(test_32_readers_and_a_busy_writer, hdfx_setup,
+						hdfx_teardown),
 		cmocka_unit_test(test_decoder_refuses_what_the_writer_never_makes),
 		cmocka_unit_test(test_tables_of_any_size),
 		cmocka_unit_test_setup_teardown(test_tables_stay_in_robin_hood_order, hdfx_setup,
 						hdfx_teardown),
 		cmocka_unit_test(test_lookup_of_a_record_without_a_name),
+		cmocka_unit_test_setup_teardown(test_sizing_leaves_out_keys_held_elsewhere,
+						hdfx_setup, hdfx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,7 @@
  * lib/hostdir.h). An endpoint's record is one block of the record area; its
  * struct host keeps the block's offset as the store's observer cookie. A
  * host of several endpoints (rails, partitions) is one block, written by its
- * speaker (hostdir_speaker()) as its second cookie: every key of every
+ * speaker (hostdir_is_speaker()) as its second cookie: every key of every
  * endpoint leads there, and the record's endpoint sets tell a reader which
  * endpoint's a key is (VIEW_HOST). Its other endpoints have no block: a
  * change to any endpoint puts every endpoint of the host to the observer
@@ -44,7 +44,7 @@
  *   (lib/hostdir.c, probe()) and probes again if either moved;
  * - a key of a record that shares its hash with another key the record
  *   lists but does not hold has its slot marked IBDIR_SLOT_ASK
- *   (find_ambiguous()): a reader could not tell which of the two the slot
+ *   (hash_keys()): a reader could not tell which of the two the slot
  *   was set for, and asks the daemon. The mark is set before the bytes of a
  *   block rewritten in place change. Keys a record holds that share a hash
  *   share one slot: a key that leaves the block takes it, and the keys that
@@ -141,10 +141,8 @@ unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k);
  * is it a key of @h's view? */
 bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const struct dkey *k,
 		   enum dview view);
-/* The endpoint of @h's host that writes the host's one record: the lowest
- * by address, so that it stays while the endpoints do. */
-struct host *hostdir_speaker(const struct host *h);
-/* Is @h its host's speaker? (Stops at the first endpoint lower than @h.) */
+/* Is @h the endpoint of its host that writes the host's one record (the
+ * lowest by address, so that it stays while the endpoints do)? */
 bool hostdir_is_speaker(const struct host *h);
 /* Does one record hold @h's host whole (every endpoint's names and addresses,
  * at least one name)? Leaves that record in p->cur and p->eps, its expiry in

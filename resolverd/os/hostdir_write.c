@@ -75,7 +75,9 @@ bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const stru
 	return (view == VIEW_SHARED) == (k->tab == IBDIR_TAB_NAME && host_key_shared(h, &hk));
 }
 
-struct host *hostdir_speaker(const struct host *h)
+/* The endpoint of @h's host that writes the host's one record: the lowest
+ * by address, so that it stays while the endpoints do. */
+static struct host *speaker_of(const struct host *h)
 {
 	const struct host *s = h;
 
@@ -101,18 +103,15 @@ bool hostdir_host_whole(struct hostdir_pub *p, const struct host *h)
 	return whole && p->cur.n_names;
 }
 
-/* The record of @h's view into @r (VIEW_HOST: its endpoint sets into
- * p->eps too); returns its expiry. */
-static uint64_t view_of(struct hostdir_pub *p, const struct host *h, enum dview view,
-			struct ibres_hostrec *r)
+/* The record of @h's view into p->cur; returns its expiry. VIEW_HOST's is
+ * the one hostdir_host_whole() made just before (put_host()). */
+static uint64_t view_of(struct hostdir_pub *p, const struct host *h, enum dview view)
 {
-	bool whole;
-
 	if (view == VIEW_HOST)
-		return host_record_eps(h, r, &p->eps, &whole, 0);
+		return p->whole_expires;
 	if (view == VIEW_SHARED)
-		return host_record_all(h, r, 0);
-	host_record(h, r, 0);
+		return host_record_all(h, &p->cur, 0);
+	host_record(h, &p->cur, 0);
 	return host_expires_ms(h);
 }
 
@@ -321,10 +320,10 @@ static long slot_find(struct hostdir_pub *p, const struct dkey *k, uint32_t hash
 /* Point the slot of @k (of hash @hash) at the block @off, with
  * IBDIR_SLOT_ASK if @ask. 0, or -ENOSPC (no empty slot left). Keys of one
  * block that share a hash share its slot: the one word stands for them all.
- * A new key goes where Robin Hood order puts it, and
- * the slots from there to the next empty one move one on, the last first:
- * every key stays in some slot a reader could find it in while they move,
- * and table_seq, odd meanwhile, tells a reader that missed to look again. */
+ * A new key goes where Robin Hood order puts it, and the slots from there to
+ * the next empty one move one on, the last first: every key stays in some
+ * slot a reader could find it in while they move, and table_seq, odd
+ * meanwhile, tells a reader that missed to look again. */
 static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, uint32_t off,
 		    bool ask)
 {
@@ -368,11 +367,11 @@ static long slot_of_block(struct hostdir_pub *p, unsigned tab, uint32_t hash, ui
 }
 
 /* Delete the slot of @k that points at the block @off, found by hash and
- * block (slot_of_block()), not by what the block holds now: a block rewritten in place
- * without @k no longer lists it, and a slot left behind would lead a reader to
- * whatever record the block holds once it is written again. The slots after
- * it move one back, up to an empty one or one at its key's home (backward
- * shift: no tombstone is left to lengthen probes). */
+ * block (slot_of_block()), not by what the block holds now: a block
+ * rewritten in place without @k no longer lists it, and a slot left behind
+ * would lead a reader to whatever record the block holds once it is written
+ * again. The slots after it move one back, up to an empty one or one at its
+ * key's home (backward shift: no tombstone is left to lengthen probes). */
 static void slot_del(struct hostdir_pub *p, const struct dkey *k, uint32_t off)
 {
 	uint32_t hash = ibdir_hash(hd_of(p)->seed, k->tab, k->data, k->len);
@@ -440,50 +439,48 @@ static void lose_host(struct hostdir_pub *p, struct host *h, bool all, uint32_t 
 	host_set_cookie(h, all, 0);
 }
 
-/* The hashes of the @n keys @k into @hash, and in @ask which of the keys
- * @held (whose slots lead to this record) share their hash with a key the
- * record lists but does not hold, in one table. A reader that follows such a
- * slot finds both listed and cannot tell whether the record holds its key
- * (the store may give it to another host): the slot says so
- * (IBDIR_SLOT_ASK), and the reader asks the daemon. Keys held that share a
- * hash need no mark: the record answers for each of them. */
-static void find_ambiguous(const struct hostdir_pub *p, const struct dkey *k, unsigned n,
-			   const bool *held, uint32_t *hash, bool *ask)
+/* The hashes of the @n keys @k into @hash (what slot_set() is given), and
+ * in @ask which of the keys @held (whose slots lead to this record) share
+ * their hash with a key the record lists but does not hold, in one table. A
+ * reader that follows such a slot finds both listed and cannot tell whether
+ * the record holds its key (the store may give it to another host): the
+ * slot says so (IBDIR_SLOT_ASK), and the reader asks the daemon. Keys held
+ * that share a hash need no mark: the record answers for each of them. (A
+ * key held and one not are two keys: holding depends on the key alone.) */
+static void hash_keys(const struct hostdir_pub *p, const struct dkey *k, unsigned n,
+		      const bool *held, uint32_t *hash, bool *ask)
 {
 	for (unsigned i = 0; i < n; i++) {
 		hash[i] = ibdir_hash(hd_of(p)->seed, k[i].tab, k[i].data, k[i].len);
 		ask[i] = false;
 	}
-	for (unsigned i = 0; i < n; i++)
-		for (unsigned j = 0; j < n && held[i] && !ask[i]; j++)
-			ask[i] = !held[j] && k[j].tab == k[i].tab && hash[j] == hash[i] &&
-				 (k[j].len != k[i].len ||
-				  (k[i].tab == IBDIR_TAB_NAME
-					   ? !hostrec_name_eq(k[j].data, k[i].data, k[i].len)
-					   : memcmp(k[j].data, k[i].data, k[i].len)));
+	for (unsigned i = 0; i < n; i++) {
+		if (!held[i])
+			continue;
+		for (unsigned j = 0; j < n && !ask[i]; j++)
+			ask[i] = !held[j] && k[j].tab == k[i].tab && hash[j] == hash[i];
+	}
 }
 
 /* Before the block at @off is rewritten in place: the slots it keeps that
- * will be ambiguous (find_ambiguous()) say so first, so that no reader takes
+ * will be ambiguous (hash_keys()) say so first, so that no reader takes
  * the new bytes for an answer between the two. */
 static void mark_before_rewrite(struct hostdir_pub *p, const struct dkey *k, unsigned n,
 				const uint32_t *hash, const bool *ask, uint32_t off)
 {
 	for (unsigned i = 0; i < n; i++) {
+		uint64_t *slots = slots_of(p, k[i].tab);
 		long at = ask[i] ? slot_of_block(p, k[i].tab, hash[i], off) : -1;
 
 		if (at >= 0)
-			__atomic_store_n(&slots_of(p, k[i].tab)[at],
-					 slots_of(p, k[i].tab)[at] | IBDIR_SLOT_ASK,
-					 __ATOMIC_RELEASE);
+			__atomic_store_n(&slots[at], slots[at] | IBDIR_SLOT_ASK, __ATOMIC_RELEASE);
 	}
 }
 
 /* Write one view of @h and the slots of the keys that lead to it: its own
- * record (its first cookie), or its host's (the second). @cur_ready: p->cur
- * and p->eps hold it already and p->whole_expires its expiry (VIEW_HOST only,
- * as hostdir_host_whole() just left them). */
-static void put_view(struct hostdir_pub *p, struct host *h, enum dview view, bool cur_ready)
+ * record (its first cookie), or its host's (the second; VIEW_HOST only after
+ * hostdir_host_whole() of @h made it). */
+static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 {
 	struct dkey keys[REC_KEYS_MAX], old_keys[REC_KEYS_MAX];
 	bool all = view != VIEW_OWN;
@@ -502,7 +499,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view, boo
 		host_set_cookie(h, all, 0);
 		return;
 	}
-	expires = cur_ready && view == VIEW_HOST ? p->whole_expires : view_of(p, h, view, &p->cur);
+	expires = view_of(p, h, view);
 	n = hostdir_rec_keys(&p->cur, keys);
 	for (unsigned i = 0; i < n; i++)
 		mine += held[i] = hostdir_holds(p, h, &keys[i], view);
@@ -513,7 +510,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view, boo
 		host_set_cookie(h, all, 0);
 		return;
 	}
-	find_ambiguous(p, keys, n, held, hash, ask);
+	hash_keys(p, keys, n, held, hash, ask);
 	len = ibdir_rec_encode_eps(&p->cur, view == VIEW_HOST ? &p->eps : NULL, expires, p->enc);
 	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
 	if (off && len <= block(p, off)->cap) {
@@ -591,7 +588,7 @@ static bool is_host_record(const struct hostdir_pub *p, uint32_t off)
  * a host was written before (VIEW_OWN, VIEW_SHARED). */
 static bool put_host(struct hostdir_pub *p, struct host *h)
 {
-	struct host *s = hostdir_speaker(h);
+	struct host *s = speaker_of(h);
 	bool was_host = is_host_record(p, host_cookie(s, true));
 
 	if (h != s) {
@@ -605,7 +602,7 @@ static bool put_host(struct hostdir_pub *p, struct host *h)
 	if (hostdir_host_whole(p, h)) {
 		/* first the host's record, so that its keys' slots lead there,
 		 * then the blocks of before go (their slots are found by block) */
-		put_view(p, h, VIEW_HOST, true);
+		put_view(p, h, VIEW_HOST);
 		drop_record(p, host_cookie(h, false));
 		host_set_cookie(h, false, 0);
 		for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e))
@@ -616,8 +613,8 @@ static bool put_host(struct hostdir_pub *p, struct host *h)
 		/* no longer whole: every endpoint's own views again now, since
 		 * those put before in this turn left theirs to the host's record */
 		for (struct host *e = host_next_endpoint(h, h); e; e = host_next_endpoint(h, e)) {
-			put_view(p, e, VIEW_OWN, false);
-			put_view(p, e, VIEW_SHARED, false);
+			put_view(p, e, VIEW_OWN);
+			put_view(p, e, VIEW_SHARED);
 		}
 	}
 	return false;
@@ -637,8 +634,8 @@ void hostdir_on_put(void *arg, struct host *h)
 	}
 	if (host_next_endpoint(h, h) && put_host(p, h))
 		return;
-	put_view(p, h, VIEW_OWN, false);
-	put_view(p, h, VIEW_SHARED, false);
+	put_view(p, h, VIEW_OWN);
+	put_view(p, h, VIEW_SHARED);
 }
 
 void hostdir_put_new(struct hostdir_pub *p, struct host *h)
@@ -654,8 +651,9 @@ void hostdir_put_new(struct hostdir_pub *p, struct host *h)
 	hostdir_on_put(p, h);
 	if (p->rebuild || is_host_record(p, host_cookie(h, true)))
 		return;
-	/* one record does not hold it (or its record holds no key a reader
-	 * could ask for): each endpoint as it is put, its own views */
+	/* one record does not hold it: each other endpoint writes its own
+	 * views (or one does, and holds no key a reader could ask for: each
+	 * other endpoint is put and writes nothing, as in any update) */
 	for (struct host *e = host_next_endpoint(h, h); e && !p->rebuild;
 	     e = host_next_endpoint(h, e))
 		hostdir_on_put(p, e);
@@ -677,7 +675,7 @@ static bool ring_written(const struct host *h)
  * their shared names carries the soonest expiry). */
 static void refresh_ring(struct hostdir_pub *p, struct host *h)
 {
-	struct host *s = hostdir_speaker(h);
+	struct host *s = speaker_of(h);
 	uint32_t off = host_cookie(s, true);
 
 	if (is_host_record(p, off)) {

@@ -5,10 +5,10 @@
  * from ever taking one record for another because of it: no slot outlives
  * its key, a reader loads its slot and the block's seq again after the copy,
  * and a slot whose hash the record shares with a key it lists but does not
- * hold sends the reader to the daemon (IBDIR_SLOT_ASK). The races are made exact
- * with page faults: the image a reader reads is one state of the directory
- * with a page unreadable, and the fault turns it into a later state at the
- * moment the reader touches that page.
+ * hold sends the reader to the daemon (IBDIR_SLOT_ASK). The races are made
+ * exact with page faults: the image a reader reads is one state of the
+ * directory with a page unreadable, and the fault turns it into a later
+ * state at the moment the reader touches that page.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -477,12 +477,16 @@ static uint32_t nth_names_sharing_a_hash(uint64_t seed, unsigned nth, char *k, c
 		v[u] = (struct hashed){ibdir_hash(seed, IBDIR_TAB_NAME, s, strlen(s)), u};
 	}
 	qsort(v, n, sizeof(*v), by_hash);
-	for (unsigned u = 1; u < n && !k[0]; u++)
-		if (v[u].hash == v[u - 1].hash && !nth--) {
+	for (unsigned u = 1; u < n && !k[0]; u++) {
+		/* a third name of one hash is not a pair of its own */
+		if (v[u].hash != v[u - 1].hash || (u > 1 && v[u - 1].hash == v[u - 2].hash))
+			continue;
+		if (!nth--) {
 			snprintf(k, 16, "c%u", v[u - 1].n);
 			snprintf(k2, 16, "c%u", v[u].n);
 			hash = v[u].hash;
 		}
+	}
 	free(v);
 	assert_true(k[0]);
 	return hash;
@@ -551,9 +555,9 @@ static unsigned slots_to(const uint8_t *m, unsigned tab, uint32_t hash, uint32_t
  * answered "no such host". The static host's slot for k, when it is written
  * again, never takes the marked one that stands for k2. Once the static host
  * leaves and the fabric host holds both names, they share one slot with no
- * mark. The names are found
- * by hashing 400,000 of them under this generation's seed (about 19 pairs
- * share a hash). */
+ * mark; when k2 leaves the record, that slot goes with it and is set again
+ * for k. The names are found by hashing 400,000 of them under this
+ * generation's seed (about 19 pairs share a hash). */
 static void test_keys_sharing_a_hash(void **state)
 {
 	struct fx *f = *state;
@@ -660,19 +664,23 @@ static void snap_on_write_fault(int sig, siginfo_t *si, void *uc)
 	mprotect(page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE);
 }
 
-/* The pages of the name table's slot @at and of the block @x, guarded: wf
- * snapshots the writer's image at its first store into either. */
 struct guarded {
 	struct sigaction old;
 	uint8_t *slot_page, *block_page;
 };
 
+/* The pages of the name table's slot @at and of the block @x, guarded: wf
+ * snapshots the writer's image at its first store into either. */
 static void guard(struct fx *f, long at, uint32_t x, struct guarded *g)
 {
 	const struct sigaction sa = {.sa_sigaction = snap_on_write_fault, .sa_flags = SA_SIGINFO};
 	const struct ibdir_header *hd = (const void *)f->pub->map;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
+	/* larger pages hold the header, a table and records together: the first
+	 * fault would come from another store, and the order go unseen */
+	if (page != 4096)
+		skip();
 	memset(&wf, 0, sizeof(wf));
 	wf.map = f->pub->map;
 	wf.size = f->pub->size;
@@ -876,9 +884,41 @@ static void insert_rail(struct fx *f, const struct ibres_hostrec *r, unsigned ra
 	assert_int_equal(store_insert(&f->store, r, &put, now_ms(), NULL), 0);
 }
 
-/* Every slot of image @m leads to a live block (none outlives its block),
- * and no block has two slots of one hash (keys of a block that share a hash
- * share one; the same home keeps them in one run). */
+/* Does the block at @at of image @m list a key of table @tab of hash
+ * @hash? */
+static bool block_lists_hash(const uint8_t *m, uint32_t at, unsigned tab, uint32_t hash)
+{
+	const struct ibdir_header *hd = (const void *)m;
+	const struct ibdir_rec *b = (const void *)(m + at);
+	const uint8_t *q, *name;
+	struct ibdir_view v;
+
+	if (at + sizeof(*b) + b->data_len > hd->rec_off + hd->rec_size ||
+	    ibdir_view_init(m + at, sizeof(*b) + b->data_len, &v))
+		return false;
+	q = v.names;
+	for (unsigned i = 0; i < v.n_names; i++) {
+		size_t l = ibdir_view_next_name(&q, &name);
+
+		if (tab == IBDIR_TAB_NAME && ibdir_hash(hd->seed, tab, name, l) == hash)
+			return true;
+	}
+	for (unsigned i = 0; i < v.n_v4; i++)
+		if (tab == IBDIR_TAB_IPV4 && ibdir_hash(hd->seed, tab, v.v4 + 4 * i, 4) == hash)
+			return true;
+	for (unsigned i = 0; i < v.n_v6; i++)
+		if (tab == IBDIR_TAB_IPV6 && ibdir_hash(hd->seed, tab, v.v6 + 16 * i, 16) == hash)
+			return true;
+	for (unsigned i = 0; i < v.n_gids; i++)
+		if (tab == IBDIR_TAB_GID && ibdir_hash(hd->seed, tab, v.gids + 16 * i, 16) == hash)
+			return true;
+	return false;
+}
+
+/* Every slot of image @m leads to a live block (none outlives its block)
+ * that lists a key of its hash, and no block has two slots of one hash
+ * (keys of a block that share a hash share one; the same home keeps them in
+ * one run). */
 static void slots_sound(const uint8_t *m, size_t size)
 {
 	const struct ibdir_header *hd = (const void *)m;
@@ -892,9 +932,11 @@ static void slots_sound(const uint8_t *m, size_t size)
 
 			if (!at)
 				continue;
-			assert_true(at >= hd->rec_off && at + sizeof(struct ibdir_rec) <= size);
+			assert_true(at >= hd->rec_off && at + sizeof(struct ibdir_rec) <= size &&
+				    !(at & 7));
 			assert_int_not_equal(
 				((const struct ibdir_rec *)(const void *)(m + at))->expires_ms, 0);
+			assert_true(block_lists_hash(m, at, t, (uint32_t)(slots[i] >> 32)));
 			home = ibdir_home((uint32_t)(slots[i] >> 32), n);
 			for (uint32_t j = ibdir_next(i, n);
 			     (uint32_t)slots[j] &&

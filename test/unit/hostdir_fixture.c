@@ -72,15 +72,20 @@ void hdfx_rec(struct ibres_hostrec *r, unsigned i, unsigned gen)
 	r->pkey = 0xffff;
 }
 
+void hdfx_insert(struct fx *f, const struct ibres_hostrec *r, uint8_t origin, uint32_t ttl)
+{
+	assert_int_equal(store_insert(&f->store, r,
+				      &(struct store_put){.origin = origin, .ttl_s = ttl}, now_ms(),
+				      NULL),
+			 0);
+}
+
 void hdfx_put(struct fx *f, unsigned i, unsigned gen, uint8_t origin, uint32_t ttl)
 {
 	struct ibres_hostrec r;
 
 	hdfx_rec(&r, i, gen);
-	assert_int_equal(store_insert(&f->store, &r,
-				      &(struct store_put){.origin = origin, .ttl_s = ttl}, now_ms(),
-				      NULL),
-			 0);
+	hdfx_insert(f, &r, origin, ttl);
 }
 
 /* Map the generation published now (read-only, as a reader): its

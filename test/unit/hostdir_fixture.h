@@ -27,6 +27,8 @@ int hdfx_teardown(void **state);
  * IPv6 address and the QPN carry @gen, so that a record mixed from two
  * versions shows. */
 void hdfx_rec(struct ibres_hostrec *r, unsigned i, unsigned gen);
+/* @r into the store, of @origin, for @ttl seconds (0: for ever). */
+void hdfx_insert(struct fx *f, const struct ibres_hostrec *r, uint8_t origin, uint32_t ttl);
 /* hdfx_rec(@i, @gen) into the store, of @origin, for @ttl seconds. */
 void hdfx_put(struct fx *f, unsigned i, unsigned gen, uint8_t origin, uint32_t ttl);
 /* Rail @rail of host h@host, heard on local endpoint @rail: names h@host and

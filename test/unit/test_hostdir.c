@@ -1509,19 +1509,12 @@ static void test_sizing_leaves_out_keys_held_elsewhere(void **state)
 		memcpy(&r.gids[0][12], &i, 4);
 		r.n_gids = 1;
 		r.pkey = 0xffff;
-		assert_int_equal(store_insert(&f->store, &r,
-					      &(struct store_put){.origin = IBRES_ORIGIN_STATIC},
-					      now_ms(), NULL),
-				 0);
+		hdfx_insert(f, &r, IBRES_ORIGIN_STATIC, 0);
 		r.pkey = 0x8001; /* the same port in another partition */
 		r.lid = (uint16_t)i;
 		r.v4[0].s_addr = htonl(0x0a000000u | i);
 		r.n_v4 = 1;
-		assert_int_equal(store_insert(&f->store, &r,
-					      &(struct store_put){.origin = IBRES_ORIGIN_FABRIC,
-								  .ttl_s = 600},
-					      now_ms(), NULL),
-				 0);
+		hdfx_insert(f, &r, IBRES_ORIGIN_FABRIC, 600);
 	}
 	assert_int_equal(store_check(&f->store), 0);
 	hostdir_stop(f->pub);

@@ -34,10 +34,7 @@
 /* @r into the store: a fabric host for 10 minutes, or a static one. */
 static void insert(struct fx *f, const struct ibres_hostrec *r, uint8_t origin)
 {
-	const struct store_put put = {.origin = origin,
-				      .ttl_s = origin == IBRES_ORIGIN_STATIC ? 0 : 600};
-
-	assert_int_equal(store_insert(&f->store, r, &put, now_ms(), NULL), 0);
+	hdfx_insert(f, r, origin, origin == IBRES_ORIGIN_STATIC ? 0 : 600);
 }
 
 /* The blocks of the image's record area: how many hold a record, how many

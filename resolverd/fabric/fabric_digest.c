@@ -62,16 +62,26 @@ static void agreed(struct digest_rule *r, uint64_t sender)
 	r->agree++;
 }
 
+bool digest_rule_disturbed(const struct digest_rule *r, uint64_t now)
+{
+	return r->disturbed_ms && now - r->disturbed_ms < DIGEST_HOLD_MS;
+}
+
 bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		       const struct fw_digest *theirs, uint64_t sender, uint64_t now)
 {
 	struct digest_claim *c = &r->claim;
+	/* a peer that lost datagrams (or heard a digest other than its own)
+	 * within its hold may lack what we lack, lost with the same
+	 * datagrams: at a lossy boot the peers that missed one sender agree
+	 * with each other. Its word vouches for nothing; its claim stands */
+	bool quiet = !(theirs->flags & FW_DIGEST_DISTURBED);
 
 	r->heard++;
 	/* only what a peer held once its own start-up was over can vouch at
 	 * the end of ours: a NEWCOMER's digest says what its sender had heard
 	 * when it booted, and peers that missed the same host agree */
-	if (theirs->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)) {
+	if (quiet && (theirs->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE))) {
 		unsigned i = r->late++ % DIGEST_RECENT;
 
 		r->recent[i].hosts = theirs->hosts;
@@ -85,7 +95,7 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	if (theirs->hosts == own->hosts && theirs->sum == own->sum) {
 		/* only a settled sender that counts itself complete vouches,
 		 * and not in the hold after an unvouched burst */
-		if ((theirs->flags & FW_DIGEST_SETTLED) && now >= r->vouch_from_ms)
+		if (quiet && (theirs->flags & FW_DIGEST_SETTLED) && now >= r->vouch_from_ms)
 			agreed(r, sender);
 		return false;
 	}
@@ -396,6 +406,8 @@ void fabric_digest_put(struct fabric_port *p, struct fw_msg *m, bool unicast, bo
 		m->digest.flags |= FW_DIGEST_PAST_SETTLE;
 	if (now_ms() >= f->settled_ms && !f->dg.burst_pending && !p->rule.incomplete)
 		m->digest.flags |= FW_DIGEST_SETTLED;
+	if (digest_rule_disturbed(&p->rule, now_ms()))
+		m->digest.flags |= FW_DIGEST_DISTURBED;
 	if (unicast)
 		m->digest.flags |= FW_DIGEST_UNICAST;
 }

@@ -90,6 +90,9 @@ void digest_rule_drop(struct digest_rule *r, uint64_t now);
  * PAST_SETTLE) equal @own, count the directory unvouched (incomplete until
  * K settled ones agree, or a round passed). Returns true when it did. */
 bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now);
+/* Did @r see a loss or a disagreeing digest less than DIGEST_HOLD_MS
+ * before @now? Our digests then say so (FW_DIGEST_DISTURBED). */
+bool digest_rule_disturbed(const struct digest_rule *r, uint64_t now);
 /* Decide, at @now with the store's digest @own: is a key the store lacks
  * possibly a live host? Sets and returns r->incomplete. The settle time is
  * the caller's. */

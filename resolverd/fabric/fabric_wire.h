@@ -74,6 +74,10 @@ enum fw_digest_flags {
 	 * it sent this on (a host once, whichever of its endpoints), not of
 	 * its whole directory: nodes of several rails compare each fabric */
 	FW_DIGEST_FABRIC = 1 << 4,
+	/* the sender saw a loss, or a digest that disagreed with its own,
+	 * less than its hold ago: what it holds may lack what it lost, so its
+	 * equal digest vouches for nothing. Daemons before it never set it */
+	FW_DIGEST_DISTURBED = 1 << 5,
 };
 
 enum fw_range_flags {

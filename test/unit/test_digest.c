@@ -539,6 +539,58 @@ static void test_rule_one_peer_one_voice(void **state)
 	assert_true(digest_rule_burst_end(&r, &o, t));
 }
 
+/* A peer that lost datagrams, or heard a digest other than its own, less than
+ * its hold ago says so (FW_DIGEST_DISTURBED): its equal digest vouches for
+ * nothing, neither to overrule a loss nor at the end of a burst, as it may
+ * lack what we lack (at a lossy boot, the peers that missed one sender's
+ * NEWCOMER agree with each other); its claim of more still counts. */
+static void test_rule_disturbed_peer_vouches_for_nothing(void **state)
+{
+	struct fw_digest d = {.hosts = 7, .sum = 70, .flags = FW_DIGEST_SETTLED};
+	struct fw_digest busy = {.hosts = 7, .sum = 70,
+				 .flags = FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE |
+					  FW_DIGEST_DISTURBED};
+	struct store_digest o = {7, 70};
+	struct digest_rule r = {0}, peer = {0};
+	uint64_t t = 5000;
+
+	(void)state;
+	/* the sender's side: disturbed for its hold after a drop or a claim */
+	digest_rule_reset(&peer, ROUND_MS);
+	assert_false(digest_rule_disturbed(&peer, t));
+	digest_rule_drop(&peer, t);
+	assert_true(digest_rule_disturbed(&peer, t));
+	assert_true(digest_rule_disturbed(&peer, t + DIGEST_HOLD_MS - 1));
+	assert_false(digest_rule_disturbed(&peer, t + DIGEST_HOLD_MS));
+	assert_true(digest_rule_heard(&peer, &o, &(struct fw_digest){.hosts = 8, .sum = 80}, 9,
+				      t + 2 * DIGEST_HOLD_MS));
+	assert_true(digest_rule_disturbed(&peer, t + 2 * DIGEST_HOLD_MS));
+
+	/* a loss overruled only by quiet peers */
+	digest_rule_reset(&r, ROUND_MS);
+	digest_rule_drop(&r, t);
+	for (unsigned i = 0; i < DIGEST_AGREE_K; i++)
+		assert_false(digest_rule_heard(&r, &o, &busy, 42 + i, t + 1));
+	assert_true(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 1));
+	for (unsigned i = 0; i < DIGEST_AGREE_K; i++)
+		digest_rule_heard(&r, &o, &d, 42 + i, t + 2);
+	assert_false(digest_rule_eval(&r, &o, t + DIGEST_HOLD_MS + 2));
+	/* at the end of a burst: disturbed digests are not among the last ones */
+	digest_rule_reset(&r, ROUND_MS);
+	for (unsigned i = 0; i < DIGEST_RECENT; i++)
+		digest_rule_heard(&r, &o, &busy, 42 + i, t);
+	assert_true(digest_rule_burst_end(&r, &o, t));
+	digest_rule_reset(&r, ROUND_MS);
+	for (unsigned i = 0; i < DIGEST_RECENT; i++)
+		digest_rule_heard(&r, &o, &d, 42 + i, t);
+	assert_false(digest_rule_burst_end(&r, &o, t));
+	/* its claim stands */
+	busy.hosts = 8;
+	busy.sum = 80;
+	assert_true(digest_rule_heard(&r, &o, &busy, 50, t));
+	assert_true(digest_rule_eval(&r, &o, t));
+}
+
 /* Announce numbers: a jump past the next is a multicast announce missed; a
  * lower number is a restart; a unicast answer (it repeats its sender's last
  * multicast number) is never a gap, however far ahead: it may be read before
@@ -575,6 +627,7 @@ int main(void)
 		cmocka_unit_test(test_rule_small_and_stale),
 		cmocka_unit_test(test_rule_burst_unvouched),
 		cmocka_unit_test(test_rule_one_peer_one_voice),
+		cmocka_unit_test(test_rule_disturbed_peer_vouches_for_nothing),
 		cmocka_unit_test(test_seq_gap),
 	};
 

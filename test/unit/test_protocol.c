@@ -1687,6 +1687,42 @@ static void test_unicast_answer_no_gap(void **state)
 	assert_int_equal(counter("fabric_overheard"), 6);
 }
 
+/* The digest of our answer to peer 3's range query (the last datagram sent). */
+static uint8_t answer_flags(uint64_t tid)
+{
+	struct fw_msg m;
+
+	peer_msg(&m, FW_RANGE_QUERY, 3, tid);
+	m.has_range = true;
+	m.range = (struct fw_range){.lo = 0, .hi = UINT64_MAX, .parts = FW_PARTS_MAX};
+	deliver(&m, 3);
+	assert_int_equal(last_sent()->m.type, FW_RANGE_ANSWER);
+	assert_true(last_sent()->m.has_digest);
+	return last_sent()->m.digest.flags;
+}
+
+/* Our digest says DISTURBED for a hold after a loss (an announce number
+ * skipped) or a digest other than ours, so that peers that lost the same
+ * datagrams take no vouching from it; a hold of quiet later it does not. */
+static void test_disturbed_digest_says_so(void **state)
+{
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance_to(START_MS + 5000);
+	assert_false(answer_flags(0x100) & FW_DIGEST_DISTURBED);
+	announce_digest(2, 1, 1, FW_DIGEST_RANGES);
+	announce_digest(2, 1, 3, FW_DIGEST_RANGES); /* 2 was not heard */
+	assert_int_equal(counter("fabric_rx_gaps"), 1);
+	assert_true(answer_flags(0x200) & FW_DIGEST_DISTURBED);
+	advance(DIGEST_HOLD_MS - 1);
+	assert_true(answer_flags(0x300) & FW_DIGEST_DISTURBED);
+	advance(1);
+	assert_false(answer_flags(0x400) & FW_DIGEST_DISTURBED);
+	/* a peer holding more: a disagreement disturbs as a loss does */
+	announce_digest(2, 9, 4, FW_DIGEST_RANGES);
+	assert_true(answer_flags(0x500) & FW_DIGEST_DISTURBED);
+}
+
 /* A fetch whose peer answers nothing: each query is tried FETCH_TRIES times,
  * then the session ends (no other peer to move on to); the peer is forgotten
  * after FETCH_STRIKES unanswered queries in a row, not after the first (on a
@@ -2670,6 +2706,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_conflicts, teardown),
 		cmocka_unit_test_teardown(test_directory_rule, teardown),
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
+		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),

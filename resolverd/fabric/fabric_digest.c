@@ -77,6 +77,16 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	 * with each other. Its word vouches for nothing; its claim stands */
 	bool quiet = !(theirs->flags & FW_DIGEST_DISTURBED);
 
+	if (r->alone) {
+		/* counted alone at the burst's check, and a peer speaks: our
+		 * NEWCOMERs and its answers were all lost (a lossy boot), or
+		 * it came later. Nobody vouched for what we hold: ask */
+		r->alone = false;
+		r->unvouched = true;
+		r->unvouched_ms = now;
+		r->agree = 0;
+		r->vouch_from_ms = now + DIGEST_HOLD_MS;
+	}
 	r->heard++;
 	/* only what a peer held once its own start-up was over can vouch at
 	 * the end of ours: a NEWCOMER's digest says what its sender had heard
@@ -137,6 +147,7 @@ bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own
 {
 	unsigned n = r->late < DIGEST_RECENT ? r->late : DIGEST_RECENT, same = 0;
 
+	r->alone = own->hosts <= 1;
 	/* what settled peers said while the directory filled, against what it
 	 * holds now (a node rejoining a settled cluster hears them) */
 	for (unsigned i = 0; i < n; i++) {
@@ -469,7 +480,9 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 	 * it may count itself incomplete: after a storm every node does, and
 	 * none would vouch for another until a whole announce round passed.
 	 * A host all of them lack lost datagrams itself, so it asks a peer
-	 * too and is learned from its query. */
+	 * too and is learned from its query; and a peer that lost datagrams
+	 * within its hold says so (DISTURBED): digest_rule_heard() takes no
+	 * word of it. */
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
 	d = comparable(p, &d, &own);

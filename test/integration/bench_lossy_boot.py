@@ -64,7 +64,7 @@ def test_lossy_boot_bench(cluster_factory):
                                                   "lb%d_%d" % (run, i), loss_s)
             res[b].append((during, after, took, share))
             print("run %d %s: false complete during the loss %s, after it %s; "
-                  "all right %.1f s after the lift; complete in %.0f %% of the verdicts "
+                  "all right %.1f s after the lift; complete in %.1f %% of the verdicts "
                   "during the loss" % (run, b, sorted(during) or "-", sorted(after) or "-",
                                        took, 100 * share))
     for b in builds:
@@ -72,7 +72,7 @@ def test_lossy_boot_bench(cluster_factory):
         took = [t for _, _, t, _ in r]
         print("%s: %d runs; with a false complete: %d during the loss, %d after it; "
               "all right after the lift: median %.1f s, max %.1f s; complete during the loss: "
-              "%.0f %% of the verdicts%s" % (
+              "%.1f %% of the verdicts%s" % (
                   b, len(r), sum(bool(d) for d, _, _, _ in r), sum(bool(a) for _, a, _, _ in r),
                   statistics.median(took), max(took),
                   100 * statistics.mean(s for _, _, _, s in r),

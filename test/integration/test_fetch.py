@@ -108,6 +108,7 @@ def test_lossy_boot_fetch_completes(cluster_factory):
     # peers' answers gave (hints), or by the NEWCOMER repeats of nodes whose
     # answers said their announce was not heard (the fetch's answers drive
     # both; a boot whose losses were all of the second kind asks no hint)
+    assert totals["fabric_fetch_sessions"] > 0, totals
     assert totals["fabric_fetch_hints"] + totals["fabric_newcomer_repeats"] > 0, totals
     assert time.monotonic() - c.started < 54, "the next periodic announce may have helped"
     # and every look-up of a live host answers, through the socket and NSS

@@ -486,6 +486,29 @@ static void test_rule_burst_unvouched(void **state)
 	digest_rule_reset(&r, ROUND_MS);
 	heard(&r, own(1, 10), theirs(1, 10, false), t);
 	assert_false(digest_rule_burst_end(&r, &(struct store_digest){1, 10}, t));
+	assert_false(eval(&r, own(1, 10), t));
+	/* ... until a peer speaks: its NEWCOMERs and their answers were lost,
+	 * or it came later; nobody vouched for what it holds. Unvouched: a
+	 * settled, quiet peer agreeing after the hold ends it (or a round) */
+	assert_false(heard(&r, own(2, 30), theirs(1, 20, false), t + 100));
+	assert_true(eval(&r, own(2, 30), t + 100));
+	assert_false(heard(&r, own(2, 30), theirs(2, 30, true), t + 200));
+	assert_true(eval(&r, own(2, 30), t + 200 + DIGEST_HOLD_MS));
+	assert_false(heard(&r, own(2, 30), theirs(2, 30, true), t + 100 + DIGEST_HOLD_MS));
+	assert_false(eval(&r, own(2, 30), t + 100 + DIGEST_HOLD_MS));
+	assert_true(heard(&r, own(2, 30), theirs(9, 90, true), t + 300 + DIGEST_HOLD_MS));
+	assert_true(eval(&r, own(2, 30), t + 300 + DIGEST_HOLD_MS)); /* a claim, as ever */
+	/* a round after an unvouched start, nobody agreeing: complete again */
+	digest_rule_reset(&r, ROUND_MS);
+	assert_false(digest_rule_burst_end(&r, &(struct store_digest){1, 10}, t));
+	heard(&r, own(2, 30), theirs(1, 20, false), t + 10);
+	assert_true(eval(&r, own(2, 30), t + 10 + ROUND_MS - 1));
+	assert_false(eval(&r, own(2, 30), t + 10 + ROUND_MS));
+	/* a directory that held peers at the check is not alone */
+	digest_rule_reset(&r, ROUND_MS);
+	assert_false(digest_rule_burst_end(&r, &(struct store_digest){3, 30}, t));
+	assert_false(heard(&r, own(3, 30), theirs(3, 30, false), t + 10));
+	assert_false(eval(&r, own(3, 30), t + 10));
 	/* a fabric that heard no one while another heard peers (fabric.c
 	 * sets min_k 1 and unvouched): incomplete though alone, until a
 	 * settled peer there agrees or a round passes; a reset forgets it */

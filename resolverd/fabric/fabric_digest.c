@@ -86,6 +86,9 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		r->unvouched_ms = now;
 		r->agree = 0;
 		r->vouch_from_ms = now + DIGEST_HOLD_MS;
+		/* and our word vouches for nobody either, starting with our
+		 * answer to the NEWCOMER that told us (DISTURBED) */
+		r->disturbed_ms = now;
 	}
 	r->heard++;
 	/* only what a peer held once its own start-up was over can vouch at
@@ -147,7 +150,6 @@ bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own
 {
 	unsigned n = r->late < DIGEST_RECENT ? r->late : DIGEST_RECENT, same = 0;
 
-	r->alone = own->hosts <= 1;
 	/* what settled peers said while the directory filled, against what it
 	 * holds now (a node rejoining a settled cluster hears them) */
 	for (unsigned i = 0; i < n; i++) {
@@ -309,6 +311,9 @@ static void burst_check(struct fabric *f, uint64_t now)
 		/* a peer held hosts we still lack once the burst is over:
 		 * what it heard of them, we lost */
 		own_digest(p, true, &own);
+		/* no peer here at all: complete alone (K = 0) once nothing
+		 * else holds, until a peer speaks (digest_rule_heard()) */
+		p->rule.alone = own.hosts <= 1;
 		digest_rule_eval(&p->rule, &own, now);
 		if (p->rule.claim.hosts) {
 			digest_rule_drop(&p->rule, now);

@@ -64,8 +64,8 @@ struct digest_rule {
 	/* at least this many must agree (a fabric that heard no one at a boot
 	 * where others did: it knows of no peer there, yet may have some) */
 	unsigned min_k;
-	/* the burst's check found no peer on this fabric: complete, alone,
-	 * until a peer's digest is heard (then unvouched) */
+	/* the burst's check found no peer on this fabric (burst_check()):
+	 * complete, alone, until a peer's digest is heard (then unvouched) */
 	bool alone;
 	/* the last digests heard from peers past their own start-up */
 	struct {
@@ -92,8 +92,8 @@ void digest_rule_drop(struct digest_rule *r, uint64_t now);
  * DIGEST_RECENT from peers past their own start-up (SETTLED or
  * PAST_SETTLE, and not DISTURBED) equal @own, count the directory unvouched (incomplete until
  * K settled ones agree, or a round passed). Returns true when it did. A
- * directory of no peer (@own holds us alone) is complete, and alone: the
- * first peer's digest heard later makes it unvouched. */
+ * directory of no peer (@own holds us alone) is complete; the check marks
+ * it @alone, and the first peer's digest heard later makes it unvouched. */
 bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own, uint64_t now);
 /* Did @r see a loss or a disagreeing digest less than DIGEST_HOLD_MS
  * before @now? Our digests then say so (FW_DIGEST_DISTURBED). */

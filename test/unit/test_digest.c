@@ -488,12 +488,17 @@ static void test_rule_burst_unvouched(void **state)
 	assert_false(digest_rule_burst_end(&r, &(struct store_digest){1, 10}, t));
 	assert_false(eval(&r, own(1, 10), t));
 	/* ... until a peer speaks: its NEWCOMERs and their answers were lost,
-	 * or it came later; nobody vouched for what it holds. Unvouched: a
-	 * settled, quiet peer agreeing after the hold ends it (or a round) */
+	 * or it came later; nobody vouched for what it holds. Unvouched (and
+	 * our own digests DISTURBED for a hold): a settled, quiet peer
+	 * agreeing after the hold ends it (or a round). burst_check() marks
+	 * a fabric with no peer at its check */
+	r.alone = true;
+	assert_false(digest_rule_disturbed(&r, t + 100));
 	assert_false(heard(&r, own(2, 30), theirs(1, 20, false), t + 100));
+	assert_true(digest_rule_disturbed(&r, t + 100));
 	assert_true(eval(&r, own(2, 30), t + 100));
-	assert_false(heard(&r, own(2, 30), theirs(2, 30, true), t + 200));
-	assert_true(eval(&r, own(2, 30), t + 200 + DIGEST_HOLD_MS));
+	assert_false(heard(&r, own(2, 30), theirs(2, 30, true), t + 100 + DIGEST_HOLD_MS - 1));
+	assert_true(eval(&r, own(2, 30), t + 100 + DIGEST_HOLD_MS));
 	assert_false(heard(&r, own(2, 30), theirs(2, 30, true), t + 100 + DIGEST_HOLD_MS));
 	assert_false(eval(&r, own(2, 30), t + 100 + DIGEST_HOLD_MS));
 	assert_true(heard(&r, own(2, 30), theirs(9, 90, true), t + 300 + DIGEST_HOLD_MS));
@@ -501,10 +506,12 @@ static void test_rule_burst_unvouched(void **state)
 	/* a round after an unvouched start, nobody agreeing: complete again */
 	digest_rule_reset(&r, ROUND_MS);
 	assert_false(digest_rule_burst_end(&r, &(struct store_digest){1, 10}, t));
+	r.alone = true;
 	heard(&r, own(2, 30), theirs(1, 20, false), t + 10);
 	assert_true(eval(&r, own(2, 30), t + 10 + ROUND_MS - 1));
 	assert_false(eval(&r, own(2, 30), t + 10 + ROUND_MS));
-	/* a directory that held peers at the check is not alone */
+	/* a directory that held peers at the check is not alone (a reset
+	 * forgets it) */
 	digest_rule_reset(&r, ROUND_MS);
 	assert_false(digest_rule_burst_end(&r, &(struct store_digest){3, 30}, t));
 	assert_false(heard(&r, own(3, 30), theirs(3, 30, false), t + 10));
@@ -570,9 +577,11 @@ static void test_rule_one_peer_one_voice(void **state)
 static void test_rule_disturbed_peer_vouches_for_nothing(void **state)
 {
 	struct fw_digest d = {.hosts = 7, .sum = 70, .flags = FW_DIGEST_SETTLED};
-	struct fw_digest busy = {.hosts = 7, .sum = 70,
-				 .flags = FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE |
-					  FW_DIGEST_DISTURBED};
+	struct fw_digest busy = {
+		.hosts = 7,
+		.sum = 70,
+		.flags = FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE | FW_DIGEST_DISTURBED,
+	};
 	struct store_digest o = {7, 70};
 	struct digest_rule r = {0}, peer = {0};
 	uint64_t t = 5000;

@@ -1841,6 +1841,42 @@ static void answer_last_query(struct fw_msg *m, unsigned n, uint32_t hosts, uint
 		m->n_sums = q->m.range.parts;
 }
 
+/* A node that holds no peer at its burst's check is complete, alone (the
+ * first node of a cluster). The first peer's digest makes it incomplete (its
+ * NEWCOMERs and every answer may have been lost at a lossy boot): its answer
+ * to that very NEWCOMER is DISTURBED, and it asks the peer, whose settled
+ * word after the hold ends it. */
+static void test_alone_until_a_peer_speaks(void **state)
+{
+	struct store_digest own;
+	struct fw_msg m;
+	uint64_t until;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance_to(START_MS + 4000);
+	assert_int_equal(counter("directory_complete"), 1);
+	peer_msg(&m, FW_ANNOUNCE, 2, 0x55);
+	m.flags = FW_FLAG_NEWCOMER;
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = 1, .sum = 7, .seq = 1, .flags = FW_DIGEST_RANGES};
+	deliver(&m, 2);
+	assert_int_equal(counter("directory_complete"), 0);
+	assert_true(last_sent()->ucast);
+	assert_int_equal(last_sent()->m.type, FW_ANNOUNCE);
+	assert_true(last_sent()->m.digest.flags & FW_DIGEST_DISTURBED);
+	store_digest(&ctx.store, &own);
+	assert_int_equal(own.hosts, 2);
+	for (until = fake_now + 3000; fake_now < until && count_sent(FW_RANGE_QUERY) == 0;)
+		advance(1);
+	assert_int_equal(count_sent(FW_RANGE_QUERY), 1);
+	assert_true(fake_now >= START_MS + 4000 + DIGEST_HOLD_MS);
+	answer_last_query(&m, 2, (uint32_t)own.hosts, 0);
+	m.digest.sum = own.sum;
+	deliver(&m, 2);
+	assert_int_equal(counter("directory_complete"), 1);
+}
+
 /* The fetch after a lossy boot: a part where we lack many of the peer's
  * hosts is paged through at once (not split), names in term order with
  * where each host is; a host we lack is asked by unicast at the address the
@@ -2707,6 +2743,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_directory_rule, teardown),
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
 		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),
+		cmocka_unit_test_teardown(test_alone_until_a_peer_speaks, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),

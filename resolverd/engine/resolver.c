@@ -125,7 +125,7 @@ static void on_query_timer(struct pending_query *q, void *arg)
 		store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s,
 				   q->has_at ? -EHOSTUNREACH : -ETIMEDOUT, now);
 		if (q->has_at)
-			fabric_hint_unanswered(r->fabric, &q->at);
+			fabric_hint_unanswered(r->fabric, &q->key, &q->at);
 		pending_end(q, -ETIMEDOUT);
 		return;
 	}

@@ -7,6 +7,7 @@
  */
 #include "fabric/fabric.h"
 #include "fabric/fabric_impl.h"
+#include "fabric/fabric_peers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -205,6 +206,7 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
+	struct departed_mark mk;
 
 	/* only the identity we know, heard here and sending it from its own
 	 * address or LID, may say goodbye for it: not a forger on another rail */
@@ -214,8 +216,12 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 		return;
 	}
 	f->c.goodbyes_rx++;
-	/* that endpoint only: the node's other rails and partitions stay */
+	/* that endpoint only: the node's other rails and partitions stay; a
+	 * peer that missed this still holds it (fabric_departed.h) */
+	fabric_departed_before(f, &mk);
 	store_remove_endpoint(f->store, m->sender.gids[0], m->sender.pkey);
+	fabric_departed_after(p, m, &mk);
+	fetch_peer_left(f, m->sender.gids[0]);
 }
 
 /* Another endpoint of the sender's host went down (its port cannot say so):

@@ -107,11 +107,11 @@ int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid
  * the port that heard the hint; a multicast REQUEST when @at is NULL. */
 int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t tid,
 			   const struct fabric_at *at);
-/* A hint's query to @at went unanswered, every attempt: the host is gone
- * (the peer that named it missed its GOODBYE) or datagrams were lost; the
- * directory of @at's fabric counts incomplete until peers vouch again
- * (fabric_digest.h). */
-void fabric_hint_unanswered(struct fabric *f, const struct fabric_at *at);
+/* A hint's query for @k to @at went unanswered, every attempt: the host is
+ * gone (the peer that named it missed its GOODBYE) or datagrams were lost.
+ * Unless we heard @k say goodbye (fabric_departed.h), the directory of
+ * @at's fabric counts incomplete until peers vouch again (fabric_digest.h). */
+void fabric_hint_unanswered(struct fabric *f, const struct host_key *k, const struct fabric_at *at);
 /* Does the store hold the host named by @k with an endpoint heard on the
  * fabric of @at's port (a static host: anywhere)? */
 bool fabric_holds_at(struct fabric *f, const struct host_key *k, const struct fabric_at *at);

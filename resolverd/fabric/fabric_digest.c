@@ -175,7 +175,19 @@ bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own
 	return true;
 }
 
+static bool verdict(struct digest_rule *r, const struct store_digest *own, uint64_t now);
+
 bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
+{
+	bool incomplete = verdict(r, own, now);
+
+	/* hosts that said goodbye are asked whether they came back: nothing
+	 * to fetch, but no "not found" before they answer or do not */
+	r->verifying = !incomplete && now < r->verify_until;
+	return r->incomplete = incomplete || r->verifying;
+}
+
+static bool verdict(struct digest_rule *r, const struct store_digest *own, uint64_t now)
 {
 	unsigned k = agree_k(r, own);
 	uint64_t since = now - r->disturbed_ms;
@@ -185,17 +197,17 @@ bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uin
 	if (r->unvouched && (r->agree >= k || now >= r->unvouched_ms + r->round_ms))
 		r->unvouched = false;
 	if (!r->claim.hosts && !r->dropped)
-		return r->incomplete = r->unvouched;
+		return r->unvouched;
 	/* overruled: settled peers heard since hold what we hold, or a whole
 	 * announce round passed (every live peer announced once) without a
-	 * disagreement or a drop; a peer that still holds a host that left
-	 * (it missed the GOODBYE) cannot keep us incomplete for its addr_ttl */
+	 * disagreement or a drop (a peer that missed a GOODBYE we heard does
+	 * not disagree: fabric_departed.h) */
 	if ((since >= DIGEST_HOLD_MS && r->agree >= k) || since >= r->round_ms) {
 		r->claim.hosts = 0;
 		r->dropped = false;
-		return r->incomplete = r->unvouched;
+		return r->unvouched;
 	}
-	return r->incomplete = true;
+	return true;
 }
 
 /* ---- the fabric's side ----------------------------------------------------------- */
@@ -447,6 +459,33 @@ static struct fw_digest comparable(const struct fabric_port *p, const struct fw_
 	return c;
 }
 
+/* Is peer digest @d ours plus hosts that said goodbye (a peer that missed
+ * it)? Then it is no claim; while those are asked whether they came back,
+ * the fabric counts incomplete. */
+static bool departed_explain(struct fabric_port *p, const struct fw_digest *d,
+			     const struct store_digest *own)
+{
+	uint64_t until;
+
+	switch (fabric_departed_explains(p, d, own, &until)) {
+	case DEPARTED_NO:
+		return false;
+	case DEPARTED_ASKING:
+		if (until > p->rule.verify_until)
+			p->rule.verify_until = until;
+		break;
+	case DEPARTED_GONE:
+		break;
+	}
+	return true;
+}
+
+void fabric_digest_departed(struct fabric_port *p, uint64_t until)
+{
+	p->rule.verify_until = until;
+	fabric_digest_update(p->f);
+}
+
 void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t prev_seq)
 {
 	struct fabric *f = p->f;
@@ -464,7 +503,8 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 			  m->digest.seq - 1, m->sender.names[0]);
 	}
 	d = comparable(p, &m->digest, &own);
-	if (!digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now_ms()))
+	if (departed_explain(p, &d, &own) ||
+	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now_ms()))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
 		  m->sender.names[0], m->digest.hosts, p->ep->cfg.label,
@@ -491,7 +531,8 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
 	d = comparable(p, &d, &own);
-	if (!digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now))
+	if (departed_explain(p, &d, &own) ||
+	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
 		  m->sender.names[0], d.hosts, p->ep->cfg.label, (unsigned long long)own.hosts);
@@ -523,6 +564,14 @@ uint64_t fabric_digest_hold_end(const struct fabric *f)
 		if (fabric_port_incomplete(&f->ports[i]) && f->ports[i].rule.vouch_from_ms > end)
 			end = f->ports[i].rule.vouch_from_ms;
 	return end;
+}
+
+bool fabric_digest_fetch_wanted(const struct fabric *f)
+{
+	for (unsigned i = 0; i < f->n_ports; i++)
+		if (fabric_port_incomplete(&f->ports[i]) && !f->ports[i].rule.verifying)
+			return true;
+	return f->dg.burst_pending;
 }
 
 bool fabric_digest_incomplete(const struct fabric *f)
@@ -559,4 +608,5 @@ void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_write
 		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
 		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
 	}
+	fabric_departed_stats(f, w);
 }

@@ -64,6 +64,10 @@ struct digest_rule {
 	/* at least this many must agree (a fabric that heard no one at a boot
 	 * where others did: it knows of no peer there, yet may have some) */
 	unsigned min_k;
+	/* a peer's digest held hosts that said goodbye, and those are asked
+	 * whether they came back (fabric_departed.h): incomplete until then */
+	uint64_t verify_until;
+	bool verifying; /* incomplete for that alone (digest_rule_eval()) */
 	/* the burst's check found no peer on this fabric (burst_check()):
 	 * complete, alone, until a peer's digest is heard (then unvouched) */
 	bool alone;
@@ -136,6 +140,9 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
+/* A host that said goodbye did not answer the query that asked whether it
+ * came back (fabric_departed.h): @p waits for the others' until @until. */
+void fabric_digest_departed(struct fabric_port *p, uint64_t until);
 /* A datagram to or from a peer on @p was lost (a range query's later try
  * answered, fabric_fetch.c): a loss, as the drop counters' are. */
 void fabric_digest_lost(struct fabric_port *p);
@@ -145,6 +152,9 @@ void fabric_digest_voices(struct fabric *f, unsigned n);
 /* The directory may lack a live host (the settle time aside): some
  * fabric's rule says so, or the start-up burst is not checked yet. */
 bool fabric_digest_incomplete(const struct fabric *f);
+/* The same, for a reason a fetch can mend: not only waiting for hosts that
+ * said goodbye to answer whether they came back. */
+bool fabric_digest_fetch_wanted(const struct fabric *f);
 /* Port @p's fabric may lack a live host's endpoint (its rule alone). */
 bool fabric_port_incomplete(const struct fabric_port *p);
 /* Until when (CLOCK_MONOTONIC ms) an incomplete fabric takes no agreement:

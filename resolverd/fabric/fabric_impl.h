@@ -14,6 +14,7 @@
 #include "core/loop.h"
 #include "fabric/fabric.h"
 #include "fabric/fabric_auth.h"
+#include "fabric/fabric_departed.h"
 #include "fabric/fabric_digest.h"
 #include "fabric/fabric_fetch.h"
 #include "fabric/fabric_wire.h"
@@ -116,6 +117,7 @@ struct fabric {
 	uint64_t stale_logged_ms;
 	struct fabric_counters c;
 	struct fabric_digest dg;
+	struct fabric_departed departed; /* hosts that said goodbye (fabric_departed.h) */
 	struct fabric_fetch fx;
 	struct fw_msg answer; /* a range query's answer, built (fabric_range.c) */
 	struct fabric_events ev;

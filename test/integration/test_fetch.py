@@ -15,8 +15,17 @@ own look-ups teach nothing; the real look-ups (socket and NSS) come last.
 test_forged_claim_overruled_by_peers: a forged digest that claims hosts
 nobody has makes a node incomplete; its peers' answers to its range queries
 vouch for its directory and it is complete again, with no announce round.
+
+test_missed_goodbye_is_no_claim: one node misses a peer's GOODBYE and keeps
+it (for addr_ttl); its digests hold one host more than every other node's.
+The nodes that heard the GOODBYE take that for no claim: they stay complete,
+fetch nothing and count no loss, and only ask the host that left, now and
+then, whether it came back (doc/fabric-protocol.md, "A host that said
+goodbye").
 """
+import contextlib
 import itertools
+import json
 import os
 import struct
 import time
@@ -197,3 +206,61 @@ def test_fetch_with_cluster_key(cluster_factory, tmp_path):
     range_query(c, 3, 0x53, key=key)
     wait_until(lambda: stats(c.sock(2))["fabric_range_answered"] >
                two["fabric_range_answered"], 3.0, what="the signed query answered")
+
+
+@contextlib.contextmanager
+def cut_off(c, k):
+    """Nothing reaches node @k: the switch drops whatever its port sends to
+    the node (a tc filter on that port's egress)."""
+    with open(os.path.join(c.dir, "state.json")) as f:
+        sw = json.load(f)["switch_ns"]
+    port = "p%d" % k  # emulate names the switch's port of node k so
+    tc = ["ip", "netns", "exec", sw, "tc"]
+    run(tc + ["qdisc", "add", "dev", port, "clsact"], check=True)
+    try:
+        # classic BPF "return TC_ACT_SHOT" in direct-action mode
+        run(tc + ["filter", "add", "dev", port, "egress", "protocol", "all", "pref", "10",
+                  "bpf", "da", "bytecode", "1,6 0 0 2"], check=True)
+        yield
+    finally:
+        run(tc + ["qdisc", "del", "dev", port, "clsact"], check=True)
+
+
+@pytest.mark.timeout(120)
+def test_missed_goodbye_is_no_claim(cluster_factory):
+    nodes, left, missed = 5, 5, 4
+    others = [k for k in range(1, nodes + 1) if k not in (left, missed)]
+    rounds = 4
+    c = cluster_factory(nodes, "--set", "resolve.announce_interval=5s")
+    c.wait_settled(complete=5.0)
+    assert all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes)
+    with cut_off(c, missed):
+        c.kill(left, "TERM")
+        time.sleep(0.3)
+    name = c.nodes[left]["name"]
+    assert host(c.sock(missed), name, cache_only=True)[0] == ST_SUCCESS, \
+        "node%d heard the GOODBYE: the test did not cut it off" % missed
+    for k in others:
+        assert host(c.sock(k), name, cache_only=True)[0] == ST_ENODATA
+    before = {k: stats(c.sock(k)) for k in others}
+    # node4 announces every 5 s: a claim of one host more each time
+    time.sleep(rounds * 5 + 1)
+    for k in others:
+        after = stats(c.sock(k))
+        wait_until(lambda: stats(c.sock(k))["directory_complete"] == 1, 5.0,
+                   what="node%d complete" % k)
+        moved = {n: after[n] - before[k][n] for n in (
+            "fabric_departed_explained", "fabric_departed_confirmed", "fabric_fetch_sessions",
+            "fabric_fetch_losses", "fabric_digest_mismatches")}
+        assert moved["fabric_departed_explained"] >= rounds - 1, (k, moved)
+        # asked whether it came back, and it did not answer: no loss
+        assert moved["fabric_departed_confirmed"] >= 1, (k, moved)
+        assert moved["fabric_fetch_sessions"] == 0, (k, moved)
+        assert moved["fabric_fetch_losses"] == 0, (k, moved)
+        assert moved["fabric_digest_mismatches"] == 0, (k, moved)
+        assert host(c.sock(k), name, cache_only=True)[0] == ST_ENODATA
+    # it comes back: learned, by the nodes that held it gone too
+    c.start(left)
+    for k in others:
+        wait_until(lambda: host(c.sock(k), name, cache_only=True)[0] == ST_SUCCESS, 10.0,
+                   what="node%d learns node%d again" % (k, left))

@@ -38,6 +38,7 @@
 #include "engine/resolver.h"
 #include "fabric/fabric.h"
 #include "fabric/fabric_auth.h"
+#include "fabric/fabric_departed.h"
 #include "fabric/fabric_fetch.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
@@ -1877,6 +1878,136 @@ static void test_alone_until_a_peer_speaks(void **state)
 	assert_int_equal(counter("directory_complete"), 1);
 }
 
+/* Peer 3's settled digest of this fabric: ours, plus @extra's term when
+ * @extra is a name (a host it holds and we do not). */
+static void announce_with(unsigned n, uint32_t seq, const char *extra)
+{
+	struct store_digest own;
+	struct fw_msg m;
+
+	store_fabric_digest(&ctx.store, 0, &own);
+	peer_msg(&m, FW_ANNOUNCE, n, 0);
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts + (extra ? 1 : 0),
+				      .sum = own.sum + (extra ? name_term(extra) : 0),
+				      .seq = seq,
+				      .flags = FW_DIGEST_RANGES | FW_DIGEST_FABRIC |
+					       FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE};
+	deliver(&m, n);
+}
+
+/* Answer each range query the fetch sends (peers 2 and 3 holding what we
+ * hold, past their settle time) until none came for 2 s. */
+static void answer_fetch_as_peers(void)
+{
+	unsigned seen = count_sent(FW_RANGE_QUERY);
+	uint64_t quiet_until = fake_now + 2000;
+
+	while (fake_now < quiet_until) {
+		const struct sent_dgram *q;
+		struct store_digest own;
+		struct fw_msg m;
+		unsigned n;
+
+		advance(10);
+		if (count_sent(FW_RANGE_QUERY) == seen)
+			continue;
+		q = nth_sent(FW_RANGE_QUERY, seen++);
+		n = ntohl(((const struct sockaddr_in *)&q->to.ss)->sin_addr.s_addr) & 0xff;
+		store_digest(&ctx.store, &own);
+		peer_msg(&m, FW_RANGE_ANSWER, n, q->m.tid);
+		m.has_range = true;
+		m.range = q->m.range;
+		m.has_digest = true;
+		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts,
+					      .sum = own.sum,
+					      .seq = 1,
+					      .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
+		if (!(q->m.range.flags & FW_RANGE_NAMES))
+			m.n_sums = q->m.range.parts;
+		deliver(&m, n);
+		quiet_until = fake_now + 2000;
+	}
+}
+
+/* A peer that missed node2's GOODBYE keeps it, and its digests hold one host
+ * more than ours: no claim (no fetch, no loss, still complete) while the
+ * GOODBYE is recent; later node2 is asked, alone and at the address it
+ * said goodbye from, whether it came back, the directory incomplete until
+ * it answers or the query ends. Unanswered, that is no loss either; when it
+ * answers, it is learned. */
+static void test_missed_goodbye_is_no_claim(void **state)
+{
+	struct transport_addr at = peer_addr(2);
+	const struct sent_dgram *q;
+	struct fw_msg m;
+	unsigned sent, queries;
+	uint64_t until, losses;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance_to(START_MS + 4000);
+	announce_with(2, 1, NULL);
+	announce_with(3, 1, NULL);
+	advance(DIGEST_HOLD_MS + 100);
+	announce_with(2, 2, NULL);
+	announce_with(3, 2, NULL);
+	assert_int_equal(counter("directory_complete"), 1);
+	answer_fetch_as_peers();
+	losses = counter("fabric_fetch_losses");
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	deliver(&m, 2);
+	assert_peer_absent(2);
+
+	queries = count_sent(FW_RANGE_QUERY);
+	announce_with(3, 3, "node2");
+	assert_int_equal(counter("fabric_departed_explained"), 1);
+	assert_int_equal(counter("fabric_digest_mismatches"), 0);
+	assert_int_equal(counter("directory_complete"), 1);
+	advance(2000);
+	assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
+	assert_int_equal(count_sent(FW_REQUEST), 0);
+
+	/* the GOODBYE no longer vouches: asked, and incomplete meanwhile */
+	advance(DEPARTED_FRESH_MS);
+	announce_with(3, 4, "node2");
+	assert_int_equal(counter("directory_complete"), 0);
+	assert_int_equal(count_sent(FW_REQUEST), 1);
+	q = nth_sent(FW_REQUEST, 0);
+	assert_true(q->ucast);
+	assert_memory_equal(&q->to.ss, &at.ss, at.len);
+	for (until = fake_now + DEPARTED_ASK_MS; fake_now < until;) {
+		advance(10);
+		if (counter("fabric_departed_confirmed"))
+			break;
+	}
+	assert_int_equal(counter("fabric_departed_confirmed"), 1);
+	assert_int_equal(counter("directory_complete"), 1); /* at once, not at the bound */
+	assert_int_equal(counter("fabric_fetch_losses"), losses);
+	assert_int_equal(counter("fabric_digest_mismatches"), 0);
+	assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
+
+	/* confirmed gone: the next digests are no news either */
+	announce_with(3, 5, "node2");
+	assert_int_equal(counter("directory_complete"), 1);
+	assert_int_equal(counter("fabric_departed_explained"), 3);
+
+	/* it came back and we missed its announces: asked, it answers */
+	advance(2 * DEPARTED_FRESH_MS);
+	sent = count_sent(FW_REQUEST);
+	announce_with(3, 6, "node2");
+	assert_int_equal(counter("directory_complete"), 0);
+	assert_int_equal(count_sent(FW_REQUEST), sent + 1);
+	peer_reply(&m, 2, last_sent()->m.tid);
+	deliver(&m, 2);
+	assert_peer_stored(2);
+	/* the wait for it is not cut short: it ends at its bound (the tick) */
+	advance(DEPARTED_ASK_MS + DIGEST_TICK_MS);
+	assert_int_equal(counter("directory_complete"), 1);
+	assert_int_equal(counter("fabric_departed_confirmed"), 1);
+	assert_int_equal(counter("fabric_fetch_losses"), losses);
+}
+
 /* The fetch after a lossy boot: a part where we lack many of the peer's
  * hosts is paged through at once (not split), names in term order with
  * where each host is; a host we lack is asked by unicast at the address the
@@ -2744,6 +2875,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
 		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),
 		cmocka_unit_test_teardown(test_alone_until_a_peer_speaks, teardown),
+		cmocka_unit_test_teardown(test_missed_goodbye_is_no_claim, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),

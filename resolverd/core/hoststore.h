@@ -215,6 +215,12 @@ bool store_refresh(struct host_store *s, const struct ibres_hostrec *h, const st
 /* Remove the endpoint of port GID @gid and P_Key @pkey (its GOODBYE) unless
  * LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey);
+/* The learned endpoints of the host holding name @name, those heard on local
+ * fabric @fabric (STORE_ALL_FABRICS: all), expire at @until_ms at the latest
+ * (a peer that heard it leave lacks it: its next announce must come).
+ * Returns the endpoints whose expiry moved. */
+unsigned store_shorten(struct host_store *s, const struct host_key *name, int fabric,
+		       uint64_t until_ms);
 /* Remove every endpoint with port GID @gid, every partition of the port
  * (it left the subnet), unless LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16]);

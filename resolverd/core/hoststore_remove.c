@@ -21,6 +21,22 @@ unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint
 	return hs_host_remove(s, h);
 }
 
+unsigned store_shorten(struct host_store *s, const struct host_key *name, int fabric,
+		       uint64_t until_ms)
+{
+	struct host *h = (struct host *)store_holder(s, name);
+	unsigned n = 0;
+
+	for (struct host *e = h; e; e = host_next_endpoint(h, e)) {
+		if (e->origin != IBRES_ORIGIN_FABRIC || e->expires_ms <= until_ms ||
+		    (fabric != STORE_ALL_FABRICS && !(e->heard_on >> fabric & 1)))
+			continue;
+		e->expires_ms = until_ms;
+		n++;
+	}
+	return n;
+}
+
 unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
 {
 	struct host_key k;

@@ -207,6 +207,7 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
 	struct departed_mark mk;
+	struct host_key gk;
 
 	/* only the identity we know, heard here and sending it from its own
 	 * address or LID, may say goodbye for it: not a forger on another rail */
@@ -221,7 +222,11 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 	fabric_departed_before(f, &mk);
 	store_remove_endpoint(f->store, m->sender.gids[0], m->sender.pkey);
 	fabric_departed_after(p, m, &mk);
-	fetch_peer_left(f, m->sender.gids[0]);
+	/* a port gone from the fabric is no peer to ask (a session would wait
+	 * for it, then count a loss); its other partitions keep it one */
+	host_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
+	if (!store_lookup(f->store, &gk, now_ms(), false))
+		fetch_forget_peer(f, m->sender.gids[0]);
 }
 
 /* Another endpoint of the sender's host went down (its port cannot say so):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Hosts heard saying GOODBYE, and the digests of peers that missed it
+ * Hosts heard saying GOODBYE, and the peers that missed it
  * (fabric_departed.h).
  */
 #include "fabric/fabric_departed.h"
@@ -10,28 +10,32 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/term_index.h"
 #include "ibres_proto.h"
 #include "tlv.h"
 
-static unsigned port_index(const struct fabric_port *p)
+static struct departed *find(struct fabric_departed *d, const struct host_key *k, uint64_t now)
 {
-	return (unsigned)(p - p->f->ports);
-}
+	uint64_t term = host_digest_term(k);
 
-/* How long the GOODBYE vouches for a host's absence: see DEPARTED_FRESH_MS. */
-static uint64_t fresh_first(const struct fabric *f)
-{
-	uint64_t neg = (uint64_t)f->cfg->negative_ttl_s * 1000;
-
-	return neg > DEPARTED_FRESH_MS ? neg : DEPARTED_FRESH_MS;
-}
-
-static struct departed *find(struct fabric_departed *d, uint64_t term, uint64_t now)
-{
 	for (unsigned i = 0; i < d->n; i++)
-		if (d->e[i].term == term && now < d->e[i].until_ms)
+		if (d->e[i].term == term && now < d->e[i].until_ms && d->e[i].name.len == k->len &&
+		    !memcmp(d->e[i].name.data, k->data, k->len))
 			return &d->e[i];
 	return NULL;
+}
+
+/* A free entry: an unused one, or the one that expires first. */
+static struct departed *slot(struct fabric_departed *d)
+{
+	struct departed *e = &d->e[0];
+
+	if (d->n < DEPARTED_MAX)
+		return &d->e[d->n++];
+	for (unsigned i = 1; i < DEPARTED_MAX; i++)
+		if (d->e[i].until_ms < e->until_ms)
+			e = &d->e[i];
+	return e;
 }
 
 void fabric_departed_before(const struct fabric *f, struct departed_mark *mk)
@@ -69,24 +73,29 @@ void fabric_departed_after(struct fabric_port *p, const struct fw_msg *m,
 	}
 	if (!whole && !ports)
 		return; /* another endpoint of its host is still heard everywhere */
-	e = find(d, host_digest_term(&k), now);
+	e = find(d, &k, now);
 	if (!e) {
-		if (d->n < DEPARTED_MAX) {
-			e = &d->e[d->n++];
-		} else {
-			e = &d->e[d->next];
-			d->next = (d->next + 1) % DEPARTED_MAX;
-		}
+		e = slot(d);
 		*e = (struct departed){.name = k, .term = host_digest_term(&k)};
 	}
-	e->at = (struct fabric_at){.port = port_index(p), .addr = *p->rx_from};
 	e->until_ms = now + (uint64_t)f->cfg->addr_ttl_s * 1000;
 	e->ports |= ports;
 	e->whole |= whole;
-	/* it said so itself: gone, as an unanswered query would tell */
-	e->gone_ms = now;
-	e->fresh_ms = fresh_first(f);
-	e->asked_until = 0;
+	/* gone, it says; but a restart says so too, and then announces anew */
+	e->gone_ms = 0;
+}
+
+void fabric_departed_back(struct fabric *f, const char *name)
+{
+	struct fabric_departed *d = &f->departed;
+	struct departed *e;
+	struct host_key k;
+
+	if (!d->n || host_key_name(&k, name) < 0)
+		return;
+	e = find(d, &k, now_ms());
+	if (e)
+		e->until_ms = 0;
 }
 
 static bool in_scope(const struct departed *e, unsigned port, bool fabric, uint64_t now)
@@ -95,14 +104,15 @@ static bool in_scope(const struct departed *e, unsigned port, bool fabric, uint6
 }
 
 /* Which remembered hosts make @own into @d: one of them, or all of those
- * in scope. 0: none do. */
+ * in scope (a set of entries). 0: none do. */
 static uint64_t explaining(const struct fabric_departed *dp, unsigned port, bool fabric,
 			   const struct store_digest *own, const struct fw_digest *d, uint64_t now)
 {
-	uint64_t extra = d->hosts - own->hosts, all = 0, sum = own->sum, n = 0;
+	uint64_t all = 0, sum = own->sum, n = 0, extra;
 
 	if (d->hosts <= own->hosts)
 		return 0;
+	extra = d->hosts - own->hosts;
 	for (unsigned i = 0; i < dp->n; i++) {
 		if (!in_scope(&dp->e[i], port, fabric, now))
 			continue;
@@ -116,69 +126,107 @@ static uint64_t explaining(const struct fabric_departed *dp, unsigned port, bool
 }
 
 enum departed_verdict fabric_departed_explains(struct fabric_port *p, const struct fw_digest *d,
-					       const struct store_digest *own, uint64_t *until)
+					       const struct store_digest *own)
 {
-	struct fabric *f = p->f;
-	struct fabric_departed *dp = &f->departed;
+	struct fabric_departed *dp = &p->f->departed;
 	uint64_t now = now_ms();
-	uint64_t which = explaining(dp, port_index(p), d->flags & FW_DIGEST_FABRIC, own, d, now);
-	enum departed_verdict v = DEPARTED_GONE;
+	uint64_t which = explaining(dp, (unsigned)(p - p->f->ports), d->flags & FW_DIGEST_FABRIC,
+				    own, d, now);
 
 	_Static_assert(DEPARTED_MAX <= 64, "a set of them is 64 bits");
 	if (!which)
 		return DEPARTED_NO;
 	dp->explained++;
-	*until = 0;
 	for (unsigned i = 0; i < dp->n; i++) {
-		struct departed *e = &dp->e[i];
+		const struct departed *e = &dp->e[i];
 
-		if (!(which >> i & 1) || (e->gone_ms && now - e->gone_ms < e->fresh_ms))
-			continue;
-		/* not confirmed lately: back, and we missed its announces? Ask
-		 * it where it said goodbye from; the fabric waits for that */
-		if (now >= e->asked_until) {
-			e->gone_ms = 0;
-			e->asked_until = now + DEPARTED_ASK_MS;
-			log_debug("fabric: a peer holds %.*s, which said goodbye: asked",
-				  e->name.len, (const char *)e->name.data);
-			if (f->ev.hint)
-				f->ev.hint(f->ev.arg, &e->name, &e->at);
-		}
-		if (e->asked_until > *until)
-			*until = e->asked_until;
-		v = DEPARTED_ASKING;
+		if ((which >> i & 1) && (!e->gone_ms || now - e->gone_ms >= e->fresh_ms))
+			return DEPARTED_QUIET; /* back, and we missed its announces? */
 	}
-	return v;
+	return DEPARTED_GONE;
 }
 
-bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k, uint64_t *until)
+bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k)
 {
-	struct fabric_departed *dp = &p->f->departed;
-	uint64_t now = now_ms(), round;
-	struct departed *e = k->type == IBRES_KEY_NAME ? find(dp, host_digest_term(k), now) : NULL;
+	struct fabric *f = p->f;
+	struct fabric_departed *dp = &f->departed;
+	uint64_t now = now_ms(), first = (uint64_t)f->cfg->negative_ttl_s * 1000;
+	/* after an unanswered query the host is not asked again before its
+	 * absence is no longer confirmed; a peer that missed the GOODBYE
+	 * forgets the host within two rounds (fabric_departed_lacked()) */
+	uint64_t most = p->rule.round_ms;
+	struct departed *e = k->type == IBRES_KEY_NAME ? find(dp, k, now) : NULL;
 
-	if (!e || e->name.len != k->len || memcmp(e->name.data, k->data, k->len))
+	if (!e)
 		return false;
+	if (first < DEPARTED_FRESH_MS)
+		first = DEPARTED_FRESH_MS;
+	if (most < first)
+		most = first;
 	dp->confirmed++;
+	e->fresh_ms = e->gone_ms ? 2 * e->fresh_ms : first;
+	if (e->fresh_ms > most)
+		e->fresh_ms = most;
 	e->gone_ms = now;
-	e->asked_until = 0;
-	/* asked again later each time: a peer that missed the GOODBYE may keep
-	 * the host for addr_ttl, and every node hears its digests */
-	round = (uint64_t)p->f->cfg->announce_interval_s * 1000;
-	e->fresh_ms *= 2;
-	if (e->fresh_ms > round)
-		e->fresh_ms = round > fresh_first(p->f) ? round : fresh_first(p->f);
-	*until = 0;
-	for (unsigned i = 0; i < dp->n; i++)
-		if (dp->e[i].asked_until > now && dp->e[i].asked_until > *until)
-			*until = dp->e[i].asked_until;
 	return true;
+}
+
+void fabric_departed_lacked(struct fabric_port *p, const struct fw_digest *d,
+			    const struct store_digest *own, uint64_t sender)
+{
+	struct fabric *f = p->f;
+	struct departed_lack *l = &f->departed.lack[p - f->ports];
+	uint64_t now = now_ms(), term = own->sum - d->sum;
+	bool fabric = d->flags & FW_DIGEST_FABRIC;
+	const struct term_index *ti;
+	struct host_key k;
+	unsigned k_peers;
+	size_t i;
+
+	/* one host fewer, from a peer that counts itself complete and lost
+	 * nothing lately (the caller checked that we do too) */
+	if ((uint64_t)d->hosts + 1 != own->hosts || own->hosts < 3 ||
+	    !(d->flags & FW_DIGEST_SETTLED) || (d->flags & FW_DIGEST_DISTURBED))
+		return;
+	/* K distinct peers lacking that same host, not one peer that lags (K
+	 * at most the peers that could: ours less that host) */
+	k_peers = own->hosts - 2 < DIGEST_AGREE_K ? (unsigned)(own->hosts - 2) : DIGEST_AGREE_K;
+	if (l->term != term)
+		*l = (struct departed_lack){.term = term};
+	for (i = 0; i < l->n; i++)
+		if (l->senders[i] == sender)
+			return;
+	l->senders[l->n++] = sender;
+	if (l->n < k_peers)
+		return;
+	*l = (struct departed_lack){0};
+	ti = fabric_terms(f, fabric ? p : NULL, now);
+	if (!ti)
+		return;
+	i = term_index_lower(ti, term);
+	if (i == ti->n || ti->e[i].term != term || host_key_name(&k, term_index_name(ti, i)) < 0)
+		return;
+	/* live, it announces within a round; two, for a lost announce */
+	if (!store_shorten(f->store, &k, fabric_scope(p, fabric), now + 2 * p->rule.round_ms))
+		return;
+	f->departed.shortened++;
+	log_info("fabric: %u peers lack %s on %s: kept only until its next announce", k_peers,
+		 term_index_name(ti, i), p->ep->cfg.label);
 }
 
 void fabric_departed_stats(const struct fabric *f, struct tlv_writer *w)
 {
-	tlv_put_str(w, IBRES_T_NAME, "fabric_departed_explained");
-	tlv_put_u64(w, IBRES_T_COUNTER, f ? f->departed.explained : 0);
-	tlv_put_str(w, IBRES_T_NAME, "fabric_departed_confirmed");
-	tlv_put_u64(w, IBRES_T_COUNTER, f ? f->departed.confirmed : 0);
+	const struct {
+		const char *name;
+		uint64_t value;
+	} rows[] = {
+		{"fabric_departed_explained", f ? f->departed.explained : 0},
+		{"fabric_departed_confirmed", f ? f->departed.confirmed : 0},
+		{"fabric_departed_shortened", f ? f->departed.shortened : 0},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
+		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
+	}
 }

@@ -70,7 +70,6 @@ bool digest_rule_disturbed(const struct digest_rule *r, uint64_t now)
 bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		       const struct fw_digest *theirs, uint64_t sender, uint64_t now)
 {
-	struct digest_claim *c = &r->claim;
 	/* a peer that lost datagrams (or heard a digest other than its own)
 	 * within its hold may lack what we lack, lost with the same
 	 * datagrams: at a lossy boot the peers that missed one sender agree
@@ -115,7 +114,16 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	/* more hosts, or as many but others: it holds one we lack */
 	r->mismatches++;
 	r->disturbed_ms = now;
+	digest_rule_claim(r, theirs, now);
+	return true;
+}
+
+void digest_rule_claim(struct digest_rule *r, const struct fw_digest *theirs, uint64_t now)
+{
+	struct digest_claim *c = &r->claim;
+
 	r->agree = 0;
+	r->claimed_ms = now;
 	if (theirs->hosts > c->hosts) {
 		*c = (struct digest_claim){
 			.hosts = theirs->hosts, .sum = theirs->sum, .exact = true};
@@ -124,7 +132,6 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		c->hosts++;
 		c->exact = false;
 	}
-	return true;
 }
 
 void digest_rule_drop(struct digest_rule *r, uint64_t now)
@@ -175,29 +182,18 @@ bool digest_rule_burst_end(struct digest_rule *r, const struct store_digest *own
 	return true;
 }
 
-static bool verdict(struct digest_rule *r, const struct store_digest *own, uint64_t now);
-
 bool digest_rule_eval(struct digest_rule *r, const struct store_digest *own, uint64_t now)
 {
-	bool incomplete = verdict(r, own, now);
-
-	/* hosts that said goodbye are asked whether they came back: nothing
-	 * to fetch, but no "not found" before they answer or do not */
-	r->verifying = !incomplete && now < r->verify_until;
-	return r->incomplete = incomplete || r->verifying;
-}
-
-static bool verdict(struct digest_rule *r, const struct store_digest *own, uint64_t now)
-{
 	unsigned k = agree_k(r, own);
-	uint64_t since = now - r->disturbed_ms;
+	/* since the last disagreement, drop, or claim (a quiet one too) */
+	uint64_t since = now - (r->claimed_ms > r->disturbed_ms ? r->claimed_ms : r->disturbed_ms);
 
 	if (claim_met(&r->claim, own))
 		r->claim.hosts = 0; /* we learned what it held */
 	if (r->unvouched && (r->agree >= k || now >= r->unvouched_ms + r->round_ms))
 		r->unvouched = false;
 	if (!r->claim.hosts && !r->dropped)
-		return r->unvouched;
+		return r->incomplete = r->unvouched;
 	/* overruled: settled peers heard since hold what we hold, or a whole
 	 * announce round passed (every live peer announced once) without a
 	 * disagreement or a drop (a peer that missed a GOODBYE we heard does
@@ -205,9 +201,9 @@ static bool verdict(struct digest_rule *r, const struct store_digest *own, uint6
 	if ((since >= DIGEST_HOLD_MS && r->agree >= k) || since >= r->round_ms) {
 		r->claim.hosts = 0;
 		r->dropped = false;
-		return r->unvouched;
+		return r->incomplete = r->unvouched;
 	}
-	return true;
+	return r->incomplete = true;
 }
 
 /* ---- the fabric's side ----------------------------------------------------------- */
@@ -460,19 +456,21 @@ static struct fw_digest comparable(const struct fabric_port *p, const struct fw_
 }
 
 /* Is peer digest @d ours plus hosts that said goodbye (a peer that missed
- * it)? Then it is no claim; while those are asked whether they came back,
- * the fabric counts incomplete. */
+ * it, fabric_departed.h)? Then it is no news while their absence is
+ * confirmed, else a quiet claim. */
 static bool departed_explain(struct fabric_port *p, const struct fw_digest *d,
-			     const struct store_digest *own)
+			     const struct store_digest *own, const char *sender)
 {
-	uint64_t until;
-
-	switch (fabric_departed_explains(p, d, own, &until)) {
+	switch (fabric_departed_explains(p, d, own)) {
 	case DEPARTED_NO:
 		return false;
-	case DEPARTED_ASKING:
-		if (until > p->rule.verify_until)
-			p->rule.verify_until = until;
+	case DEPARTED_QUIET:
+		if (!p->rule.claim.hosts)
+			log_debug("fabric: %s holds %u hosts on %s, we %llu, the others said "
+				  "goodbye: asked where they are",
+				  sender, d->hosts, p->ep->cfg.label,
+				  (unsigned long long)own->hosts);
+		digest_rule_claim(&p->rule, d, now_ms());
 		break;
 	case DEPARTED_GONE:
 		break;
@@ -480,10 +478,28 @@ static bool departed_explain(struct fabric_port *p, const struct fw_digest *d,
 	return true;
 }
 
-void fabric_digest_departed(struct fabric_port *p, uint64_t until)
+void fabric_digest_departed(struct fabric *f)
 {
-	p->rule.verify_until = until;
-	fabric_digest_update(p->f);
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+		struct digest_claim *c = &p->rule.claim;
+		/* the claim's digest, compared as it was: of this fabric, or
+		 * (a daemon before per-fabric digests) of the whole directory */
+		struct fw_digest d = {.hosts = (uint32_t)c->hosts, .sum = c->sum};
+		struct store_digest own;
+
+		if (!c->hosts || !c->exact)
+			continue;
+		for (unsigned scope = 0; scope < 2; scope++) {
+			d.flags = scope ? 0 : FW_DIGEST_FABRIC;
+			own_digest(p, !scope, &own);
+			if (fabric_departed_explains(p, &d, &own) == DEPARTED_GONE) {
+				c->hosts = 0; /* what it held more has left */
+				break;
+			}
+		}
+	}
+	fabric_digest_update(f);
 }
 
 void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t prev_seq)
@@ -503,7 +519,10 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 			  m->digest.seq - 1, m->sender.names[0]);
 	}
 	d = comparable(p, &m->digest, &own);
-	if (departed_explain(p, &d, &own) ||
+	if (now_ms() >= f->settled_ms && !p->rule.incomplete &&
+	    !digest_rule_disturbed(&p->rule, now_ms()))
+		fabric_departed_lacked(p, &d, &own, digest_sender(m->sender.gids[0]));
+	if (departed_explain(p, &d, &own, m->sender.names[0]) ||
 	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now_ms()))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
@@ -531,7 +550,7 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
 	d = comparable(p, &d, &own);
-	if (departed_explain(p, &d, &own) ||
+	if (departed_explain(p, &d, &own, m->sender.names[0]) ||
 	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
@@ -564,14 +583,6 @@ uint64_t fabric_digest_hold_end(const struct fabric *f)
 		if (fabric_port_incomplete(&f->ports[i]) && f->ports[i].rule.vouch_from_ms > end)
 			end = f->ports[i].rule.vouch_from_ms;
 	return end;
-}
-
-bool fabric_digest_fetch_wanted(const struct fabric *f)
-{
-	for (unsigned i = 0; i < f->n_ports; i++)
-		if (fabric_port_incomplete(&f->ports[i]) && !f->ports[i].rule.verifying)
-			return true;
-	return f->dg.burst_pending;
 }
 
 bool fabric_digest_incomplete(const struct fabric *f)

@@ -46,6 +46,7 @@ struct digest_claim {
 struct digest_rule {
 	struct digest_claim claim;
 	uint64_t disturbed_ms; /* last disagreement or drop (0: none since the reset) */
+	uint64_t claimed_ms;   /* last claim, a quiet one too (digest_rule_claim()) */
 	uint64_t round_ms;     /* a quiet round: every live peer announced once since */
 	unsigned agree;	       /* settled digests that matched ours, in a row, since then */
 	uint64_t agreed_by[DIGEST_AGREE_K]; /* from whom (agree of them): one peer is one voice */
@@ -64,10 +65,6 @@ struct digest_rule {
 	/* at least this many must agree (a fabric that heard no one at a boot
 	 * where others did: it knows of no peer there, yet may have some) */
 	unsigned min_k;
-	/* a peer's digest held hosts that said goodbye, and those are asked
-	 * whether they came back (fabric_departed.h): incomplete until then */
-	uint64_t verify_until;
-	bool verifying; /* incomplete for that alone (digest_rule_eval()) */
 	/* the burst's check found no peer on this fabric (burst_check()):
 	 * complete, alone, until a peer's digest is heard (then unvouched) */
 	bool alone;
@@ -89,6 +86,11 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		       const struct fw_digest *theirs, uint64_t sender, uint64_t now);
 /* The @sender argument for a peer of port GID @gid. */
 uint64_t digest_sender(const uint8_t gid[16]);
+/* A peer's digest @theirs, heard at @now, holds more than ours, but only
+ * hosts that said goodbye (fabric_departed.h): a claim, met by learning or
+ * by their absence confirmed, or overruled as any other; no disagreement
+ * (no DISTURBED, no drop), yet the agreements so far are void. */
+void digest_rule_claim(struct digest_rule *r, const struct fw_digest *theirs, uint64_t now);
 /* The receive path dropped datagrams (a queue overrun) at @now. */
 void digest_rule_drop(struct digest_rule *r, uint64_t now);
 /* A start-up burst was checked at @now with nothing against us: when
@@ -140,9 +142,9 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m);
 /* Anything may have changed (a datagram handled): decide again, and tell
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
-/* A host that said goodbye did not answer the query that asked whether it
- * came back (fabric_departed.h): @p waits for the others' until @until. */
-void fabric_digest_departed(struct fabric_port *p, uint64_t until);
+/* A host that said goodbye left a query unanswered (fabric_departed.h): a
+ * claim it explains is met. */
+void fabric_digest_departed(struct fabric *f);
 /* A datagram to or from a peer on @p was lost (a range query's later try
  * answered, fabric_fetch.c): a loss, as the drop counters' are. */
 void fabric_digest_lost(struct fabric_port *p);
@@ -152,9 +154,6 @@ void fabric_digest_voices(struct fabric *f, unsigned n);
 /* The directory may lack a live host (the settle time aside): some
  * fabric's rule says so, or the start-up burst is not checked yet. */
 bool fabric_digest_incomplete(const struct fabric *f);
-/* The same, for a reason a fetch can mend: not only waiting for hosts that
- * said goodbye to answer whether they came back. */
-bool fabric_digest_fetch_wanted(const struct fabric *f);
 /* Port @p's fabric may lack a live host's endpoint (its rule alone). */
 bool fabric_port_incomplete(const struct fabric_port *p);
 /* Until when (CLOCK_MONOTONIC ms) an incomplete fabric takes no agreement:

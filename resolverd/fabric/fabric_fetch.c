@@ -34,7 +34,7 @@ static bool wanted(const struct fabric *f)
 
 	return cfg->announce_interval_s > 0 &&
 	       (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s && f->dg.burst_checked &&
-	       now_ms() >= f->settled_ms && (fabric_digest_fetch_wanted(f) || f->fx.doubt);
+	       now_ms() >= f->settled_ms && (fabric_digest_incomplete(f) || f->fx.doubt);
 }
 
 /* A query's tid: random, its low bits left for the try (FETCH_TRY_MASK). */
@@ -309,18 +309,16 @@ static bool held(struct fabric *f, const struct host_key *k, const struct fabric
 
 void fabric_hint_unanswered(struct fabric *f, const struct host_key *k, const struct fabric_at *at)
 {
-	uint64_t until;
-
 	if (!f || at->port >= f->n_ports)
 		return;
-	f->fx.hints_unanswered++;
 	/* it said goodbye: the peer that named it missed that */
-	if (fabric_departed_unanswered(&f->ports[at->port], k, &until)) {
-		fabric_digest_departed(&f->ports[at->port], until);
+	if (fabric_departed_unanswered(&f->ports[at->port], k)) {
+		fabric_digest_departed(f);
 		return;
 	}
 	/* a peer said the host lives and we could not reach it: a loss, or
 	 * the host left; the peers that lack it too must not vouch at once */
+	f->fx.hints_unanswered++;
 	fabric_digest_lost(&f->ports[at->port]);
 }
 

@@ -198,6 +198,8 @@ static int keep(struct fabric_port *p, const struct fw_msg *m, const struct stor
 
 		if (ret)
 			return ret;
+		/* back (a restart), if it said goodbye: its absence is old news */
+		fabric_departed_back(f, m->sender.names[0]);
 	}
 	if (f->ev.learned)
 		f->ev.learned(f->ev.arg, &m->sender);

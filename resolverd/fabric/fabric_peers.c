@@ -84,12 +84,6 @@ void fetch_forget_peer(struct fabric *f, const uint8_t gid[16])
 			f->fx.peers[i].used = false;
 }
 
-void fetch_peer_left(struct fabric *f, const uint8_t gid[16])
-{
-	fetch_forget_peer(f, gid);
-	drop_voice(f, gid);
-}
-
 /* A peer that answers range queries was heard from @from on @p: its slot
  * among @p's (kept, or a free one, or the next in the round's) and a clean
  * record. Returns the slot. */

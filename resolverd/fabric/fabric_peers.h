@@ -23,9 +23,6 @@ struct fetch_peer *fetch_find_peer(struct fabric *f, unsigned port, const uint8_
 void fetch_count_voice(struct fabric *f, const uint8_t gid[16]);
 /* Gone, or an older daemon: forgotten on every port that heard it. */
 void fetch_forget_peer(struct fabric *f, const uint8_t gid[16]);
-/* It said goodbye: neither asked (a session would wait for it, then count
- * a loss) nor counted among the voices. */
-void fetch_peer_left(struct fabric *f, const uint8_t gid[16]);
 /* Does a peer whose digest claimed more than its fabric holds wait to be
  * asked (through a port that is up)? A peer of a port that is closed or
  * down is never picked. */

@@ -1930,18 +1930,74 @@ static void answer_fetch_as_peers(void)
 	}
 }
 
+/* Serve the fetch as peer @n holding what we hold plus @extra (at peer
+ * @where's address): sums with @extra's part one host more, then that part's
+ * names with where each host is. Returns once a REQUEST went to @where (or
+ * no query came for 2 s). */
+static void serve_fetch(unsigned n, const char *extra, unsigned where)
+{
+	struct transport_addr at = peer_addr(where);
+	unsigned seen = count_sent(FW_RANGE_QUERY), requests = count_sent(FW_REQUEST);
+	uint64_t quiet_until = fake_now + 2000, t = name_term(extra);
+
+	while (fake_now < quiet_until && count_sent(FW_REQUEST) == requests) {
+		struct store_range r, sub;
+		struct store_digest own, part[FW_PARTS_MAX];
+		const struct sent_dgram *q;
+		struct fw_msg m;
+
+		advance(10);
+		if (count_sent(FW_RANGE_QUERY) == seen)
+			continue;
+		q = nth_sent(FW_RANGE_QUERY, seen++);
+		store_fabric_digest(&ctx.store, 0, &own);
+		peer_msg(&m, FW_RANGE_ANSWER, n, q->m.tid);
+		m.has_range = true;
+		m.range = q->m.range;
+		m.has_digest = true;
+		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts + 1,
+					      .sum = own.sum + t,
+					      .seq = 1,
+					      .flags = FW_DIGEST_RANGES | FW_DIGEST_FABRIC |
+						       FW_DIGEST_PAST_SETTLE | FW_DIGEST_SETTLED};
+		if (q->m.range.flags & FW_RANGE_NAMES) {
+			struct fw_where w = {.kind = FW_WHERE_IPV4};
+
+			memcpy(w.addr, &((struct sockaddr_in *)&at.ss)->sin_addr, 4);
+			if (t >= q->m.range.lo && t <= q->m.range.hi)
+				assert_int_equal(fw_hint_add_at(&m, extra, &w), 0);
+		} else {
+			r = (struct store_range){.lo = q->m.range.lo,
+						 .hi = q->m.range.hi,
+						 .parts = q->m.range.parts};
+			store_range_digest(&ctx.store, &r, 0, part);
+			m.n_sums = q->m.range.parts;
+			for (unsigned i = 0; i < r.parts; i++) {
+				m.sums[i] = (struct fw_sum){.hosts = (uint32_t)part[i].hosts,
+							    .sum = part[i].sum};
+				if (store_range_sub(&r, i, &sub) && t >= sub.lo && t <= sub.hi) {
+					m.sums[i].hosts++;
+					m.sums[i].sum += t;
+				}
+			}
+		}
+		deliver(&m, n);
+		quiet_until = fake_now + 2000;
+	}
+}
+
 /* A peer that missed node2's GOODBYE keeps it, and its digests hold one host
- * more than ours: no claim (no fetch, no loss, still complete) while the
- * GOODBYE is recent; later node2 is asked, alone and at the address it
- * said goodbye from, whether it came back, the directory incomplete until
- * it answers or the query ends. Unanswered, that is no loss either; when it
- * answers, it is learned. */
+ * more than ours. A quiet claim: we fetch (the peer names where node2 is)
+ * and ask node2 there, but our digests stay quiet; unanswered, that is no
+ * loss and meets the claim. Then, while that is recent, such digests are no
+ * news at all; later, a claim again, and node2, back, answers and is
+ * learned. */
 static void test_missed_goodbye_is_no_claim(void **state)
 {
 	struct transport_addr at = peer_addr(2);
 	const struct sent_dgram *q;
 	struct fw_msg m;
-	unsigned sent, queries;
+	unsigned queries, requests;
 	uint64_t until, losses;
 
 	(void)state;
@@ -1952,60 +2008,106 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	advance(DIGEST_HOLD_MS + 100);
 	announce_with(2, 2, NULL);
 	announce_with(3, 2, NULL);
-	assert_int_equal(counter("directory_complete"), 1);
 	answer_fetch_as_peers();
+	assert_int_equal(counter("directory_complete"), 1);
 	losses = counter("fabric_fetch_losses");
 	peer_msg(&m, FW_GOODBYE, 2, 0);
 	deliver(&m, 2);
 	assert_peer_absent(2);
 
-	queries = count_sent(FW_RANGE_QUERY);
+	/* a restart is a GOODBYE and a NEWCOMER: the claim is asked at once */
 	announce_with(3, 3, "node2");
 	assert_int_equal(counter("fabric_departed_explained"), 1);
 	assert_int_equal(counter("fabric_digest_mismatches"), 0);
-	assert_int_equal(counter("directory_complete"), 1);
-	advance(2000);
-	assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
-	assert_int_equal(count_sent(FW_REQUEST), 0);
-
-	/* the GOODBYE no longer vouches: asked, and incomplete meanwhile */
-	advance(DEPARTED_FRESH_MS);
-	announce_with(3, 4, "node2");
 	assert_int_equal(counter("directory_complete"), 0);
+	serve_fetch(3, "node2", 2);
 	assert_int_equal(count_sent(FW_REQUEST), 1);
 	q = nth_sent(FW_REQUEST, 0);
 	assert_true(q->ucast);
 	assert_memory_equal(&q->to.ss, &at.ss, at.len);
-	for (until = fake_now + DEPARTED_ASK_MS; fake_now < until;) {
+	assert_false(last_sent()->m.has_digest &&
+		     (last_sent()->m.digest.flags & FW_DIGEST_DISTURBED));
+	for (until = fake_now + 5000; fake_now < until && !counter("fabric_departed_confirmed");)
 		advance(10);
-		if (counter("fabric_departed_confirmed"))
-			break;
-	}
 	assert_int_equal(counter("fabric_departed_confirmed"), 1);
-	assert_int_equal(counter("directory_complete"), 1); /* at once, not at the bound */
-	assert_int_equal(counter("fabric_fetch_losses"), losses);
-	assert_int_equal(counter("fabric_digest_mismatches"), 0);
-	assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
-
-	/* confirmed gone: the next digests are no news either */
-	announce_with(3, 5, "node2");
 	assert_int_equal(counter("directory_complete"), 1);
-	assert_int_equal(counter("fabric_departed_explained"), 3);
+	assert_int_equal(counter("fabric_fetch_losses"), losses);
+	assert_int_equal(counter("fabric_hints_unanswered"), 0);
+	assert_int_equal(counter("fabric_digest_mismatches"), 0);
 
-	/* it came back and we missed its announces: asked, it answers */
-	advance(2 * DEPARTED_FRESH_MS);
-	sent = count_sent(FW_REQUEST);
-	announce_with(3, 6, "node2");
+	/* confirmed gone lately: the next digests are no news */
+	queries = count_sent(FW_RANGE_QUERY);
+	requests = count_sent(FW_REQUEST); /* the query's tries */
+	announce_with(3, 4, "node2");
+	assert_int_equal(counter("directory_complete"), 1);
+	advance(2000);
+	assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
+	assert_int_equal(count_sent(FW_REQUEST), requests);
+
+	/* later it came back, and we missed its announces: asked, it answers */
+	advance(DEPARTED_FRESH_MS);
+	announce_with(3, 5, "node2");
 	assert_int_equal(counter("directory_complete"), 0);
-	assert_int_equal(count_sent(FW_REQUEST), sent + 1);
+	serve_fetch(3, "node2", 2);
+	assert_int_equal(count_sent(FW_REQUEST), requests + 1);
 	peer_reply(&m, 2, last_sent()->m.tid);
 	deliver(&m, 2);
 	assert_peer_stored(2);
-	/* the wait for it is not cut short: it ends at its bound (the tick) */
-	advance(DEPARTED_ASK_MS + DIGEST_TICK_MS);
 	assert_int_equal(counter("directory_complete"), 1);
 	assert_int_equal(counter("fabric_departed_confirmed"), 1);
 	assert_int_equal(counter("fabric_fetch_losses"), losses);
+}
+
+/* We missed node2's GOODBYE; settled, quiet peers' digests hold one host
+ * fewer than ours, node2's term less: node2 is kept only two announce rounds
+ * more (its next announce would refresh it), not addr_ttl. A DISTURBED
+ * digest, an unsettled one, or one that lacks a host we do not hold, moves
+ * nothing. */
+static void test_peer_lacking_a_host_shortens_it(void **state)
+{
+	struct store_digest own;
+	struct fw_msg m;
+	uint64_t round = 10 * 1100 + DIGEST_TICK_MS;
+	uint8_t flags =
+		FW_DIGEST_RANGES | FW_DIGEST_FABRIC | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE;
+	uint8_t other[] = {flags | FW_DIGEST_DISTURBED, flags & ~FW_DIGEST_SETTLED, flags};
+	uint64_t sums[] = {0, 0, 1};
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	advance_to(START_MS + 4000);
+	announce_with(2, 1, NULL);
+	announce_with(3, 1, NULL);
+	advance(DIGEST_HOLD_MS + 100);
+	announce_with(2, 2, NULL);
+	announce_with(3, 2, NULL);
+	answer_fetch_as_peers();
+	assert_int_equal(counter("directory_complete"), 1);
+	for (unsigned i = 0; i < 3; i++) {
+		store_fabric_digest(&ctx.store, 0, &own);
+		peer_msg(&m, FW_ANNOUNCE, 3, 0);
+		m.has_digest = true;
+		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts - 1,
+					      .sum = own.sum - name_term("node2") + sums[i],
+					      .seq = 3 + i,
+					      .flags = other[i]};
+		deliver(&m, 3);
+		assert_int_equal(counter("fabric_departed_shortened"), 0);
+	}
+	store_fabric_digest(&ctx.store, 0, &own);
+	peer_msg(&m, FW_ANNOUNCE, 3, 0);
+	m.has_digest = true;
+	m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts - 1,
+				      .sum = own.sum - name_term("node2"),
+				      .seq = 6,
+				      .flags = flags};
+	deliver(&m, 3);
+	assert_int_equal(counter("fabric_departed_shortened"), 1);
+	assert_int_equal(host_expires_ms(find(key_name("node2"))), fake_now + 2 * round);
+	assert_peer_stored(3);
+	advance(2 * round + 1);
+	assert_null(find(key_name("node2")));
+	assert_peer_stored(3);
 }
 
 /* The fetch after a lossy boot: a part where we lack many of the peer's
@@ -2876,6 +2978,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),
 		cmocka_unit_test_teardown(test_alone_until_a_peer_speaks, teardown),
 		cmocka_unit_test_teardown(test_missed_goodbye_is_no_claim, teardown),
+		cmocka_unit_test_teardown(test_peer_lacking_a_host_shortens_it, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),

@@ -30,6 +30,7 @@ struct tlv_writer;
 struct fabric_at {
 	unsigned port;
 	struct transport_addr addr;
+	uint64_t named_by; /* the peer whose hint named it (digest_sender()); 0: none */
 };
 
 /* What the protocol core reports up (registered by the resolver, which owns

@@ -81,8 +81,9 @@ void fabric_departed_after(struct fabric_port *p, const struct fw_msg *m,
 	e->until_ms = now + (uint64_t)f->cfg->addr_ttl_s * 1000;
 	e->ports |= ports;
 	e->whole |= whole;
-	/* gone, it says; but a restart says so too, and then announces anew */
-	e->gone_ms = 0;
+	/* gone, it says; but a restart says so too, and then announces anew:
+	 * only an unanswered query confirms it */
+	memset(e->gone, 0, sizeof(e->gone));
 }
 
 void fabric_departed_back(struct fabric *f, const char *name)
@@ -125,8 +126,18 @@ static uint64_t explaining(const struct fabric_departed *dp, unsigned port, bool
 	return n == extra && sum == d->sum ? all : 0;
 }
 
-enum departed_verdict fabric_departed_explains(struct fabric_port *p, const struct fw_digest *d,
-					       const struct store_digest *own)
+/* Did a query where @sender said @e is go unanswered lately? */
+static bool stale_word(const struct departed *e, uint64_t sender, uint64_t now)
+{
+	for (unsigned i = 0; i < DEPARTED_BY; i++)
+		if (e->gone[i].ms && e->gone[i].sender == sender &&
+		    now - e->gone[i].ms < e->fresh_ms)
+			return true;
+	return false;
+}
+
+static enum departed_verdict verdict(struct fabric_port *p, const struct fw_digest *d,
+				     const struct store_digest *own, uint64_t sender)
 {
 	struct fabric_departed *dp = &p->f->departed;
 	uint64_t now = now_ms();
@@ -136,38 +147,60 @@ enum departed_verdict fabric_departed_explains(struct fabric_port *p, const stru
 	_Static_assert(DEPARTED_MAX <= 64, "a set of them is 64 bits");
 	if (!which)
 		return DEPARTED_NO;
-	dp->explained++;
-	for (unsigned i = 0; i < dp->n; i++) {
-		const struct departed *e = &dp->e[i];
-
-		if ((which >> i & 1) && (!e->gone_ms || now - e->gone_ms >= e->fresh_ms))
+	for (unsigned i = 0; i < dp->n; i++)
+		if ((which >> i & 1) && !stale_word(&dp->e[i], sender, now))
 			return DEPARTED_QUIET; /* back, and we missed its announces? */
-	}
 	return DEPARTED_GONE;
 }
 
-bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k)
+enum departed_verdict fabric_departed_explains(struct fabric_port *p, const struct fw_digest *d,
+					       const struct store_digest *own, uint64_t sender)
+{
+	enum departed_verdict v = verdict(p, d, own, sender);
+
+	if (v != DEPARTED_NO)
+		p->f->departed.explained++;
+	return v;
+}
+
+bool fabric_departed_gone(struct fabric_port *p, const struct fw_digest *d,
+			  const struct store_digest *own, uint64_t sender)
+{
+	return verdict(p, d, own, sender) == DEPARTED_GONE;
+}
+
+bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k, uint64_t named_by)
 {
 	struct fabric *f = p->f;
 	struct fabric_departed *dp = &f->departed;
 	uint64_t now = now_ms(), first = (uint64_t)f->cfg->negative_ttl_s * 1000;
-	/* after an unanswered query the host is not asked again before its
-	 * absence is no longer confirmed; a peer that missed the GOODBYE
-	 * forgets the host within two rounds (fabric_departed_lacked()) */
+	/* a peer that missed the GOODBYE forgets the host within two rounds
+	 * (fabric_departed_lacked()): its word is not asked again before its
+	 * staleness is no longer recent, later each time, at most a round */
 	uint64_t most = p->rule.round_ms;
+	unsigned port = (unsigned)(p - f->ports), slot = 0;
 	struct departed *e = k->type == IBRES_KEY_NAME ? find(dp, k, now) : NULL;
 
-	if (!e)
+	if (!e || !(e->whole || e->ports >> port & 1))
 		return false;
 	if (first < DEPARTED_FRESH_MS)
 		first = DEPARTED_FRESH_MS;
 	if (most < first)
 		most = first;
 	dp->confirmed++;
-	e->fresh_ms = e->gone_ms ? 2 * e->fresh_ms : first;
+	e->fresh_ms = e->fresh_ms ? 2 * e->fresh_ms : first;
 	if (e->fresh_ms > most)
 		e->fresh_ms = most;
-	e->gone_ms = now;
+	for (unsigned i = 0; i < DEPARTED_BY; i++) {
+		if (e->gone[i].sender == named_by) {
+			slot = i;
+			break;
+		}
+		if (e->gone[i].ms < e->gone[slot].ms)
+			slot = i;
+	}
+	e->gone[slot].sender = named_by;
+	e->gone[slot].ms = now;
 	return true;
 }
 

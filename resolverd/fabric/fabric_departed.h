@@ -11,12 +11,14 @@
  *
  * So a digest that holds exactly ours plus hosts we heard leave (one of
  * them, or every one remembered on that fabric) is explained:
- * - while a query to each of them went unanswered lately (a hint's, asked
- *   where a peer said the host is), it is no claim at all;
+ * - while a query to each of them, where its sender said it is, went
+ *   unanswered lately, it is no claim at all (that sender's word is stale);
  * - otherwise it is a quiet claim: the fetch asks a peer where the host is
  *   and asks the host there (it came back: learned, as any claim teaches),
  *   but our digests do not say DISTURBED for it, and a query it leaves
- *   unanswered is no loss: it confirms the absence, and meets the claim.
+ *   unanswered is no loss: the peer's word is stale, and a claim made only
+ *   by peers whose word is stale is met. Another peer may know where the
+ *   host is now (a restart on IB has a new QPN).
  * The GOODBYE itself confirms nothing: a restart is a GOODBYE and then a
  * NEWCOMER, which a node may miss.
  *
@@ -44,14 +46,20 @@
  * again); twice as long after each further one, at most an announce round. */
 #define DEPARTED_FRESH_MS 10000
 
+/* Peers whose word on one departed host was found stale, remembered. */
+#define DEPARTED_BY 8
+
 struct departed {
 	struct host_key name; /* its canonical name */
 	uint64_t term;	      /* host_digest_term(name) */
 	uint64_t until_ms;    /* forgotten then (addr_ttl after the GOODBYE) */
-	uint64_t gone_ms;     /* a query to it went unanswered then; 0: not yet */
-	uint64_t fresh_ms;    /* how long that confirms its absence */
-	uint32_t ports;	      /* the ports whose fabric's digest it left (bits) */
-	bool whole;	      /* it left the whole directory's digest */
+	uint64_t fresh_ms;    /* how long an unanswered query confirms its absence */
+	/* the peers that named it where a query went unanswered, and when */
+	struct {
+		uint64_t sender, ms;
+	} gone[DEPARTED_BY];
+	uint32_t ports; /* the ports whose fabric's digest it left (bits) */
+	bool whole;	/* it left the whole directory's digest */
 };
 
 /* The host K peers lacked on one port (fabric_departed_lacked()). */
@@ -90,17 +98,22 @@ void fabric_departed_back(struct fabric *f, const char *name);
 
 enum departed_verdict {
 	DEPARTED_NO,	/* not explained: a digest as any other */
-	DEPARTED_GONE,	/* explained by hosts whose absence is confirmed: no news */
-	DEPARTED_QUIET, /* explained by others too: a claim, but no disturbance */
+	DEPARTED_GONE,	/* explained, and the sender's word on them found stale: no news */
+	DEPARTED_QUIET, /* explained, not so found: a claim, but no disturbance */
 };
 
-/* Is peer digest @d, heard on @p (compared with @own), ours plus hosts that
- * said goodbye? */
+/* Is peer @sender's digest @d, heard on @p (compared with @own), ours plus
+ * hosts that said goodbye? GONE when, for each of them, a query where
+ * @sender said it is went unanswered lately. */
 enum departed_verdict fabric_departed_explains(struct fabric_port *p, const struct fw_digest *d,
-					       const struct store_digest *own);
-/* A hint's query for @k, asked through @p, went unanswered: true when @k
- * said goodbye (its absence confirmed: no loss). */
-bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k);
+					       const struct store_digest *own, uint64_t sender);
+/* The same question, not counted: is it GONE? */
+bool fabric_departed_gone(struct fabric_port *p, const struct fw_digest *d,
+			  const struct store_digest *own, uint64_t sender);
+/* A hint's query for @k, asked through @p where peer @named_by said it is,
+ * went unanswered: true when @k said goodbye on @p's fabric (that peer's
+ * word on it is stale; no loss). */
+bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k, uint64_t named_by);
 /* Peer digest @d (from @sender), heard on @p and compared with @own while
  * we count @p's fabric complete and lost nothing lately (the caller's to
  * check), holds one host fewer. When K distinct peers that say the same of

@@ -114,24 +114,42 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 	/* more hosts, or as many but others: it holds one we lack */
 	r->mismatches++;
 	r->disturbed_ms = now;
-	digest_rule_claim(r, theirs, now);
+	digest_rule_claim(r, theirs, sender, false, now);
 	return true;
 }
 
-void digest_rule_claim(struct digest_rule *r, const struct fw_digest *theirs, uint64_t now)
+void digest_rule_claim(struct digest_rule *r, const struct fw_digest *theirs, uint64_t sender,
+		       bool quiet, uint64_t now)
 {
 	struct digest_claim *c = &r->claim;
+	bool again = false;
 
 	r->agree = 0;
 	r->claimed_ms = now;
 	if (theirs->hosts > c->hosts) {
-		*c = (struct digest_claim){
-			.hosts = theirs->hosts, .sum = theirs->sum, .exact = true};
+		*c = (struct digest_claim){.hosts = theirs->hosts,
+					   .sum = theirs->sum,
+					   .exact = true,
+					   .fabric = theirs->flags & FW_DIGEST_FABRIC,
+					   .quiet = quiet};
 	} else if (theirs->hosts == c->hosts && c->exact && theirs->sum != c->sum) {
 		/* two different directories of n hosts: their union has more */
 		c->hosts++;
 		c->exact = false;
+		c->quiet &= quiet;
+		return;
+	} else if (theirs->hosts != c->hosts || theirs->sum != c->sum) {
+		return; /* less than the claim standing */
 	}
+	c->quiet &= quiet;
+	for (unsigned i = 0; i < c->n_by && i < DIGEST_CLAIM_BY; i++)
+		again |= c->by[i] == sender;
+	if (again)
+		return;
+	if (c->n_by < DIGEST_CLAIM_BY)
+		c->by[c->n_by] = sender;
+	if (c->n_by <= DIGEST_CLAIM_BY)
+		c->n_by++;
 }
 
 void digest_rule_drop(struct digest_rule *r, uint64_t now)
@@ -323,7 +341,8 @@ static void burst_check(struct fabric *f, uint64_t now)
 		 * else holds, until a peer speaks (digest_rule_heard()) */
 		p->rule.alone = own.hosts <= 1;
 		digest_rule_eval(&p->rule, &own, now);
-		if (p->rule.claim.hosts) {
+		/* (a quiet claim is of hosts that said goodbye: no loss) */
+		if (p->rule.claim.hosts && !p->rule.claim.quiet) {
 			digest_rule_drop(&p->rule, now);
 			log_info("fabric: start-up over, a peer on %s holds %llu hosts, we %llu: "
 				 "datagrams were lost",
@@ -459,18 +478,20 @@ static struct fw_digest comparable(const struct fabric_port *p, const struct fw_
  * it, fabric_departed.h)? Then it is no news while their absence is
  * confirmed, else a quiet claim. */
 static bool departed_explain(struct fabric_port *p, const struct fw_digest *d,
-			     const struct store_digest *own, const char *sender)
+			     const struct store_digest *own, const struct fw_msg *m)
 {
-	switch (fabric_departed_explains(p, d, own)) {
+	uint64_t sender = digest_sender(m->sender.gids[0]);
+
+	switch (fabric_departed_explains(p, d, own, sender)) {
 	case DEPARTED_NO:
 		return false;
 	case DEPARTED_QUIET:
 		if (!p->rule.claim.hosts)
 			log_debug("fabric: %s holds %u hosts on %s, we %llu, the others said "
 				  "goodbye: asked where they are",
-				  sender, d->hosts, p->ep->cfg.label,
+				  m->sender.names[0], d->hosts, p->ep->cfg.label,
 				  (unsigned long long)own->hosts);
-		digest_rule_claim(&p->rule, d, now_ms());
+		digest_rule_claim(&p->rule, d, sender, true, now_ms());
 		break;
 	case DEPARTED_GONE:
 		break;
@@ -483,21 +504,20 @@ void fabric_digest_departed(struct fabric *f)
 	for (unsigned i = 0; i < f->n_ports; i++) {
 		struct fabric_port *p = &f->ports[i];
 		struct digest_claim *c = &p->rule.claim;
-		/* the claim's digest, compared as it was: of this fabric, or
-		 * (a daemon before per-fabric digests) of the whole directory */
-		struct fw_digest d = {.hosts = (uint32_t)c->hosts, .sum = c->sum};
+		/* the claim's digest, compared as it was heard */
+		struct fw_digest d = {.hosts = (uint32_t)c->hosts,
+				      .sum = c->sum,
+				      .flags = c->fabric ? FW_DIGEST_FABRIC : 0};
 		struct store_digest own;
+		bool gone = c->hosts && c->exact && c->n_by && c->n_by <= DIGEST_CLAIM_BY;
 
-		if (!c->hosts || !c->exact)
-			continue;
-		for (unsigned scope = 0; scope < 2; scope++) {
-			d.flags = scope ? 0 : FW_DIGEST_FABRIC;
-			own_digest(p, !scope, &own);
-			if (fabric_departed_explains(p, &d, &own) == DEPARTED_GONE) {
-				c->hosts = 0; /* what it held more has left */
-				break;
-			}
-		}
+		own_digest(p, c->fabric, &own);
+		/* met only when each peer that made it named the host where
+		 * it did not answer: another may know where it is now */
+		for (unsigned j = 0; gone && j < c->n_by; j++)
+			gone = fabric_departed_gone(p, &d, &own, c->by[j]);
+		if (gone)
+			c->hosts = 0;
 	}
 	fabric_digest_update(f);
 }
@@ -522,7 +542,7 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 	if (now_ms() >= f->settled_ms && !p->rule.incomplete &&
 	    !digest_rule_disturbed(&p->rule, now_ms()))
 		fabric_departed_lacked(p, &d, &own, digest_sender(m->sender.gids[0]));
-	if (departed_explain(p, &d, &own, m->sender.names[0]) ||
+	if (departed_explain(p, &d, &own, m) ||
 	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now_ms()))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
@@ -550,7 +570,7 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
 	d = comparable(p, &d, &own);
-	if (departed_explain(p, &d, &own, m->sender.names[0]) ||
+	if (departed_explain(p, &d, &own, m) ||
 	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",

@@ -37,10 +37,17 @@
 /* What a peer's digest showed that we lack: the largest directory heard of
  * (count and sum); inexact when two of that size differed, so that only a
  * larger one of ours satisfies it. hosts 0: no claim. */
+#define DIGEST_CLAIM_BY 4
 struct digest_claim {
 	uint64_t hosts;
 	uint64_t sum;
 	bool exact;
+	bool fabric; /* of a fabric's digest (FW_DIGEST_FABRIC), or the whole's */
+	bool quiet;  /* only quiet claims made it (digest_rule_claim()) */
+	/* the peers that claimed exactly it; more than DIGEST_CLAIM_BY: n_by
+	 * DIGEST_CLAIM_BY + 1 */
+	uint64_t by[DIGEST_CLAIM_BY];
+	unsigned n_by;
 };
 
 struct digest_rule {
@@ -86,11 +93,12 @@ bool digest_rule_heard(struct digest_rule *r, const struct store_digest *own,
 		       const struct fw_digest *theirs, uint64_t sender, uint64_t now);
 /* The @sender argument for a peer of port GID @gid. */
 uint64_t digest_sender(const uint8_t gid[16]);
-/* A peer's digest @theirs, heard at @now, holds more than ours, but only
- * hosts that said goodbye (fabric_departed.h): a claim, met by learning or
- * by their absence confirmed, or overruled as any other; no disagreement
- * (no DISTURBED, no drop), yet the agreements so far are void. */
-void digest_rule_claim(struct digest_rule *r, const struct fw_digest *theirs, uint64_t now);
+/* Peer @sender's digest @theirs, heard at @now, holds more than ours: a
+ * claim (the agreements so far are void). @quiet: it holds more only of
+ * hosts that said goodbye (fabric_departed.h), which is no disagreement:
+ * no DISTURBED, no drop for it. */
+void digest_rule_claim(struct digest_rule *r, const struct fw_digest *theirs, uint64_t sender,
+		       bool quiet, uint64_t now);
 /* The receive path dropped datagrams (a queue overrun) at @now. */
 void digest_rule_drop(struct digest_rule *r, uint64_t now);
 /* A start-up burst was checked at @now with nothing against us: when
@@ -143,7 +151,7 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m);
  * the resolver when the verdict moved. */
 void fabric_digest_update(struct fabric *f);
 /* A host that said goodbye left a query unanswered (fabric_departed.h): a
- * claim it explains is met. */
+ * claim it explains, of peers whose word on it was so confirmed, is met. */
 void fabric_digest_departed(struct fabric *f);
 /* A datagram to or from a peer on @p was lost (a range query's later try
  * answered, fabric_fetch.c): a loss, as the drop counters' are. */

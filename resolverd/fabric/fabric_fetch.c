@@ -312,7 +312,7 @@ void fabric_hint_unanswered(struct fabric *f, const struct host_key *k, const st
 	if (!f || at->port >= f->n_ports)
 		return;
 	/* it said goodbye: the peer that named it missed that */
-	if (fabric_departed_unanswered(&f->ports[at->port], k)) {
+	if (fabric_departed_unanswered(&f->ports[at->port], k, at->named_by)) {
 		fabric_digest_departed(f);
 		return;
 	}
@@ -375,6 +375,7 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 			 * one: its next announce here brings it */
 			continue;
 		}
+		at.named_by = digest_sender(x->peer.gid);
 		x->hints++;
 		x->hints_asked++;
 		log_debug("fabric: %s is held by a peer and not here: asked", name);

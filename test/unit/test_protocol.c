@@ -1930,11 +1930,11 @@ static void answer_fetch_as_peers(void)
 	}
 }
 
-/* Serve the fetch as peer @n holding what we hold plus @extra (at peer
- * @where's address): sums with @extra's part one host more, then that part's
- * names with where each host is. Returns once a REQUEST went to @where (or
- * no query came for 2 s). */
-static void serve_fetch(unsigned n, const char *extra, unsigned where)
+/* Serve the fetch as the peers it asks, each holding what we hold plus
+ * @extra (at peer @where's address): sums with @extra's part one host more,
+ * then that part's names with where each host is. Returns once a REQUEST
+ * went to @where (or no query came for 2 s). */
+static void serve_fetch(const char *extra, unsigned where)
 {
 	struct transport_addr at = peer_addr(where);
 	unsigned seen = count_sent(FW_RANGE_QUERY), requests = count_sent(FW_REQUEST);
@@ -1945,11 +1945,14 @@ static void serve_fetch(unsigned n, const char *extra, unsigned where)
 		struct store_digest own, part[FW_PARTS_MAX];
 		const struct sent_dgram *q;
 		struct fw_msg m;
+		unsigned n;
 
 		advance(10);
 		if (count_sent(FW_RANGE_QUERY) == seen)
 			continue;
 		q = nth_sent(FW_RANGE_QUERY, seen++);
+		/* answered by the peer asked (@n, or another that holds the same) */
+		n = ntohl(((const struct sockaddr_in *)&q->to.ss)->sin_addr.s_addr) & 0xff;
 		store_fabric_digest(&ctx.store, 0, &own);
 		peer_msg(&m, FW_RANGE_ANSWER, n, q->m.tid);
 		m.has_range = true;
@@ -2005,9 +2008,11 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	advance_to(START_MS + 4000);
 	announce_with(2, 1, NULL);
 	announce_with(3, 1, NULL);
+	announce_with(4, 1, NULL);
 	advance(DIGEST_HOLD_MS + 100);
 	announce_with(2, 2, NULL);
 	announce_with(3, 2, NULL);
+	announce_with(4, 2, NULL);
 	answer_fetch_as_peers();
 	assert_int_equal(counter("directory_complete"), 1);
 	losses = counter("fabric_fetch_losses");
@@ -2020,7 +2025,7 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	assert_int_equal(counter("fabric_departed_explained"), 1);
 	assert_int_equal(counter("fabric_digest_mismatches"), 0);
 	assert_int_equal(counter("directory_complete"), 0);
-	serve_fetch(3, "node2", 2);
+	serve_fetch("node2", 2);
 	assert_int_equal(count_sent(FW_REQUEST), 1);
 	q = nth_sent(FW_REQUEST, 0);
 	assert_true(q->ucast);
@@ -2035,7 +2040,7 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	assert_int_equal(counter("fabric_hints_unanswered"), 0);
 	assert_int_equal(counter("fabric_digest_mismatches"), 0);
 
-	/* confirmed gone lately: the next digests are no news */
+	/* peer 3's word on node2 found stale lately: its digests are no news */
 	queries = count_sent(FW_RANGE_QUERY);
 	requests = count_sent(FW_REQUEST); /* the query's tries */
 	announce_with(3, 4, "node2");
@@ -2044,11 +2049,28 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	assert_int_equal(count_sent(FW_RANGE_QUERY), queries);
 	assert_int_equal(count_sent(FW_REQUEST), requests);
 
-	/* later it came back, and we missed its announces: asked, it answers */
+	/* but peer 4's may be news: node2 came back (a restart on IB has a
+	 * new QPN, which peer 3 does not know) and we missed its announces */
+	advance(2000);
+	announce_with(4, 3, "node2");
+	assert_int_equal(counter("directory_complete"), 0);
+	serve_fetch("node2", 2);
+	assert_int_equal(count_sent(FW_REQUEST), requests + 1);
+	peer_reply(&m, 2, last_sent()->m.tid);
+	deliver(&m, 2);
+	assert_peer_stored(2);
+	assert_int_equal(counter("directory_complete"), 1);
+	/* it says goodbye again, and peer 3 keeps its old word */
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	deliver(&m, 2);
+	assert_peer_absent(2);
+	requests = count_sent(FW_REQUEST);
+
+	/* later peer 3's word is asked again: node2 came back, answers */
 	advance(DEPARTED_FRESH_MS);
 	announce_with(3, 5, "node2");
 	assert_int_equal(counter("directory_complete"), 0);
-	serve_fetch(3, "node2", 2);
+	serve_fetch("node2", 2);
 	assert_int_equal(count_sent(FW_REQUEST), requests + 1);
 	peer_reply(&m, 2, last_sent()->m.tid);
 	deliver(&m, 2);
@@ -2056,6 +2078,7 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	assert_int_equal(counter("directory_complete"), 1);
 	assert_int_equal(counter("fabric_departed_confirmed"), 1);
 	assert_int_equal(counter("fabric_fetch_losses"), losses);
+	assert_int_equal(counter("fabric_digest_mismatches"), 0);
 }
 
 /* We missed node2's GOODBYE; settled, quiet peers' digests hold one host

@@ -246,20 +246,3 @@ void fabric_departed_lacked(struct fabric_port *p, const struct fw_digest *d,
 	log_info("fabric: %u peers lack %s on %s: kept only until its next announce", k_peers,
 		 term_index_name(ti, i), p->ep->cfg.label);
 }
-
-void fabric_departed_stats(const struct fabric *f, struct tlv_writer *w)
-{
-	const struct {
-		const char *name;
-		uint64_t value;
-	} rows[] = {
-		{"fabric_departed_explained", f ? f->departed.explained : 0},
-		{"fabric_departed_confirmed", f ? f->departed.confirmed : 0},
-		{"fabric_departed_shortened", f ? f->departed.shortened : 0},
-	};
-
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
-		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
-	}
-}

@@ -80,7 +80,6 @@ struct fabric_departed {
 
 struct fabric;
 struct fabric_port;
-struct tlv_writer;
 
 /* What the digests held before a GOODBYE's removal (their host counts). */
 struct departed_mark {
@@ -122,7 +121,5 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
  * host's next announce refreshes it). */
 void fabric_departed_lacked(struct fabric_port *p, const struct fw_digest *d,
 			    const struct store_digest *own, uint64_t sender);
-/* STATS rows: fabric_departed_explained, _confirmed, _shortened. */
-void fabric_departed_stats(const struct fabric *f, struct tlv_writer *w);
 
 #endif

@@ -633,11 +633,13 @@ void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_write
 		{"fabric_rx_gaps", f ? f->dg.gaps : 0},
 		{"fabric_bursts_unvouched", f ? f->dg.unvouched : 0},
 		{"fabric_incomplete_queries", f ? f->dg.incomplete_queries : 0},
+		{"fabric_departed_explained", f ? f->departed.explained : 0},
+		{"fabric_departed_confirmed", f ? f->departed.confirmed : 0},
+		{"fabric_departed_shortened", f ? f->departed.shortened : 0},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		tlv_put_str(w, IBRES_T_NAME, rows[i].name);
 		tlv_put_u64(w, IBRES_T_COUNTER, rows[i].value);
 	}
-	fabric_departed_stats(f, w);
 }

@@ -170,7 +170,9 @@ uint64_t fabric_digest_hold_end(const struct fabric *f);
 /* STATS rows: directory_complete (@complete: the caller knows, from the
  * settle time and this module's rule), fabric_digest_mismatches,
  * fabric_rx_drops_detected, fabric_rx_gaps,
- * fabric_bursts_unvouched, fabric_incomplete_queries. */
+ * fabric_bursts_unvouched, fabric_incomplete_queries, and the departed
+ * hosts' (fabric_departed.h): fabric_departed_explained, _confirmed,
+ * _shortened. */
 void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w);
 
 #endif

@@ -1896,49 +1896,16 @@ static void announce_with(unsigned n, uint32_t seq, const char *extra)
 	deliver(&m, n);
 }
 
-/* Answer each range query the fetch sends (peers 2 and 3 holding what we
- * hold, past their settle time) until none came for 2 s. */
-static void answer_fetch_as_peers(void)
-{
-	unsigned seen = count_sent(FW_RANGE_QUERY);
-	uint64_t quiet_until = fake_now + 2000;
-
-	while (fake_now < quiet_until) {
-		const struct sent_dgram *q;
-		struct store_digest own;
-		struct fw_msg m;
-		unsigned n;
-
-		advance(10);
-		if (count_sent(FW_RANGE_QUERY) == seen)
-			continue;
-		q = nth_sent(FW_RANGE_QUERY, seen++);
-		n = ntohl(((const struct sockaddr_in *)&q->to.ss)->sin_addr.s_addr) & 0xff;
-		store_digest(&ctx.store, &own);
-		peer_msg(&m, FW_RANGE_ANSWER, n, q->m.tid);
-		m.has_range = true;
-		m.range = q->m.range;
-		m.has_digest = true;
-		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts,
-					      .sum = own.sum,
-					      .seq = 1,
-					      .flags = FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE};
-		if (!(q->m.range.flags & FW_RANGE_NAMES))
-			m.n_sums = q->m.range.parts;
-		deliver(&m, n);
-		quiet_until = fake_now + 2000;
-	}
-}
-
 /* Serve the fetch as the peers it asks, each holding what we hold plus
- * @extra (at peer @where's address): sums with @extra's part one host more,
- * then that part's names with where each host is. Returns once a REQUEST
- * went to @where (or no query came for 2 s). */
+ * @extra (NULL: nothing more) at peer @where's address: sums with @extra's
+ * part one host more, then that part's names with where each host is.
+ * Returns once a REQUEST went out (or no query came for 2 s). */
 static void serve_fetch(const char *extra, unsigned where)
 {
-	struct transport_addr at = peer_addr(where);
+	struct transport_addr at = peer_addr(where ? where : 1);
 	unsigned seen = count_sent(FW_RANGE_QUERY), requests = count_sent(FW_REQUEST);
-	uint64_t quiet_until = fake_now + 2000, t = name_term(extra);
+	uint64_t quiet_until = fake_now + 2000, t = extra ? name_term(extra) : 0;
+	uint32_t more = extra ? 1 : 0;
 
 	while (fake_now < quiet_until && count_sent(FW_REQUEST) == requests) {
 		struct store_range r, sub;
@@ -1958,7 +1925,7 @@ static void serve_fetch(const char *extra, unsigned where)
 		m.has_range = true;
 		m.range = q->m.range;
 		m.has_digest = true;
-		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts + 1,
+		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts + more,
 					      .sum = own.sum + t,
 					      .seq = 1,
 					      .flags = FW_DIGEST_RANGES | FW_DIGEST_FABRIC |
@@ -1967,7 +1934,7 @@ static void serve_fetch(const char *extra, unsigned where)
 			struct fw_where w = {.kind = FW_WHERE_IPV4};
 
 			memcpy(w.addr, &((struct sockaddr_in *)&at.ss)->sin_addr, 4);
-			if (t >= q->m.range.lo && t <= q->m.range.hi)
+			if (extra && t >= q->m.range.lo && t <= q->m.range.hi)
 				assert_int_equal(fw_hint_add_at(&m, extra, &w), 0);
 		} else {
 			r = (struct store_range){.lo = q->m.range.lo,
@@ -1978,7 +1945,8 @@ static void serve_fetch(const char *extra, unsigned where)
 			for (unsigned i = 0; i < r.parts; i++) {
 				m.sums[i] = (struct fw_sum){.hosts = (uint32_t)part[i].hosts,
 							    .sum = part[i].sum};
-				if (store_range_sub(&r, i, &sub) && t >= sub.lo && t <= sub.hi) {
+				if (extra && store_range_sub(&r, i, &sub) && t >= sub.lo &&
+				    t <= sub.hi) {
 					m.sums[i].hosts++;
 					m.sums[i].sum += t;
 				}
@@ -1987,6 +1955,23 @@ static void serve_fetch(const char *extra, unsigned where)
 		deliver(&m, n);
 		quiet_until = fake_now + 2000;
 	}
+}
+
+/* Peer @n's digest (number @seq) holds node2, which we lack: incomplete;
+ * the fetch asks node2 where the peer says it is, and it answers. */
+static void node2_back_through(unsigned n, uint32_t seq)
+{
+	unsigned requests = count_sent(FW_REQUEST);
+	struct fw_msg m;
+
+	announce_with(n, seq, "node2");
+	assert_int_equal(counter("directory_complete"), 0);
+	serve_fetch("node2", 2);
+	assert_int_equal(count_sent(FW_REQUEST), requests + 1);
+	peer_reply(&m, 2, last_sent()->m.tid);
+	deliver(&m, 2);
+	assert_peer_stored(2);
+	assert_int_equal(counter("directory_complete"), 1);
 }
 
 /* A peer that missed node2's GOODBYE keeps it, and its digests hold one host
@@ -2013,7 +1998,7 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	announce_with(2, 2, NULL);
 	announce_with(3, 2, NULL);
 	announce_with(4, 2, NULL);
-	answer_fetch_as_peers();
+	serve_fetch(NULL, 0);
 	assert_int_equal(counter("directory_complete"), 1);
 	losses = counter("fabric_fetch_losses");
 	peer_msg(&m, FW_GOODBYE, 2, 0);
@@ -2052,30 +2037,15 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	/* but peer 4's may be news: node2 came back (a restart on IB has a
 	 * new QPN, which peer 3 does not know) and we missed its announces */
 	advance(2000);
-	announce_with(4, 3, "node2");
-	assert_int_equal(counter("directory_complete"), 0);
-	serve_fetch("node2", 2);
-	assert_int_equal(count_sent(FW_REQUEST), requests + 1);
-	peer_reply(&m, 2, last_sent()->m.tid);
-	deliver(&m, 2);
-	assert_peer_stored(2);
-	assert_int_equal(counter("directory_complete"), 1);
+	node2_back_through(4, 3);
 	/* it says goodbye again, and peer 3 keeps its old word */
 	peer_msg(&m, FW_GOODBYE, 2, 0);
 	deliver(&m, 2);
 	assert_peer_absent(2);
-	requests = count_sent(FW_REQUEST);
 
 	/* later peer 3's word is asked again: node2 came back, answers */
 	advance(DEPARTED_FRESH_MS);
-	announce_with(3, 5, "node2");
-	assert_int_equal(counter("directory_complete"), 0);
-	serve_fetch("node2", 2);
-	assert_int_equal(count_sent(FW_REQUEST), requests + 1);
-	peer_reply(&m, 2, last_sent()->m.tid);
-	deliver(&m, 2);
-	assert_peer_stored(2);
-	assert_int_equal(counter("directory_complete"), 1);
+	node2_back_through(3, 5);
 	assert_int_equal(counter("fabric_departed_confirmed"), 1);
 	assert_int_equal(counter("fabric_fetch_losses"), losses);
 	assert_int_equal(counter("fabric_digest_mismatches"), 0);
@@ -2104,7 +2074,7 @@ static void test_peer_lacking_a_host_shortens_it(void **state)
 	advance(DIGEST_HOLD_MS + 100);
 	announce_with(2, 2, NULL);
 	announce_with(3, 2, NULL);
-	answer_fetch_as_peers();
+	serve_fetch(NULL, 0);
 	assert_int_equal(counter("directory_complete"), 1);
 	for (unsigned i = 0; i < 3; i++) {
 		store_fabric_digest(&ctx.store, 0, &own);

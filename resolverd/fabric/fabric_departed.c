@@ -12,7 +12,6 @@
 #include "core/log.h"
 #include "core/term_index.h"
 #include "ibres_proto.h"
-#include "tlv.h"
 
 static struct departed *find(struct fabric_departed *d, const struct host_key *k, uint64_t now)
 {
@@ -178,7 +177,7 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 	 * (fabric_departed_lacked()): its word is not asked again before its
 	 * staleness is no longer recent, later each time, at most a round */
 	uint64_t most = p->rule.round_ms;
-	unsigned port = (unsigned)(p - f->ports), slot = 0;
+	unsigned port = (unsigned)(p - f->ports), use = 0;
 	struct departed *e = k->type == IBRES_KEY_NAME ? find(dp, k, now) : NULL;
 
 	if (!e || !(e->whole || e->ports >> port & 1))
@@ -193,14 +192,14 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 		e->fresh_ms = most;
 	for (unsigned i = 0; i < DEPARTED_BY; i++) {
 		if (e->gone[i].sender == named_by) {
-			slot = i;
+			use = i;
 			break;
 		}
-		if (e->gone[i].ms < e->gone[slot].ms)
-			slot = i;
+		if (e->gone[i].ms < e->gone[use].ms)
+			use = i; /* the oldest, else */
 	}
-	e->gone[slot].sender = named_by;
-	e->gone[slot].ms = now;
+	e->gone[use].sender = named_by;
+	e->gone[use].ms = now;
 	return true;
 }
 

@@ -478,10 +478,9 @@ static struct fw_digest comparable(const struct fabric_port *p, const struct fw_
  * it, fabric_departed.h)? Then it is no news while their absence is
  * confirmed, else a quiet claim. */
 static bool departed_explain(struct fabric_port *p, const struct fw_digest *d,
-			     const struct store_digest *own, const struct fw_msg *m)
+			     const struct store_digest *own, const struct fw_msg *m,
+			     uint64_t sender)
 {
-	uint64_t sender = digest_sender(m->sender.gids[0]);
-
 	switch (fabric_departed_explains(p, d, own, sender)) {
 	case DEPARTED_NO:
 		return false;
@@ -524,6 +523,7 @@ void fabric_digest_departed(struct fabric *f)
 
 void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t prev_seq)
 {
+	uint64_t sender = digest_sender(m->sender.gids[0]);
 	struct fabric *f = p->f;
 	struct store_digest own;
 	struct fw_digest d;
@@ -541,9 +541,9 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 	d = comparable(p, &m->digest, &own);
 	if (now_ms() >= f->settled_ms && !p->rule.incomplete &&
 	    !digest_rule_disturbed(&p->rule, now_ms()))
-		fabric_departed_lacked(p, &d, &own, digest_sender(m->sender.gids[0]));
-	if (departed_explain(p, &d, &own, m) ||
-	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now_ms()))
+		fabric_departed_lacked(p, &d, &own, sender);
+	if (departed_explain(p, &d, &own, m, sender) ||
+	    !digest_rule_heard(&p->rule, &own, &d, sender, now_ms()))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
 		  m->sender.names[0], m->digest.hosts, p->ep->cfg.label,
@@ -555,9 +555,9 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 
 void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 {
+	uint64_t sender = digest_sender(m->sender.gids[0]), now = now_ms();
 	struct fw_digest d = m->digest;
 	struct store_digest own;
-	uint64_t now = now_ms();
 
 	/* a peer past its settle time, answering us alone: what it holds
 	 * now. Equal to ours, it vouches as a settled announce does, though
@@ -570,8 +570,8 @@ void fabric_digest_answer(struct fabric_port *p, const struct fw_msg *m)
 	if (d.flags & FW_DIGEST_PAST_SETTLE)
 		d.flags |= FW_DIGEST_SETTLED;
 	d = comparable(p, &d, &own);
-	if (departed_explain(p, &d, &own, m) ||
-	    !digest_rule_heard(&p->rule, &own, &d, digest_sender(m->sender.gids[0]), now))
+	if (departed_explain(p, &d, &own, m, sender) ||
+	    !digest_rule_heard(&p->rule, &own, &d, sender, now))
 		return;
 	log_debug("fabric: %s holds %u hosts on %s, we %llu (or others): directory incomplete",
 		  m->sender.names[0], d.hosts, p->ep->cfg.label, (unsigned long long)own.hosts);

@@ -21,19 +21,21 @@ unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint
 	return hs_host_remove(s, h);
 }
 
-unsigned store_shorten(struct host_store *s, const struct host_key *name, int fabric,
-		       uint64_t until_ms)
+unsigned store_shorten_silent(struct host_store *s, int fabric, uint64_t fresh_from_ms,
+			      uint64_t until_ms)
 {
-	struct host *h = (struct host *)store_holder(s, name);
 	unsigned n = 0;
 
-	for (struct host *e = h; e; e = host_next_endpoint(h, e)) {
-		if (e->origin != IBRES_ORIGIN_FABRIC || e->expires_ms <= until_ms ||
-		    (fabric != STORE_ALL_FABRICS && !(e->heard_on >> fabric & 1)))
-			continue;
-		e->expires_ms = until_ms;
-		n++;
-	}
+	/* every endpoint is in one identity chain */
+	for (unsigned i = 0; i <= s->ident_mask; i++)
+		for (struct host *e = s->idents[i]; e; e = e->id_next) {
+			if (e->origin != IBRES_ORIGIN_FABRIC || e->expires_ms >= fresh_from_ms ||
+			    e->expires_ms <= until_ms ||
+			    (fabric != STORE_ALL_FABRICS && !(e->heard_on >> fabric & 1)))
+				continue;
+			e->expires_ms = until_ms;
+			n++;
+		}
 	return n;
 }
 

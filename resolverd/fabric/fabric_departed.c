@@ -10,7 +10,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/term_index.h"
 #include "ibres_proto.h"
 
 static struct departed *find(struct fabric_departed *d, const struct host_key *k, uint64_t now)
@@ -174,7 +173,7 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 	struct fabric_departed *dp = &f->departed;
 	uint64_t now = now_ms(), first = (uint64_t)f->cfg->negative_ttl_s * 1000;
 	/* a peer that missed the GOODBYE forgets the host within two rounds
-	 * (fabric_departed_lacked()): its word is not asked again before its
+	 * (fabric_departed_fewer()): its word is not asked again before its
 	 * staleness is no longer recent, later each time, at most a round */
 	uint64_t most = p->rule.round_ms;
 	unsigned port = (unsigned)(p - f->ports), use = 0;
@@ -203,45 +202,49 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 	return true;
 }
 
-void fabric_departed_lacked(struct fabric_port *p, const struct fw_digest *d,
-			    const struct store_digest *own, uint64_t sender)
+void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
+			   const struct store_digest *own, uint64_t sender)
 {
 	struct fabric *f = p->f;
-	struct departed_lack *l = &f->departed.lack[p - f->ports];
-	uint64_t now = now_ms(), term = own->sum - d->sum;
+	struct departed_fewer *l = &f->departed.fewer[p - f->ports];
+	uint64_t now = now_ms(), round = p->rule.round_ms;
+	uint64_t ttl = (uint64_t)f->cfg->addr_ttl_s * 1000;
 	bool fabric = d->flags & FW_DIGEST_FABRIC;
-	const struct term_index *ti;
-	struct host_key k;
-	unsigned k_peers;
-	size_t i;
+	unsigned k_peers, n;
 
-	/* one host fewer, from a peer that counts itself complete and lost
-	 * nothing lately (the caller checked that we do too) */
-	if ((uint64_t)d->hosts + 1 != own->hosts || own->hosts < 3 ||
-	    !(d->flags & FW_DIGEST_SETTLED) || (d->flags & FW_DIGEST_DISTURBED))
+	/* a sender past its start-up lacks hosts we hold. It may lag, and
+	 * count itself incomplete (a peer whose digests no one explains keeps
+	 * every node that hears them so), and its word vouches for nothing;
+	 * but hosts that left are found silent, and a live one is not
+	 * (announces refresh every entry within a round: fabric_fetch.c's
+	 * wanted() needs them too) */
+	if (d->hosts >= own->hosts || !(d->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)) ||
+	    !round || ttl <= round || (l->swept && now - l->swept_ms < round / 4))
 		return;
-	/* K distinct peers lacking that same host, not one peer that lags (K
-	 * at most the peers that could: ours less that host) */
-	k_peers = own->hosts - 2 < DIGEST_AGREE_K ? (unsigned)(own->hosts - 2) : DIGEST_AGREE_K;
-	if (l->term != term)
-		*l = (struct departed_lack){.term = term};
-	for (i = 0; i < l->n; i++)
+	if (l->n && now - l->first_ms >= round)
+		l->n = 0; /* K within a round */
+	for (unsigned i = 0; i < l->n; i++)
 		if (l->senders[i] == sender)
 			return;
+	if (!l->n)
+		l->first_ms = now;
 	l->senders[l->n++] = sender;
+	/* K distinct peers, not one that lags: at most those the sender holds
+	 * but us */
+	k_peers = d->hosts - 1 < DIGEST_AGREE_K ? d->hosts - 1 : DIGEST_AGREE_K;
 	if (l->n < k_peers)
 		return;
-	*l = (struct departed_lack){0};
-	ti = fabric_terms(f, fabric ? p : NULL, now);
-	if (!ti)
+	l->n = 0;
+	l->swept = true;
+	l->swept_ms = now;
+	/* not heard for a round: its expiry is older than a put a round ago
+	 * gives; live, it announces within a round (two, for a lost announce) */
+	n = store_shorten_silent(f->store, fabric_scope(p, fabric), now - round + ttl,
+				 now + 2 * round);
+	if (!n)
 		return;
-	i = term_index_lower(ti, term);
-	if (i == ti->n || ti->e[i].term != term || host_key_name(&k, term_index_name(ti, i)) < 0)
-		return;
-	/* live, it announces within a round; two, for a lost announce */
-	if (!store_shorten(f->store, &k, fabric_scope(p, fabric), now + 2 * p->rule.round_ms))
-		return;
-	f->departed.shortened++;
-	log_info("fabric: %u peers lack %s on %s: kept only until its next announce", k_peers,
-		 term_index_name(ti, i), p->ep->cfg.label);
+	f->departed.shortened += n;
+	log_info("fabric: peers hold %u hosts on %s, we %llu: %u endpoints not heard for a round "
+		 "kept only until their next announce",
+		 d->hosts, p->ep->cfg.label, (unsigned long long)own->hosts, n);
 }

@@ -22,10 +22,15 @@
  * The GOODBYE itself confirms nothing: a restart is a GOODBYE and then a
  * NEWCOMER, which a node may miss.
  *
- * The peer that missed the GOODBYE hears K settled, quiet peers' digests
- * holding one host fewer than its own, that same one each time: it keeps
- * that host only until its next announce could come (two rounds), not for
- * addr_ttl.
+ * The peer that missed GOODBYEs (one or many: a rack switched off on a
+ * lossy fabric) hears K peers' digests, past their start-up, holding fewer
+ * hosts than its own: it keeps the hosts it has not heard for a round only
+ * until their next announce could come (two rounds), not for addr_ttl.
+ * Which hosts the peers lack, their digests cannot tell when more than
+ * one; that the hosts that left are silent, and the live ones announce,
+ * can. Nor are the peers asked to be complete or quiet: a peer's digests
+ * that no one explains keep every node that hears them incomplete and
+ * DISTURBED, until the peer forgets.
  */
 #ifndef IBRESD_FABRIC_DEPARTED_H
 #define IBRESD_FABRIC_DEPARTED_H
@@ -62,20 +67,23 @@ struct departed {
 	bool whole;	/* it left the whole directory's digest */
 };
 
-/* The host K peers lacked on one port (fabric_departed_lacked()). */
-struct departed_lack {
-	uint64_t term;
+/* Peers past their start-up whose digests held fewer hosts than ours, on
+ * one port (fabric_departed_fewer()). */
+struct departed_fewer {
 	uint64_t senders[DIGEST_AGREE_K];
 	unsigned n;
+	uint64_t first_ms; /* when the first of them was heard */
+	uint64_t swept_ms; /* the last sweep they made */
+	bool swept;
 };
 
 struct fabric_departed {
 	struct departed e[DEPARTED_MAX];
 	unsigned n; /* entries used */
-	struct departed_lack lack[CFG_MAX_ENDPOINTS];
+	struct departed_fewer fewer[CFG_MAX_ENDPOINTS];
 	uint64_t explained; /* peers' digests explained by them */
 	uint64_t confirmed; /* queries to them that went unanswered */
-	uint64_t shortened; /* hosts K peers lacked, kept until their next announce */
+	uint64_t shortened; /* silent endpoints kept only until their next announce */
 };
 
 struct fabric;
@@ -113,13 +121,14 @@ bool fabric_departed_gone(struct fabric_port *p, const struct fw_digest *d,
  * went unanswered: true when @k said goodbye on @p's fabric (that peer's
  * word on it is stale; no loss). */
 bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k, uint64_t named_by);
-/* Peer digest @d (from @sender), heard on @p and compared with @own while
- * we count @p's fabric complete and lost nothing lately (the caller's to
- * check), holds one host fewer. When K distinct peers that say the same of
- * themselves lack the same host, that host is kept only until its next
- * announce could come: they heard it say goodbye, which we missed (a live
- * host's next announce refreshes it). */
-void fabric_departed_lacked(struct fabric_port *p, const struct fw_digest *d,
-			    const struct store_digest *own, uint64_t sender);
+/* Peer digest @d (from @sender), heard on @p and compared with @own, holds
+ * fewer hosts. When K distinct peers' past their start-up do within a
+ * round, the
+ * endpoints of @d's scope we have not heard for a round are kept only until
+ * their next announce could come: hosts that said a GOODBYE we missed are
+ * silent (a live host's next announce gives it its TTL again). At most
+ * four sweeps a round. */
+void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
+			   const struct store_digest *own, uint64_t sender);
 
 #endif

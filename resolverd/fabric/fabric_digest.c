@@ -539,9 +539,8 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 			  m->digest.seq - 1, m->sender.names[0]);
 	}
 	d = comparable(p, &m->digest, &own);
-	if (now_ms() >= f->settled_ms && !p->rule.incomplete &&
-	    !digest_rule_disturbed(&p->rule, now_ms()))
-		fabric_departed_lacked(p, &d, &own, sender);
+	if (now_ms() >= f->settled_ms)
+		fabric_departed_fewer(p, &d, &own, sender);
 	if (departed_explain(p, &d, &own, m, sender) ||
 	    !digest_rule_heard(&p->rule, &own, &d, sender, now_ms()))
 		return;

@@ -273,3 +273,43 @@ def test_missed_goodbye_is_no_claim(cluster_factory):
         if k != left:
             wait_until(lambda: host(c.sock(k), name, cache_only=True)[0] == ST_SUCCESS, 10.0,
                        what="node%d learns node%d again" % (k, left))
+
+
+@pytest.mark.timeout(150)
+def test_missed_goodbyes_are_forgotten(cluster_factory):
+    """A rack switched off on a lossy fabric: node4 misses the GOODBYEs of
+    node3 and node5 but heard node6's, so the others' digests (two hosts
+    fewer) are neither ours less one departed host nor less all of them.
+    node4 keeps only hosts it heard within a round once settled peers hold
+    fewer: both are forgotten within a few rounds, not after addr_ttl, and
+    the others, whom its digests kept disturbed, are complete again."""
+    nodes, missed, gone = 6, 4, (3, 5)
+    others = (1, 2)
+    # addr_ttl far longer than the test: forgotten only by the rule
+    c = cluster_factory(nodes, "--set", "resolve.announce_interval=5s",
+                        "--set", "resolve.addr_ttl=600s")
+    c.wait_settled(complete=5.0)
+    assert all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes)
+    c.kill(6, "TERM")
+    time.sleep(0.5)
+    with cut_off(c, missed):
+        for k in gone:
+            c.kill(k, "TERM")
+        time.sleep(0.3)
+    names = [c.nodes[k]["name"] for k in gone]
+    for name in names:
+        assert host(c.sock(missed), name, cache_only=True)[0] == ST_SUCCESS, \
+            "node%d heard a GOODBYE: the test did not cut it off" % missed
+        for k in others:
+            assert host(c.sock(k), name, cache_only=True)[0] == ST_ENODATA
+    for name in names:
+        wait_until(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA, 45.0,
+                   what="node%d forgets %s" % (missed, name))
+    assert stats(c.sock(missed))["fabric_departed_shortened"] >= 2
+    time.sleep(6)   # one more announce of node4's, now of the others' size
+    for k in others + (missed,):
+        wait_until(lambda: stats(c.sock(k))["directory_complete"] == 1, 10.0,
+                   what="node%d complete" % k)
+        # the live hosts kept (each announced within a round)
+        for j in others + (missed,):
+            assert host(c.sock(k), c.nodes[j]["name"], cache_only=True)[0] == ST_SUCCESS

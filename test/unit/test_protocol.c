@@ -2051,56 +2051,77 @@ static void test_missed_goodbye_is_no_claim(void **state)
 	assert_int_equal(counter("fabric_digest_mismatches"), 0);
 }
 
-/* We missed node2's GOODBYE; settled, quiet peers' digests hold one host
- * fewer than ours, node2's term less: node2 is kept only two announce rounds
- * more (its next announce would refresh it), not addr_ttl. A DISTURBED
- * digest, an unsettled one, or one that lacks a host we do not hold, moves
- * nothing. */
-static void test_peer_lacking_a_host_shortens_it(void **state)
+/* Peer @n announces a digest of this fabric holding ours less the terms
+ * of @gone (NULL-terminated), with @flags. */
+static void announce_without(unsigned n, uint32_t seq, const char *const *gone, uint8_t flags)
 {
 	struct store_digest own;
 	struct fw_msg m;
-	uint64_t round = 10 * 1100 + DIGEST_TICK_MS;
+
+	store_fabric_digest(&ctx.store, 0, &own);
+	peer_msg(&m, FW_ANNOUNCE, n, 0);
+	m.has_digest = true;
+	m.digest = (struct fw_digest){
+		.hosts = (uint32_t)own.hosts, .sum = own.sum, .seq = seq, .flags = flags};
+	for (; *gone; gone++) {
+		m.digest.hosts--;
+		m.digest.sum -= name_term(*gone);
+	}
+	deliver(&m, n);
+}
+
+/* We missed the GOODBYEs of node2 and node7 (two: no one term tells which
+ * host the peers lack). Once K distinct settled peers' digests hold fewer
+ * hosts, the hosts not heard for a round are kept only until their next
+ * announce could come: node2 and node7, and node6 too, which lives but
+ * whose last announce was lost; it announces and is kept. Not a peer still
+ * in its start-up; one that is DISTURBED or counts itself incomplete does
+ * count (a claim no one explains disturbs every peer that hears it). */
+static void test_peers_lacking_hosts_shorten_the_silent(void **state)
+{
+	static const char *const gone[] = {"node2", "node7", NULL};
+	uint64_t round = 10 * 1100 + DIGEST_TICK_MS, heard;
 	uint8_t flags =
 		FW_DIGEST_RANGES | FW_DIGEST_FABRIC | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE;
-	uint8_t other[] = {flags | FW_DIGEST_DISTURBED, flags & ~FW_DIGEST_SETTLED, flags};
-	uint64_t sums[] = {0, 0, 1};
 
 	(void)state;
 	start(DIRECTORY, NULL);
 	advance_to(START_MS + 4000);
-	announce_with(2, 1, NULL);
-	announce_with(3, 1, NULL);
+	for (unsigned n = 2; n <= 7; n++)
+		announce_with(n, 1, NULL);
 	advance(DIGEST_HOLD_MS + 100);
-	announce_with(2, 2, NULL);
-	announce_with(3, 2, NULL);
+	for (unsigned n = 2; n <= 7; n++)
+		announce_with(n, 2, NULL);
 	serve_fetch(NULL, 0);
 	assert_int_equal(counter("directory_complete"), 1);
-	for (unsigned i = 0; i < 3; i++) {
-		store_fabric_digest(&ctx.store, 0, &own);
-		peer_msg(&m, FW_ANNOUNCE, 3, 0);
-		m.has_digest = true;
-		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts - 1,
-					      .sum = own.sum - name_term("node2") + sums[i],
-					      .seq = 3 + i,
-					      .flags = other[i]};
-		deliver(&m, 3);
-		assert_int_equal(counter("fabric_departed_shortened"), 0);
-	}
-	store_fabric_digest(&ctx.store, 0, &own);
-	peer_msg(&m, FW_ANNOUNCE, 3, 0);
-	m.has_digest = true;
-	m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts - 1,
-				      .sum = own.sum - name_term("node2"),
-				      .seq = 6,
-				      .flags = flags};
-	deliver(&m, 3);
-	assert_int_equal(counter("fabric_departed_shortened"), 1);
+	heard = fake_now;
+	/* soon after: K peers lack them, and every host was heard lately */
+	advance(2000);
+	for (unsigned n = 3; n <= 5; n++)
+		announce_without(n, 3, gone, flags);
+	assert_int_equal(counter("fabric_departed_shortened"), 0);
+	assert_non_null(find(key_name("node2")));
+	/* a round later; node3-5 announced, node6's announce was lost */
+	advance_to(heard + round + 100);
+	announce_without(3, 4, gone, flags | FW_DIGEST_DISTURBED);
+	announce_without(4, 4, gone, flags & ~(FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE));
+	announce_without(5, 4, gone, flags & ~FW_DIGEST_SETTLED);
+	assert_int_equal(counter("fabric_departed_shortened"), 0);
+	announce_without(4, 5, gone, flags);
+	assert_int_equal(counter("fabric_departed_shortened"), 3);
 	assert_int_equal(host_expires_ms(find(key_name("node2"))), fake_now + 2 * round);
-	assert_peer_stored(3);
-	advance(2 * round + 1);
+	assert_int_equal(host_expires_ms(find(key_name("node7"))), fake_now + 2 * round);
+	assert_int_equal(host_expires_ms(find(key_name("node6"))), fake_now + 2 * round);
+	assert_int_equal(host_expires_ms(find(key_name("node5"))), fake_now + 60 * 1000);
+	/* node6 announces: its TTL again */
+	advance(1000);
+	announce_without(6, 3, gone, flags);
+	assert_int_equal(host_expires_ms(find(key_name("node6"))), fake_now + 60 * 1000);
+	advance(2 * round);
 	assert_null(find(key_name("node2")));
-	assert_peer_stored(3);
+	assert_null(find(key_name("node7")));
+	for (unsigned n = 3; n <= 6; n++)
+		assert_peer_stored(n);
 }
 
 /* The fetch after a lossy boot: a part where we lack many of the peer's
@@ -2971,7 +2992,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),
 		cmocka_unit_test_teardown(test_alone_until_a_peer_speaks, teardown),
 		cmocka_unit_test_teardown(test_missed_goodbye_is_no_claim, teardown),
-		cmocka_unit_test_teardown(test_peer_lacking_a_host_shortens_it, teardown),
+		cmocka_unit_test_teardown(test_peers_lacking_hosts_shorten_the_silent, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),

@@ -144,7 +144,8 @@ static const struct metric_desc metrics[] = {
 	{ "fabric_departed_confirmed", C, "fabric_departed_confirmed",
 	  "queries to hosts that said goodbye, named by a peer, left unanswered" },
 	{ "fabric_departed_shortened", C, "fabric_departed_shortened",
-	  "hosts peers lacked (a missed goodbye), kept only until their next announce" },
+	  "endpoints not heard for two rounds while peers agreed on fewer hosts (missed "
+	  "goodbyes), kept only until their next announce" },
 	{ "fabric_fetch_hints", C, "fabric_fetch_hints",
 	  "names a peer held and this node lacked, asked on the fabric" },
 	{ "fabric_range_answered", C, "fabric_range_answered", "peers' range queries answered" },

@@ -587,6 +587,17 @@ static bool keys_in_place(const struct host_store *s, const struct host *h)
 	return true;
 }
 
+void hs_expiry_moved(struct host_store *s, struct host *h)
+{
+	if (s->ob.refresh) {
+		s->ob.refresh(s->ob.arg, h);
+	} else if (s->ob.put) {
+		s->ob.put(s->ob.arg, h);
+		if (h->sib_next)
+			hs_ring_changed(s, h, h); /* its host's record expires with it */
+	}
+}
+
 /* A learned endpoint heard again as it is, every key in place: only its
  * expiry and announce number move. Most of a boot storm's datagrams repeat
  * what the first one taught (bench/RESULTS.md), and so does every periodic
@@ -602,16 +613,11 @@ static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_
 	    !hs_same_rec(h, r) || !keys_in_place(s, h))
 		return false;
 	h->expires_ms = deadline(now_ms, how->ttl_s);
+	h->unheard = 0;
 	if (how->seq)
 		h->seq = how->seq;
 	s->stats.inserts++;
-	if (s->ob.refresh) {
-		s->ob.refresh(s->ob.arg, h);
-	} else if (s->ob.put) {
-		s->ob.put(s->ob.arg, h);
-		if (h->sib_next)
-			hs_ring_changed(s, h, h); /* its host's record expires with it */
-	}
+	hs_expiry_moved(s, h);
 	return true;
 }
 

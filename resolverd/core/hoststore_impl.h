@@ -73,7 +73,9 @@ struct host {
 	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
 	uint32_t seq;	   /* its last announce number heard (store_put.seq); 0: none */
 	uint16_t lid, pkey;
-	uint8_t origin, grp_mtu, grp_rate;
+	uint8_t origin : 7;
+	uint8_t unheard : 1; /* learned, and not heard since store_mark_unheard() */
+	uint8_t grp_mtu, grp_rate;
 	uint8_t n_names, n_v4, n_v6, n_gids;
 	uint8_t n_indexed; /* slots pointing here */
 	uint8_t data[];    /* gids, v6, v4, then names as (len, bytes) */
@@ -329,6 +331,8 @@ void hs_slot_put(const struct host_store *s, struct store_slot *slots, unsigned 
 void hs_slot_del(struct host_store *s, unsigned i);
 /* Every endpoint of @member's host but @skip put to the observer. */
 void hs_ring_changed(struct host_store *s, struct host *member, const struct host *skip);
+/* @h's expiry moved, nothing else: the observer is told. */
+void hs_expiry_moved(struct host_store *s, struct host *h);
 
 /* hoststore_neg.c: negative answers */
 struct store_neg **hs_neg_find(struct host_store *s, const struct host_key *k, uint32_t hash);

@@ -21,19 +21,26 @@ unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint
 	return hs_host_remove(s, h);
 }
 
-unsigned store_shorten_silent(struct host_store *s, int fabric, uint64_t fresh_from_ms,
-			      uint64_t until_ms)
+void store_mark_unheard(struct host_store *s)
+{
+	/* every endpoint is in one identity chain */
+	for (unsigned i = 0; i <= s->ident_mask; i++)
+		for (struct host *e = s->idents[i]; e; e = e->id_next)
+			e->unheard = e->origin == IBRES_ORIGIN_FABRIC;
+}
+
+unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_ms)
 {
 	unsigned n = 0;
 
-	/* every endpoint is in one identity chain */
 	for (unsigned i = 0; i <= s->ident_mask; i++)
 		for (struct host *e = s->idents[i]; e; e = e->id_next) {
-			if (e->origin != IBRES_ORIGIN_FABRIC || e->expires_ms >= fresh_from_ms ||
+			if (!e->unheard || e->origin != IBRES_ORIGIN_FABRIC ||
 			    e->expires_ms <= until_ms ||
 			    (fabric != STORE_ALL_FABRICS && !(e->heard_on >> fabric & 1)))
 				continue;
 			e->expires_ms = until_ms;
+			hs_expiry_moved(s, e);
 			n++;
 		}
 	return n;

@@ -35,16 +35,6 @@ static void on_identity(void *arg, const struct endpoint *ep, const struct ibres
 			unsigned changes);
 static void on_reannounce(struct loop_timer *t);
 
-/* The store is the whole cluster directory only while announcements refresh
- * every entry well before it expires; otherwise a miss may be a live node
- * whose entry just ran out, and must be asked. */
-static bool directory_mode(const struct fabric *f)
-{
-	const struct ibres_config *cfg = f->cfg;
-
-	return fabric_announcing(f) && (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s;
-}
-
 void fabric_path_params(struct sa_client *sa, const struct endpoint *ep, const struct host *h,
 			struct path_params *pp)
 {
@@ -389,7 +379,7 @@ uint64_t fabric_authoritative_from(const struct fabric *f)
 	 * is. */
 	if (!f)
 		return 0;
-	if (!directory_mode(f) || fabric_digest_incomplete(f))
+	if (!fabric_directory_mode(f) || fabric_digest_incomplete(f))
 		return UINT64_MAX;
 	return f->settled_ms;
 }
@@ -407,7 +397,7 @@ bool fabric_may_query(struct fabric *f, const struct host_key *k)
 	fabric_digest_update(f);
 	if (now >= fabric_authoritative_from(f))
 		return false;
-	if (directory_mode(f) && now >= f->settled_ms)
+	if (fabric_directory_mode(f) && now >= f->settled_ms)
 		f->dg.incomplete_queries++; /* settled, but a peer holds more */
 	return true;
 }

@@ -172,7 +172,7 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 	struct fabric *f = p->f;
 	struct fabric_departed *dp = &f->departed;
 	uint64_t now = now_ms(), first = (uint64_t)f->cfg->negative_ttl_s * 1000;
-	/* a peer that missed the GOODBYE forgets the host within two rounds
+	/* a peer that missed the GOODBYE forgets the host within a few rounds
 	 * (fabric_departed_fewer()): its word is not asked again before its
 	 * staleness is no longer recent, later each time, at most a round */
 	uint64_t most = p->rule.round_ms;
@@ -202,49 +202,69 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 	return true;
 }
 
+/* The entry of digest @d among those agreed on, a fresh one if none. */
+static struct departed_fewer *fewer_value(struct departed_fewer *v, const struct fw_digest *d,
+					  uint64_t round, uint64_t now)
+{
+	struct departed_fewer *use = &v[0];
+
+	for (unsigned i = 0; i < DEPARTED_FEWER_VALUES; i++) {
+		if (v[i].n && now - v[i].first_ms >= round)
+			v[i].n = 0; /* K within a round */
+		if (v[i].n && v[i].hosts == d->hosts && v[i].sum == d->sum)
+			return &v[i];
+	}
+	for (unsigned i = 1; i < DEPARTED_FEWER_VALUES && use->n; i++)
+		if (!v[i].n || v[i].first_ms < use->first_ms)
+			use = &v[i];
+	*use = (struct departed_fewer){.hosts = d->hosts, .sum = d->sum, .first_ms = now};
+	return use;
+}
+
 void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
-			   const struct store_digest *own, uint64_t sender)
+			   const struct store_digest *own, const char *sender)
 {
 	struct fabric *f = p->f;
-	struct departed_fewer *l = &f->departed.fewer[p - f->ports];
-	uint64_t now = now_ms(), round = p->rule.round_ms;
-	uint64_t ttl = (uint64_t)f->cfg->addr_ttl_s * 1000;
+	struct fabric_departed *dp = &f->departed;
+	uint64_t now = now_ms(), round = p->rule.round_ms, term;
 	bool fabric = d->flags & FW_DIGEST_FABRIC;
+	struct departed_fewer *v;
+	struct host_key k;
 	unsigned k_peers, n;
 
-	/* a sender past its start-up lacks hosts we hold. It may lag, and
-	 * count itself incomplete (a peer whose digests no one explains keeps
-	 * every node that hears them so), and its word vouches for nothing;
-	 * but hosts that left are found silent, and a live one is not
-	 * (announces refresh every entry within a round: fabric_fetch.c's
-	 * wanted() needs them too) */
-	if (d->hosts >= own->hosts || !(d->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)) ||
-	    !round || ttl <= round || (l->swept && now - l->swept_ms < round / 4))
+	/* senders past their start-up that lack hosts we hold, and agree on
+	 * what they hold: peers that lag differ from each other. Complete or
+	 * quiet they need not be (a peer whose digests no one explains keeps
+	 * every node that hears them incomplete and DISTURBED); the silence
+	 * is ours to find, and only where announces refresh every entry */
+	if (d->hosts >= own->hosts || d->hosts < 2 ||
+	    !(d->flags & (FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)) ||
+	    !fabric_directory_mode(f) || host_key_name(&k, sender) < 0)
 		return;
-	if (l->n && now - l->first_ms >= round)
-		l->n = 0; /* K within a round */
-	for (unsigned i = 0; i < l->n; i++)
-		if (l->senders[i] == sender)
+	term = host_digest_term(&k); /* a host, however many ports it has */
+	v = fewer_value(dp->fewer[p - f->ports], d, round, now);
+	for (unsigned i = 0; i < v->n; i++)
+		if (v->senders[i] == term)
 			return;
-	if (!l->n)
-		l->first_ms = now;
-	l->senders[l->n++] = sender;
-	/* K distinct peers, not one that lags: at most those the sender holds
-	 * but us */
+	v->senders[v->n++] = term;
+	/* K distinct peers, at most those the digest holds but us (it holds
+	 * its sender and us) */
 	k_peers = d->hosts - 1 < DIGEST_AGREE_K ? d->hosts - 1 : DIGEST_AGREE_K;
-	if (l->n < k_peers)
+	if (v->n < k_peers)
 		return;
-	l->n = 0;
-	l->swept = true;
-	l->swept_ms = now;
-	/* not heard for a round: its expiry is older than a put a round ago
-	 * gives; live, it announces within a round (two, for a lost announce) */
-	n = store_shorten_silent(f->store, fabric_scope(p, fabric), now - round + ttl,
-				 now + 2 * round);
+	v->n = 0;
+	if (dp->marked && now - dp->marked_ms < 2 * round)
+		return; /* live, a host announced twice since the mark */
+	/* unheard for two rounds or more: two announces lost, or it left */
+	n = dp->marked ? store_shorten_unheard(f->store, fabric_scope(p, fabric), now + 2 * round)
+		       : 0;
+	store_mark_unheard(f->store);
+	dp->marked = true;
+	dp->marked_ms = now;
 	if (!n)
 		return;
-	f->departed.shortened += n;
-	log_info("fabric: peers hold %u hosts on %s, we %llu: %u endpoints not heard for a round "
-		 "kept only until their next announce",
+	dp->shortened += n;
+	log_info("fabric: peers agree on %u hosts on %s, we hold %llu: %u endpoints not heard "
+		 "for two rounds kept only until their next announce",
 		 d->hosts, p->ep->cfg.label, (unsigned long long)own->hosts, n);
 }

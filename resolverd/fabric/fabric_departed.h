@@ -23,14 +23,15 @@
  * NEWCOMER, which a node may miss.
  *
  * The peer that missed GOODBYEs (one or many: a rack switched off on a
- * lossy fabric) hears K peers' digests, past their start-up, holding fewer
- * hosts than its own: it keeps the hosts it has not heard for a round only
- * until their next announce could come (two rounds), not for addr_ttl.
- * Which hosts the peers lack, their digests cannot tell when more than
- * one; that the hosts that left are silent, and the live ones announce,
- * can. Nor are the peers asked to be complete or quiet: a peer's digests
- * that no one explains keep every node that hears them incomplete and
- * DISTURBED, until the peer forgets.
+ * lossy fabric) hears K distinct peers past their start-up send the same
+ * digest, of fewer hosts than its own. It marks every learned endpoint; at
+ * the next such agreement two announce rounds or more later, those it has
+ * not heard since are kept only until their next announce could come (two
+ * rounds more), not for addr_ttl. Which hosts the peers lack, their digests
+ * cannot tell when more than one; that the hosts which left are silent, and
+ * the live ones announce, can. Nor are the peers asked to be complete or
+ * quiet: a peer's digests that no one explains keep every node that hears
+ * them incomplete and DISTURBED, until the peer forgets.
  */
 #ifndef IBRESD_FABRIC_DEPARTED_H
 #define IBRESD_FABRIC_DEPARTED_H
@@ -67,23 +68,26 @@ struct departed {
 	bool whole;	/* it left the whole directory's digest */
 };
 
-/* Peers past their start-up whose digests held fewer hosts than ours, on
- * one port (fabric_departed_fewer()). */
+/* Digests of fewer hosts than ours that peers agree on, each value with
+ * the distinct peers (their names' terms) that sent it within a round. */
+#define DEPARTED_FEWER_VALUES 4
+
 struct departed_fewer {
+	uint64_t hosts, sum;
+	uint64_t first_ms; /* when the first of them was heard */
 	uint64_t senders[DIGEST_AGREE_K];
 	unsigned n;
-	uint64_t first_ms; /* when the first of them was heard */
-	uint64_t swept_ms; /* the last sweep they made */
-	bool swept;
 };
 
 struct fabric_departed {
 	struct departed e[DEPARTED_MAX];
 	unsigned n; /* entries used */
-	struct departed_fewer fewer[CFG_MAX_ENDPOINTS];
+	struct departed_fewer fewer[CFG_MAX_ENDPOINTS][DEPARTED_FEWER_VALUES];
+	uint64_t marked_ms; /* when the store marked every endpoint unheard */
+	bool marked;
 	uint64_t explained; /* peers' digests explained by them */
 	uint64_t confirmed; /* queries to them that went unanswered */
-	uint64_t shortened; /* silent endpoints kept only until their next announce */
+	uint64_t shortened; /* unheard endpoints kept only until their next announce */
 };
 
 struct fabric;
@@ -121,14 +125,13 @@ bool fabric_departed_gone(struct fabric_port *p, const struct fw_digest *d,
  * went unanswered: true when @k said goodbye on @p's fabric (that peer's
  * word on it is stale; no loss). */
 bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k, uint64_t named_by);
-/* Peer digest @d (from @sender), heard on @p and compared with @own, holds
- * fewer hosts. When K distinct peers' past their start-up do within a
- * round, the
- * endpoints of @d's scope we have not heard for a round are kept only until
- * their next announce could come: hosts that said a GOODBYE we missed are
- * silent (a live host's next announce gives it its TTL again). At most
- * four sweeps a round. */
+/* Peer digest @d, from the host named @sender, heard on @p and compared
+ * with @own, holds fewer hosts. When K distinct peers past their start-up
+ * sent that same digest within a round: the first time, every learned
+ * endpoint is marked; two rounds or more after the mark, the endpoints of
+ * @d's scope not heard since it are kept only until their next announce
+ * could come (two rounds), and every endpoint is marked again. */
 void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
-			   const struct store_digest *own, uint64_t sender);
+			   const struct store_digest *own, const char *sender);
 
 #endif

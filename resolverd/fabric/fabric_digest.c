@@ -540,7 +540,7 @@ void fabric_digest_heard(struct fabric_port *p, const struct fw_msg *m, uint32_t
 	}
 	d = comparable(p, &m->digest, &own);
 	if (now_ms() >= f->settled_ms)
-		fabric_departed_fewer(p, &d, &own, sender);
+		fabric_departed_fewer(p, &d, &own, m->sender.names[0]);
 	if (departed_explain(p, &d, &own, m, sender) ||
 	    !digest_rule_heard(&p->rule, &own, &d, sender, now_ms()))
 		return;

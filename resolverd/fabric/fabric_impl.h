@@ -160,6 +160,16 @@ static inline bool fabric_announcing(const struct fabric *f)
 	return f->cfg->announce_interval_s > 0;
 }
 
+/* The store is the whole cluster directory only while announcements refresh
+ * every entry well before it expires; otherwise a miss may be a live node
+ * whose entry just ran out, and must be asked. */
+static inline bool fabric_directory_mode(const struct fabric *f)
+{
+	const struct ibres_config *cfg = f->cfg;
+
+	return fabric_announcing(f) && (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s;
+}
+
 /* fabric_announce.c, this node's own announcements: @type (ANNOUNCE with
  * our digest, GOODBYE) with @flags on every port up, a NEWCOMER with UP
  * (the ports it went out on: how many). A burst (start-up, resync) begins:

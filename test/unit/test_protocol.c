@@ -2071,16 +2071,19 @@ static void announce_without(unsigned n, uint32_t seq, const char *const *gone, 
 }
 
 /* We missed the GOODBYEs of node2 and node7 (two: no one term tells which
- * host the peers lack). Once K distinct settled peers' digests hold fewer
- * hosts, the hosts not heard for a round are kept only until their next
- * announce could come: node2 and node7, and node6 too, which lives but
- * whose last announce was lost; it announces and is kept. Not a peer still
- * in its start-up; one that is DISTURBED or counts itself incomplete does
- * count (a claim no one explains disturbs every peer that hears it). */
-static void test_peers_lacking_hosts_shorten_the_silent(void **state)
+ * hosts the peers lack). K distinct peers past their start-up agreeing on a
+ * digest of fewer hosts make the store mark every endpoint; at the next
+ * agreement two rounds or more later, those not heard since are kept only
+ * until their next announce could come: node2 and node7, and node6 too,
+ * which lives but whose announces were lost; it announces and is kept. A
+ * peer still in its start-up does not count, nor one whose digest differs
+ * (a peer that lags); one that is DISTURBED or counts itself incomplete
+ * does (a claim no one explains disturbs every peer that hears it). */
+static void test_peers_lacking_hosts_shorten_the_unheard(void **state)
 {
 	static const char *const gone[] = {"node2", "node7", NULL};
-	uint64_t round = 10 * 1100 + DIGEST_TICK_MS, heard;
+	static const char *const lags[] = {"node2", NULL};
+	uint64_t round = 10 * 1100 + DIGEST_TICK_MS, marked;
 	uint8_t flags =
 		FW_DIGEST_RANGES | FW_DIGEST_FABRIC | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE;
 
@@ -2094,28 +2097,36 @@ static void test_peers_lacking_hosts_shorten_the_silent(void **state)
 		announce_with(n, 2, NULL);
 	serve_fetch(NULL, 0);
 	assert_int_equal(counter("directory_complete"), 1);
-	heard = fake_now;
-	/* soon after: K peers lack them, and every host was heard lately */
-	advance(2000);
+	/* every peer announces once more; then node2 and node7 leave, and the
+	 * first agreement (two rounds after the start-up's digests, of fewer
+	 * hosts each: this one's marks) marks; nothing moves */
+	advance(2 * round);
+	for (unsigned n = 2; n <= 7; n++)
+		announce_with(n, 3, NULL);
 	for (unsigned n = 3; n <= 5; n++)
-		announce_without(n, 3, gone, flags);
+		announce_without(n, 4, gone, flags);
+	marked = fake_now;
 	assert_int_equal(counter("fabric_departed_shortened"), 0);
-	assert_non_null(find(key_name("node2")));
-	/* a round later; node3-5 announced, node6's announce was lost */
-	advance_to(heard + round + 100);
-	announce_without(3, 4, gone, flags | FW_DIGEST_DISTURBED);
-	announce_without(4, 4, gone, flags & ~(FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE));
-	announce_without(5, 4, gone, flags & ~FW_DIGEST_SETTLED);
+	/* two rounds on; node3-5 announce, node6's announces are lost */
+	advance(round);
+	for (unsigned n = 3; n <= 5; n++)
+		announce_without(n, 5, gone, flags);
+	advance_to(marked + 2 * round + 100);
+	announce_without(3, 6, gone, flags | FW_DIGEST_DISTURBED);
+	announce_without(4, 6, gone, flags & ~(FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE));
+	announce_without(4, 7, lags, flags);
+	announce_without(5, 6, gone, flags & ~FW_DIGEST_SETTLED);
 	assert_int_equal(counter("fabric_departed_shortened"), 0);
-	announce_without(4, 5, gone, flags);
+	announce_without(4, 8, gone, flags);
 	assert_int_equal(counter("fabric_departed_shortened"), 3);
 	assert_int_equal(host_expires_ms(find(key_name("node2"))), fake_now + 2 * round);
 	assert_int_equal(host_expires_ms(find(key_name("node7"))), fake_now + 2 * round);
 	assert_int_equal(host_expires_ms(find(key_name("node6"))), fake_now + 2 * round);
-	assert_int_equal(host_expires_ms(find(key_name("node5"))), fake_now + 60 * 1000);
+	assert_int_equal(host_expires_ms(find(key_name("node3"))),
+			 marked + 2 * round + 100 + 60 * 1000);
 	/* node6 announces: its TTL again */
 	advance(1000);
-	announce_without(6, 3, gone, flags);
+	announce_without(6, 4, gone, flags);
 	assert_int_equal(host_expires_ms(find(key_name("node6"))), fake_now + 60 * 1000);
 	advance(2 * round);
 	assert_null(find(key_name("node2")));
@@ -2992,7 +3003,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),
 		cmocka_unit_test_teardown(test_alone_until_a_peer_speaks, teardown),
 		cmocka_unit_test_teardown(test_missed_goodbye_is_no_claim, teardown),
-		cmocka_unit_test_teardown(test_peers_lacking_hosts_shorten_the_silent, teardown),
+		cmocka_unit_test_teardown(test_peers_lacking_hosts_shorten_the_unheard, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),

@@ -215,13 +215,16 @@ bool store_refresh(struct host_store *s, const struct ibres_hostrec *h, const st
 /* Remove the endpoint of port GID @gid and P_Key @pkey (its GOODBYE) unless
  * LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey);
-/* Mark every learned endpoint unheard; hearing it again (a put) clears
- * the mark. Peers lack hosts we hold: those that left, whose GOODBYE we
- * missed, stay silent, and a live host announces. */
+/* Mark every learned endpoint heard announcing (an announce number) as
+ * unheard; hearing it again (a put) clears the mark. Peers lack hosts we
+ * hold: those that left, whose GOODBYE we missed, stay silent, and a live
+ * host announces. */
 void store_mark_unheard(struct host_store *s);
-/* The learned endpoints heard on local fabric @fabric (STORE_ALL_FABRICS:
- * all) and not heard since the last store_mark_unheard() expire at
- * @until_ms at the latest. Returns the endpoints whose expiry moved. */
+/* Of the learned endpoints heard on local fabric @fabric (STORE_ALL_FABRICS:
+ * all), how many are still marked; their number in @endpoints. */
+unsigned store_count_unheard(const struct host_store *s, int fabric, unsigned *endpoints);
+/* Those still marked expire at @until_ms at the latest, and every mark is
+ * cleared. Returns the endpoints whose expiry moved. */
 unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_ms);
 /* Remove every endpoint with port GID @gid, every partition of the port
  * (it left the subnet), unless LOCAL/STATIC. Returns the keys removed. */

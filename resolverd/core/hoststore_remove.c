@@ -21,27 +21,62 @@ unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint
 	return hs_host_remove(s, h);
 }
 
+static bool in_scope(const struct host *e, int fabric)
+{
+	return e->origin == IBRES_ORIGIN_FABRIC &&
+	       (fabric == STORE_ALL_FABRICS || e->heard_on >> fabric & 1);
+}
+
 void store_mark_unheard(struct host_store *s)
 {
-	/* every endpoint is in one identity chain */
+	/* every endpoint is in one identity chain; only one heard announcing
+	 * (an announce number) is expected to be heard again within a round */
 	for (unsigned i = 0; i <= s->ident_mask; i++)
 		for (struct host *e = s->idents[i]; e; e = e->id_next)
-			e->unheard = e->origin == IBRES_ORIGIN_FABRIC;
+			e->unheard = e->origin == IBRES_ORIGIN_FABRIC && e->seq;
+}
+
+unsigned store_count_unheard(const struct host_store *s, int fabric, unsigned *endpoints)
+{
+	unsigned n = 0;
+
+	*endpoints = 0;
+	for (unsigned i = 0; i <= s->ident_mask; i++)
+		for (const struct host *e = s->idents[i]; e; e = e->id_next) {
+			if (!in_scope(e, fabric))
+				continue;
+			++*endpoints;
+			n += e->unheard;
+		}
+	return n;
 }
 
 unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_ms)
 {
 	unsigned n = 0;
 
+	/* the mark is left on the endpoints whose expiry moved, to tell the
+	 * observer once a host: it writes a host of several endpoints whole */
 	for (unsigned i = 0; i <= s->ident_mask; i++)
 		for (struct host *e = s->idents[i]; e; e = e->id_next) {
-			if (!e->unheard || e->origin != IBRES_ORIGIN_FABRIC ||
-			    e->expires_ms <= until_ms ||
-			    (fabric != STORE_ALL_FABRICS && !(e->heard_on >> fabric & 1)))
+			if (!e->unheard)
 				continue;
+			if (!in_scope(e, fabric) || e->expires_ms <= until_ms) {
+				e->unheard = 0;
+				continue;
+			}
 			e->expires_ms = until_ms;
-			hs_expiry_moved(s, e);
 			n++;
+		}
+	for (unsigned i = 0; n && i <= s->ident_mask; i++)
+		for (struct host *e = s->idents[i]; e; e = e->id_next) {
+			if (!e->unheard)
+				continue;
+			hs_expiry_moved(s, e);
+			e->unheard = 0;
+			for (struct host *o = host_next_endpoint(e, e); o;
+			     o = host_next_endpoint(e, o))
+				o->unheard = 0;
 		}
 	return n;
 }

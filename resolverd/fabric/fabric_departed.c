@@ -221,6 +221,40 @@ static struct departed_fewer *fewer_value(struct departed_fewer *v, const struct
 	return use;
 }
 
+/* Keep the endpoints of @p's scope (@fabric) not heard since the mark
+ * until @until_ms: unheard for two rounds, two announces were lost or the
+ * host left. Not when our own receive path dropped datagrams since the
+ * mark (the silence may be ours), nor when far more are unheard than the
+ * @lacked hosts of our @hosts that the peers lack (the same, unseen: a
+ * starved node). */
+static unsigned shorten_unheard(struct fabric_port *p, bool fabric, uint64_t lacked, uint64_t hosts,
+				uint64_t until_ms)
+{
+	struct fabric *f = p->f;
+	int scope = fabric_scope(p, fabric);
+	unsigned endpoints, unheard;
+	uint64_t most;
+
+	if (fabric_rx_drops(f) != f->departed.drops_at_mark) {
+		log_debug("fabric: datagrams dropped here since the mark: no host found silent");
+		return 0;
+	}
+	unheard = store_count_unheard(f->store, scope, &endpoints);
+	if (!unheard)
+		return 0;
+	/* twice the lacked hosts' share of the endpoints, and 2 % for the
+	 * live hosts whose two announces in a row were lost */
+	most = 2 * lacked * endpoints / hosts + endpoints / 50 + 1;
+	if (unheard > most) {
+		log_info("fabric: %u of %u endpoints on %s not heard for two rounds, peers lack "
+			 "%llu "
+			 "hosts: kept (the silence may be ours)",
+			 unheard, endpoints, p->ep->cfg.label, (unsigned long long)lacked);
+		return 0;
+	}
+	return store_shorten_unheard(f->store, scope, until_ms);
+}
+
 void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
 			   const struct store_digest *own, const char *sender)
 {
@@ -230,7 +264,7 @@ void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
 	bool fabric = d->flags & FW_DIGEST_FABRIC;
 	struct departed_fewer *v;
 	struct host_key k;
-	unsigned k_peers, n;
+	unsigned k_peers, n = 0;
 
 	/* senders past their start-up that lack hosts we hold, and agree on
 	 * what they hold: peers that lag differ from each other. Complete or
@@ -255,12 +289,12 @@ void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
 	v->n = 0;
 	if (dp->marked && now - dp->marked_ms < 2 * round)
 		return; /* live, a host announced twice since the mark */
-	/* unheard for two rounds or more: two announces lost, or it left */
-	n = dp->marked ? store_shorten_unheard(f->store, fabric_scope(p, fabric), now + 2 * round)
-		       : 0;
+	if (dp->marked)
+		n = shorten_unheard(p, fabric, own->hosts - d->hosts, own->hosts, now + 2 * round);
 	store_mark_unheard(f->store);
 	dp->marked = true;
 	dp->marked_ms = now;
+	dp->drops_at_mark = fabric_rx_drops(f);
 	if (!n)
 		return;
 	dp->shortened += n;

@@ -27,11 +27,11 @@
  * digest, of fewer hosts than its own. It marks every learned endpoint; at
  * the next such agreement two announce rounds or more later, those it has
  * not heard since are kept only until their next announce could come (two
- * rounds more), not for addr_ttl. Which hosts the peers lack, their digests
- * cannot tell when more than one; that the hosts which left are silent, and
- * the live ones announce, can. Nor are the peers asked to be complete or
- * quiet: a peer's digests that no one explains keep every node that hears
- * them incomplete and DISTURBED, until the peer forgets.
+ * rounds more), not for addr_ttl; unless its own receive path dropped
+ * datagrams meanwhile, or far more are unheard than the peers lack. Which hosts the peers lack,
+ * their digests cannot tell when more than one; that the hosts which left are silent, and the live
+ * ones announce, can. Nor are the peers asked to be complete or quiet: a peer's digests that no one
+ * explains keep every node that hears them incomplete and DISTURBED, until the peer forgets.
  */
 #ifndef IBRESD_FABRIC_DEPARTED_H
 #define IBRESD_FABRIC_DEPARTED_H
@@ -83,7 +83,8 @@ struct fabric_departed {
 	struct departed e[DEPARTED_MAX];
 	unsigned n; /* entries used */
 	struct departed_fewer fewer[CFG_MAX_ENDPOINTS][DEPARTED_FEWER_VALUES];
-	uint64_t marked_ms; /* when the store marked every endpoint unheard */
+	uint64_t marked_ms;	/* when the store marked every endpoint unheard */
+	uint64_t drops_at_mark; /* our receive path's drops then */
 	bool marked;
 	uint64_t explained; /* peers' digests explained by them */
 	uint64_t confirmed; /* queries to them that went unanswered */

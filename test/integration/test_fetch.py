@@ -252,7 +252,8 @@ def test_missed_goodbye_is_no_claim(cluster_factory):
     # rounds more, not addr_ttl
     wait_until(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA, 55.0,
                what="node%d forgets node%d" % (missed, left))
-    assert stats(c.sock(missed))["fabric_departed_shortened"] >= 1
+    # node5 alone: the live hosts were heard (nothing is lost here)
+    assert stats(c.sock(missed))["fabric_departed_shortened"] == 1
     time.sleep(6)   # one more announce of node4's, now of the others' size
     for k in others:
         wait_until(lambda: stats(c.sock(k))["directory_complete"] == 1, 5.0,
@@ -310,7 +311,7 @@ def test_missed_goodbyes_are_forgotten(cluster_factory):
     for name in names:
         wait_until(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA, 70.0,
                    what="node%d forgets %s" % (missed, name))
-    assert stats(c.sock(missed))["fabric_departed_shortened"] >= 2
+    assert stats(c.sock(missed))["fabric_departed_shortened"] == 2
     time.sleep(6)   # one more announce of node4's, now of the others' size
     for k in others + (missed,):
         wait_until(lambda: stats(c.sock(k))["directory_complete"] == 1, 10.0,

@@ -89,6 +89,7 @@ static struct {
 	int priv;            /* t->priv points here while open */
 	unsigned opens, closes, joins, leaves;
 	uint32_t qpn; /* set into t->qpn by open, as the ib transport does */
+	uint64_t sock_drops; /* what rx_stats says our sockets dropped */
 } fake;
 
 /* With a cluster key: the key the daemon signs with (the first of its file). */
@@ -165,8 +166,16 @@ static int fake_send_ucast(struct transport *t, const struct transport_addr *to,
 	return 0;
 }
 
+static void fake_rx_stats(struct transport *t, struct transport_rx_stats *st)
+{
+	(void)t;
+	memset(st, 0, sizeof(*st));
+	st->sock_drops = fake.sock_drops;
+}
+
 static const struct transport_ops fake_ops = {
 	.name = "fake",
+	.rx_stats = fake_rx_stats,
 	.open = fake_open,
 	.close = fake_close,
 	.join = fake_join,
@@ -2070,6 +2079,35 @@ static void announce_without(unsigned n, uint32_t seq, const char *const *gone, 
 	deliver(&m, n);
 }
 
+#define UNHEARD_ROUND_MS (10 * 1100 + DIGEST_TICK_MS) /* DIRECTORY's round */
+#define UNHEARD_FLAGS                                                                              \
+	(FW_DIGEST_RANGES | FW_DIGEST_FABRIC | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)
+
+/* Peers node2-node7 announce, we are complete; they announce once more,
+ * then the hosts in @gone leave and node3-5 agree on a digest without
+ * them: the first agreement (two rounds after the start-up's digests, of
+ * fewer hosts each: their marks) marks every endpoint, and nothing moves.
+ * Returns when. */
+static uint64_t peers_then_mark(const char *const *gone)
+{
+	start(DIRECTORY, NULL);
+	advance_to(START_MS + 4000);
+	for (unsigned n = 2; n <= 7; n++)
+		announce_with(n, 1, NULL);
+	advance(DIGEST_HOLD_MS + 100);
+	for (unsigned n = 2; n <= 7; n++)
+		announce_with(n, 2, NULL);
+	serve_fetch(NULL, 0);
+	assert_int_equal(counter("directory_complete"), 1);
+	advance(2 * UNHEARD_ROUND_MS);
+	for (unsigned n = 2; n <= 7; n++)
+		announce_with(n, 3, NULL);
+	for (unsigned n = 3; n <= 5; n++)
+		announce_without(n, 4, gone, UNHEARD_FLAGS);
+	assert_int_equal(counter("fabric_departed_shortened"), 0);
+	return fake_now;
+}
+
 /* We missed the GOODBYEs of node2 and node7 (two: no one term tells which
  * hosts the peers lack). K distinct peers past their start-up agreeing on a
  * digest of fewer hosts make the store mark every endpoint; at the next
@@ -2083,30 +2121,11 @@ static void test_peers_lacking_hosts_shorten_the_unheard(void **state)
 {
 	static const char *const gone[] = {"node2", "node7", NULL};
 	static const char *const lags[] = {"node2", NULL};
-	uint64_t round = 10 * 1100 + DIGEST_TICK_MS, marked;
-	uint8_t flags =
-		FW_DIGEST_RANGES | FW_DIGEST_FABRIC | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE;
+	uint64_t round = UNHEARD_ROUND_MS, marked;
+	uint8_t flags = UNHEARD_FLAGS;
 
 	(void)state;
-	start(DIRECTORY, NULL);
-	advance_to(START_MS + 4000);
-	for (unsigned n = 2; n <= 7; n++)
-		announce_with(n, 1, NULL);
-	advance(DIGEST_HOLD_MS + 100);
-	for (unsigned n = 2; n <= 7; n++)
-		announce_with(n, 2, NULL);
-	serve_fetch(NULL, 0);
-	assert_int_equal(counter("directory_complete"), 1);
-	/* every peer announces once more; then node2 and node7 leave, and the
-	 * first agreement (two rounds after the start-up's digests, of fewer
-	 * hosts each: this one's marks) marks; nothing moves */
-	advance(2 * round);
-	for (unsigned n = 2; n <= 7; n++)
-		announce_with(n, 3, NULL);
-	for (unsigned n = 3; n <= 5; n++)
-		announce_without(n, 4, gone, flags);
-	marked = fake_now;
-	assert_int_equal(counter("fabric_departed_shortened"), 0);
+	marked = peers_then_mark(gone);
 	/* two rounds on; node3-5 announce, node6's announces are lost */
 	advance(round);
 	for (unsigned n = 3; n <= 5; n++)
@@ -2133,6 +2152,37 @@ static void test_peers_lacking_hosts_shorten_the_unheard(void **state)
 	assert_null(find(key_name("node7")));
 	for (unsigned n = 3; n <= 6; n++)
 		assert_peer_stored(n);
+}
+
+/* The silence may be ours: datagrams our receive path dropped since the
+ * mark, or far more endpoints unheard than the peers lack hosts (node6 and
+ * node7 silent too, the peers lacking node2 alone). Nothing moves; the
+ * store is marked again. */
+static void test_unheard_kept_when_the_silence_may_be_ours(void **state)
+{
+	static const char *const gone[] = {"node2", NULL};
+	uint64_t round = UNHEARD_ROUND_MS, marked, expires;
+
+	(void)state;
+	marked = peers_then_mark(gone);
+	expires = host_expires_ms(find(key_name("node2")));
+	/* our socket dropped datagrams; node6 and node7 announce (and hold
+	 * node2), then node3-5 agree */
+	fake.sock_drops = 3;
+	advance_to(marked + 2 * round + 100);
+	announce_with(6, 5, NULL);
+	announce_with(7, 5, NULL);
+	for (unsigned n = 3; n <= 5; n++)
+		announce_without(n, 5, gone, UNHEARD_FLAGS);
+	assert_int_equal(counter("fabric_departed_shortened"), 0);
+	assert_int_equal(host_expires_ms(find(key_name("node2"))), expires);
+	/* marked again; two rounds on, node3-5 announce, node6 and node7 not */
+	marked = fake_now;
+	advance_to(marked + 2 * round + 100);
+	for (unsigned n = 3; n <= 5; n++)
+		announce_without(n, 6, gone, UNHEARD_FLAGS);
+	assert_int_equal(counter("fabric_departed_shortened"), 0);
+	assert_int_equal(host_expires_ms(find(key_name("node2"))), expires);
 }
 
 /* The fetch after a lossy boot: a part where we lack many of the peer's
@@ -3004,6 +3054,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_alone_until_a_peer_speaks, teardown),
 		cmocka_unit_test_teardown(test_missed_goodbye_is_no_claim, teardown),
 		cmocka_unit_test_teardown(test_peers_lacking_hosts_shorten_the_unheard, teardown),
+		cmocka_unit_test_teardown(test_unheard_kept_when_the_silence_may_be_ours, teardown),
 		cmocka_unit_test_teardown(test_fetch_keeps_lossy_peers, teardown),
 		cmocka_unit_test_teardown(test_fetch_moves_on, teardown),
 		cmocka_unit_test_teardown(test_fetch_silence_of_a_replier, teardown),

@@ -223,8 +223,9 @@ static struct departed_fewer *fewer_value(struct departed_fewer *v, const struct
 
 /* Keep the endpoints of @p's scope (@fabric) not heard since the mark
  * until @until_ms: unheard for two rounds, two announces were lost or the
- * host left. Not when our own receive path dropped datagrams since the
- * mark (the silence may be ours), nor when far more are unheard than the
+ * host left. Not when our own receive path dropped more than 1 % of the
+ * announces since the mark (the silence may be ours: a busy node drops a
+ * few, and must still mend), nor when far more are unheard than the
  * @lacked hosts of our @hosts that the peers lack (the same, unseen: a
  * starved node). */
 static unsigned shorten_unheard(struct fabric_port *p, bool fabric, uint64_t lacked, uint64_t hosts,
@@ -233,22 +234,24 @@ static unsigned shorten_unheard(struct fabric_port *p, bool fabric, uint64_t lac
 	struct fabric *f = p->f;
 	int scope = fabric_scope(p, fabric);
 	unsigned endpoints, unheard;
-	uint64_t most;
+	uint64_t most, drops = fabric_rx_drops(f) - f->departed.drops_at_mark;
 
-	if (fabric_rx_drops(f) != f->departed.drops_at_mark) {
-		log_debug("fabric: datagrams dropped here since the mark: no host found silent");
-		return 0;
-	}
 	unheard = store_count_unheard(f->store, scope, &endpoints);
 	if (!unheard)
 		return 0;
+	/* two announces of each endpoint at least since the mark */
+	if (drops * 100 > 2 * (uint64_t)endpoints) {
+		log_info("fabric: %llu datagrams dropped here in two rounds: no host on %s found "
+			 "silent (the silence may be ours)",
+			 (unsigned long long)drops, p->ep->cfg.label);
+		return 0;
+	}
 	/* twice the lacked hosts' share of the endpoints, and 2 % for the
 	 * live hosts whose two announces in a row were lost */
 	most = 2 * lacked * endpoints / hosts + endpoints / 50 + 1;
 	if (unheard > most) {
 		log_info("fabric: %u of %u endpoints on %s not heard for two rounds, peers lack "
-			 "%llu "
-			 "hosts: kept (the silence may be ours)",
+			 "%llu hosts: kept (the silence may be ours)",
 			 unheard, endpoints, p->ep->cfg.label, (unsigned long long)lacked);
 		return 0;
 	}

@@ -27,8 +27,9 @@
  * digest, of fewer hosts than its own. It marks every learned endpoint; at
  * the next such agreement two announce rounds or more later, those it has
  * not heard since are kept only until their next announce could come (two
- * rounds more), not for addr_ttl; unless its own receive path dropped
- * datagrams meanwhile, or far more are unheard than the peers lack. Which hosts the peers lack,
+ * rounds more), not for addr_ttl; unless its own receive path dropped more
+ * than 1 % of the announces due meanwhile, or far more are unheard than
+ * the peers lack. Which hosts the peers lack,
  * their digests cannot tell when more than one; that the hosts which left are silent, and the live
  * ones announce, can. Nor are the peers asked to be complete or quiet: a peer's digests that no one
  * explains keep every node that hears them incomplete and DISTURBED, until the peer forgets.

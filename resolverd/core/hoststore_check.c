@@ -179,7 +179,9 @@ static int check_hosts(struct host_store *s)
 				if (at >= 0 && hs_at(s, at) == h && slot_kidx(s->slots[at]) == j)
 					slots++;
 			}
-			if (slots != h->n_indexed || check_ring(s, h))
+			/* only learned endpoints are marked unheard */
+			if (slots != h->n_indexed || check_ring(s, h) ||
+			    (h->unheard && h->origin != IBRES_ORIGIN_FABRIC))
 				return -EUCLEAN;
 		}
 	for (struct host *h = s->lru_head; h; h = h->lru_next) {

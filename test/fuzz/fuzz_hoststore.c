@@ -643,6 +643,19 @@ static void step(struct fstate *s)
 		b = take(s);
 		s->now += b == 255 ? 1000000 : (uint64_t)b * 37;
 		break;
+	case 14:
+		/* the missed GOODBYEs' mark, and the check that follows */
+		b = take(s);
+		if (b & 1) {
+			store_mark_unheard(&s->s);
+		} else {
+			unsigned eps;
+
+			store_shorten_unheard(&s->s, (int)((b >> 1) % 5) - 1,
+					      s->now + (uint64_t)(b >> 4) * 37);
+			check(store_count_unheard(&s->s, STORE_ALL_FABRICS, &eps) == 0);
+		}
+		break;
 	default:
 		op_walk(s);
 		break;

@@ -223,8 +223,9 @@ void store_mark_unheard(struct host_store *s);
 /* Of the learned endpoints heard on local fabric @fabric (STORE_ALL_FABRICS:
  * all), how many are still marked; their number in @endpoints. */
 unsigned store_count_unheard(const struct host_store *s, int fabric, unsigned *endpoints);
-/* Those still marked expire at @until_ms at the latest, and every mark is
- * cleared. Returns the endpoints whose expiry moved. */
+/* Those of them still marked expire at @until_ms at the latest (the
+ * observer is told once a host), and every mark is cleared. Returns the
+ * endpoints whose expiry moved. */
 unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_ms);
 /* Remove every endpoint with port GID @gid, every partition of the port
  * (it left the subnet), unless LOCAL/STATIC. Returns the keys removed. */

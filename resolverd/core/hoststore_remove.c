@@ -55,28 +55,26 @@ unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_
 {
 	unsigned n = 0;
 
-	/* the mark is left on the endpoints whose expiry moved, to tell the
-	 * observer once a host: it writes a host of several endpoints whole */
 	for (unsigned i = 0; i <= s->ident_mask; i++)
 		for (struct host *e = s->idents[i]; e; e = e->id_next) {
+			bool moved = false;
+
 			if (!e->unheard)
 				continue;
-			if (!in_scope(e, fabric) || e->expires_ms <= until_ms) {
-				e->unheard = 0;
-				continue;
-			}
-			e->expires_ms = until_ms;
-			n++;
-		}
-	for (unsigned i = 0; n && i <= s->ident_mask; i++)
-		for (struct host *e = s->idents[i]; e; e = e->id_next) {
-			if (!e->unheard)
-				continue;
-			hs_expiry_moved(s, e);
-			e->unheard = 0;
-			for (struct host *o = host_next_endpoint(e, e); o;
-			     o = host_next_endpoint(e, o))
+			/* its host's endpoints at once: the observer is told
+			 * once a host, and writes it whole */
+			for (struct host *o = e; o; o = host_next_endpoint(e, o)) {
+				if (!o->unheard)
+					continue;
 				o->unheard = 0;
+				if (!in_scope(o, fabric) || o->expires_ms <= until_ms)
+					continue;
+				o->expires_ms = until_ms;
+				moved = true;
+				n++;
+			}
+			if (moved)
+				hs_expiry_moved(s, e);
 		}
 	return n;
 }

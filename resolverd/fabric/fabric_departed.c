@@ -222,35 +222,40 @@ static struct departed_fewer *fewer_value(struct departed_fewer *v, const struct
 }
 
 /* Keep the endpoints of @p's scope (@fabric) not heard since the mark
- * until @until_ms: unheard for two rounds, two announces were lost or the
- * host left. Not when our own receive path dropped more than 1 % of the
- * announces since the mark (the silence may be ours: a busy node drops a
- * few, and must still mend), nor when far more are unheard than the
- * @lacked hosts of our @hosts that the peers lack (the same, unseen: a
- * starved node). */
+ * until @until_ms: unheard for DEPARTED_UNHEARD_ROUNDS, as many announces
+ * were lost or the host left. Not when our own receive path dropped more
+ * than 1 % of the announces due since the mark (the silence may be ours: a
+ * busy node drops a few, and must still mend), nor when far more are
+ * unheard than the @lacked hosts of our @hosts that the peers lack (the
+ * same, unseen: a starved node). */
 static unsigned shorten_unheard(struct fabric_port *p, bool fabric, uint64_t lacked, uint64_t hosts,
 				uint64_t until_ms)
 {
 	struct fabric *f = p->f;
+	struct fabric_departed *dp = &f->departed;
 	int scope = fabric_scope(p, fabric);
 	unsigned endpoints, unheard;
-	uint64_t most, drops = fabric_rx_drops(f) - f->departed.drops_at_mark;
+	/* the receive path's drops as fabric_digest.c's tick read them */
+	uint64_t most, due, drops = f->dg.drops_seen;
 
+	/* counters that went back (a port opened again): all the more ours */
+	drops = drops >= dp->drops_at_mark ? drops - dp->drops_at_mark : UINT64_MAX / 100;
 	unheard = store_count_unheard(f->store, scope, &endpoints);
 	if (!unheard)
 		return 0;
-	/* two announces of each endpoint at least since the mark */
-	if (drops * 100 > 2 * (uint64_t)endpoints) {
-		log_info("fabric: %llu datagrams dropped here in two rounds: no host on %s found "
+	/* an announce of each endpoint a round at least since the mark */
+	due = (uint64_t)endpoints * ((now_ms() - dp->marked_ms) / p->rule.round_ms);
+	if (drops * 100 > due) {
+		log_info("fabric: %llu datagrams dropped here since the mark: no host on %s found "
 			 "silent (the silence may be ours)",
 			 (unsigned long long)drops, p->ep->cfg.label);
 		return 0;
 	}
-	/* twice the lacked hosts' share of the endpoints, and 2 % for the
-	 * live hosts whose two announces in a row were lost */
+	/* twice the lacked hosts' share of the endpoints, and 2 % and one for
+	 * the live hosts whose announces in a row were lost */
 	most = 2 * lacked * endpoints / hosts + endpoints / 50 + 1;
 	if (unheard > most) {
-		log_info("fabric: %u of %u endpoints on %s not heard for two rounds, peers lack "
+		log_info("fabric: %u of %u endpoints on %s not heard since the mark, peers lack "
 			 "%llu hosts: kept (the silence may be ours)",
 			 unheard, endpoints, p->ep->cfg.label, (unsigned long long)lacked);
 		return 0;
@@ -290,18 +295,19 @@ void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
 	if (v->n < k_peers)
 		return;
 	v->n = 0;
-	if (dp->marked && now - dp->marked_ms < 2 * round)
-		return; /* live, a host announced twice since the mark */
+	if (dp->marked && now - dp->marked_ms < DEPARTED_UNHEARD_ROUNDS * round)
+		return; /* a live host has not yet announced that often since the mark */
 	if (dp->marked)
-		n = shorten_unheard(p, fabric, own->hosts - d->hosts, own->hosts, now + 2 * round);
+		n = shorten_unheard(p, fabric, own->hosts - d->hosts, own->hosts,
+				    now + DEPARTED_UNHEARD_ROUNDS * round);
 	store_mark_unheard(f->store);
 	dp->marked = true;
 	dp->marked_ms = now;
-	dp->drops_at_mark = fabric_rx_drops(f);
+	dp->drops_at_mark = f->dg.drops_seen;
 	if (!n)
 		return;
 	dp->shortened += n;
 	log_info("fabric: peers agree on %u hosts on %s, we hold %llu: %u endpoints not heard "
-		 "for two rounds kept only until their next announce",
+		 "since the mark kept only until their next announce",
 		 d->hosts, p->ep->cfg.label, (unsigned long long)own->hosts, n);
 }

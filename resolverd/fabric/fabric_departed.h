@@ -24,15 +24,17 @@
  *
  * The peer that missed GOODBYEs (one or many: a rack switched off on a
  * lossy fabric) hears K distinct peers past their start-up send the same
- * digest, of fewer hosts than its own. It marks every learned endpoint; at
- * the next such agreement two announce rounds or more later, those it has
- * not heard since are kept only until their next announce could come (two
- * rounds more), not for addr_ttl; unless its own receive path dropped more
- * than 1 % of the announces due meanwhile, or far more are unheard than
- * the peers lack. Which hosts the peers lack,
- * their digests cannot tell when more than one; that the hosts which left are silent, and the live
- * ones announce, can. Nor are the peers asked to be complete or quiet: a peer's digests that no one
- * explains keep every node that hears them incomplete and DISTURBED, until the peer forgets.
+ * digest, of fewer hosts than its own. It marks every learned endpoint it
+ * heard announce; at the next such agreement DEPARTED_UNHEARD_ROUNDS
+ * announce rounds or more later, those it has not heard since are kept
+ * only until their next announce could come (as many rounds more), not for
+ * addr_ttl; unless its own receive path dropped more than 1 % of the
+ * announces due meanwhile, or far more are unheard than the peers lack.
+ * Which hosts the peers lack, their digests cannot tell when more than
+ * one; that the hosts which left are silent, and the live ones announce,
+ * can. Nor are the peers asked to be complete or quiet: a peer's digests
+ * that no one explains keep every node that hears them incomplete and
+ * DISTURBED, until the peer forgets.
  */
 #ifndef IBRESD_FABRIC_DEPARTED_H
 #define IBRESD_FABRIC_DEPARTED_H
@@ -52,6 +54,11 @@
  * least negative_ttl: until then the resolver does not ask the name
  * again); twice as long after each further one, at most an announce round. */
 #define DEPARTED_FRESH_MS 10000
+
+/* Rounds an endpoint marked unheard must stay so to be found silent (a
+ * live host announces at least once a round: as many announces lost), and
+ * rounds it is kept then (as many more). */
+#define DEPARTED_UNHEARD_ROUNDS 2
 
 /* Peers whose word on one departed host was found stale, remembered. */
 #define DEPARTED_BY 8
@@ -130,9 +137,10 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 /* Peer digest @d, from the host named @sender, heard on @p and compared
  * with @own, holds fewer hosts. When K distinct peers past their start-up
  * sent that same digest within a round: the first time, every learned
- * endpoint is marked; two rounds or more after the mark, the endpoints of
- * @d's scope not heard since it are kept only until their next announce
- * could come (two rounds), and every endpoint is marked again. */
+ * endpoint heard announcing is marked; DEPARTED_UNHEARD_ROUNDS or more
+ * after the mark, the endpoints of @d's scope not heard since it are kept
+ * only until their next announce could come (as many rounds), and every
+ * endpoint is marked again. */
 void fabric_departed_fewer(struct fabric_port *p, const struct fw_digest *d,
 			   const struct store_digest *own, const char *sender);
 

@@ -257,7 +257,7 @@ void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum)
 	}
 }
 
-uint64_t fabric_rx_drops(const struct fabric *f)
+static uint64_t rx_drops(const struct fabric *f)
 {
 	struct transport_rx_stats s;
 
@@ -373,7 +373,7 @@ static void burst_check(struct fabric *f, uint64_t now)
 static void on_tick(struct loop_timer *t)
 {
 	struct fabric *f = container_of(t, struct fabric, dg.tick);
-	uint64_t drops = fabric_rx_drops(f), now = now_ms();
+	uint64_t drops = rx_drops(f), now = now_ms();
 
 	/* the counters are the node's: every fabric may have lost them */
 	for (unsigned i = 0; drops > f->dg.drops_seen && i < f->n_ports; i++)
@@ -403,7 +403,7 @@ void fabric_digest_start(struct fabric *f)
 {
 	rules_reset(f);
 	burst_begin(f);
-	f->dg.drops_seen = fabric_rx_drops(f);
+	f->dg.drops_seen = rx_drops(f);
 	f->dg.tick.cb = on_tick;
 	loop_timer_arm(f->loop, &f->dg.tick, now_ms() + DIGEST_TICK_MS);
 }

@@ -30,11 +30,8 @@ static const struct fw_range whole = {.lo = 0, .hi = UINT64_MAX, .parts = FW_PAR
  * burst fills it), or peers' answers must tell whether we were heard. */
 static bool wanted(const struct fabric *f)
 {
-	const struct ibres_config *cfg = f->cfg;
-
-	return cfg->announce_interval_s > 0 &&
-	       (uint64_t)cfg->announce_interval_s * 2 <= cfg->addr_ttl_s && f->dg.burst_checked &&
-	       now_ms() >= f->settled_ms && (fabric_digest_incomplete(f) || f->fx.doubt);
+	return fabric_directory_mode(f) && f->dg.burst_checked && now_ms() >= f->settled_ms &&
+	       (fabric_digest_incomplete(f) || f->fx.doubt);
 }
 
 /* A query's tid: random, its low bits left for the try (FETCH_TRY_MASK). */

@@ -187,7 +187,5 @@ void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 
 /* The transports' receive paths, summed (fabric_digest.c). */
 void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
-/* Datagrams this node's own receive path dropped, every port (counters). */
-uint64_t fabric_rx_drops(const struct fabric *f);
 
 #endif

@@ -614,6 +614,7 @@ static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_
 		return false;
 	h->expires_ms = deadline(now_ms, how->ttl_s);
 	h->unheard = 0;
+	h->announces |= how->announces;
 	if (how->seq)
 		h->seq = how->seq;
 	s->stats.inserts++;
@@ -684,6 +685,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		return -ENOMEM;
 	nh->rails = how->rails;
 	nh->seq = how->seq ? how->seq : old && old->origin == origin ? old->seq : 0;
+	nh->announces = how->announces || (old && old->origin == origin && old->announces);
 	nk = h_nkeys(nh);
 	if (slots_reserve(s, nk) < 0 || idents_reserve(s) < 0) {
 		free(nh);

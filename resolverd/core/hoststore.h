@@ -196,6 +196,9 @@ struct store_put {
 	/* the sender's announce number (fabric DIGEST item); 0: none said, a
 	 * refresh keeps the one it had */
 	uint32_t seq;
+	/* the sender announces every round (it sent its digest, multicast or
+	 * in a unicast answer); kept once said */
+	bool announces;
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
 		 uint64_t now_ms, struct host **out);
@@ -215,8 +218,8 @@ bool store_refresh(struct host_store *s, const struct ibres_hostrec *h, const st
 /* Remove the endpoint of port GID @gid and P_Key @pkey (its GOODBYE) unless
  * LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey);
-/* Mark every learned endpoint heard announcing (an announce number) as
- * unheard; hearing it again (a put) clears the mark. Peers lack hosts we
+/* Mark every learned endpoint of a daemon that announces (store_put.announces)
+ * as unheard; hearing it again (a put) clears the mark. Peers lack hosts we
  * hold: those that left, whose GOODBYE we missed, stay silent, and a live
  * host announces. */
 void store_mark_unheard(struct host_store *s);

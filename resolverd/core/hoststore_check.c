@@ -179,9 +179,10 @@ static int check_hosts(struct host_store *s)
 				if (at >= 0 && hs_at(s, at) == h && slot_kidx(s->slots[at]) == j)
 					slots++;
 			}
-			/* only learned endpoints are marked unheard */
+			/* only learned endpoints of announcing daemons are
+			 * marked unheard */
 			if (slots != h->n_indexed || check_ring(s, h) ||
-			    (h->unheard && h->origin != IBRES_ORIGIN_FABRIC))
+			    (h->unheard && (h->origin != IBRES_ORIGIN_FABRIC || !h->announces)))
 				return -EUCLEAN;
 		}
 	for (struct host *h = s->lru_head; h; h = h->lru_next) {

@@ -29,11 +29,12 @@ static bool in_scope(const struct host *e, int fabric)
 
 void store_mark_unheard(struct host_store *s)
 {
-	/* every endpoint is in one identity chain; only one heard announcing
-	 * (an announce number) is expected to be heard again within a round */
+	/* every endpoint is in one identity chain; only one of a daemon that
+	 * announces is expected to be heard again within a round (one heard
+	 * only in its unicast answer to our NEWCOMER is: its announces come) */
 	for (unsigned i = 0; i <= s->ident_mask; i++)
 		for (struct host *e = s->idents[i]; e; e = e->id_next)
-			e->unheard = e->origin == IBRES_ORIGIN_FABRIC && e->seq;
+			e->unheard = e->origin == IBRES_ORIGIN_FABRIC && e->announces;
 }
 
 unsigned store_count_unheard(const struct host_store *s, int fabric, unsigned *endpoints)

@@ -390,12 +390,13 @@ static void op_insert(struct fstate *s)
 	uint64_t rails = (o >> 4) & 1 ? 1 + (o >> 7) : 0;
 
 	ret = store_insert(&s->s, &h,
-			   &(struct store_put){ .origin = origin,
-						.heard_on = heard_on,
-						.rails = rails,
-						.ttl_s = ttl,
-						.grp_mtu = g & 7,
-						.grp_rate = g >> 3 },
+			   &(struct store_put){.origin = origin,
+					       .heard_on = heard_on,
+					       .rails = rails,
+					       .ttl_s = ttl,
+					       .grp_mtu = g & 7,
+					       .grp_rate = g >> 3,
+					       .announces = t >> 7},
 			   s->now, &out);
 	trace("insert origin %u ttl %u grp %u -> %d (%s)\n", origin, ttl, g & 7, ret,
 	      out ? "host" : "none");

@@ -312,8 +312,13 @@ def test_missed_goodbyes_are_forgotten(cluster_factory):
         for k in others:
             assert host(c.sock(k), name, cache_only=True)[0] == ST_ENODATA
     for name in names:
-        wait_until(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA, 70.0,
-                   what="node%d forgets %s" % (missed, name))
+        try:
+            wait_until(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA,
+                       70.0, what="node%d forgets %s" % (missed, name))
+        except AssertionError as e:
+            st = stats(c.sock(missed))
+            raise AssertionError("%s\n%s\n%s" % (
+                e, {k: v for k, v in st.items() if "departed" in k or "drop" in k}, c.logs()))
     assert stats(c.sock(missed))["fabric_departed_shortened"] == 2
     time.sleep(6)   # one more announce of node4's, now of the others' size
     for k in others + (missed,):

@@ -24,8 +24,9 @@
  *
  * The peer that missed GOODBYEs (one or many: a rack switched off on a
  * lossy fabric) hears K distinct peers past their start-up send the same
- * digest, of fewer hosts than its own. It marks every learned endpoint it
- * heard announce; at the next such agreement DEPARTED_UNHEARD_ROUNDS
+ * digest, of fewer hosts than its own. It marks every learned endpoint of
+ * a daemon that announces (heard in an ANNOUNCE with its digest, multicast
+ * or in its answer to our NEWCOMER); at the next such agreement DEPARTED_UNHEARD_ROUNDS
  * announce rounds or more later, those it has not heard since are kept
  * only until their next announce could come (as many rounds more), not for
  * addr_ttl; unless its own receive path dropped more than 1 % of the
@@ -137,7 +138,7 @@ bool fabric_departed_unanswered(struct fabric_port *p, const struct host_key *k,
 /* Peer digest @d, from the host named @sender, heard on @p and compared
  * with @own, holds fewer hosts. When K distinct peers past their start-up
  * sent that same digest within a round: the first time, every learned
- * endpoint heard announcing is marked; DEPARTED_UNHEARD_ROUNDS or more
+ * endpoint of a daemon that announces is marked; DEPARTED_UNHEARD_ROUNDS or more
  * after the mark, the endpoints of @d's scope not heard since it are kept
  * only until their next announce could come (as many rounds), and every
  * endpoint is marked again. */

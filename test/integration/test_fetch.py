@@ -38,7 +38,7 @@ from conftest import needs_root, run
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, ST_ENODATA, ST_SUCCESS,
                          cluster_factory, fabric_msg, group_items, host,  # noqa: F401 (fixture)
                          identity_items, send_datagrams, stamp_item, stats, tlv, wait_until)
-from nss_helpers import client_env
+from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401 (fixture)
 from test_lossy_boot import GROUP4, digest_item
 
 pytestmark = needs_root
@@ -283,7 +283,7 @@ def test_missed_goodbye_is_no_claim(cluster_factory):
 
 
 @pytest.mark.timeout(180)
-def test_missed_goodbyes_are_forgotten(cluster_factory):
+def test_missed_goodbyes_are_forgotten(cluster_factory, helpers):
     """A rack switched off on a lossy fabric: node4 misses the GOODBYEs of
     node3 and node5 but heard node6's, so the others' digests (two hosts
     fewer) are neither ours less one departed host nor less all of them.
@@ -291,7 +291,8 @@ def test_missed_goodbyes_are_forgotten(cluster_factory):
     marks every host, and two rounds later keeps those it has not heard
     since only two rounds more: both are forgotten within a few rounds, not
     after addr_ttl, and the others, whom its digests kept incomplete, are
-    complete again. The live hosts are kept."""
+    complete again. The live hosts are kept. The shared directory is told
+    the shorter expiry at once."""
     nodes, missed, gone = 6, 4, (3, 5)
     others = (1, 2)
     # addr_ttl far longer than the test: forgotten only by the rule
@@ -311,14 +312,29 @@ def test_missed_goodbyes_are_forgotten(cluster_factory):
             "node%d heard a GOODBYE: the test did not cut it off" % missed
         for k in others:
             assert host(c.sock(k), name, cache_only=True)[0] == ST_ENODATA
-    for name in names:
+
+    def waiting(pred, what):
         try:
-            wait_until(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA,
-                       70.0, what="node%d forgets %s" % (missed, name))
+            wait_until(pred, 70.0, what="node%d %s" % (missed, what))
         except AssertionError as e:
             st = stats(c.sock(missed))
             raise AssertionError("%s\n%s\n%s" % (
                 e, {k: v for k, v in st.items() if "departed" in k or "drop" in k}, c.logs()))
+
+    waiting(lambda: stats(c.sock(missed))["fabric_departed_shortened"] > 0, "shortens")
+    # the NSS module's answer from the shared directory (the daemon asked
+    # nothing) counts down from two rounds (5 s x 1.1 and the 1 s tick
+    # each: 13 s), not from addr_ttl
+    before = stats(c.sock(missed))["host_lookups"]
+    for name in names:
+        r = run([helpers["nss_call"], NSS_MODULE, "byname4", name, "0"],
+                env=client_env(socket_path=c.sock(missed)), timeout=60)
+        kv = parse_kv(r.stdout)
+        assert kv.get("status") == "SUCCESS" and 0 < int(kv["ttl"]) <= 13, (name, r.stdout)
+    assert stats(c.sock(missed))["host_lookups"] == before
+    for name in names:
+        waiting(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA,
+                "forgets %s" % name)
     assert stats(c.sock(missed))["fabric_departed_shortened"] == 2
     time.sleep(6)   # one more announce of node4's, now of the others' size
     for k in others + (missed,):

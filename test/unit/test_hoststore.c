@@ -887,6 +887,66 @@ static void test_refresh_unchanged_in_place(void **state)
 	store_fini(&s);
 }
 
+/* Only a learned endpoint of a daemon that announces is marked unheard
+ * (store_put.announces): said once, kept when a REPLY (no digest) refreshes
+ * or replaces it; hearing it clears the mark; the shortening moves the
+ * expiry of those still marked, in scope, and clears every mark. */
+static void test_unheard_marks_announcers(void **state)
+{
+	struct store_put how = {.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .ttl_s = 60};
+	struct ibres_hostrec a, b;
+	struct host *ea, *eb, *again;
+	struct host_store s;
+	unsigned eps;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 16), 0);
+	rec_init(&a, "a");
+	rec_gid(&a, "fe80::a");
+	rec_init(&b, "b");
+	rec_gid(&b, "fe80::b");
+	how.announces = true;
+	assert_int_equal(store_insert(&s, &a, &how, 1000, &ea), 0);
+	how.announces = false; /* a REPLY: no digest */
+	assert_int_equal(store_insert(&s, &b, &how, 1000, &eb), 0);
+	assert_int_equal(
+		insert_simple(&s, "c", "198.18.0.3", "fe80::c", IBRES_ORIGIN_STATIC, 0, 1000), 0);
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
+	assert_int_equal(eps, 2); /* learned ones only */
+	assert_int_equal(store_check(&s), 0);
+
+	/* a REPLY refreshes a: heard, and still an announcer */
+	assert_true(store_refresh(&s, &a, &how, 2000, NULL));
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
+	/* a REPLY replaces a (another QPN): still an announcer, not marked */
+	a.qpn = 99;
+	assert_int_equal(store_insert(&s, &a, &how, 3000, &again), 0);
+	assert_ptr_not_equal(again, ea);
+	ea = again;
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
+	/* b announces: marked from now on */
+	how.announces = true;
+	assert_true(store_refresh(&s, &b, &how, 4000, NULL));
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 2);
+	/* out of scope (heard on local endpoint 0, not 1): nothing moves,
+	 * every mark is cleared */
+	assert_int_equal(store_shorten_unheard(&s, 1, 5000), 0);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	store_mark_unheard(&s);
+	assert_int_equal(store_shorten_unheard(&s, 0, 5000), 2);
+	assert_int_equal(host_expires_ms(ea), 5000);
+	assert_int_equal(host_expires_ms(eb), 5000);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	assert_int_equal(store_check(&s), 0);
+	store_fini(&s);
+}
+
 /* A host is identified by gids[0], else its first name, else its first IPv4,
  * IPv6 address, else its LID: a record of a known identity replaces the
  * host; a record of another identity only takes the keys it lists. */
@@ -3782,6 +3842,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_keys_in_record),
 		cmocka_unit_test(test_refresh_same_host),
 		cmocka_unit_test(test_refresh_unchanged_in_place),
+		cmocka_unit_test(test_unheard_marks_announcers),
 		cmocka_unit_test(test_identity_rules),
 		cmocka_unit_test(test_ttl_expiry_lookup),
 		cmocka_unit_test(test_ttl_expiry_sweep),

@@ -267,9 +267,10 @@ def test_missed_goodbye_is_no_claim(cluster_factory):
         assert moved["fabric_departed_explained"] >= 1, (k, moved)
         # asked where node5 is, and node5 there: no answer, which is no loss,
         # and that peer's word is stale for 10 s (before: four sessions a
-        # second, and a loss each); two sessions each time at most
+        # second, and a loss each); two sessions each time at most, and two
+        # more at the window's edges (a busy machine here saw 10 in 37.8 s)
         assert moved["fabric_departed_confirmed"] >= 1, (k, moved)
-        assert moved["fabric_fetch_sessions"] <= 2 + 2 * window / 10, (k, window, moved)
+        assert moved["fabric_fetch_sessions"] <= 4 + 2 * window / 10, (k, window, moved)
         assert moved["fabric_fetch_losses"] == 0, (k, moved)
         assert moved["fabric_hints_unanswered"] == 0, (k, moved)
         assert moved["fabric_digest_mismatches"] == 0, (k, moved)

@@ -890,7 +890,8 @@ static void test_refresh_unchanged_in_place(void **state)
 /* Only a learned endpoint of a daemon that announces is marked unheard
  * (store_put.announces): said once, kept when a REPLY (no digest) refreshes
  * or replaces it; hearing it clears the mark; the shortening moves the
- * expiry of those still marked, in scope, and clears every mark. */
+ * expiry of those still marked, in scope, tells the observer (the shared
+ * directory) of each, and clears every mark. */
 static void test_unheard_marks_announcers(void **state)
 {
 	struct store_put how = {.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .ttl_s = 60};
@@ -901,6 +902,8 @@ static void test_unheard_marks_announcers(void **state)
 
 	(void)state;
 	assert_int_equal(store_init(&s, 16), 0);
+	store_observe(
+		&s, &(struct store_observer){.put = count_put_unchanged, .refresh = count_refresh});
 	rec_init(&a, "a");
 	rec_gid(&a, "fe80::a");
 	rec_init(&b, "b");
@@ -936,10 +939,13 @@ static void test_unheard_marks_announcers(void **state)
 	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 2);
 	/* out of scope (heard on local endpoint 0, not 1): nothing moves,
 	 * every mark is cleared */
+	refreshes_seen = 0;
 	assert_int_equal(store_shorten_unheard(&s, 1, 5000), 0);
 	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	assert_int_equal(refreshes_seen, 0);
 	store_mark_unheard(&s);
 	assert_int_equal(store_shorten_unheard(&s, 0, 5000), 2);
+	assert_int_equal(refreshes_seen, 2);
 	assert_int_equal(host_expires_ms(ea), 5000);
 	assert_int_equal(host_expires_ms(eb), 5000);
 	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);

@@ -196,8 +196,9 @@ struct store_put {
 	/* the sender's announce number (fabric DIGEST item); 0: none said, a
 	 * refresh keeps the one it had */
 	uint32_t seq;
-	/* the sender announces periodically (an ANNOUNCE with its digest,
-	 * multicast or its unicast answer to a NEWCOMER); kept once said */
+	/* the sender announces periodically (its datagram's ANNOUNCES flag,
+	 * or from a daemon before the flag an ANNOUNCE with its digest);
+	 * kept once said */
 	bool announces;
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,

@@ -40,7 +40,7 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 		if (!fabric_port_up(p))
 			continue;
 		fabric_msg_init(p, &m, type, tid);
-		m.flags = flags;
+		m.flags |= flags;
 		if (type == FW_ANNOUNCE)
 			fabric_digest_put(p, &m, false, false);
 		if (flags & FW_FLAG_NEWCOMER) {

@@ -31,6 +31,8 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->tid = tid;
+	if (p->f->cfg->announce_interval_s)
+		m->flags = FW_FLAG_ANNOUNCES;
 	m->sender = p->ep->cfg.id;
 	m->sender.ttl = p->f->cfg->addr_ttl_s;
 	m->n_rails = endpoint_rails(p->f->eps, p->ep, m->rails);

@@ -29,8 +29,12 @@ enum fw_type {
 };
 
 enum fw_flags {
-	FW_FLAG_HMAC = 1 << 0,    /* a 32-byte HMAC-SHA256 trailer follows the items */
+	FW_FLAG_HMAC = 1 << 0,	   /* a 32-byte HMAC-SHA256 trailer follows the items */
 	FW_FLAG_NEWCOMER = 1 << 1, /* ANNOUNCE at start-up: peers answer with their identity */
+	/* the sender announces periodically (announce_interval not 0), on
+	 * every datagram: a host learned from its REQUEST or REPLY alone is
+	 * one whose silence means it left. Daemons before it never set it */
+	FW_FLAG_ANNOUNCES = 1 << 2,
 };
 
 /* Item types of the fabric protocol (beside the host record's, 1..24). */

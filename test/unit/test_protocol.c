@@ -1010,6 +1010,8 @@ static void test_owner_replies(void **state)
 		assert_int_equal(s->to.len, from.len);
 		assert_memory_equal(&s->to.ss, &from.ss, from.len);
 		assert_int_equal(s->m.type, FW_REPLY);
+		/* announcements off: our silence says nothing */
+		assert_int_equal(s->m.flags, 0);
 		assert_int_equal(s->m.tid, 0x1000 + i);
 		assert_true(s->m.has_chosen);
 		assert_int_equal(s->m.chosen.mtu, MTU_4096); /* the best common group */
@@ -1037,6 +1039,15 @@ static void test_owner_replies(void **state)
 	deliver(&m, 4);
 	assert_int_equal(fake.n_sent, 6);
 	assert_peer_stored(4);
+
+	/* a node that announces says so in its REPLY too: a host learned from
+	 * it alone is one whose silence means it left */
+	stop();
+	start(DIRECTORY, NULL);
+	peer_request(&m, 2, 0x4000, key_name("node1"));
+	deliver(&m, 2);
+	assert_int_equal(last_sent()->m.type, FW_REPLY);
+	assert_int_equal(last_sent()->m.flags, FW_FLAG_ANNOUNCES);
 }
 
 /* First come, first served: a second identity claiming a live peer's name,
@@ -1183,7 +1194,7 @@ static void test_startup_announces(void **state)
 		a[i] = nth_sent(FW_ANNOUNCE, i);
 		assert_false(a[i]->ucast);
 		assert_int_equal(a[i]->group, 0);
-		assert_int_equal(a[i]->m.flags, FW_FLAG_NEWCOMER);
+		assert_int_equal(a[i]->m.flags, FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES);
 		assert_int_equal(a[i]->m.tid, a[0]->m.tid);
 		assert_is_us(&a[i]->m.sender);
 	}
@@ -1200,7 +1211,7 @@ static void test_startup_announces(void **state)
 	assert_in_range(a[3]->at_ms - a[2]->at_ms, 9000, 10999);
 	assert_in_range(a[4]->at_ms - a[3]->at_ms, 9000, 10999);
 	for (unsigned i = 3; i < 5; i++) {
-		assert_int_equal(a[i]->m.flags, 0);
+		assert_int_equal(a[i]->m.flags, FW_FLAG_ANNOUNCES);
 		assert_int_equal(a[i]->m.tid, 0);
 		assert_is_us(&a[i]->m.sender);
 	}
@@ -1220,7 +1231,7 @@ static void test_startup_one_newcomer_once_heard(void **state)
 	advance_to(START_MS + 100);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
 	a = nth_sent(FW_ANNOUNCE, 0);
-	assert_int_equal(a->m.flags, FW_FLAG_NEWCOMER);
+	assert_int_equal(a->m.flags, FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES);
 	announce_from(2); /* a peer's answer */
 	advance_to(START_MS + 2000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
@@ -1230,7 +1241,7 @@ static void test_startup_one_newcomer_once_heard(void **state)
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
 	advance_to(a->at_ms + 12000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 2);
-	assert_int_equal(nth_sent(FW_ANNOUNCE, 1)->m.flags, 0);
+	assert_int_equal(nth_sent(FW_ANNOUNCE, 1)->m.flags, FW_FLAG_ANNOUNCES);
 	assert_int_equal(counter("fabric_announces_sent"), 2);
 }
 
@@ -1264,7 +1275,7 @@ static void test_newcomer_answered(void **state)
 	assert_true(s->ucast);
 	assert_memory_equal(&s->to.ss, &from.ss, from.len);
 	assert_int_equal(s->m.type, FW_ANNOUNCE);
-	assert_int_equal(s->m.flags, 0);
+	assert_int_equal(s->m.flags, FW_FLAG_ANNOUNCES);
 	assert_is_us(&s->m.sender);
 	assert_peer_stored(2);
 
@@ -1612,7 +1623,8 @@ static void test_reload_announcements(void **state)
 	assert_true(fabric_may_query(ctx.fabric, &k));
 	assert_int_equal(count_sent(FW_ANNOUNCE), 6);
 	for (unsigned i = 3; i < 6; i++) {
-		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags, FW_FLAG_NEWCOMER);
+		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags,
+				 FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES);
 		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.tid, nth_sent(FW_ANNOUNCE, 3)->m.tid);
 	}
 	assert_int_not_equal(nth_sent(FW_ANNOUNCE, 3)->m.tid, burst);
@@ -1620,7 +1632,7 @@ static void test_reload_announcements(void **state)
 	assert_false(fabric_may_query(ctx.fabric, &k));
 	advance(11000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 7);
-	assert_int_equal(last_sent()->m.flags, 0);
+	assert_int_equal(last_sent()->m.flags, FW_FLAG_ANNOUNCES);
 }
 
 /* The transport's QPN (the ib transport's UD QP) is the endpoint's: in the
@@ -2083,9 +2095,22 @@ static void announce_without(unsigned n, uint32_t seq, const char *const *gone, 
 #define UNHEARD_FLAGS                                                                              \
 	(FW_DIGEST_RANGES | FW_DIGEST_FABRIC | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)
 
+/* Peer @n asks the fabric for a name not ours (we store it), saying it
+ * announces (@flags FW_FLAG_ANNOUNCES) or not (0). */
+static void overheard_request(unsigned n, uint16_t flags)
+{
+	struct fw_msg m;
+
+	peer_request(&m, n, 0x7700 + n, key_name("node99"));
+	m.flags = flags;
+	deliver(&m, n);
+}
+
 /* Peers node2-node7 announce, node7 only in unicast answers (to our
  * NEWCOMER: it started first, and left before its first periodic
- * announce reached us). */
+ * announce reached us). node8 is heard only in its requests, which say
+ * it announces (we missed its announces); node9, whose announcements are
+ * off, only in its requests. */
 static void peers_announce_round(uint32_t seq)
 {
 	static const char *const none[] = {NULL};
@@ -2093,6 +2118,8 @@ static void peers_announce_round(uint32_t seq)
 	for (unsigned n = 2; n <= 6; n++)
 		announce_with(n, seq, NULL);
 	announce_without(7, seq, none, UNHEARD_FLAGS | FW_DIGEST_UNICAST);
+	overheard_request(8, FW_FLAG_ANNOUNCES);
+	overheard_request(9, 0);
 }
 
 /* Peers node2-node7 announce, we are complete; they announce once more,
@@ -2117,24 +2144,28 @@ static uint64_t peers_then_mark(const char *const *gone)
 	return fake_now;
 }
 
-/* We missed the GOODBYEs of node2 and node7 (two: no one term tells which
- * hosts the peers lack; node7 was heard only in unicast answers). K distinct peers past their
- * start-up agreeing on a digest of fewer hosts make the store mark every endpoint; at the next
- * agreement two rounds or more later, those not heard since are kept only
- * until their next announce could come: node2 and node7, and node6 too,
- * which lives but whose announces were lost; it announces and is kept. A
+/* We missed the GOODBYEs of node2, node7 and node8 (three: no one term
+ * tells which hosts the peers lack; node7 was heard only in unicast
+ * answers, node8 only in its requests). K distinct peers past their
+ * start-up agreeing on a digest of fewer hosts make the store mark every
+ * endpoint of a daemon that announces; at the next agreement two rounds or
+ * more later, those not heard since are kept only until their next
+ * announce could come: node2, node7 and node8, and node6 too, which lives
+ * but whose announces were lost; it announces and is kept. node9, which
+ * does not announce, is never marked: its silence says nothing. A
  * peer still in its start-up does not count, nor one whose digest differs
  * (a peer that lags); one that is DISTURBED or counts itself incomplete
  * does (a claim no one explains disturbs every peer that hears it). */
 static void test_peers_lacking_hosts_shorten_the_unheard(void **state)
 {
-	static const char *const gone[] = {"node2", "node7", NULL};
+	static const char *const gone[] = {"node2", "node7", "node8", NULL};
 	static const char *const lags[] = {"node2", NULL};
-	uint64_t round = UNHEARD_ROUND_MS, marked;
+	uint64_t round = UNHEARD_ROUND_MS, marked, node9;
 	uint8_t flags = UNHEARD_FLAGS;
 
 	(void)state;
 	marked = peers_then_mark(gone);
+	node9 = host_expires_ms(find(key_name("node9")));
 	/* two rounds on; node3-5 announce, node6's announces are lost */
 	advance(round);
 	for (unsigned n = 3; n <= 5; n++)
@@ -2146,10 +2177,12 @@ static void test_peers_lacking_hosts_shorten_the_unheard(void **state)
 	announce_without(5, 6, gone, flags & ~FW_DIGEST_SETTLED);
 	assert_int_equal(counter("fabric_departed_shortened"), 0);
 	announce_without(4, 8, gone, flags);
-	assert_int_equal(counter("fabric_departed_shortened"), 3);
+	assert_int_equal(counter("fabric_departed_shortened"), 4);
 	assert_int_equal(host_expires_ms(find(key_name("node2"))), fake_now + 2 * round);
 	assert_int_equal(host_expires_ms(find(key_name("node7"))), fake_now + 2 * round);
+	assert_int_equal(host_expires_ms(find(key_name("node8"))), fake_now + 2 * round);
 	assert_int_equal(host_expires_ms(find(key_name("node6"))), fake_now + 2 * round);
+	assert_int_equal(host_expires_ms(find(key_name("node9"))), node9);
 	assert_int_equal(host_expires_ms(find(key_name("node3"))),
 			 marked + 2 * round + 100 + 60 * 1000);
 	/* node6 announces: its TTL again */
@@ -2159,8 +2192,10 @@ static void test_peers_lacking_hosts_shorten_the_unheard(void **state)
 	advance(2 * round);
 	assert_null(find(key_name("node2")));
 	assert_null(find(key_name("node7")));
+	assert_null(find(key_name("node8")));
 	for (unsigned n = 3; n <= 6; n++)
 		assert_peer_stored(n);
+	assert_peer_stored(9);
 }
 
 /* The silence may be ours: datagrams our receive path dropped since the

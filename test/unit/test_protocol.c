@@ -1863,6 +1863,43 @@ static void answer_last_query(struct fw_msg *m, unsigned n, uint32_t hosts, uint
 		m->n_sums = q->m.range.parts;
 }
 
+/* At the burst's check, a claim still unmet is a loss (datagrams were
+ * lost: fabric_rx_drops_detected), unless it is quiet: the peer holds more
+ * only of a host that said goodbye to us (node5), which it missed. A claim
+ * of a host we never heard (node9) is one. (The peer answers no range
+ * query, so that the fetch, which would ask it, counts no loss of its
+ * own.) */
+static void test_burst_check_quiet_claim_is_no_loss(void **state)
+{
+	static const char *const extra[] = {"node5", "node9"};
+	struct store_digest own;
+	struct fw_msg m;
+
+	(void)state;
+	for (unsigned lost = 0; lost < 2; lost++) {
+		start(DIRECTORY, NULL);
+		advance(500);
+		announce_from(3);
+		announce_from(5);
+		peer_msg(&m, FW_GOODBYE, 5, 0);
+		deliver(&m, 5);
+		assert_peer_absent(5);
+		store_fabric_digest(&ctx.store, 0, &own);
+		peer_msg(&m, FW_ANNOUNCE, 2, 0);
+		m.has_digest = true;
+		m.digest = (struct fw_digest){.hosts = (uint32_t)own.hosts + 2,
+					      .sum = own.sum + name_term("node2") +
+						     name_term(extra[lost]),
+					      .seq = 1,
+					      .flags = FW_DIGEST_FABRIC};
+		deliver(&m, 2);
+		assert_int_equal(counter("fabric_rx_drops_detected"), 0);
+		advance_to(START_MS + 4000);
+		assert_int_equal(counter("fabric_rx_drops_detected"), lost);
+		stop();
+	}
+}
+
 /* A node that holds no peer at its burst's check is complete, alone (the
  * first node of a cluster). The first peer's digest makes it incomplete (its
  * NEWCOMERs and every answer may have been lost at a lossy boot): its answer
@@ -3096,6 +3133,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
 		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),
 		cmocka_unit_test_teardown(test_alone_until_a_peer_speaks, teardown),
+		cmocka_unit_test_teardown(test_burst_check_quiet_claim_is_no_loss, teardown),
 		cmocka_unit_test_teardown(test_missed_goodbye_is_no_claim, teardown),
 		cmocka_unit_test_teardown(test_peers_lacking_hosts_shorten_the_unheard, teardown),
 		cmocka_unit_test_teardown(test_unheard_kept_when_the_silence_may_be_ours, teardown),

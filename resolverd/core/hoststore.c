@@ -598,6 +598,24 @@ void hs_expiry_moved(struct host_store *s, struct host *h)
 	}
 }
 
+/* Whether @h's daemon announces, from @how and what @before (the same
+ * endpoint, or the one @h replaces; may be NULL) knew: a daemon that says
+ * it on every datagram is taken at its word each time; one before the
+ * flag said it only in its ANNOUNCEs, and is taken to announce from its
+ * first on. */
+static void take_announces(struct host *h, const struct store_put *how, const struct host *before)
+{
+	bool said = before && before->says_announces, was = before && before->announces;
+
+	if (how->announces) {
+		h->announces = 1;
+		h->says_announces = how->says;
+	} else {
+		h->announces = !said && was;
+		h->says_announces = said;
+	}
+}
+
 /* A learned endpoint heard again as it is, every key in place: only its
  * expiry and announce number move. Most of a boot storm's datagrams repeat
  * what the first one taught (bench/RESULTS.md), and so does every periodic
@@ -614,7 +632,7 @@ static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_
 		return false;
 	h->expires_ms = deadline(now_ms, how->ttl_s);
 	h->unheard = 0;
-	h->announces |= how->announces;
+	take_announces(h, how, h);
 	if (how->seq)
 		h->seq = how->seq;
 	s->stats.inserts++;
@@ -685,7 +703,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		return -ENOMEM;
 	nh->rails = how->rails;
 	nh->seq = how->seq ? how->seq : old && old->origin == origin ? old->seq : 0;
-	nh->announces = how->announces || (old && old->origin == origin && old->announces);
+	take_announces(nh, how, old && old->origin == origin ? old : NULL);
 	nk = h_nkeys(nh);
 	if (slots_reserve(s, nk) < 0 || idents_reserve(s) < 0) {
 		free(nh);

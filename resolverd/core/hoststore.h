@@ -198,8 +198,12 @@ struct store_put {
 	uint32_t seq;
 	/* the sender announces periodically (its datagram's ANNOUNCES flag,
 	 * or from a daemon before the flag an ANNOUNCE with its digest);
-	 * kept once said */
+	 * kept once said, unless the daemon says it on every datagram */
 	bool announces;
+	/* the datagram carried the ANNOUNCES flag: its daemon says on every
+	 * datagram whether it announces, so one without the flag from it
+	 * means it stopped (announce_interval set to 0) */
+	bool says;
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,
 		 uint64_t now_ms, struct host **out);

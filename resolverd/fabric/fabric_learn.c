@@ -177,8 +177,9 @@ static struct store_put put_of(struct fabric_port *p, const struct fw_msg *m, in
 		/* it says so on every datagram; a daemon before the flag
 		 * sends an ANNOUNCE with its digest (multicast, or its
 		 * unicast answer to a NEWCOMER) only if it announces */
-		.announces = (m->flags & FW_FLAG_ANNOUNCES) ||
-			     (m->type == FW_ANNOUNCE && m->has_digest)};
+		.announces =
+			(m->flags & FW_FLAG_ANNOUNCES) || (m->type == FW_ANNOUNCE && m->has_digest),
+		.says = m->flags & FW_FLAG_ANNOUNCES};
 
 	/* a sender may ask for a shorter lifetime, never a longer one */
 	if (m->sender.ttl && m->sender.ttl < ttl)

@@ -31,7 +31,7 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->tid = tid;
-	if (p->f->cfg->announce_interval_s)
+	if (fabric_announcing(p->f))
 		m->flags = FW_FLAG_ANNOUNCES;
 	m->sender = p->ep->cfg.id;
 	m->sender.ttl = p->f->cfg->addr_ttl_s;

@@ -396,7 +396,8 @@ static void op_insert(struct fstate *s)
 					       .ttl_s = ttl,
 					       .grp_mtu = g & 7,
 					       .grp_rate = g >> 3,
-					       .announces = t >> 7},
+					       .announces = t >> 7,
+					       .says = (t >> 6 & t >> 7) & 1},
 			   s->now, &out);
 	trace("insert origin %u ttl %u grp %u -> %d (%s)\n", origin, ttl, g & 7, ret,
 	      out ? "host" : "none");

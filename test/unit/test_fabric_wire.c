@@ -60,10 +60,13 @@ static void roundtrip(const uint8_t *key, size_t key_len)
 		/* what a node with a key sends: a freshness stamp */
 		m.has_stamp = key != NULL;
 		m.stamp = key ? 0x0006543210fedcbaULL + i : 0;
+		/* the sender's flags are kept beside the HMAC's */
+		m.flags = FW_FLAG_ANNOUNCES | (types[i] == FW_ANNOUNCE ? FW_FLAG_NEWCOMER : 0);
 		len = fw_encode(&m, key, key_len, buf, sizeof(buf));
 		assert_true(len > FW_HDR_LEN);
 		assert_int_equal(fw_decode(buf, (size_t)len, key, key_len, &out), FW_OK);
 		assert_int_equal(out.type, m.type);
+		assert_int_equal(out.flags, m.flags | (key ? FW_FLAG_HMAC : 0));
 		assert_true(out.tid == m.tid);
 		assert_string_equal(out.sender.names[1], "node1.cluster");
 		assert_memory_equal(out.sender.gids[0], m.sender.gids[0], 16);

@@ -953,6 +953,59 @@ static void test_unheard_marks_announcers(void **state)
 	store_fini(&s);
 }
 
+/* A daemon that says on every datagram whether it announces (the fabric's
+ * ANNOUNCES flag, store_put.says) is taken at its word each time: once it
+ * stops (announce_interval 0), its silence says nothing, and it is not
+ * marked; one before the flag, whose ANNOUNCE alone said so, is taken to
+ * announce from then on (a rollback to it too). */
+static void test_unheard_follows_the_flag(void **state)
+{
+	struct store_put how = {.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .ttl_s = 60};
+	struct ibres_hostrec d;
+	struct host *ed;
+	struct host_store s;
+	unsigned eps;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 16), 0);
+	rec_init(&d, "d");
+	rec_gid(&d, "fe80::d");
+	how.announces = how.says = true;
+	assert_int_equal(store_insert(&s, &d, &how, 1000, &ed), 0);
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
+
+	/* its announcements turned off: a REQUEST without the flag */
+	how.announces = how.says = false;
+	assert_true(store_refresh(&s, &d, &how, 2000, NULL));
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	assert_int_equal(eps, 1);
+	assert_int_equal(store_check(&s), 0);
+	/* and still off when it is replaced (another QPN) */
+	d.qpn = 77;
+	assert_int_equal(store_insert(&s, &d, &how, 3000, &ed), 0);
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+
+	/* on again: marked */
+	how.announces = how.says = true;
+	assert_true(store_refresh(&s, &d, &how, 4000, NULL));
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
+
+	/* rolled back to a daemon before the flag: its ANNOUNCE says it
+	 * announces, and its REPLY after it keeps that */
+	how.says = false;
+	assert_true(store_refresh(&s, &d, &how, 5000, NULL));
+	how.announces = false;
+	assert_true(store_refresh(&s, &d, &how, 6000, NULL));
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
+	assert_int_equal(store_check(&s), 0);
+	store_fini(&s);
+}
+
 /* A host is identified by gids[0], else its first name, else its first IPv4,
  * IPv6 address, else its LID: a record of a known identity replaces the
  * host; a record of another identity only takes the keys it lists. */
@@ -3849,6 +3902,7 @@ int main(void)
 		cmocka_unit_test(test_refresh_same_host),
 		cmocka_unit_test(test_refresh_unchanged_in_place),
 		cmocka_unit_test(test_unheard_marks_announcers),
+		cmocka_unit_test(test_unheard_follows_the_flag),
 		cmocka_unit_test(test_identity_rules),
 		cmocka_unit_test(test_ttl_expiry_lookup),
 		cmocka_unit_test(test_ttl_expiry_sweep),

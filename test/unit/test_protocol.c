@@ -1175,13 +1175,15 @@ static void test_no_directory(void **state)
 		assert_int_equal(count_sent(FW_REQUEST), 0);
 		assert_int_equal(lookup(&w, key_name("node8"), NULL), LOOKUP_WAIT);
 		assert_int_equal(count_sent(FW_REQUEST), 1);
+		/* it announces all the same (at 60 s), and says so */
+		assert_int_equal(nth_sent(FW_REQUEST, 0)->m.flags, i ? FW_FLAG_ANNOUNCES : 0);
 		stop();
 	}
 }
 
 /* Start-up: three NEWCOMER announcements of one burst, the first within
  * 100 ms, the others settle_time / 4 ± 10% apart; then one every
- * announce_interval ± 10% without the flag. */
+ * announce_interval ± 10% without the NEWCOMER flag. */
 static void test_startup_announces(void **state)
 {
 	const struct sent_dgram *a[5];
@@ -1613,6 +1615,8 @@ static void test_reload_announcements(void **state)
 	advance(1000);
 	assert_int_equal(w.status, -ETIMEDOUT);
 	assert_int_equal(count_sent(FW_REQUEST), 3);
+	/* announcements off at once: no datagram says it announces */
+	assert_int_equal(nth_sent(FW_REQUEST, 0)->m.flags, 0);
 
 	parse_config(&cfg, &hosts, DIRECTORY, NULL);
 	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
@@ -2146,8 +2150,9 @@ static void overheard_request(unsigned n, uint16_t flags)
 /* Peers node2-node7 announce, node7 only in unicast answers (to our
  * NEWCOMER: it started first, and left before its first periodic
  * announce reached us). node8 is heard only in its requests, which say
- * it announces (we missed its announces); node9, whose announcements are
- * off, only in its requests. */
+ * it announces (we missed its announces); node9 only in its requests,
+ * which said it announces and, after the first round, that it no longer
+ * does (its announce_interval set to 0 by a reload). */
 static void peers_announce_round(uint32_t seq)
 {
 	static const char *const none[] = {NULL};
@@ -2156,7 +2161,7 @@ static void peers_announce_round(uint32_t seq)
 		announce_with(n, seq, NULL);
 	announce_without(7, seq, none, UNHEARD_FLAGS | FW_DIGEST_UNICAST);
 	overheard_request(8, FW_FLAG_ANNOUNCES);
-	overheard_request(9, 0);
+	overheard_request(9, seq == 1 ? FW_FLAG_ANNOUNCES : 0);
 }
 
 /* Peers node2-node7 announce, we are complete; they announce once more,
@@ -2189,7 +2194,7 @@ static uint64_t peers_then_mark(const char *const *gone)
  * more later, those not heard since are kept only until their next
  * announce could come: node2, node7 and node8, and node6 too, which lives
  * but whose announces were lost; it announces and is kept. node9, which
- * does not announce, is never marked: its silence says nothing. A
+ * no longer announces, is not marked: its silence says nothing. A
  * peer still in its start-up does not count, nor one whose digest differs
  * (a peer that lags); one that is DISTURBED or counts itself incomplete
  * does (a claim no one explains disturbs every peer that hears it). */
@@ -2236,8 +2241,8 @@ static void test_peers_lacking_hosts_shorten_the_unheard(void **state)
 }
 
 /* The silence may be ours: datagrams our receive path dropped since the
- * mark, or far more endpoints unheard than the peers lack hosts (node6 and
- * node7 silent too, the peers lacking node2 alone). Nothing moves; the
+ * mark, or far more endpoints unheard than the peers lack hosts (node6,
+ * node7 and node8 silent too, the peers lacking node2 alone). Nothing moves; the
  * store is marked again. */
 static void test_unheard_kept_when_the_silence_may_be_ours(void **state)
 {

@@ -599,21 +599,30 @@ void hs_expiry_moved(struct host_store *s, struct host *h)
 }
 
 /* Whether @h's daemon announces, from @how and what @before (the same
- * endpoint, or the one @h replaces; may be NULL) knew: a daemon that says
- * it on every datagram is taken at its word each time; one before the
- * flag said it only in its ANNOUNCEs, and is taken to announce from its
- * first on. */
+ * endpoint, or the one @h replaces; may be NULL) knew: a datagram that
+ * says it is taken at its word; a daemon before that said it only in its
+ * ANNOUNCEs, and is taken to announce from its first on. A daemon
+ * announces on all its ports or none, so what one endpoint's datagram said
+ * holds for its host's every endpoint (ring_announces()). */
 static void take_announces(struct host *h, const struct store_put *how, const struct host *before)
 {
-	bool said = before && before->says_announces, was = before && before->announces;
+	h->announces = how->announces || (!how->says && before && before->announces);
+}
 
-	if (how->announces) {
-		h->announces = 1;
-		h->says_announces = how->says;
-	} else {
-		h->announces = !said && was;
-		h->says_announces = said;
-	}
+/* After take_announces() of ring member @h: a datagram that said it (or an
+ * old daemon's ANNOUNCE) tells the whole host; one that said nothing takes
+ * the host's word. (A multicast ANNOUNCE sent before a reload to 0 may be
+ * read after a later unicast datagram: then it announces for us until its
+ * next datagram.) */
+static void ring_announces(struct host *h, const struct store_put *how)
+{
+	bool told = how->says || how->announces;
+
+	for (struct host *e = h->sib_next; e && e != h; e = e->sib_next)
+		if (told)
+			e->announces = h->announces;
+		else
+			h->announces |= e->announces;
 }
 
 /* A learned endpoint heard again as it is, every key in place: only its
@@ -633,6 +642,7 @@ static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_
 	h->expires_ms = deadline(now_ms, how->ttl_s);
 	h->unheard = 0;
 	take_announces(h, how, h);
+	ring_announces(h, how);
 	if (how->seq)
 		h->seq = how->seq;
 	s->stats.inserts++;
@@ -735,6 +745,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		changed += hs_host_remove(s, old);
 	}
 	join_host(s, nh);
+	ring_announces(nh, how);
 	if (grp_mtu) {
 		nh->grp_mtu = grp_mtu;
 		nh->grp_rate = grp_rate;

@@ -196,13 +196,13 @@ struct store_put {
 	/* the sender's announce number (fabric DIGEST item); 0: none said, a
 	 * refresh keeps the one it had */
 	uint32_t seq;
-	/* the sender announces periodically (its datagram's ANNOUNCES flag,
-	 * or from a daemon before the flag an ANNOUNCE with its digest);
-	 * kept once said, unless the daemon says it on every datagram */
+	/* the sender announces periodically: said by its datagram (@says),
+	 * or, from a daemon before that, by an ANNOUNCE with its digest
+	 * (false here says nothing) */
 	bool announces;
-	/* the datagram carried the ANNOUNCES flag: its daemon says on every
-	 * datagram whether it announces, so one without the flag from it
-	 * means it stopped (announce_interval set to 0) */
+	/* the datagram says whether its sender announces (@announces), as
+	 * every datagram of a daemon since the fabric's SAYS_ANNOUNCES flag
+	 * does: taken for its whole host each time */
 	bool says;
 };
 int store_insert(struct host_store *s, const struct ibres_hostrec *h, const struct store_put *how,

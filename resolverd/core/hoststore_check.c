@@ -114,8 +114,8 @@ static int check_slots(struct host_store *s)
 	return 0;
 }
 
-/* A ring closes within the store's hosts, and its members share origin and
- * canonical name. */
+/* A ring closes within the store's hosts, and its members share origin,
+ * canonical name and whether their daemon announces. */
 static int check_ring(const struct host_store *s, const struct host *h)
 {
 	uint64_t n = 0;
@@ -124,7 +124,8 @@ static int check_ring(const struct host_store *s, const struct host *h)
 		return 0;
 	for (const struct host *e = h->sib_next; e != h; e = e->sib_next)
 		if (!e || ++n >= s->stats.hosts || e->origin != h->origin || !h->rails ||
-		    e->rails != h->rails || !hs_same_canonical(e, h))
+		    e->rails != h->rails || e->announces != h->announces ||
+		    !hs_same_canonical(e, h))
 			return -EUCLEAN;
 	return n ? 0 : -EUCLEAN;
 }

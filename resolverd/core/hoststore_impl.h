@@ -73,9 +73,8 @@ struct host {
 	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
 	uint32_t seq;	   /* its last announce number heard (store_put.seq); 0: none */
 	uint16_t lid, pkey;
-	uint8_t origin : 5;
+	uint8_t origin : 6;
 	uint8_t announces : 1; /* heard from a daemon that announces (store_put.announces) */
-	uint8_t says_announces : 1; /* its daemon says whether, every datagram (store_put.says) */
 	uint8_t unheard : 1;   /* learned, and not heard since store_mark_unheard() */
 	uint8_t grp_mtu, grp_rate;
 	uint8_t n_names, n_v4, n_v6, n_gids;

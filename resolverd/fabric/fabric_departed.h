@@ -25,8 +25,8 @@
  * The peer that missed GOODBYEs (one or many: a rack switched off on a
  * lossy fabric) hears K distinct peers past their start-up send the same
  * digest, of fewer hosts than its own. It marks every learned endpoint of
- * a daemon that announces (heard in an ANNOUNCE with its digest, multicast
- * or in its answer to our NEWCOMER); at the next such agreement DEPARTED_UNHEARD_ROUNDS
+ * a daemon that announces (its datagrams say so; an older daemon's
+ * ANNOUNCE with its digest did); at the next such agreement DEPARTED_UNHEARD_ROUNDS
  * announce rounds or more later, those it has not heard since are kept
  * only until their next announce could come (as many rounds more), not for
  * addr_ttl; unless its own receive path dropped more than 1 % of the

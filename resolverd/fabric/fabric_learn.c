@@ -174,12 +174,13 @@ static struct store_put put_of(struct fabric_port *p, const struct fw_msg *m, in
 		/* multicast numbers only: they arrive in order
 		 * (digest_seq_gap) */
 		.seq = m->has_digest && !(m->digest.flags & FW_DIGEST_UNICAST) ? m->digest.seq : 0,
-		/* it says so on every datagram; a daemon before the flag
+		/* it says so on every datagram; a daemon before the flags
 		 * sends an ANNOUNCE with its digest (multicast, or its
 		 * unicast answer to a NEWCOMER) only if it announces */
-		.announces =
-			(m->flags & FW_FLAG_ANNOUNCES) || (m->type == FW_ANNOUNCE && m->has_digest),
-		.says = m->flags & FW_FLAG_ANNOUNCES};
+		.says = m->flags & FW_FLAG_SAYS_ANNOUNCES,
+		.announces = m->flags & FW_FLAG_SAYS_ANNOUNCES
+				     ? m->flags & FW_FLAG_ANNOUNCES
+				     : m->type == FW_ANNOUNCE && m->has_digest};
 
 	/* a sender may ask for a shorter lifetime, never a longer one */
 	if (m->sender.ttl && m->sender.ttl < ttl)

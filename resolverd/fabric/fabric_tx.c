@@ -31,8 +31,7 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->tid = tid;
-	if (fabric_announcing(p->f))
-		m->flags = FW_FLAG_ANNOUNCES;
+	m->flags = FW_FLAG_SAYS_ANNOUNCES | (fabric_announcing(p->f) ? FW_FLAG_ANNOUNCES : 0);
 	m->sender = p->ep->cfg.id;
 	m->sender.ttl = p->f->cfg->addr_ttl_s;
 	m->n_rails = endpoint_rails(p->f->eps, p->ep, m->rails);

@@ -35,6 +35,10 @@ enum fw_flags {
 	 * every datagram: a host learned from its REQUEST or REPLY alone is
 	 * one whose silence means it left. Daemons before it never set it */
 	FW_FLAG_ANNOUNCES = 1 << 2,
+	/* the sender says on every datagram whether it announces (bit 2):
+	 * without bit 2 it does not (announce_interval 0). Set by every
+	 * daemon since the two bits; a datagram without it says nothing */
+	FW_FLAG_SAYS_ANNOUNCES = 1 << 3,
 };
 
 /* Item types of the fabric protocol (beside the host record's, 1..24). */

@@ -273,7 +273,7 @@ static void send_msg(uint8_t type)
 	m.groups[0] = (struct fw_group){ 4, 3 };
 	m.groups[1] = (struct fw_group){ 5, 7 };
 	m.n_groups = take() % 3;
-	m.flags = take() & (FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES);
+	m.flags = take() & (FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES | FW_FLAG_SAYS_ANNOUNCES);
 	m.tid = take();
 	/* a NEWCOMER's UP: listening since before or after our announces */
 	if ((m.flags & FW_FLAG_NEWCOMER) && (take() & 1)) {

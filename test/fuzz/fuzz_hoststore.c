@@ -397,7 +397,7 @@ static void op_insert(struct fstate *s)
 					       .grp_mtu = g & 7,
 					       .grp_rate = g >> 3,
 					       .announces = t >> 7,
-					       .says = (t >> 6 & t >> 7) & 1},
+					       .says = t >> 6 & 1},
 			   s->now, &out);
 	trace("insert origin %u ttl %u grp %u -> %d (%s)\n", origin, ttl, g & 7, ret,
 	      out ? "host" : "none");

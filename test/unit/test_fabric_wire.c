@@ -61,7 +61,8 @@ static void roundtrip(const uint8_t *key, size_t key_len)
 		m.has_stamp = key != NULL;
 		m.stamp = key ? 0x0006543210fedcbaULL + i : 0;
 		/* the sender's flags are kept beside the HMAC's */
-		m.flags = FW_FLAG_ANNOUNCES | (types[i] == FW_ANNOUNCE ? FW_FLAG_NEWCOMER : 0);
+		m.flags = FW_FLAG_SAYS_ANNOUNCES | FW_FLAG_ANNOUNCES |
+			  (types[i] == FW_ANNOUNCE ? FW_FLAG_NEWCOMER : 0);
 		len = fw_encode(&m, key, key_len, buf, sizeof(buf));
 		assert_true(len > FW_HDR_LEN);
 		assert_int_equal(fw_decode(buf, (size_t)len, key, key_len, &out), FW_OK);

@@ -953,59 +953,6 @@ static void test_unheard_marks_announcers(void **state)
 	store_fini(&s);
 }
 
-/* A daemon that says on every datagram whether it announces (the fabric's
- * ANNOUNCES flag, store_put.says) is taken at its word each time: once it
- * stops (announce_interval 0), its silence says nothing, and it is not
- * marked; one before the flag, whose ANNOUNCE alone said so, is taken to
- * announce from then on (a rollback to it too). */
-static void test_unheard_follows_the_flag(void **state)
-{
-	struct store_put how = {.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .ttl_s = 60};
-	struct ibres_hostrec d;
-	struct host *ed;
-	struct host_store s;
-	unsigned eps;
-
-	(void)state;
-	assert_int_equal(store_init(&s, 16), 0);
-	rec_init(&d, "d");
-	rec_gid(&d, "fe80::d");
-	how.announces = how.says = true;
-	assert_int_equal(store_insert(&s, &d, &how, 1000, &ed), 0);
-	store_mark_unheard(&s);
-	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
-
-	/* its announcements turned off: a REQUEST without the flag */
-	how.announces = how.says = false;
-	assert_true(store_refresh(&s, &d, &how, 2000, NULL));
-	store_mark_unheard(&s);
-	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
-	assert_int_equal(eps, 1);
-	assert_int_equal(store_check(&s), 0);
-	/* and still off when it is replaced (another QPN) */
-	d.qpn = 77;
-	assert_int_equal(store_insert(&s, &d, &how, 3000, &ed), 0);
-	store_mark_unheard(&s);
-	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
-
-	/* on again: marked */
-	how.announces = how.says = true;
-	assert_true(store_refresh(&s, &d, &how, 4000, NULL));
-	store_mark_unheard(&s);
-	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
-
-	/* rolled back to a daemon before the flag: its ANNOUNCE says it
-	 * announces, and its REPLY after it keeps that */
-	how.says = false;
-	assert_true(store_refresh(&s, &d, &how, 5000, NULL));
-	how.announces = false;
-	assert_true(store_refresh(&s, &d, &how, 6000, NULL));
-	store_mark_unheard(&s);
-	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 1);
-	assert_int_equal(store_check(&s), 0);
-	store_fini(&s);
-}
-
 /* A host is identified by gids[0], else its first name, else its first IPv4,
  * IPv6 address, else its LID: a record of a known identity replaces the
  * host; a record of another identity only takes the keys it lists. */
@@ -3407,6 +3354,71 @@ static unsigned n_endpoints(const struct host *h)
 	return n;
 }
 
+/* A datagram that says whether its daemon announces (the fabric's
+ * SAYS_ANNOUNCES flag, store_put.says) is taken at its word, for its host's
+ * every endpoint (a daemon announces on all its ports or none): once it
+ * stops (announce_interval 0), its silence says nothing and it is not
+ * marked. One that says nothing (an old daemon's REPLY) takes the host's
+ * word; an old daemon's ANNOUNCE said it announces, from then on. */
+static void test_unheard_follows_the_word(void **state)
+{
+	struct store_put how = {
+		.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .rails = 7, .ttl_s = 60};
+	struct ibres_hostrec r0, r1;
+	struct host *e0, *e1;
+	struct host_store s;
+	unsigned eps;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 16), 0);
+	rail_rec(&r0, "nodeD", 4, 0);
+	rail_rec(&r1, "nodeD", 4, 1);
+	how.says = how.announces = true;
+	assert_int_equal(store_insert(&s, &r0, &how, 1000, &e0), 0);
+	/* rail 1 first heard in a datagram that says nothing: the host's word */
+	how.says = how.announces = false;
+	how.heard_on = 2;
+	assert_int_equal(store_insert(&s, &r1, &how, 1000, &e1), 0);
+	assert_int_equal(n_endpoints(e0), 2);
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 2);
+	check(&s);
+
+	/* turned off: one REQUEST on rail 1 says so, for both rails */
+	how.says = true;
+	assert_true(store_refresh(&s, &r1, &how, 2000, NULL));
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	assert_int_equal(eps, 2);
+	check(&s);
+	/* rail 0 replaced (another QPN) by a datagram that says nothing: off */
+	how.says = false;
+	how.heard_on = 1;
+	r0.qpn = 77;
+	assert_int_equal(store_insert(&s, &r0, &how, 3000, &e0), 0);
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	check(&s);
+
+	/* on again: an announce on rail 0 tells both */
+	how.says = how.announces = true;
+	assert_true(store_refresh(&s, &r0, &how, 4000, NULL));
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 2);
+
+	/* rolled back to a daemon before the flags: its ANNOUNCE says it
+	 * announces (says false, announces true), its REPLY after it nothing */
+	how.says = false;
+	assert_true(store_refresh(&s, &r0, &how, 5000, NULL));
+	how.announces = false;
+	how.heard_on = 2;
+	assert_true(store_refresh(&s, &r1, &how, 6000, NULL));
+	store_mark_unheard(&s);
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 2);
+	check(&s);
+	store_fini(&s);
+}
+
 static struct host *lk_lid(struct host_store *s, uint16_t lid, uint8_t fabric)
 {
 	struct host_key k;
@@ -3902,7 +3914,7 @@ int main(void)
 		cmocka_unit_test(test_refresh_same_host),
 		cmocka_unit_test(test_refresh_unchanged_in_place),
 		cmocka_unit_test(test_unheard_marks_announcers),
-		cmocka_unit_test(test_unheard_follows_the_flag),
+		cmocka_unit_test(test_unheard_follows_the_word),
 		cmocka_unit_test(test_identity_rules),
 		cmocka_unit_test(test_ttl_expiry_lookup),
 		cmocka_unit_test(test_ttl_expiry_sweep),

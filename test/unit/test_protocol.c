@@ -203,6 +203,9 @@ static bool started;
 
 /* Announcements off: every miss is asked on the fabric. */
 #define ANNOUNCE_OFF "retries = 2\nannounce_interval = 0\n"
+/* Every datagram says whether its sender announces (the header's flags). */
+#define SAYS_ON	 (FW_FLAG_SAYS_ANNOUNCES | FW_FLAG_ANNOUNCES)
+#define SAYS_OFF FW_FLAG_SAYS_ANNOUNCES
 /* Announcements every 10 s, at most half of addr_ttl: the directory rule. */
 #define DIRECTORY "retries = 2\nannounce_interval = 10s\n"
 
@@ -1011,7 +1014,7 @@ static void test_owner_replies(void **state)
 		assert_memory_equal(&s->to.ss, &from.ss, from.len);
 		assert_int_equal(s->m.type, FW_REPLY);
 		/* announcements off: our silence says nothing */
-		assert_int_equal(s->m.flags, 0);
+		assert_int_equal(s->m.flags, SAYS_OFF);
 		assert_int_equal(s->m.tid, 0x1000 + i);
 		assert_true(s->m.has_chosen);
 		assert_int_equal(s->m.chosen.mtu, MTU_4096); /* the best common group */
@@ -1047,7 +1050,7 @@ static void test_owner_replies(void **state)
 	peer_request(&m, 2, 0x4000, key_name("node1"));
 	deliver(&m, 2);
 	assert_int_equal(last_sent()->m.type, FW_REPLY);
-	assert_int_equal(last_sent()->m.flags, FW_FLAG_ANNOUNCES);
+	assert_int_equal(last_sent()->m.flags, SAYS_ON);
 }
 
 /* First come, first served: a second identity claiming a live peer's name,
@@ -1176,7 +1179,7 @@ static void test_no_directory(void **state)
 		assert_int_equal(lookup(&w, key_name("node8"), NULL), LOOKUP_WAIT);
 		assert_int_equal(count_sent(FW_REQUEST), 1);
 		/* it announces all the same (at 60 s), and says so */
-		assert_int_equal(nth_sent(FW_REQUEST, 0)->m.flags, i ? FW_FLAG_ANNOUNCES : 0);
+		assert_int_equal(nth_sent(FW_REQUEST, 0)->m.flags, i ? SAYS_ON : SAYS_OFF);
 		stop();
 	}
 }
@@ -1196,7 +1199,7 @@ static void test_startup_announces(void **state)
 		a[i] = nth_sent(FW_ANNOUNCE, i);
 		assert_false(a[i]->ucast);
 		assert_int_equal(a[i]->group, 0);
-		assert_int_equal(a[i]->m.flags, FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES);
+		assert_int_equal(a[i]->m.flags, FW_FLAG_NEWCOMER | SAYS_ON);
 		assert_int_equal(a[i]->m.tid, a[0]->m.tid);
 		assert_is_us(&a[i]->m.sender);
 	}
@@ -1213,7 +1216,7 @@ static void test_startup_announces(void **state)
 	assert_in_range(a[3]->at_ms - a[2]->at_ms, 9000, 10999);
 	assert_in_range(a[4]->at_ms - a[3]->at_ms, 9000, 10999);
 	for (unsigned i = 3; i < 5; i++) {
-		assert_int_equal(a[i]->m.flags, FW_FLAG_ANNOUNCES);
+		assert_int_equal(a[i]->m.flags, SAYS_ON);
 		assert_int_equal(a[i]->m.tid, 0);
 		assert_is_us(&a[i]->m.sender);
 	}
@@ -1233,7 +1236,7 @@ static void test_startup_one_newcomer_once_heard(void **state)
 	advance_to(START_MS + 100);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
 	a = nth_sent(FW_ANNOUNCE, 0);
-	assert_int_equal(a->m.flags, FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES);
+	assert_int_equal(a->m.flags, FW_FLAG_NEWCOMER | SAYS_ON);
 	announce_from(2); /* a peer's answer */
 	advance_to(START_MS + 2000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
@@ -1243,7 +1246,7 @@ static void test_startup_one_newcomer_once_heard(void **state)
 	assert_int_equal(count_sent(FW_ANNOUNCE), 1);
 	advance_to(a->at_ms + 12000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 2);
-	assert_int_equal(nth_sent(FW_ANNOUNCE, 1)->m.flags, FW_FLAG_ANNOUNCES);
+	assert_int_equal(nth_sent(FW_ANNOUNCE, 1)->m.flags, SAYS_ON);
 	assert_int_equal(counter("fabric_announces_sent"), 2);
 }
 
@@ -1277,7 +1280,7 @@ static void test_newcomer_answered(void **state)
 	assert_true(s->ucast);
 	assert_memory_equal(&s->to.ss, &from.ss, from.len);
 	assert_int_equal(s->m.type, FW_ANNOUNCE);
-	assert_int_equal(s->m.flags, FW_FLAG_ANNOUNCES);
+	assert_int_equal(s->m.flags, SAYS_ON);
 	assert_is_us(&s->m.sender);
 	assert_peer_stored(2);
 
@@ -1615,8 +1618,9 @@ static void test_reload_announcements(void **state)
 	advance(1000);
 	assert_int_equal(w.status, -ETIMEDOUT);
 	assert_int_equal(count_sent(FW_REQUEST), 3);
-	/* announcements off at once: no datagram says it announces */
-	assert_int_equal(nth_sent(FW_REQUEST, 0)->m.flags, 0);
+	/* announcements off at once: every datagram says it does not announce */
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(nth_sent(FW_REQUEST, i)->m.flags, SAYS_OFF);
 
 	parse_config(&cfg, &hosts, DIRECTORY, NULL);
 	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
@@ -1627,8 +1631,7 @@ static void test_reload_announcements(void **state)
 	assert_true(fabric_may_query(ctx.fabric, &k));
 	assert_int_equal(count_sent(FW_ANNOUNCE), 6);
 	for (unsigned i = 3; i < 6; i++) {
-		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags,
-				 FW_FLAG_NEWCOMER | FW_FLAG_ANNOUNCES);
+		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags, FW_FLAG_NEWCOMER | SAYS_ON);
 		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.tid, nth_sent(FW_ANNOUNCE, 3)->m.tid);
 	}
 	assert_int_not_equal(nth_sent(FW_ANNOUNCE, 3)->m.tid, burst);
@@ -1636,7 +1639,7 @@ static void test_reload_announcements(void **state)
 	assert_false(fabric_may_query(ctx.fabric, &k));
 	advance(11000);
 	assert_int_equal(count_sent(FW_ANNOUNCE), 7);
-	assert_int_equal(last_sent()->m.flags, FW_FLAG_ANNOUNCES);
+	assert_int_equal(last_sent()->m.flags, SAYS_ON);
 }
 
 /* The transport's QPN (the ib transport's UD QP) is the endpoint's: in the
@@ -2137,7 +2140,7 @@ static void announce_without(unsigned n, uint32_t seq, const char *const *gone, 
 	(FW_DIGEST_RANGES | FW_DIGEST_FABRIC | FW_DIGEST_SETTLED | FW_DIGEST_PAST_SETTLE)
 
 /* Peer @n asks the fabric for a name not ours (we store it), saying it
- * announces (@flags FW_FLAG_ANNOUNCES) or not (0). */
+ * announces (@flags SAYS_ON) or not (SAYS_OFF), or says nothing (0). */
 static void overheard_request(unsigned n, uint16_t flags)
 {
 	struct fw_msg m;
@@ -2160,8 +2163,8 @@ static void peers_announce_round(uint32_t seq)
 	for (unsigned n = 2; n <= 6; n++)
 		announce_with(n, seq, NULL);
 	announce_without(7, seq, none, UNHEARD_FLAGS | FW_DIGEST_UNICAST);
-	overheard_request(8, FW_FLAG_ANNOUNCES);
-	overheard_request(9, seq == 1 ? FW_FLAG_ANNOUNCES : 0);
+	overheard_request(8, SAYS_ON);
+	overheard_request(9, seq == 1 ? SAYS_ON : SAYS_OFF);
 }
 
 /* Peers node2-node7 announce, we are complete; they announce once more,

@@ -610,19 +610,21 @@ static void take_announces(struct host *h, const struct store_put *how, const st
 }
 
 /* After take_announces() of ring member @h: a datagram that said it (or an
- * old daemon's ANNOUNCE) tells the whole host; one that said nothing takes
- * the host's word. (A multicast ANNOUNCE sent before a reload to 0 may be
- * read after a later unicast datagram: then it announces for us until its
- * next datagram.) */
+ * old daemon's ANNOUNCE) tells the whole host; one that said nothing keeps
+ * what any of the host's endpoints knew (@h's own word may come from the
+ * identity it replaced). (A multicast ANNOUNCE sent before a reload to 0
+ * may be read after a later unicast datagram: then it announces for us
+ * until its next datagram.) */
 static void ring_announces(struct host *h, const struct store_put *how)
 {
-	bool told = how->says || how->announces;
+	bool any = h->announces;
 
+	if (!how->says && !how->announces)
+		for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
+			any |= e->announces;
+	h->announces = any;
 	for (struct host *e = h->sib_next; e && e != h; e = e->sib_next)
-		if (told)
-			e->announces = h->announces;
-		else
-			h->announces |= e->announces;
+		e->announces = any;
 }
 
 /* A learned endpoint heard again as it is, every key in place: only its

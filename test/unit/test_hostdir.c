@@ -1074,20 +1074,27 @@ static unsigned check_order(const uint8_t *m)
 }
 
 /* Look key @key up in @m as a reader that knows IBDIR_ORDERED does, and as
- * one that probes to an empty slot: both give @want. */
+ * one that probes to an empty slot: both give @want. A miss of the latter
+ * probes on where the former stops, and may meet a run longer than
+ * IBDIR_PROBES_MAX at 7/8 taken or a slot that says ask (its record lists
+ * two keys of one hash), as the generation's random seed falls: it asks
+ * the daemon then (-EAGAIN), never a wrong answer. */
 static void look_both(const void *m, size_t size, uint16_t type, const void *key, size_t len,
 		      int want)
 {
 	uint64_t buf[IBDIR_REC_MAX / 8];
 	struct ibdir_geom g;
 	struct ibdir_view v;
+	int got;
 
 	assert_int_equal(ibdir_geom_read(m, size, &g), 0);
 	assert_int_equal(ibdir_find(m, size, &g, now_ms(), type, key, len, buf, sizeof(buf), &v),
 			 want);
 	g.flags &= ~IBDIR_ORDERED;
-	assert_int_equal(ibdir_find(m, size, &g, now_ms(), type, key, len, buf, sizeof(buf), &v),
-			 want);
+	got = ibdir_find(m, size, &g, now_ms(), type, key, len, buf, sizeof(buf), &v);
+	if (want == -ENODATA && got == -EAGAIN)
+		return;
+	assert_int_equal(got, want);
 }
 
 /* Hosts come, leave and move their records (some outgrow their blocks)

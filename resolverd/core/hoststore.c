@@ -612,8 +612,9 @@ static void take_announces(struct host *h, const struct store_put *how, const st
 /* After take_announces() of ring member @h: a datagram that said it (or an
  * old daemon's ANNOUNCE) tells the whole host; one that said nothing keeps
  * what any of the host's endpoints knew (@h's own word may come from the
- * identity it replaced). (A multicast ANNOUNCE sent before a reload to 0
- * may be read after a later unicast datagram: then it announces for us
+ * identity it replaced). A host that no longer announces loses its marks:
+ * its silence says nothing. (A multicast ANNOUNCE sent before a reload to
+ * 0 may be read after a later unicast datagram: then it announces for us
  * until its next datagram.) */
 static void ring_announces(struct host *h, const struct store_put *how)
 {
@@ -623,8 +624,11 @@ static void ring_announces(struct host *h, const struct store_put *how)
 		for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
 			any |= e->announces;
 	h->announces = any;
-	for (struct host *e = h->sib_next; e && e != h; e = e->sib_next)
+	h->unheard &= any;
+	for (struct host *e = h->sib_next; e && e != h; e = e->sib_next) {
 		e->announces = any;
+		e->unheard &= any;
+	}
 }
 
 /* A learned endpoint heard again as it is, every key in place: only its

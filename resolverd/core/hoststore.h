@@ -198,7 +198,7 @@ struct store_put {
 	uint32_t seq;
 	/* the sender announces periodically: said by its datagram (@says),
 	 * or, from a daemon before that, by an ANNOUNCE with its digest
-	 * (false here says nothing) */
+	 * (false without @says says nothing) */
 	bool announces;
 	/* the datagram says whether its sender announces (@announces), as
 	 * every datagram of a daemon since the fabric's SAYS_ANNOUNCES flag
@@ -224,7 +224,8 @@ bool store_refresh(struct host_store *s, const struct ibres_hostrec *h, const st
  * LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_endpoint(struct host_store *s, const uint8_t gid[16], uint16_t pkey);
 /* Mark every learned endpoint of a daemon that announces (store_put.announces)
- * as unheard; hearing it again (a put) clears the mark. Peers lack hosts we
+ * as unheard; hearing it again (a put) clears the mark, and a put saying its
+ * daemon no longer announces clears every mark of its host. Peers lack hosts we
  * hold: those that left, whose GOODBYE we missed, stay silent, and a live
  * host announces. */
 void store_mark_unheard(struct host_store *s);

@@ -3384,9 +3384,12 @@ static void test_unheard_follows_the_word(void **state)
 	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 2);
 	check(&s);
 
-	/* turned off: one REQUEST on rail 1 says so, for both rails */
+	/* turned off: one REQUEST on rail 1 says so, for both rails; rail 0's
+	 * mark goes too (its silence says nothing now) */
 	how.says = true;
 	assert_true(store_refresh(&s, &r1, &how, 2000, NULL));
+	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
+	check(&s);
 	store_mark_unheard(&s);
 	assert_int_equal(store_count_unheard(&s, STORE_ALL_FABRICS, &eps), 0);
 	assert_int_equal(eps, 2);

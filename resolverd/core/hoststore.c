@@ -598,31 +598,23 @@ void hs_expiry_moved(struct host_store *s, struct host *h)
 	}
 }
 
-/* Whether @h's daemon announces, from @how and what @before (the same
- * endpoint, or the one @h replaces; may be NULL) knew: a datagram that
- * says it is taken at its word; a daemon before that said it only in its
- * ANNOUNCEs, and is taken to announce from its first on. A daemon
- * announces on all its ports or none, so what one endpoint's datagram said
- * holds for its host's every endpoint (ring_announces()). */
-static void take_announces(struct host *h, const struct store_put *how, const struct host *before)
+/* Whether @h's daemon announces, for its host's every endpoint (a daemon
+ * announces on all its ports or none): a datagram that says it is taken
+ * at its word, and so is an old daemon's ANNOUNCE (it announces from its
+ * first on); one that says nothing keeps what @was (@h before, or the
+ * identity it replaced) or any of the host's endpoints knew. A host that
+ * no longer announces loses its marks: its silence says nothing. (A
+ * multicast ANNOUNCE sent before a reload to 0 may be read after a later
+ * unicast datagram: then it announces for us until its next datagram.) */
+static void put_announces(struct host *h, const struct store_put *how, bool was)
 {
-	h->announces = how->announces || (!how->says && before && before->announces);
-}
+	bool any = how->announces;
 
-/* After take_announces() of ring member @h: a datagram that said it (or an
- * old daemon's ANNOUNCE) tells the whole host; one that said nothing keeps
- * what any of the host's endpoints knew (@h's own word may come from the
- * identity it replaced). A host that no longer announces loses its marks:
- * its silence says nothing. (A multicast ANNOUNCE sent before a reload to
- * 0 may be read after a later unicast datagram: then it announces for us
- * until its next datagram.) */
-static void ring_announces(struct host *h, const struct store_put *how)
-{
-	bool any = h->announces;
-
-	if (!how->says && !how->announces)
+	if (!how->says && !any) {
+		any = was;
 		for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
 			any |= e->announces;
+	}
 	h->announces = any;
 	h->unheard &= any;
 	for (struct host *e = h->sib_next; e && e != h; e = e->sib_next) {
@@ -647,8 +639,7 @@ static bool hs_refresh(struct host_store *s, struct host *h, const struct ibres_
 		return false;
 	h->expires_ms = deadline(now_ms, how->ttl_s);
 	h->unheard = 0;
-	take_announces(h, how, h);
-	ring_announces(h, how);
+	put_announces(h, how, h->announces);
 	if (how->seq)
 		h->seq = how->seq;
 	s->stats.inserts++;
@@ -685,7 +676,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	unsigned n_moved = 0;
 	struct host_key id, k;
 	unsigned nk, changed = 0;
-	bool placed = false;
+	bool placed = false, was_announcing;
 	int ret;
 
 	if (out)
@@ -719,7 +710,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		return -ENOMEM;
 	nh->rails = how->rails;
 	nh->seq = how->seq ? how->seq : old && old->origin == origin ? old->seq : 0;
-	take_announces(nh, how, old && old->origin == origin ? old : NULL);
+	was_announcing = old && old->origin == origin && old->announces;
 	nk = h_nkeys(nh);
 	if (slots_reserve(s, nk) < 0 || idents_reserve(s) < 0) {
 		free(nh);
@@ -751,7 +742,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		changed += hs_host_remove(s, old);
 	}
 	join_host(s, nh);
-	ring_announces(nh, how);
+	put_announces(nh, how, was_announcing);
 	if (grp_mtu) {
 		nh->grp_mtu = grp_mtu;
 		nh->grp_rate = grp_rate;

@@ -41,8 +41,10 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 			continue;
 		fabric_msg_init(p, &m, type, tid);
 		m.flags |= flags;
-		if (type == FW_ANNOUNCE)
+		if (type == FW_ANNOUNCE) {
 			fabric_digest_put(p, &m, false, false);
+			fabric_gone_put(p, &m);
+		}
 		if (flags & FW_FLAG_NEWCOMER) {
 			/* since when we keep what this port hears: the burst's
 			 * start, or later the port's joining the group (IB: the

@@ -3,6 +3,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -206,6 +207,12 @@ int fw_encode(const struct fw_msg *m, const uint8_t *key, size_t key_len, uint8_
 		}
 		off += n + 1;
 	}
+	for (size_t off = 0, i = 0; i < m->n_gone && off < m->gone_len; i++) {
+		size_t n = strnlen(m->gone + off, m->gone_len - off);
+
+		tlv_put(&w, FW_T_GONE, m->gone + off, n);
+		off += n + 1;
+	}
 	if (m->has_up) {
 		uint8_t d[FW_UP_LEN];
 
@@ -256,16 +263,29 @@ int fw_hint_add_at(struct fw_msg *m, const char *name, const struct fw_where *w)
 	return ret;
 }
 
-int fw_hint_add(struct fw_msg *m, const char *name)
+/* Append @name to a packed list of NUL-terminated names (@cap bytes, at
+ * most @max names): 0 or -ENOSPC. */
+static int names_add(char *buf, size_t cap, unsigned max, unsigned *n, unsigned *used,
+		     const char *name)
 {
 	size_t len = strlen(name);
 
-	if (!len || len > IBRES_NAME_MAX || m->hints_len + len + 1 > sizeof(m->hints))
+	if (!len || len > IBRES_NAME_MAX || *n >= max || *used + len + 1 > cap)
 		return -ENOSPC;
-	memcpy(m->hints + m->hints_len, name, len + 1);
-	m->hints_len += len + 1;
-	m->n_hints++;
+	memcpy(buf + *used, name, len + 1);
+	*used += (unsigned)len + 1;
+	(*n)++;
 	return 0;
+}
+
+int fw_hint_add(struct fw_msg *m, const char *name)
+{
+	return names_add(m->hints, sizeof(m->hints), UINT_MAX, &m->n_hints, &m->hints_len, name);
+}
+
+int fw_gone_add(struct fw_msg *m, const char *name)
+{
+	return names_add(m->gone, sizeof(m->gone), FW_GONE_MAX, &m->n_gone, &m->gone_len, name);
 }
 
 static int get_key(const struct tlv_item *nest, struct host_key *k)
@@ -401,6 +421,15 @@ static enum fw_error decode_items(const uint8_t *body, size_t len, struct fw_msg
 			name[n] = '\0';
 			if (fw_hint_add_at(m, name, &at) < 0)
 				return FW_ERR_MALFORMED;
+			break;
+		}
+		case FW_T_GONE: {
+			char name[IBRES_NAME_MAX + 1];
+
+			/* a name, no NUL inside; past the bound, skipped */
+			if (tlv_get_str(&it, name, sizeof(name)) < 0 || !name[0])
+				return FW_ERR_MALFORMED;
+			fw_gone_add(m, name);
 			break;
 		}
 		default:

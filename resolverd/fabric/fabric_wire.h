@@ -43,19 +43,21 @@ enum fw_flags {
 
 /* Item types of the fabric protocol (beside the host record's, 1..24). */
 enum {
-	FW_T_TARGET = 0x101, /* nested: one key item (NAME, IPV4, IPV6 or GID) */
-	FW_T_GROUP = 0x102,  /* 2 bytes: MTU enum, rate enum; repeated, lowest priority first */
-	FW_T_CHOSEN = 0x103, /* 2 bytes: the group a REPLY chose (MTU, rate) */
-	FW_T_STAMP = 0x104,  /* 8 bytes: the sender's freshness stamp (with a key) */
-	FW_T_RAILS = 0x105,  /* 16 bytes per GID: every endpoint of the sender's host,
-			      * ascending, distinct; only from a host of several */
-	FW_T_DIGEST = 0x106, /* 20 bytes: the sender's directory digest (ANNOUNCE) */
-	FW_T_RANGE = 0x107,  /* 20 bytes: lo, hi, parts, flags: a range of digest terms */
-	FW_T_SUMS = 0x108,   /* 12 bytes a part: hosts, sum of each part of RANGE */
-	FW_T_HINT = 0x109,   /* a canonical name the sender holds in RANGE; repeated */
+	FW_T_TARGET = 0x101,  /* nested: one key item (NAME, IPV4, IPV6 or GID) */
+	FW_T_GROUP = 0x102,   /* 2 bytes: MTU enum, rate enum; repeated, lowest priority first */
+	FW_T_CHOSEN = 0x103,  /* 2 bytes: the group a REPLY chose (MTU, rate) */
+	FW_T_STAMP = 0x104,   /* 8 bytes: the sender's freshness stamp (with a key) */
+	FW_T_RAILS = 0x105,   /* 16 bytes per GID: every endpoint of the sender's host,
+			       * ascending, distinct; only from a host of several */
+	FW_T_DIGEST = 0x106,  /* 20 bytes: the sender's directory digest (ANNOUNCE) */
+	FW_T_RANGE = 0x107,   /* 20 bytes: lo, hi, parts, flags: a range of digest terms */
+	FW_T_SUMS = 0x108,    /* 12 bytes a part: hosts, sum of each part of RANGE */
+	FW_T_HINT = 0x109,    /* a canonical name the sender holds in RANGE; repeated */
 	FW_T_HINT_AT = 0x10a, /* the same with where its host is reached: kind, address,
 			       * name (an answer to FW_RANGE_WHERE); repeated */
 	FW_T_UP = 0x10b,      /* 4 bytes: ms the sender has kept what it hears (NEWCOMER) */
+	FW_T_GONE = 0x10c,    /* a canonical name whose GOODBYE the sender heard lately
+			       * (ANNOUNCE); repeated */
 };
 
 #define FW_DIGEST_LEN 20 /* longer (a later version's) is read as far as known */
@@ -68,6 +70,10 @@ enum {
 /* Hints of a datagram that carry an address (FW_T_HINT_AT), at most: each
  * takes at least 10 bytes (item header, kind, an IPv4 address, a name). */
 #define FW_WHERE_MAX 140
+/* The GONE names of an ANNOUNCE, at most, and their bytes packed (each
+ * NUL-terminated): a decoder keeps the first that fit and skips the rest. */
+#define FW_GONE_MAX   8
+#define FW_GONE_BYTES 512
 
 enum fw_digest_flags {
 	/* the sender's settle time had passed, and it counted its directory
@@ -182,6 +188,10 @@ struct fw_msg {
 	/* where[i]: hint i's host, for the first FW_WHERE_MAX hints (kind
 	 * FW_WHERE_NONE: a plain FW_T_HINT) */
 	struct fw_where where[FW_WHERE_MAX];
+	/* an ANNOUNCE's: hosts whose GOODBYE the sender heard in its last
+	 * announce rounds, n_gone names, each NUL-terminated */
+	char gone[FW_GONE_BYTES];
+	unsigned n_gone, gone_len;
 };
 
 /* Append name @name to @m's hints: 0, or -ENOSPC when the datagram could
@@ -190,6 +200,9 @@ int fw_hint_add(struct fw_msg *m, const char *name);
 /* The same with where its host is reached (@w NULL or FW_WHERE_NONE: a
  * plain hint); -ENOSPC also past FW_WHERE_MAX hints. */
 int fw_hint_add_at(struct fw_msg *m, const char *name, const struct fw_where *w);
+/* Append name @name to @m's GONE names: 0, or -ENOSPC past FW_GONE_MAX
+ * names or FW_GONE_BYTES. */
+int fw_gone_add(struct fw_msg *m, const char *name);
 /* The encoded length of @w (0 for FW_WHERE_NONE). */
 size_t fw_where_len(const struct fw_where *w);
 

@@ -439,6 +439,7 @@ static const struct key_def resolve_keys[] = {
 	{ .name = "announce_interval", .type = KT_DURATION, .flags = KF_ZERO_OK,
 	  D(announce_interval_s), .min = MS_PER_S, .max = MS_PER_D, .unit_ms = MS_PER_S,
 	  .store_ms = MS_PER_S },
+	{ .name = "goodbye_repeats", .type = KT_INT, D(goodbye_repeats), .min = 0, .max = 8 },
 	{ .name = "cluster_key_file", .type = KT_PATH, .flags = KF_NONE, D(cluster_key_file) },
 	{ .name = "sa_window", .type = KT_INT, D(sa_window), .min = 1, .max = 64 },
 	{ .name = "port_poll_interval", .type = KT_DURATION, .flags = KF_ZERO_OK, D(port_poll_ms),
@@ -540,6 +541,7 @@ void config_defaults(struct ibres_config *cfg)
 	cfg->route_prot = ROUTE_PROT_MCAST;
 	cfg->settle_ms = 3 * MS_PER_S;
 	cfg->announce_interval_s = 60;
+	cfg->goodbye_repeats = 2;
 	cfg->sa_window = 4;
 	cfg->port_poll_ms = 2 * MS_PER_S;
 	cfg->kernel_paths = true;

@@ -36,7 +36,7 @@ void fabric_gone_put(struct fabric_port *p, struct fw_msg *m)
 {
 	struct fabric *f = p->f;
 	const struct fabric_departed *d = &f->departed;
-	uint64_t now = now_ms(), window = GONE_REPEAT_ROUNDS * p->rule.round_ms, taken = 0;
+	uint64_t now = now_ms(), window = f->cfg->goodbye_repeats * p->rule.round_ms, taken = 0;
 	unsigned port = (unsigned)(p - f->ports);
 	char name[IBRES_NAME_MAX + 1];
 	int i;

@@ -8,7 +8,7 @@
  * later (fabric_departed.h); meanwhile every node that heard it sees a
  * digest of one host more, and stays incomplete.
  *
- * So every ANNOUNCE repeats, for GONE_REPEAT_ROUNDS announce rounds, the
+ * So every ANNOUNCE repeats, for goodbye_repeats announce rounds, the
  * canonical names of the hosts whose GOODBYE its sender heard on that port
  * (GONE items, at most FW_GONE_MAX, the latest first). A node that holds
  * such a host where it heard the ANNOUNCE asks the host there, by unicast,
@@ -31,8 +31,6 @@
 #include "fabric/fabric.h"
 #include "fabric/fabric_wire.h"
 
-/* Announce rounds a GOODBYE we heard is repeated for. */
-#define GONE_REPEAT_ROUNDS 2
 /* Probes a port starts in an announce round, at most. */
 #define GONE_PROBES_ROUND 8
 /* Names asked lately, remembered (a name is asked once a round). */

@@ -311,6 +311,17 @@ static void send_msg(uint8_t type)
 			m.digest.flags |= FW_DIGEST_RANGES | FW_DIGEST_PAST_SETTLE;
 		m.digest.seq = (uint32_t)(m.tid & 7);
 	}
+	/* hosts it heard say goodbye (from bits already taken, as above): a
+	 * peer, ourselves, one we never held; the daemon asks those it holds */
+	if (type == FW_ANNOUNCE && (m.tid & 0x300)) {
+		for (unsigned i = 0; i < (m.tid >> 8 & 3); i++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "node%u",
+				 (unsigned)((m.tid >> 10) + i) % (PEERS + 2));
+			fw_gone_add(&m, name);
+		}
+	}
 	/* the stamp: the peer's next (strictly rising, as a node sends), or
 	 * now give or take up to 127 s, or none */
 	if (s.keyed && (st & 3) != 3) {

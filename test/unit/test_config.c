@@ -108,6 +108,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.n_patterns, 0);
 	assert_int_equal(cfg.settle_ms, 3000);
 	assert_int_equal(cfg.announce_interval_s, 60);
+	assert_int_equal(cfg.goodbye_repeats, 2);
 	assert_string_equal(cfg.cluster_key_file, "");
 	assert_int_equal(cfg.n_eps, 0);
 
@@ -303,6 +304,11 @@ static void test_resolve_keys(void **state)
 	assert_int_equal(cfg.announce_interval_s, 86400);
 	assert_int_equal(parse_kv("[resolve]", "announce_interval", "5m"), 0);
 	assert_int_equal(cfg.announce_interval_s, 300);
+	assert_int_equal(parse_kv("[resolve]", "goodbye_repeats", "0"), 0);
+	assert_int_equal(cfg.goodbye_repeats, 0);
+	assert_int_equal(parse_kv("[resolve]", "goodbye_repeats", "8"), 0);
+	assert_int_equal(cfg.goodbye_repeats, 8);
+	assert_true(parse_kv("[resolve]", "goodbye_repeats", "9") < 0);
 	assert_int_equal(parse_kv("[resolve]", "cluster_key_file", "none"), 0);
 	assert_string_equal(cfg.cluster_key_file, "");
 	/* '#' not after whitespace is part of the value */

@@ -11,6 +11,7 @@
 #include <assert.h>
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 
 #include "fabric/fabric_wire.h"
 
@@ -481,6 +482,65 @@ static void test_hint_items(void **state)
 	static_assert(FW_HINTS_BYTES >= FW_MAX_LEN, "every name a datagram holds fits");
 }
 
+/* GONE names (an ANNOUNCE's): they round-trip; an empty or too long name
+ * is refused; at most FW_GONE_MAX and FW_GONE_BYTES are kept, and a
+ * decoder skips the ones past that (a later version may send more); an
+ * empty name or one with a NUL inside is malformed. */
+static void test_gone_items(void **state)
+{
+	uint8_t buf[FW_MAX_LEN + 8];
+	char longname[IBRES_NAME_MAX + 2], name[8];
+	struct fw_msg m, out;
+	int len;
+
+	(void)state;
+	sample(&m, FW_ANNOUNCE);
+	assert_int_equal(fw_gone_add(&m, "node2"), 0);
+	assert_int_equal(fw_gone_add(&m, "gpu-a12.cluster"), 0);
+	assert_int_equal(fw_gone_add(&m, ""), -ENOSPC);
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(fw_gone_add(&m, longname), -ENOSPC); /* 256 bytes: too long */
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_true(len > 0);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_int_equal(out.n_gone, 2);
+	assert_string_equal(out.gone, "node2");
+	assert_string_equal(out.gone + 6, "gpu-a12.cluster");
+	assert_int_equal(out.n_hints, 0);
+	/* the bounds: names, then bytes */
+	sample(&m, FW_ANNOUNCE);
+	for (unsigned i = 0; i < FW_GONE_MAX; i++) {
+		snprintf(name, sizeof(name), "n%u", i);
+		assert_int_equal(fw_gone_add(&m, name), 0);
+	}
+	assert_int_equal(fw_gone_add(&m, "n9"), -ENOSPC);
+	sample(&m, FW_ANNOUNCE);
+	longname[IBRES_NAME_MAX] = '\0';
+	while (fw_gone_add(&m, longname) == 0)
+		;
+	assert_true(m.gone_len <= FW_GONE_BYTES);
+	assert_true(m.gone_len + IBRES_NAME_MAX + 1 > FW_GONE_BYTES);
+	/* a datagram with more than a decoder keeps: the first FW_GONE_MAX */
+	sample(&m, FW_ANNOUNCE);
+	for (unsigned i = 0; i < FW_GONE_MAX + 2; i++)
+		m.gone_len += (unsigned)snprintf(m.gone + m.gone_len, 8, "n%u", i) + 1;
+	m.n_gone = FW_GONE_MAX + 2;
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	assert_int_equal(out.n_gone, FW_GONE_MAX);
+	assert_string_equal(out.gone, "n0");
+	/* a GONE, the last item of this ANNOUNCE: empty, or with a NUL inside */
+	sample(&m, FW_ANNOUNCE);
+	fw_gone_add(&m, "node7");
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	buf[len - 3] = '\0';
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	len = (int)resize_last_item(buf, (size_t)len, 5, 0);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+}
+
 /* A hint with where its host is reached: each kind round-trips, a plain
  * hint beside it stays plain; an unknown kind, an address cut short, a
  * name missing or with a NUL inside: malformed; past FW_WHERE_MAX refused. */
@@ -587,12 +647,13 @@ static void test_up_item(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_target_kinds),
-		cmocka_unit_test(test_drops),	   cmocka_unit_test(test_item_overrun),
-		cmocka_unit_test(test_hmac),	   cmocka_unit_test(test_encode_limits),
-		cmocka_unit_test(test_stamp_item), cmocka_unit_test(test_digest_item),
-		cmocka_unit_test(test_range_items), cmocka_unit_test(test_hint_items),
-		cmocka_unit_test(test_hint_at_items), cmocka_unit_test(test_up_item),
+		cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_target_kinds),
+		cmocka_unit_test(test_drops),	      cmocka_unit_test(test_item_overrun),
+		cmocka_unit_test(test_hmac),	      cmocka_unit_test(test_encode_limits),
+		cmocka_unit_test(test_stamp_item),    cmocka_unit_test(test_digest_item),
+		cmocka_unit_test(test_range_items),   cmocka_unit_test(test_hint_items),
+		cmocka_unit_test(test_hint_at_items), cmocka_unit_test(test_gone_items),
+		cmocka_unit_test(test_up_item),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

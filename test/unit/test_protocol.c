@@ -40,6 +40,7 @@
 #include "fabric/fabric_auth.h"
 #include "fabric/fabric_departed.h"
 #include "fabric/fabric_fetch.h"
+#include "fabric/fabric_gone.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 #include "tlv.h"
@@ -2697,6 +2698,194 @@ static void test_fetch_later_try_is_a_loss(void **state)
  * its lookup asks the whole fabric; and it is a loss (the host is gone, or
  * datagrams were lost). A client joining a hint's query still in flight
  * makes it its own: multicast at once, every attempt. */
+/* Peer @n announces, naming @gone (NULL-terminated) as hosts it heard say
+ * goodbye. */
+static void announce_gone(unsigned n, const char *const *gone)
+{
+	struct fw_msg m;
+
+	peer_msg(&m, FW_ANNOUNCE, n, 0);
+	for (; *gone; gone++)
+		assert_int_equal(fw_gone_add(&m, *gone), 0);
+	deliver(&m, n);
+}
+
+/* The REQUESTs sent for @name since the @from-th, each by unicast to peer
+ * @to's address. */
+static unsigned requests_for_since(const char *name, unsigned from, unsigned to)
+{
+	struct transport_addr at = peer_addr(to);
+	unsigned n = 0;
+
+	for (unsigned i = from; i < fake.n_sent; i++) {
+		const struct sent_dgram *s = &fake.sent[i];
+
+		if (s->m.type != FW_REQUEST || s->m.target.len != strlen(name) ||
+		    memcmp(s->m.target.data, name, s->m.target.len))
+			continue;
+		assert_true(s->ucast);
+		assert_memory_equal(&s->to.ss, &at.ss, at.len);
+		n++;
+	}
+	return n;
+}
+
+/* Our announces repeat, for goodbye_repeats rounds (2 by default), the
+ * name of a host whose GOODBYE we heard; not once it is back; and never
+ * without one. */
+static void test_goodbye_repeated_in_announces(void **state)
+{
+	uint64_t said, until;
+	unsigned with = 0, carried = 0, first;
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_from(2);
+	announce_from(3);
+	advance_to(START_MS + 12000);
+	first = fake.n_sent;
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	deliver(&m, 2);
+	said = fake_now;
+	for (until = fake_now + 4 * UNHEARD_ROUND_MS; fake_now < until;)
+		advance(100);
+	for (unsigned i = first; i < fake.n_sent; i++) {
+		const struct sent_dgram *s = &fake.sent[i];
+
+		if (s->m.type != FW_ANNOUNCE)
+			continue;
+		carried += s->m.n_gone;
+		/* within two intervals, and past two rounds (an interval, its
+		 * jitter and a tick each; between the two, either) */
+		if (s->at_ms - said < 2 * 10 * 1000) { /* goodbye_repeats = 2 */
+			assert_int_equal(s->m.n_gone, 1);
+			assert_string_equal(s->m.gone, "node2");
+			with++;
+		} else if (s->at_ms - said >= 2 * UNHEARD_ROUND_MS) {
+			assert_int_equal(s->m.n_gone, 0);
+		}
+	}
+	assert_true(with >= 1);
+	assert_int_equal(counter("fabric_gone_sent"), carried);
+
+	/* it says goodbye again, and comes back before our next announce */
+	peer_msg(&m, FW_GOODBYE, 3, 0);
+	deliver(&m, 3);
+	announce_from(3);
+	first = fake.n_sent;
+	advance(2 * UNHEARD_ROUND_MS);
+	for (unsigned i = first; i < fake.n_sent; i++)
+		assert_int_equal(fake.sent[i].m.n_gone, 0);
+	assert_true(count_sent(FW_ANNOUNCE) > 0);
+}
+
+/* goodbye_repeats = 0: nothing repeated. */
+static void test_goodbye_not_repeated_when_off(void **state)
+{
+	unsigned first;
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY "goodbye_repeats = 0\n", NULL);
+	announce_from(2);
+	announce_from(3);
+	advance_to(START_MS + 12000);
+	first = fake.n_sent;
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	deliver(&m, 2);
+	advance(3 * UNHEARD_ROUND_MS);
+	assert_true(count_sent(FW_ANNOUNCE) >= 3);
+	for (unsigned i = first; i < fake.n_sent; i++)
+		assert_int_equal(fake.sent[i].m.n_gone, 0);
+	assert_int_equal(counter("fabric_gone_sent"), 0);
+}
+
+/* We missed node2's GOODBYE; peer 3's announce names it. We ask node2 where
+ * we hold it, by unicast; unanswered, it is forgotten, and nothing else is.
+ * node3, named by peer 4 in turn, answers and stays; node4's own news ends
+ * the question of it. A name is asked once a round, ours never, one we do
+ * not hold never, and a port asks GONE_PROBES_ROUND a round at most. */
+static void test_gone_asks_the_host_where_we_hold_it(void **state)
+{
+	static const char *const node2[] = {"node2", NULL};
+	static const char *const node3[] = {"node3", NULL};
+	static const char *const node4[] = {"node4", NULL};
+	static const char *const not_held[] = {"node1", "node77", NULL};
+	static const char *const many[] = {"node10", "node11", "node12", "node13", "node14",
+					   "node15", "node16", "node17", NULL};
+	static const char *const more[] = {"node18", "node19", NULL};
+	unsigned first, tries;
+	uint64_t until;
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	for (unsigned n = 2; n <= 5; n++)
+		announce_from(n);
+
+	first = fake.n_sent;
+	announce_gone(3, node2);
+	assert_int_equal(counter("fabric_gone_heard"), 1);
+	assert_int_equal(counter("fabric_gone_probes"), 1);
+	assert_int_equal(requests_for_since("node2", first, 2), 1);
+	for (until = fake_now + 5000; fake_now < until && !counter("fabric_gone_forgotten");)
+		advance(10);
+	assert_int_equal(counter("fabric_gone_forgotten"), 1);
+	assert_int_equal(requests_for_since("node2", first, 2), 3); /* retries = 2 */
+	assert_peer_absent(2);
+	for (unsigned n = 3; n <= 5; n++)
+		assert_peer_stored(n);
+	/* no loss: what a GOODBYE heard would have done */
+	assert_int_equal(counter("fabric_hints_unanswered"), 0);
+	assert_int_equal(counter("fabric_fetch_losses"), 0);
+
+	/* node3 answers: kept, and asked no more */
+	first = fake.n_sent;
+	announce_gone(4, node3);
+	assert_int_equal(requests_for_since("node3", first, 3), 1);
+	peer_reply(&m, 3, nth_sent(FW_REQUEST, count_sent(FW_REQUEST) - 1)->m.tid);
+	deliver(&m, 3);
+	advance(3000);
+	assert_int_equal(requests_for_since("node3", first, 3), 1);
+	assert_peer_stored(3);
+	assert_int_equal(counter("fabric_gone_forgotten"), 1);
+	/* named again within the round: not asked again */
+	announce_gone(5, node3);
+	assert_int_equal(requests_for_since("node3", first, 3), 1);
+	assert_int_equal(counter("fabric_gone_skipped"), 1);
+
+	/* node4 announces while asked: news of it, which ends the question */
+	first = fake.n_sent;
+	announce_gone(5, node4);
+	announce_from(4);
+	advance(3000);
+	tries = requests_for_since("node4", first, 4);
+	assert_true(tries >= 1 && tries < 3);
+	assert_peer_stored(4);
+	assert_int_equal(counter("fabric_gone_forgotten"), 1);
+
+	/* our own name, a name we do not hold: nothing asked */
+	first = fake.n_sent;
+	announce_gone(5, not_held);
+	for (unsigned i = first; i < fake.n_sent; i++)
+		assert_int_not_equal(fake.sent[i].m.type, FW_REQUEST);
+	assert_int_equal(counter("fabric_gone_probes"), 3);
+
+	/* the bound: a port asks GONE_PROBES_ROUND a round (3 asked so far) */
+	for (unsigned n = 10; n <= 19; n++)
+		announce_from(n);
+	first = fake.n_sent;
+	announce_gone(3, many);
+	announce_gone(3, more);
+	assert_int_equal(counter("fabric_gone_probes"), GONE_PROBES_ROUND);
+	assert_int_equal(counter("fabric_gone_skipped"), 1 + 10 - (GONE_PROBES_ROUND - 3));
+	/* a round later, the names still held are asked again */
+	advance(UNHEARD_ROUND_MS);
+	announce_gone(3, more);
+	assert_int_equal(counter("fabric_gone_probes"), GONE_PROBES_ROUND + 2);
+}
+
 static void test_hint_query_and_clients(void **state)
 {
 	struct transport_addr at = peer_addr(9);
@@ -3169,6 +3358,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_reload_announcements, teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_transport_qpn, teardown),
 		cmocka_unit_test_teardown(test_receive_drops, teardown),
+		cmocka_unit_test_teardown(test_goodbye_repeated_in_announces, teardown),
+		cmocka_unit_test_teardown(test_gone_asks_the_host_where_we_hold_it, teardown),
+		cmocka_unit_test_teardown(test_goodbye_not_repeated_when_off, teardown),
 		cmocka_unit_test_teardown(test_stop_says_goodbye, teardown),
 		cmocka_unit_test_teardown(test_keyed_send_stamps, teardown),
 		cmocka_unit_test_teardown(test_keyed_replay, teardown),

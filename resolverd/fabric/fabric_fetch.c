@@ -266,8 +266,7 @@ static bool unicast_where(const struct fw_where *w)
 bool fabric_at_where(unsigned port, const struct transport_addr *like, const struct fw_where *w,
 		     struct fabric_at *at)
 {
-	at->port = port;
-	at->addr = *like;
+	*at = (struct fabric_at){.port = port, .addr = *like}; /* a hint's: no probe */
 	if (!unicast_where(w))
 		return false;
 	if (w->kind == FW_WHERE_IPV4 && at->addr.len && at->addr.ss.ss_family == AF_INET) {

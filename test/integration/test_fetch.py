@@ -232,9 +232,10 @@ def cut_off(c, k):
 def test_missed_goodbye_is_no_claim(cluster_factory):
     nodes, left, missed = 5, 5, 4
     others = [k for k in range(1, nodes + 1) if k not in (left, missed)]
-    # addr_ttl far longer than the test: forgotten only by the rule
+    # addr_ttl far longer than the test, and no node repeats the GOODBYEs
+    # it heard (test_repeated_goodbye_is_asked): forgotten only by the rule
     c = cluster_factory(nodes, "--set", "resolve.announce_interval=5s",
-                        "--set", "resolve.addr_ttl=600s")
+                        "--set", "resolve.addr_ttl=600s", "--set", "resolve.goodbye_repeats=0")
     c.wait_settled(complete=5.0)
     assert all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes)
     with cut_off(c, missed):
@@ -283,6 +284,47 @@ def test_missed_goodbye_is_no_claim(cluster_factory):
                        what="node%d learns node%d again" % (k, left))
 
 
+@pytest.mark.timeout(120)
+def test_repeated_goodbye_is_asked(cluster_factory):
+    """node4 misses node5's GOODBYE (the switch drops what reaches it). The
+    others heard it, and for two rounds their announces name node5 (GONE):
+    node4 asks node5 where it heard it, by unicast, gets no answer and
+    forgets it, within about a round of the cut's end, before the digests'
+    rule could (a mark, then two rounds: 13 s and more). The live hosts stay,
+    and every node is complete again."""
+    nodes, left, missed = 5, 5, 4
+    others = [k for k in range(1, nodes + 1) if k not in (left, missed)]
+    c = cluster_factory(nodes, "--set", "resolve.announce_interval=5s",
+                        "--set", "resolve.addr_ttl=600s")
+    c.wait_settled(complete=5.0)
+    assert all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes)
+    with cut_off(c, missed):
+        c.kill(left, "TERM")
+        time.sleep(0.3)
+    t0 = time.monotonic()
+    name = c.nodes[left]["name"]
+    assert host(c.sock(missed), name, cache_only=True)[0] == ST_SUCCESS, \
+        "node%d heard the GOODBYE: the test did not cut it off" % missed
+    # the next announce of any of the three (5.5 s at most) names node5
+    wait_until(lambda: host(c.sock(missed), name, cache_only=True)[0] == ST_ENODATA, 12.0,
+               what="node%d forgets node%d" % (missed, left))
+    took = time.monotonic() - t0
+    st = stats(c.sock(missed))
+    assert st["fabric_gone_probes"] >= 1, st
+    assert st["fabric_gone_forgotten"] == 1, st
+    assert st["fabric_departed_shortened"] == 0, st
+    assert sum(stats(c.sock(k))["fabric_gone_sent"] for k in others) >= 1
+    for k in others + [missed]:
+        wait_until(lambda: stats(c.sock(k))["directory_complete"] == 1, 15.0,
+                   what="node%d complete (node5 forgotten after %.1f s)" % (k, took))
+        for j in others + [missed]:
+            assert host(c.sock(k), c.nodes[j]["name"], cache_only=True)[0] == ST_SUCCESS
+    # nobody else was asked, nor forgotten
+    assert stats(c.sock(missed))["fabric_gone_forgotten"] == 1
+    for k in others:
+        assert stats(c.sock(k))["fabric_gone_forgotten"] == 0
+
+
 @pytest.mark.timeout(180)
 def test_missed_goodbyes_are_forgotten(cluster_factory, helpers):
     """A rack switched off on a lossy fabric: node4 misses the GOODBYEs of
@@ -296,9 +338,10 @@ def test_missed_goodbyes_are_forgotten(cluster_factory, helpers):
     the shorter expiry at once."""
     nodes, missed, gone = 6, 4, (3, 5)
     others = (1, 2)
-    # addr_ttl far longer than the test: forgotten only by the rule
+    # addr_ttl far longer than the test, and no node repeats the GOODBYEs
+    # it heard (test_repeated_goodbye_is_asked): forgotten only by the rule
     c = cluster_factory(nodes, "--set", "resolve.announce_interval=5s",
-                        "--set", "resolve.addr_ttl=600s")
+                        "--set", "resolve.addr_ttl=600s", "--set", "resolve.goodbye_repeats=0")
     c.wait_settled(complete=5.0)
     assert all(stats(c.sock(k))["directory_complete"] == 1 for k in c.nodes)
     c.kill(6, "TERM")

@@ -146,6 +146,12 @@ static const struct metric_desc metrics[] = {
 	{ "fabric_departed_shortened", C, "fabric_departed_shortened",
 	  "endpoints not heard for two rounds while peers agreed on fewer hosts (missed "
 	  "goodbyes), kept only until their next announce" },
+	{ "fabric_gone_sent", C, "fabric_gone_sent",
+	  "names of hosts heard saying goodbye put in this node's announces" },
+	{ "fabric_gone_heard", C, "fabric_gone_heard",
+	  "names of hosts that said goodbye heard in peers' announces" },
+	{ "fabric_gone_shortened", C, "fabric_gone_shortened",
+	  "endpoints a peer named as gone, kept only until their next announce" },
 	{ "fabric_fetch_hints", C, "fabric_fetch_hints",
 	  "names a peer held and this node lacked, asked on the fabric" },
 	{ "fabric_range_answered", C, "fabric_range_answered", "peers' range queries answered" },

@@ -90,7 +90,7 @@ struct ibres_config {
 	unsigned n_patterns;     /* 0 = every name is a cluster name */
 	unsigned settle_ms;      /* after start-up, unknown cluster names are NOTFOUND at once */
 	unsigned announce_interval_s;
-	unsigned goodbye_repeats; /* announce rounds a GOODBYE heard is repeated in (GONE) */
+	unsigned goodbye_repeats; /* our announces that name a host heard saying GOODBYE */
 	char cluster_key_file[PATH_MAX]; /* "" = no HMAC */
 	unsigned sa_window;      /* SA queries outstanding per port */
 	unsigned port_poll_ms;   /* PortInfo poll of IB ports; 0 = off */

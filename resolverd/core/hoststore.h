@@ -236,6 +236,14 @@ unsigned store_count_unheard(const struct host_store *s, int fabric, unsigned *e
  * observer is told once a host), and every mark is cleared. Returns the
  * endpoints whose expiry moved. */
 unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_ms);
+/* The learned endpoints heard on local fabric @fabric of the host whose
+ * canonical name is @name, of a daemon that announces, expire at @until_ms
+ * at the latest (the observer is told once): a peer heard it say goodbye,
+ * and a live host's next announce gives it its TTL again. An alias, or a
+ * host of a daemon that does not announce, changes nothing. Returns the
+ * endpoints whose expiry moved. */
+unsigned store_shorten_host(struct host_store *s, const struct host_key *name, int fabric,
+			    uint64_t until_ms);
 /* Remove every endpoint with port GID @gid, every partition of the port
  * (it left the subnet), unless LOCAL/STATIC. Returns the keys removed. */
 unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16]);

@@ -80,6 +80,28 @@ unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_
 	return n;
 }
 
+unsigned store_shorten_host(struct host_store *s, const struct host_key *name, int fabric,
+			    uint64_t until_ms)
+{
+	long at = name->type == IBRES_KEY_NAME ? hs_slot_find(s, name, hs_hash(s, name)) : -1;
+	struct host *h = at < 0 ? NULL : hs_at(s, at);
+	unsigned n = 0;
+
+	/* the key leads to one endpoint of the host; key 0 is its canonical
+	 * name (an alias names a rail, or another host's) */
+	if (!h || !hs_key_is(h, 0, name))
+		return 0;
+	for (struct host *o = h; o; o = host_next_endpoint(h, o)) {
+		if (!in_scope(o, fabric) || !o->announces || o->expires_ms <= until_ms)
+			continue;
+		o->expires_ms = until_ms;
+		n++;
+	}
+	if (n)
+		hs_expiry_moved(s, h);
+	return n;
+}
+
 unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
 {
 	struct host_key k;

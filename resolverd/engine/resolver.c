@@ -32,12 +32,6 @@ uint64_t resolver_bound_ms(const struct ibres_config *cfg)
 	return total;
 }
 
-/* Is @q a probe of a host we hold (fabric_at.probe)? */
-static bool probing(const struct pending_query *q)
-{
-	return q->has_at && q->at.probe;
-}
-
 /* A query whose key has a host now ends; its requests look again. True
  * when it ended. A hint's asks a host on the fabric that heard the hint:
  * one of its endpoints heard there ends it (another rail's may be known
@@ -117,8 +111,7 @@ static void on_query_timer(struct pending_query *q, void *arg)
 	struct resolver *r = arg;
 	uint64_t now = now_ms();
 
-	/* a probe's host is held all along: only news of it ends it */
-	if (!probing(q) && end_if_known(r, q, now))
+	if (end_if_known(r, q, now))
 		return; /* known meanwhile (a static host, an endpoint) */
 	if (q->attempts > r->cfg->retries) {
 		char key[HOST_KEY_STR_MAX];
@@ -129,12 +122,9 @@ static void on_query_timer(struct pending_query *q, void *arg)
 		/* a hint's query nobody waited for: the fetch does not ask that
 		 * name again before negative_ttl, but a client does (a peer
 		 * said it lives; the loss may have been ours) */
-		if (!probing(q))
-			store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s,
-					   q->has_at ? -EHOSTUNREACH : -ETIMEDOUT, now);
-		if (probing(q))
-			fabric_probe_unanswered(r->fabric, &q->key, &q->at);
-		else if (q->has_at)
+		store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s,
+				   q->has_at ? -EHOSTUNREACH : -ETIMEDOUT, now);
+		if (q->has_at)
 			fabric_hint_unanswered(r->fabric, &q->key, &q->at);
 		pending_end(q, -ETIMEDOUT);
 		return;
@@ -252,8 +242,7 @@ static void on_scope_changed(void *arg)
 /* A peer holds a host we lack (a cluster name: the fabric checked), or
  * lack on the fabric of @at (another rail heard it): asked like a miss,
  * with nobody waiting. A name that did not answer lately (a negative
- * answer) is not asked again before that answer expires. A probe asks a
- * host we hold (fabric_at.probe) the same way. */
+ * answer) is not asked again before that answer expires. */
 static void on_hint(void *arg, const struct host_key *k, const struct fabric_at *at)
 {
 	struct resolver *r = arg;

@@ -7,6 +7,7 @@
  */
 #include "fabric/fabric.h"
 #include "fabric/fabric_impl.h"
+#include "fabric/fabric_peers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -187,7 +188,7 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		 * word counts for nothing */
 		fabric_digest_heard(p, m, prev_seq);
 		fabric_fetch_peer(p, m, from);
-		fabric_gone_heard(p, m, from);
+		fabric_gone_heard(p, m);
 	}
 	if (m->flags & FW_FLAG_NEWCOMER)
 		fabric_answer_newcomer(p, m, from);
@@ -196,6 +197,8 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 {
 	struct fabric *f = p->f;
+	struct departed_mark mk;
+	struct host_key gk;
 
 	/* only the identity we know, heard here and sending it from its own
 	 * address or LID, may say goodbye for it: not a forger on another rail */
@@ -207,8 +210,15 @@ static void on_goodbye(struct fabric_port *p, const struct fw_msg *m)
 	f->c.goodbyes_rx++;
 	/* that endpoint only: the node's other rails and partitions stay; a
 	 * peer that missed this still holds it (fabric_departed.h), until our
-	 * announces repeat it (fabric_gone.h) */
-	fabric_departed_forget(p, m->sender.gids[0], m->sender.pkey, m->sender.names[0], true);
+	 * announces name it (fabric_gone.h) */
+	fabric_departed_before(f, &mk);
+	store_remove_endpoint(f->store, m->sender.gids[0], m->sender.pkey);
+	fabric_departed_after(p, m, &mk);
+	/* a port gone from the fabric is no peer to ask (a session would wait
+	 * for it, then count a loss); its other partitions keep it one */
+	host_key_addr(&gk, IBRES_KEY_GID, m->sender.gids[0]);
+	if (!store_lookup(f->store, &gk, now_ms(), false))
+		fetch_forget_peer(f, m->sender.gids[0]);
 }
 
 /* Another endpoint of the sender's host went down (its port cannot say so):

@@ -31,10 +31,6 @@ struct fabric_at {
 	unsigned port;
 	struct transport_addr addr;
 	uint64_t named_by; /* the peer whose hint named it (digest_sender()); 0: none */
-	/* a probe of a host we hold, where we heard it: a peer heard it say
-	 * GOODBYE (fabric_departed.h). Held, it is asked all the same; only
-	 * news of it ends the query, and unanswered it is forgotten there */
-	bool probe;
 };
 
 /* What the protocol core reports up (registered by the resolver, which owns
@@ -117,11 +113,6 @@ int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t 
  * Unless we heard @k say goodbye (fabric_departed.h), the directory of
  * @at's fabric counts incomplete until peers vouch again (fabric_digest.h). */
 void fabric_hint_unanswered(struct fabric *f, const struct host_key *k, const struct fabric_at *at);
-/* A probe's query for @k to @at (@at->probe, fabric_gone.h) went
- * unanswered, every attempt: the endpoints of @k reached at that address
- * on @at's port are forgotten, as if we had heard their GOODBYE. */
-void fabric_probe_unanswered(struct fabric *f, const struct host_key *k,
-			     const struct fabric_at *at);
 /* Does the store hold the host named by @k with an endpoint heard on the
  * fabric of @at's port (a static host: anywhere)? */
 bool fabric_holds_at(struct fabric *f, const struct host_key *k, const struct fabric_at *at);

@@ -5,7 +5,6 @@
  */
 #include "fabric/fabric_departed.h"
 #include "fabric/fabric_impl.h"
-#include "fabric/fabric_peers.h"
 
 #include <string.h>
 
@@ -37,8 +36,7 @@ static struct departed *slot(struct fabric_departed *d)
 	return e;
 }
 
-/* What the digests held before a removal (their host counts). */
-static void departed_before(const struct fabric *f, struct departed_mark *mk)
+void fabric_departed_before(const struct fabric *f, struct departed_mark *mk)
 {
 	struct store_digest dg;
 
@@ -50,9 +48,8 @@ static void departed_before(const struct fabric *f, struct departed_mark *mk)
 	}
 }
 
-/* After it: the digests it left (one host fewer) remember host @name. */
-static void departed_after(struct fabric_port *p, const char *name, const struct departed_mark *mk,
-			   bool said)
+void fabric_departed_after(struct fabric_port *p, const struct fw_msg *m,
+			   const struct departed_mark *mk)
 {
 	struct fabric *f = p->f;
 	struct fabric_departed *d = &f->departed;
@@ -63,7 +60,7 @@ static void departed_after(struct fabric_port *p, const char *name, const struct
 	uint32_t ports = 0;
 	bool whole;
 
-	if (host_key_name(&k, name) < 0)
+	if (host_key_name(&k, m->sender.names[0]) < 0)
 		return;
 	store_digest(f->store, &dg);
 	whole = dg.hosts + 1 == mk->whole;
@@ -80,30 +77,14 @@ static void departed_after(struct fabric_port *p, const char *name, const struct
 		*e = (struct departed){.name = k, .term = host_digest_term(&k)};
 	}
 	e->until_ms = now + (uint64_t)f->cfg->addr_ttl_s * 1000;
-	if (said)
-		e->said_ms = now; /* repeated in our announces (fabric_gone.h) */
+	/* said again (it came back, and left): repeated anew */
+	e->said_ms = now ? now : 1;
+	memset(e->told, 0, sizeof(e->told));
 	e->ports |= ports;
 	e->whole |= whole;
 	/* gone, it says; but a restart says so too, and then announces anew:
 	 * only an unanswered query confirms it */
 	memset(e->gone, 0, sizeof(e->gone));
-}
-
-void fabric_departed_forget(struct fabric_port *p, const uint8_t gid[16], uint16_t pkey,
-			    const char *name, bool said)
-{
-	struct fabric *f = p->f;
-	struct departed_mark mk;
-	struct host_key gk;
-
-	departed_before(f, &mk);
-	store_remove_endpoint(f->store, gid, pkey);
-	departed_after(p, name, &mk, said);
-	/* a port gone from the fabric is no peer to ask (a session would wait
-	 * for it, then count a loss); its other partitions keep it one */
-	host_key_addr(&gk, IBRES_KEY_GID, gid);
-	if (!store_lookup(f->store, &gk, now_ms(), false))
-		fetch_forget_peer(f, gid);
 }
 
 void fabric_departed_back(struct fabric *f, const char *name)

@@ -68,7 +68,9 @@ struct departed {
 	struct host_key name; /* its canonical name */
 	uint64_t term;	      /* host_digest_term(name) */
 	uint64_t until_ms;    /* forgotten then (addr_ttl after the GOODBYE) */
-	uint64_t said_ms;     /* when we last heard its GOODBYE ourselves; 0: never */
+	uint64_t said_ms;     /* its last GOODBYE heard (fabric_gone.h) */
+	/* our announces on each port that named it since (fabric_gone.h) */
+	uint8_t told[CFG_MAX_ENDPOINTS];
 	uint64_t fresh_ms;    /* how long an unanswered query confirms its absence */
 	/* the peers that named it where a query went unanswered, and when */
 	struct {
@@ -110,12 +112,11 @@ struct departed_mark {
 	uint64_t port[CFG_MAX_ENDPOINTS];
 };
 
-/* Endpoint (@gid, @pkey) of the host named @name, heard on @p, left: its
- * GOODBYE heard there (@said), or a probe it left unanswered
- * (fabric_gone.h). It goes from the store, the digests it left (one host
- * fewer) remember its host, and a port no longer held is no peer to ask. */
-void fabric_departed_forget(struct fabric_port *p, const uint8_t gid[16], uint16_t pkey,
-			    const char *name, bool said);
+/* Before and after the store removes what a GOODBYE heard on @p says left:
+ * the digests it left (one host fewer) remember its sender's host. */
+void fabric_departed_before(const struct fabric *f, struct departed_mark *mk);
+void fabric_departed_after(struct fabric_port *p, const struct fw_msg *m,
+			   const struct departed_mark *mk);
 /* The host named @name was learned again: forgotten here. */
 void fabric_departed_back(struct fabric *f, const char *name);
 

@@ -637,9 +637,7 @@ void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_write
 		{"fabric_departed_shortened", f ? f->departed.shortened : 0},
 		{"fabric_gone_sent", f ? f->gone.sent : 0},
 		{"fabric_gone_heard", f ? f->gone.heard : 0},
-		{"fabric_gone_probes", f ? f->gone.probes : 0},
-		{"fabric_gone_skipped", f ? f->gone.skipped : 0},
-		{"fabric_gone_forgotten", f ? f->gone.forgotten : 0},
+		{"fabric_gone_shortened", f ? f->gone.shortened : 0},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

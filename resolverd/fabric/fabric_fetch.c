@@ -263,10 +263,13 @@ static bool unicast_where(const struct fw_where *w)
 	}
 }
 
-bool fabric_at_where(unsigned port, const struct transport_addr *like, const struct fw_where *w,
-		     struct fabric_at *at)
+/* Where hint @w's host is reached, on the port and in the form of the
+ * peer's own address (the same subnet: port number, scope): false when it
+ * does not fit that port's transport, or is no host's. */
+static bool hint_at(const struct fetch_peer *peer, const struct fw_where *w, struct fabric_at *at)
 {
-	*at = (struct fabric_at){.port = port, .addr = *like}; /* a hint's: no probe */
+	at->port = peer->port;
+	at->addr = peer->addr;
 	if (!unicast_where(w))
 		return false;
 	if (w->kind == FW_WHERE_IPV4 && at->addr.len && at->addr.ss.ss_family == AF_INET) {
@@ -357,8 +360,7 @@ static void take_names(struct fabric *f, const struct fw_msg *m)
 			continue;
 		if (x->hints == FETCH_HINTS_MAX)
 			continue; /* a later session finds it again */
-		if (i < FW_WHERE_MAX &&
-		    fabric_at_where(x->peer.port, &x->peer.addr, &m->where[i], &at)) {
+		if (i < FW_WHERE_MAX && hint_at(&x->peer, &m->where[i], &at)) {
 			have_at = true;
 		} else if (!strcasecmp(name, m->sender.names[0])) {
 			/* the peer itself (it names no address of its own):

@@ -187,22 +187,6 @@ int fabric_newcomer_again(struct fabric *f);
 void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 			    const struct transport_addr *from);
 
-/* fabric_range.c: where endpoint @e is reached from port @p, as seen from
- * @from (an address of the same family: an asker's, a peer's): false when
- * it was not learned there (ourselves, another fabric's); true with
- * FW_WHERE_NONE when it has no address of that kind. */
-bool fabric_where_endpoint(const struct fabric_port *p, const struct host *e,
-			   const struct transport_addr *from, uint64_t now, struct fw_where *w);
-/* The same for the first endpoint of @name's host learned there:
- * FW_WHERE_NONE when none was (ourselves, gone). */
-void fabric_where_of(struct fabric_port *p, const char *name, const struct transport_addr *from,
-		     uint64_t now, struct fw_where *w);
-/* fabric_fetch.c: where @w's host is reached on port @port, in the form of
- * the address @like (a peer's there: the same subnet, port number, scope):
- * false when @w does not fit that port's transport, or is no host's. */
-bool fabric_at_where(unsigned port, const struct transport_addr *like, const struct fw_where *w,
-		     struct fabric_at *at);
-
 /* The transports' receive paths, summed (fabric_digest.c). */
 void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);
 

@@ -35,33 +35,13 @@ static bool budget(struct range_bucket *b, unsigned per_s, uint64_t now)
 	return true;
 }
 
-bool fabric_where_endpoint(const struct fabric_port *p, const struct host *e,
-			   const struct transport_addr *from, uint64_t now, struct fw_where *w)
-{
-	struct ibres_hostrec rec;
-
-	memset(w, 0, sizeof(*w));
-	if (host_origin(e) != IBRES_ORIGIN_FABRIC || !(host_heard_on(e) >> p->ep->index & 1))
-		return false;
-	host_record(e, &rec, now);
-	if (from->len && from->ss.ss_family == AF_INET && rec.n_v4) {
-		w->kind = FW_WHERE_IPV4;
-		memcpy(w->addr, &rec.v4[0], 4);
-	} else if (from->len && from->ss.ss_family == AF_INET6 && rec.n_v6) {
-		w->kind = FW_WHERE_IPV6;
-		memcpy(w->addr, &rec.v6[0], 16);
-	} else if (!from->len && rec.n_gids && rec.lid) { /* RoCE: no LID, no use */
-		w->kind = FW_WHERE_IB;
-		w->lid = rec.lid;
-		w->qpn = rec.qpn;
-		memcpy(w->addr, rec.gids[0], 16);
-	}
-	return true;
-}
-
-void fabric_where_of(struct fabric_port *p, const char *name, const struct transport_addr *from,
+/* Where @name's host is reached from the asker's port @p, as seen from
+ * @from (the asker's address: the same family): FW_WHERE_NONE when not
+ * learned there (ourselves, gone since the index was built). */
+static void where_of(struct fabric_port *p, const char *name, const struct transport_addr *from,
 		     uint64_t now, struct fw_where *w)
 {
+	struct ibres_hostrec rec;
 	struct host_key k;
 	struct host *h;
 
@@ -69,9 +49,25 @@ void fabric_where_of(struct fabric_port *p, const char *name, const struct trans
 	if (host_key_name(&k, name) < 0)
 		return;
 	h = store_lookup(p->f->store, &k, now, false);
-	for (struct host *e = h; e; e = host_next_endpoint(h, e))
-		if (fabric_where_endpoint(p, e, from, now, w))
-			return;
+	for (struct host *e = h; e; e = host_next_endpoint(h, e)) {
+		if (host_origin(e) != IBRES_ORIGIN_FABRIC ||
+		    !(host_heard_on(e) >> p->ep->index & 1))
+			continue;
+		host_record(e, &rec, now);
+		if (from->len && from->ss.ss_family == AF_INET && rec.n_v4) {
+			w->kind = FW_WHERE_IPV4;
+			memcpy(w->addr, &rec.v4[0], 4);
+		} else if (from->len && from->ss.ss_family == AF_INET6 && rec.n_v6) {
+			w->kind = FW_WHERE_IPV6;
+			memcpy(w->addr, &rec.v6[0], 16);
+		} else if (!from->len && rec.n_gids && rec.lid) { /* RoCE: no LID, no use */
+			w->kind = FW_WHERE_IB;
+			w->lid = rec.lid;
+			w->qpn = rec.qpn;
+			memcpy(w->addr, rec.gids[0], 16);
+		}
+		return;
+	}
 }
 
 /* The names of the index in lo..hi from lo on, as many as fit @room bytes
@@ -89,7 +85,7 @@ static void put_names(struct fabric_port *p, const struct term_index *ti, struct
 		size_t need;
 
 		if (where)
-			fabric_where_of(p, name, from, now, &w);
+			where_of(p, name, from, now, &w);
 		need = 4 + fw_where_len(&w) + strlen(name); /* an item's header, the rest */
 		if (need > room || fw_hint_add_at(a, name, &w) < 0) {
 			a->range.flags |= FW_RANGE_MORE;

@@ -3354,6 +3354,70 @@ static unsigned n_endpoints(const struct host *h)
 	return n;
 }
 
+/* A peer heard nodeE say goodbye (fabric_gone.h): its endpoints heard on
+ * the fabric named, of a daemon that announces, expire by then; the other
+ * rail's stay; an alias, a host whose daemon does not announce, a static
+ * host, a later deadline: nothing moves. */
+static void test_shorten_named_host(void **state)
+{
+	struct store_put how = {
+		.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .rails = 9, .ttl_s = 60};
+	struct ibres_hostrec r0, r1, quiet, st;
+	struct host *e0, *e1;
+	struct host_store s;
+	struct host_key k;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 16), 0);
+	rail_rec(&r0, "nodeE", 5, 0);
+	rail_rec(&r1, "nodeE", 5, 1);
+	how.says = how.announces = true;
+	assert_int_equal(store_insert(&s, &r0, &how, 1000, NULL), 0);
+	how.heard_on = 2;
+	assert_int_equal(store_insert(&s, &r1, &how, 1000, NULL), 0);
+	rec_init(&quiet, "nodeQ");
+	rec_gid(&quiet, "fe80::77");
+	how.announces = false; /* its daemon says it does not announce */
+	how.rails = 0;
+	assert_int_equal(store_insert(&s, &quiet, &how, 1000, NULL), 0);
+	rec_init(&st, "nodeS");
+	rec_gid(&st, "fe80::78");
+	assert_int_equal(store_insert(&s, &st, &(struct store_put){.origin = IBRES_ORIGIN_STATIC},
+				      1000, NULL),
+			 0);
+
+	host_key_name(&k, "nodeE-ib0"); /* an alias */
+	assert_int_equal(store_shorten_host(&s, &k, 0, 5000), 0);
+	host_key_name(&k, "NODEE"); /* the canonical name, any case */
+	assert_int_equal(store_shorten_host(&s, &k, 0, 5000), 1);
+	e0 = peek(&s, kname("nodeE-ib0"), 2000);
+	e1 = peek(&s, kname("nodeE-ib1"), 2000);
+	assert_int_equal(host_expires_ms(e0), 5000);
+	assert_int_equal(host_expires_ms(e1), 61000);
+	/* named again, later: not moved back */
+	assert_int_equal(store_shorten_host(&s, &k, 0, 9000), 0);
+	assert_int_equal(host_expires_ms(e0), 5000);
+	/* the other fabric's, then every one */
+	assert_int_equal(store_shorten_host(&s, &k, STORE_ALL_FABRICS, 7000), 1);
+	assert_int_equal(host_expires_ms(e1), 7000);
+	host_key_name(&k, "nodeQ");
+	assert_int_equal(store_shorten_host(&s, &k, 1, 5000), 0);
+	host_key_name(&k, "nodeS");
+	assert_int_equal(store_shorten_host(&s, &k, STORE_ALL_FABRICS, 5000), 0);
+	host_key_name(&k, "nodeX");
+	assert_int_equal(store_shorten_host(&s, &k, STORE_ALL_FABRICS, 5000), 0);
+	check(&s);
+	/* then it expires, and a live one refreshed gets its TTL back */
+	assert_null(peek(&s, kname("nodeE-ib0"), 5000));
+	how.announces = true;
+	how.rails = 9;
+	assert_true(store_refresh(&s, &r1, &how, 6000, NULL));
+	e1 = peek(&s, kname("nodeE-ib1"), 6000);
+	assert_int_equal(host_expires_ms(e1), 66000);
+	check(&s);
+	store_fini(&s);
+}
+
 /* A datagram that says whether its daemon announces (the fabric's
  * SAYS_ANNOUNCES flag, store_put.says) is taken at its word, for its host's
  * every endpoint (a daemon announces on all its ports or none): once it
@@ -3918,6 +3982,7 @@ int main(void)
 		cmocka_unit_test(test_refresh_unchanged_in_place),
 		cmocka_unit_test(test_unheard_marks_announcers),
 		cmocka_unit_test(test_unheard_follows_the_word),
+		cmocka_unit_test(test_shorten_named_host),
 		cmocka_unit_test(test_identity_rules),
 		cmocka_unit_test(test_ttl_expiry_lookup),
 		cmocka_unit_test(test_ttl_expiry_sweep),

@@ -2693,199 +2693,225 @@ static void test_fetch_later_try_is_a_loss(void **state)
 	assert_int_equal(counter("fabric_rx_drops_detected"), drops + 1);
 }
 
-/* A hint's query that the host left unanswered (every attempt to the
- * address named) keeps the fetch from asking the name again, not a client:
- * its lookup asks the whole fabric; and it is a loss (the host is gone, or
- * datagrams were lost). A client joining a hint's query still in flight
- * makes it its own: multicast at once, every attempt. */
-/* Peer @n announces, naming @gone (NULL-terminated) as hosts it heard say
- * goodbye. */
+/* Peer @n announces, saying it announces, naming @gone (NULL-terminated) as
+ * hosts it heard say goodbye. */
 static void announce_gone(unsigned n, const char *const *gone)
 {
 	struct fw_msg m;
 
 	peer_msg(&m, FW_ANNOUNCE, n, 0);
-	for (; *gone; gone++)
+	m.flags = SAYS_ON;
+	for (; gone && *gone; gone++)
 		assert_int_equal(fw_gone_add(&m, *gone), 0);
 	deliver(&m, n);
 }
 
-/* The REQUESTs sent for @name since the @from-th, each by unicast to peer
- * @to's address. */
-static unsigned requests_for_since(const char *name, unsigned from, unsigned to)
+/* The names our announces sent since the @from-th datagram carried, each
+ * counted in @times[] (of @names). */
+static void names_told(unsigned from, const char *const *names, unsigned *times)
 {
-	struct transport_addr at = peer_addr(to);
-	unsigned n = 0;
-
 	for (unsigned i = from; i < fake.n_sent; i++) {
 		const struct sent_dgram *s = &fake.sent[i];
+		const char *g = s->m.gone;
 
-		if (s->m.type != FW_REQUEST || s->m.target.len != strlen(name) ||
-		    memcmp(s->m.target.data, name, s->m.target.len))
+		if (s->m.type != FW_ANNOUNCE) {
+			assert_int_equal(s->m.n_gone, 0);
 			continue;
-		assert_true(s->ucast);
-		assert_memory_equal(&s->to.ss, &at.ss, at.len);
-		n++;
+		}
+		assert_true(s->m.n_gone <= FW_GONE_MAX);
+		for (unsigned j = 0; j < s->m.n_gone; j++, g += strlen(g) + 1) {
+			unsigned k = 0;
+
+			while (names[k] && strcmp(names[k], g))
+				k++;
+			assert_non_null(names[k]);
+			times[k]++;
+		}
 	}
-	return n;
 }
 
-/* Our announces repeat, for goodbye_repeats rounds (2 by default), the
- * name of a host whose GOODBYE we heard; not once it is back; and never
- * without one. */
+/* Our announces name a host whose GOODBYE we heard in goodbye_repeats (2)
+ * of them; ten that left at once, each twice, at most FW_GONE_MAX a
+ * datagram; not one that came back; nothing when none left. */
 static void test_goodbye_repeated_in_announces(void **state)
 {
-	uint64_t said, until;
-	unsigned with = 0, carried = 0, first;
+	static const char *const names[] = {"node2", "node3", "node4",	"node5",  "node6",  "node7",
+					    "node8", "node9", "node10", "node11", "node12", NULL};
+	unsigned times[12] = {0}, first;
 	struct fw_msg m;
 
 	(void)state;
 	start(DIRECTORY, NULL);
-	announce_from(2);
-	announce_from(3);
+	for (unsigned n = 2; n <= 12; n++)
+		announce_gone(n, NULL);
 	advance_to(START_MS + 12000);
 	first = fake.n_sent;
 	peer_msg(&m, FW_GOODBYE, 2, 0);
 	deliver(&m, 2);
-	said = fake_now;
-	for (until = fake_now + 4 * UNHEARD_ROUND_MS; fake_now < until;)
-		advance(100);
-	for (unsigned i = first; i < fake.n_sent; i++) {
-		const struct sent_dgram *s = &fake.sent[i];
+	assert_int_equal(counter("fabric_goodbyes_rx"), 1);
+	advance(4 * UNHEARD_ROUND_MS);
+	names_told(first, names, times);
+	assert_int_equal(times[0], 2);
+	assert_int_equal(counter("fabric_gone_sent"), 2);
 
-		if (s->m.type != FW_ANNOUNCE)
-			continue;
-		carried += s->m.n_gone;
-		/* within two intervals, and past two rounds (an interval, its
-		 * jitter and a tick each; between the two, either) */
-		if (s->at_ms - said < 2 * 10 * 1000) { /* goodbye_repeats = 2 */
-			assert_int_equal(s->m.n_gone, 1);
-			assert_string_equal(s->m.gone, "node2");
-			with++;
-		} else if (s->at_ms - said >= 2 * UNHEARD_ROUND_MS) {
-			assert_int_equal(s->m.n_gone, 0);
-		}
-	}
-	assert_true(with >= 1);
-	assert_int_equal(counter("fabric_gone_sent"), carried);
-
-	/* it says goodbye again, and comes back before our next announce */
-	peer_msg(&m, FW_GOODBYE, 3, 0);
-	deliver(&m, 3);
-	announce_from(3);
+	/* ten leave at once: each named twice, eight at most a datagram */
+	for (unsigned n = 3; n <= 11; n++)
+		announce_gone(n, NULL); /* heard again: not expired */
 	first = fake.n_sent;
+	for (unsigned n = 3; n <= 11; n++) {
+		peer_msg(&m, FW_GOODBYE, n, 0);
+		deliver(&m, n);
+	}
+	assert_int_equal(counter("fabric_goodbyes_rx"), 10);
+	memset(times, 0, sizeof(times));
+	advance(6 * UNHEARD_ROUND_MS);
+	names_told(first, names, times);
+	for (unsigned k = 1; k <= 9; k++)
+		assert_int_equal(times[k], 2);
+	assert_int_equal(times[0], 0);
+	/* in turn: the first two announces name all nine (not eight twice) */
+	{
+		unsigned seen = 0, announces = 0;
+
+		memset(times, 0, sizeof(times));
+		for (unsigned i = first; i < fake.n_sent && announces < 2; i++) {
+			const char *g = fake.sent[i].m.gone;
+
+			if (fake.sent[i].m.type != FW_ANNOUNCE)
+				continue;
+			announces++;
+			for (unsigned j = 0; j < fake.sent[i].m.n_gone; j++, g += strlen(g) + 1)
+				for (unsigned k = 1; k <= 9; k++)
+					if (!strcmp(names[k], g) && !times[k]++)
+						seen++;
+		}
+		assert_int_equal(announces, 2);
+		assert_int_equal(seen, 9);
+	}
+
+	/* node12 says goodbye and comes back before our next announce: its
+	 * return forgets the goodbye, and nothing is named */
+	announce_gone(12, NULL);
+	first = fake.n_sent;
+	peer_msg(&m, FW_GOODBYE, 12, 0);
+	deliver(&m, 12);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 11);
+	announce_gone(12, NULL);
+	assert_non_null(find(key_name("node12")));
 	advance(2 * UNHEARD_ROUND_MS);
-	for (unsigned i = first; i < fake.n_sent; i++)
-		assert_int_equal(fake.sent[i].m.n_gone, 0);
-	assert_true(count_sent(FW_ANNOUNCE) > 0);
+	memset(times, 0, sizeof(times));
+	names_told(first, names, times);
+	assert_int_equal(times[10], 0);
+	assert_true(count_sent(FW_ANNOUNCE) > 0 && last_sent()->m.type == FW_ANNOUNCE);
 }
 
 /* goodbye_repeats = 0: nothing repeated. */
 static void test_goodbye_not_repeated_when_off(void **state)
 {
-	unsigned first;
+	static const char *const names[] = {"node2", NULL};
+	unsigned times[1] = {0}, first, announces;
 	struct fw_msg m;
 
 	(void)state;
 	start(DIRECTORY "goodbye_repeats = 0\n", NULL);
-	announce_from(2);
-	announce_from(3);
+	announce_gone(2, NULL);
+	announce_gone(3, NULL);
 	advance_to(START_MS + 12000);
 	first = fake.n_sent;
+	announces = count_sent(FW_ANNOUNCE);
 	peer_msg(&m, FW_GOODBYE, 2, 0);
 	deliver(&m, 2);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 1);
 	advance(3 * UNHEARD_ROUND_MS);
-	assert_true(count_sent(FW_ANNOUNCE) >= 3);
-	for (unsigned i = first; i < fake.n_sent; i++)
-		assert_int_equal(fake.sent[i].m.n_gone, 0);
+	assert_true(count_sent(FW_ANNOUNCE) >= announces + 3);
+	names_told(first, names, times);
+	assert_int_equal(times[0], 0);
 	assert_int_equal(counter("fabric_gone_sent"), 0);
 }
 
-/* We missed node2's GOODBYE; peer 3's announce names it. We ask node2 where
- * we hold it, by unicast; unanswered, it is forgotten, and nothing else is.
- * node3, named by peer 4 in turn, answers and stays; node4's own news ends
- * the question of it. A name is asked once a round, ours never, one we do
- * not hold never, and a port asks GONE_PROBES_ROUND a round at most. */
-static void test_gone_asks_the_host_where_we_hold_it(void **state)
+/* The TTL left of @name's host, in seconds (it is held). */
+static uint32_t ttl_of(const char *name)
+{
+	struct ibres_hostrec rec;
+	struct host *h = find(key_name(name));
+
+	assert_non_null(h);
+	host_record(h, &rec, fake_now);
+	return rec.ttl;
+}
+
+/* We missed node2's GOODBYE; peer 3's announce names it: node2 is kept
+ * only until its next announce could come (two of our rounds), and then
+ * goes; node3, named by peer 4 but alive, announces and gets its TTL back.
+ * An alias, our own name, a name we do not hold, a host whose daemon does
+ * not announce: nothing. Not in the no-directory mode. */
+static void test_gone_keeps_the_host_until_its_next_announce(void **state)
 {
 	static const char *const node2[] = {"node2", NULL};
 	static const char *const node3[] = {"node3", NULL};
-	static const char *const node4[] = {"node4", NULL};
-	static const char *const not_held[] = {"node1", "node77", NULL};
-	static const char *const many[] = {"node10", "node11", "node12", "node13", "node14",
-					   "node15", "node16", "node17", NULL};
-	static const char *const more[] = {"node18", "node19", NULL};
-	unsigned first, tries;
+	static const char *const others[] = {"node4.cluster.example", "node1", "node77", "node6",
+					     NULL};
 	uint64_t until;
 	struct fw_msg m;
 
 	(void)state;
 	start(DIRECTORY, NULL);
 	for (unsigned n = 2; n <= 5; n++)
-		announce_from(n);
+		announce_gone(n, NULL);
+	peer_msg(&m, FW_ANNOUNCE, 6, 0);
+	m.flags = SAYS_OFF; /* node6's daemon does not announce */
+	deliver(&m, 6);
+	assert_true(ttl_of("node2") > 50); /* addr_ttl: 60 s */
 
-	first = fake.n_sent;
 	announce_gone(3, node2);
 	assert_int_equal(counter("fabric_gone_heard"), 1);
-	assert_int_equal(counter("fabric_gone_probes"), 1);
-	assert_int_equal(requests_for_since("node2", first, 2), 1);
-	for (until = fake_now + 5000; fake_now < until && !counter("fabric_gone_forgotten");)
-		advance(10);
-	assert_int_equal(counter("fabric_gone_forgotten"), 1);
-	assert_int_equal(requests_for_since("node2", first, 2), 3); /* retries = 2 */
+	assert_int_equal(counter("fabric_gone_shortened"), 1);
+	assert_true(ttl_of("node2") <= 2 * UNHEARD_ROUND_MS / 1000);
+	/* named again: not moved again (nor later) */
+	announce_gone(4, node2);
+	assert_int_equal(counter("fabric_gone_shortened"), 1);
+
+	announce_gone(4, node3);
+	assert_int_equal(counter("fabric_gone_shortened"), 2);
+	assert_true(ttl_of("node3") <= 2 * UNHEARD_ROUND_MS / 1000);
+
+	announce_gone(5, others);
+	assert_int_equal(counter("fabric_gone_heard"), 7);
+	assert_int_equal(counter("fabric_gone_shortened"), 2);
+	assert_true(ttl_of("node4") > 50);
+	assert_true(ttl_of("node6") > 50);
+
+	/* the peers announce every round; node2, gone, does not */
+	for (until = fake_now + 2 * UNHEARD_ROUND_MS + 2000; fake_now < until;) {
+		advance(UNHEARD_ROUND_MS / 2);
+		for (unsigned n = 3; n <= 5; n++)
+			announce_gone(n, NULL);
+	}
 	assert_peer_absent(2);
 	for (unsigned n = 3; n <= 5; n++)
-		assert_peer_stored(n);
-	/* no loss: what a GOODBYE heard would have done */
-	assert_int_equal(counter("fabric_hints_unanswered"), 0);
-	assert_int_equal(counter("fabric_fetch_losses"), 0);
-
-	/* node3 answers: kept, and asked no more */
-	first = fake.n_sent;
-	announce_gone(4, node3);
-	assert_int_equal(requests_for_since("node3", first, 3), 1);
-	peer_reply(&m, 3, nth_sent(FW_REQUEST, count_sent(FW_REQUEST) - 1)->m.tid);
-	deliver(&m, 3);
-	advance(3000);
-	assert_int_equal(requests_for_since("node3", first, 3), 1);
-	assert_peer_stored(3);
-	assert_int_equal(counter("fabric_gone_forgotten"), 1);
-	/* named again within the round: not asked again */
-	announce_gone(5, node3);
-	assert_int_equal(requests_for_since("node3", first, 3), 1);
-	assert_int_equal(counter("fabric_gone_skipped"), 1);
-
-	/* node4 announces while asked: news of it, which ends the question */
-	first = fake.n_sent;
-	announce_gone(5, node4);
-	announce_from(4);
-	advance(3000);
-	tries = requests_for_since("node4", first, 4);
-	assert_true(tries >= 1 && tries < 3);
-	assert_peer_stored(4);
-	assert_int_equal(counter("fabric_gone_forgotten"), 1);
-
-	/* our own name, a name we do not hold: nothing asked */
-	first = fake.n_sent;
-	announce_gone(5, not_held);
-	for (unsigned i = first; i < fake.n_sent; i++)
-		assert_int_not_equal(fake.sent[i].m.type, FW_REQUEST);
-	assert_int_equal(counter("fabric_gone_probes"), 3);
-
-	/* the bound: a port asks GONE_PROBES_ROUND a round (3 asked so far) */
-	for (unsigned n = 10; n <= 19; n++)
-		announce_from(n);
-	first = fake.n_sent;
-	announce_gone(3, many);
-	announce_gone(3, more);
-	assert_int_equal(counter("fabric_gone_probes"), GONE_PROBES_ROUND);
-	assert_int_equal(counter("fabric_gone_skipped"), 1 + 10 - (GONE_PROBES_ROUND - 3));
-	/* a round later, the names still held are asked again */
-	advance(UNHEARD_ROUND_MS);
-	announce_gone(3, more);
-	assert_int_equal(counter("fabric_gone_probes"), GONE_PROBES_ROUND + 2);
+		assert_true(ttl_of(n == 3 ? "node3" : n == 4 ? "node4" : "node5") > 50);
+	assert_int_equal(counter("fabric_departed_shortened"), 0);
 }
 
+/* Announcements off: no directory, and a host's silence says nothing. */
+static void test_gone_ignored_without_directory(void **state)
+{
+	static const char *const node2[] = {"node2", NULL};
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	announce_gone(2, NULL);
+	announce_gone(3, node2);
+	assert_int_equal(counter("fabric_gone_heard"), 1);
+	assert_int_equal(counter("fabric_gone_shortened"), 0);
+	assert_true(ttl_of("node2") > 50);
+}
+
+/* A hint's query that the host left unanswered (every attempt to the
+ * address named) keeps the fetch from asking the name again, not a client:
+ * its lookup asks the whole fabric; and it is a loss (the host is gone, or
+ * datagrams were lost). A client joining a hint's query still in flight
+ * makes it its own: multicast at once, every attempt. */
 static void test_hint_query_and_clients(void **state)
 {
 	struct transport_addr at = peer_addr(9);
@@ -3359,7 +3385,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_reload_keeps_transport_qpn, teardown),
 		cmocka_unit_test_teardown(test_receive_drops, teardown),
 		cmocka_unit_test_teardown(test_goodbye_repeated_in_announces, teardown),
-		cmocka_unit_test_teardown(test_gone_asks_the_host_where_we_hold_it, teardown),
+		cmocka_unit_test_teardown(test_gone_keeps_the_host_until_its_next_announce,
+					  teardown),
+		cmocka_unit_test_teardown(test_gone_ignored_without_directory, teardown),
 		cmocka_unit_test_teardown(test_goodbye_not_repeated_when_off, teardown),
 		cmocka_unit_test_teardown(test_stop_says_goodbye, teardown),
 		cmocka_unit_test_teardown(test_keyed_send_stamps, teardown),

@@ -492,13 +492,18 @@ struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64
 			s->stats.misses++;
 		return NULL;
 	}
-	h = hs_at(s, at);
-	if (h->expires_ms <= now_ms) {
+	/* an expired endpoint goes; a key other endpoints of its host list
+	 * passes to one of them, which may live on (its next announce came) */
+	while ((h = hs_at(s, at))->expires_ms <= now_ms) {
+		bool ring = h->sib_next != NULL;
+
 		hs_host_remove(s, h);
 		s->stats.expirations++;
-		if (count)
-			s->stats.misses++;
-		return NULL;
+		if (!ring || (at = hs_slot_find(s, k, hs_hash(s, k))) < 0) {
+			if (count)
+				s->stats.misses++;
+			return NULL;
+		}
 	}
 	if (count) {
 		s->stats.hits++;

@@ -188,7 +188,7 @@ static void on_announce(struct fabric_port *p, const struct fw_msg *m,
 		 * word counts for nothing */
 		fabric_digest_heard(p, m, prev_seq);
 		fabric_fetch_peer(p, m, from);
-		fabric_gone_heard(p, m);
+		fabric_gone_heard(p, m, from);
 	}
 	if (m->flags & FW_FLAG_NEWCOMER)
 		fabric_answer_newcomer(p, m, from);

@@ -41,10 +41,12 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 			continue;
 		fabric_msg_init(p, &m, type, tid);
 		m.flags |= flags;
-		if (type == FW_ANNOUNCE) {
+		if (type == FW_ANNOUNCE)
 			fabric_digest_put(p, &m, false, false);
+		/* periodic ones only: a burst's repeats come within a second,
+		 * while losses are still likely */
+		if (type == FW_ANNOUNCE && !(flags & FW_FLAG_NEWCOMER))
 			fabric_gone_put(p, &m);
-		}
 		if (flags & FW_FLAG_NEWCOMER) {
 			/* since when we keep what this port hears: the burst's
 			 * start, or later the port's joining the group (IB: the
@@ -62,6 +64,7 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 		}
 		if (fabric_port_send(p, &m, NULL) == 0) {
 			sent++;
+			fabric_gone_told(p, &m);
 			if (type == FW_ANNOUNCE)
 				f->c.announces_sent++;
 			if (flags & FW_FLAG_NEWCOMER)

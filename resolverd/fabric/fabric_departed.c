@@ -77,9 +77,11 @@ void fabric_departed_after(struct fabric_port *p, const struct fw_msg *m,
 		*e = (struct departed){.name = k, .term = host_digest_term(&k)};
 	}
 	e->until_ms = now + (uint64_t)f->cfg->addr_ttl_s * 1000;
-	/* said again (it came back, and left): repeated anew */
+	/* said (again: it came back, and left): named anew where it left */
 	e->said_ms = now ? now : 1;
-	memset(e->told, 0, sizeof(e->told));
+	for (unsigned i = 0; i < CFG_MAX_ENDPOINTS; i++)
+		if (ports >> i & 1)
+			e->told[i] = 0;
 	e->ports |= ports;
 	e->whole |= whole;
 	/* gone, it says; but a restart says so too, and then announces anew:

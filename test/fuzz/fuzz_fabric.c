@@ -312,7 +312,7 @@ static void send_msg(uint8_t type)
 		m.digest.seq = (uint32_t)(m.tid & 7);
 	}
 	/* hosts it heard say goodbye (from bits already taken, as above): a
-	 * peer, ourselves, one we never held; the daemon asks those it holds */
+	 * peer, ourselves, one we never held; the daemon shortens those it holds */
 	if (type == FW_ANNOUNCE && (m.tid & 0x300)) {
 		for (unsigned i = 0; i < (m.tid >> 8 & 3); i++) {
 			char name[16];

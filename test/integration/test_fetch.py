@@ -23,7 +23,13 @@ is and ask it there, and its silence is no loss and meets the claim; they
 count no loss, say DISTURBED for nothing, and are complete again. The node that missed it hears settled digests of one host
 fewer and keeps the host only until its next announce could come: it
 forgets it within two announce rounds, not addr_ttl (doc/fabric-protocol.md,
-"A host that said goodbye").
+"A host that said goodbye"). The nodes repeat no GOODBYE there
+(goodbye_repeats 0), nor in test_missed_goodbyes_are_forgotten (a rack).
+
+test_repeated_goodbye_is_heard: the same missed GOODBYE, repeated by the
+nodes that heard it (goodbye_repeats 2, the default): the node that missed
+it keeps the host only until its next announce could come, and forgets it
+sooner (doc/fabric-protocol.md, "A GOODBYE repeated").
 """
 import contextlib
 import itertools

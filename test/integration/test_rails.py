@@ -706,6 +706,51 @@ def test_goodbye_on_another_rail(cluster_factory, kind):
     assert stats(c.sock(1))["fabric_goodbyes_rx"] == before[1]["fabric_goodbyes_rx"]
 
 
+@pytest.mark.timeout(150)
+def test_missed_goodbye_named_on_every_rail(cluster_factory):
+    """node4 misses node3's GOODBYEs on both rails (the switch drops what
+    reaches either of its ports). Nodes 1 and 2 heard them, and their
+    announces on each rail name node3: node4 keeps each of node3's two
+    endpoints only until its next announce could come, on the rail that
+    named it, and then forgets node3 on both rails; every other rail of
+    every node stays."""
+    c = cluster_factory(4, "--rails", 2, "--planes", "--set", "resolve.announce_interval=5s",
+                        "--set", "resolve.addr_ttl=600s")
+    wait_rails(c)
+    c.wait_settled(complete=5.0)
+    with open(os.path.join(c.dir, "state.json")) as f:
+        sw = json.load(f)["switch_ns"]
+    tc = ["ip", "netns", "exec", sw, "tc"]
+    ports = ("p4", "p4r1")  # node4's rails 0 and 1 on the switch
+    for port in ports:
+        run(tc + ["qdisc", "add", "dev", port, "clsact"], check=True)
+    try:
+        for port in ports:
+            # classic BPF "return TC_ACT_SHOT" in direct-action mode
+            run(tc + ["filter", "add", "dev", port, "egress", "protocol", "all", "pref", "10",
+                      "bpf", "da", "bytecode", "1,6 0 0 2"], check=True)
+        c.kill(3, "TERM")
+        time.sleep(0.3)
+    finally:
+        for port in ports:
+            run(tc + ["qdisc", "del", "dev", port, "clsact"], check=True)
+    for r in (0, 1):
+        assert knows(c, 4, rail(c, 3, r)["alias"]), \
+            "node4 heard node3's GOODBYE on rail %d: the test did not cut it off" % r
+    wait_until(lambda: stats(c.sock(4))["fabric_gone_shortened"] == 2, 10.0,
+               what="node4 hears node3 named on both rails")
+    wait_until(lambda: not any(knows(c, 4, rail(c, 3, r)["alias"]) for r in (0, 1)), 25.0,
+               what="node4 forgets node3 on both rails")
+    assert not knows(c, 4, "node3")
+    for k in (1, 2, 4):
+        for j in (1, 2, 4):
+            for r in (0, 1):
+                assert knows(c, k, rail(c, j, r)["alias"]), (k, j, r)
+    for k in (1, 2):
+        assert stats(c.sock(k))["fabric_gone_sent"] >= 2
+        assert stats(c.sock(k))["fabric_gone_shortened"] == 0
+
+
 ST_ENOTCONN = 5             # IBRES_STATUS_ENOTCONN
 
 

@@ -3354,6 +3354,37 @@ static unsigned n_endpoints(const struct host *h)
 	return n;
 }
 
+/* The endpoint that holds a host's name expired (its next announce was
+ * lost), another lives: a look-up of the name finds the live one. */
+static void test_lookup_passes_to_a_live_endpoint(void **state)
+{
+	struct store_put how = {
+		.origin = IBRES_ORIGIN_FABRIC, .heard_on = 1, .rails = 11, .ttl_s = 10};
+	struct ibres_hostrec r0, r1;
+	struct host *h;
+	struct host_store s;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 16), 0);
+	rail_rec(&r0, "nodeF", 6, 0);
+	rail_rec(&r1, "nodeF", 6, 1);
+	assert_int_equal(store_insert(&s, &r0, &how, 1000, NULL), 0); /* holds "nodeF" */
+	how.heard_on = 2;
+	how.ttl_s = 60;
+	assert_int_equal(store_insert(&s, &r1, &how, 1000, NULL), 0);
+	h = peek(&s, kname("nodeF"), 1000);
+	assert_non_null(h);
+	assert_int_equal(host_expires_ms(h), 11000);
+	h = peek(&s, kname("nodeF"), 12000);
+	assert_non_null(h);
+	assert_int_equal(host_expires_ms(h), 61000);
+	assert_null(peek(&s, kname("nodeF-ib0"), 12000));
+	assert_non_null(peek(&s, kname("nodeF-ib1"), 12000));
+	assert_null(peek(&s, kname("nodeF"), 61000));
+	check(&s);
+	store_fini(&s);
+}
+
 /* A peer heard nodeE say goodbye (fabric_gone.h): its endpoints heard on
  * the fabric named, of a daemon that announces, expire by then; the other
  * rail's stay; an alias, a host whose daemon does not announce, a static
@@ -3983,6 +4014,7 @@ int main(void)
 		cmocka_unit_test(test_unheard_marks_announcers),
 		cmocka_unit_test(test_unheard_follows_the_word),
 		cmocka_unit_test(test_shorten_named_host),
+		cmocka_unit_test(test_lookup_passes_to_a_live_endpoint),
 		cmocka_unit_test(test_identity_rules),
 		cmocka_unit_test(test_ttl_expiry_lookup),
 		cmocka_unit_test(test_ttl_expiry_sweep),

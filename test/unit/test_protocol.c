@@ -2806,6 +2806,38 @@ static void test_goodbye_repeated_in_announces(void **state)
 	assert_int_equal(times[10], 0);
 }
 
+/* A resync's NEWCOMER announces name nothing (a burst's repeats come within
+ * a second, while losses are still likely); the periodic ones after it do,
+ * twice. */
+static void test_goodbye_not_named_in_newcomers(void **state)
+{
+	static const char *const names[] = {"node2", NULL};
+	unsigned times[1] = {0}, first, newcomers = 0;
+	struct fw_msg m;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	announce_gone(2, NULL);
+	announce_gone(3, NULL);
+	advance_to(START_MS + 12000);
+	peer_msg(&m, FW_GOODBYE, 2, 0);
+	deliver(&m, 2);
+	assert_int_equal(counter("fabric_goodbyes_rx"), 1);
+	first = fake.n_sent;
+	fabric_resync(ctx.fabric);
+	advance(2000);
+	for (unsigned i = first; i < fake.n_sent; i++)
+		if (fake.sent[i].m.type == FW_ANNOUNCE &&
+		    (fake.sent[i].m.flags & FW_FLAG_NEWCOMER)) {
+			newcomers++;
+			assert_int_equal(fake.sent[i].m.n_gone, 0);
+		}
+	assert_true(newcomers >= 1);
+	advance(3 * UNHEARD_ROUND_MS);
+	names_told(first, names, times);
+	assert_int_equal(times[0], 2);
+}
+
 /* goodbye_repeats = 0: nothing repeated. */
 static void test_goodbye_not_repeated_when_off(void **state)
 {
@@ -3435,6 +3467,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_gone_ignored_without_directory, teardown),
 		cmocka_unit_test_teardown(test_gone_taken_only_from_its_sender, teardown),
 		cmocka_unit_test_teardown(test_goodbye_not_repeated_when_off, teardown),
+		cmocka_unit_test_teardown(test_goodbye_not_named_in_newcomers, teardown),
 		cmocka_unit_test_teardown(test_stop_says_goodbye, teardown),
 		cmocka_unit_test_teardown(test_keyed_send_stamps, teardown),
 		cmocka_unit_test_teardown(test_keyed_replay, teardown),

@@ -11,7 +11,6 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "fabric/fabric_departed.h"
-#include "fabric/fabric_digest.h"
 
 /* The entry of @d to name next on port @port: heard saying goodbye within
  * @window, named there fewer than @repeats times, not @taken yet; the least

@@ -52,7 +52,8 @@ void fabric_gone_put(struct fabric_port *p, struct fw_msg *m)
 	if (!repeats || next_to_name(d, port, now, window, repeats, 0) < 0)
 		return;
 	/* the names go where the datagram has room, its stamp and HMAC
-	 * included: an identity that fills it names none, and counts none */
+	 * included (fabric_port_send() adds them): an identity that fills it
+	 * names none, and counts none */
 	len = fw_encode(m, NULL, 0, buf, sizeof(buf));
 	if (len < 0)
 		return;

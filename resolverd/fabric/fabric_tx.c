@@ -52,16 +52,6 @@ int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 	}
 	len = fw_encode(m, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], f->buf,
 			sizeof(f->buf));
-	if (len == -ENOSPC && m->n_gone) {
-		/* an identity that fills the datagram: without the repeated
-		 * GOODBYEs, which are only news (fabric_gone.h) */
-		if (m != &stamped)
-			stamped = *m;
-		stamped.n_gone = stamped.gone_len = 0;
-		m = &stamped;
-		len = fw_encode(m, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], f->buf,
-				sizeof(f->buf));
-	}
 	if (len < 0) {
 		f->c.tx_errors++;
 		return len;

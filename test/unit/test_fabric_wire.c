@@ -437,6 +437,36 @@ static void test_range_items(void **state)
 	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
 }
 
+/* A list of names @add appends to (its packed length at @used_off in struct
+ * fw_msg): it holds at most @bytes of 255-byte names; as the last item of
+ * an ANNOUNCE, a name emptied or with a NUL inside is malformed. */
+static void check_name_list(int (*add)(struct fw_msg *, const char *), size_t used_off,
+			    size_t bytes)
+{
+	uint8_t buf[FW_MAX_LEN + 8];
+	char longname[IBRES_NAME_MAX + 1];
+	struct fw_msg m, out;
+	unsigned used;
+	int len;
+
+	sample(&m, FW_ANNOUNCE);
+	memset(longname, 'a', IBRES_NAME_MAX);
+	longname[IBRES_NAME_MAX] = '\0';
+	while (add(&m, longname) == 0)
+		;
+	memcpy(&used, (const char *)&m + used_off, sizeof(used));
+	assert_true(used <= bytes);
+	assert_true(used + IBRES_NAME_MAX + 1 > bytes);
+	sample(&m, FW_ANNOUNCE);
+	assert_int_equal(add(&m, "node7"), 0);
+	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
+	buf[len - 3] = '\0';
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	len = (int)resize_last_item(buf, (size_t)len, 5, 0);
+	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+}
+
 static void test_hint_items(void **state)
 {
 	uint8_t buf[FW_MAX_LEN + 8];
@@ -461,22 +491,7 @@ static void test_hint_items(void **state)
 	assert_string_equal(out.hints, "node7");
 	assert_string_equal(out.hints + 6, "gpu-a12.cluster");
 	assert_int_equal(out.range.flags, FW_RANGE_NAMES | FW_RANGE_MORE);
-	/* the packed names hold at most FW_HINTS_BYTES */
-	sample(&m, FW_ANNOUNCE);
-	longname[IBRES_NAME_MAX] = '\0';
-	while (fw_hint_add(&m, longname) == 0)
-		;
-	assert_true(m.hints_len <= FW_HINTS_BYTES);
-	assert_true(m.hints_len + IBRES_NAME_MAX + 1 > FW_HINTS_BYTES);
-	/* a HINT, the last item of this ANNOUNCE: empty, or with a NUL inside */
-	sample(&m, FW_ANNOUNCE);
-	fw_hint_add(&m, "node7");
-	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
-	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
-	buf[len - 3] = '\0';
-	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
-	len = (int)resize_last_item(buf, (size_t)len, 5, 0);
-	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
+	check_name_list(fw_hint_add, offsetof(struct fw_msg, hints_len), FW_HINTS_BYTES);
 	/* so many that the names would not fit the decoder's room: impossible
 	 * in one datagram (FW_HINTS_BYTES is the datagram's length) */
 	static_assert(FW_HINTS_BYTES >= FW_MAX_LEN, "every name a datagram holds fits");
@@ -515,12 +530,7 @@ static void test_gone_items(void **state)
 		assert_int_equal(fw_gone_add(&m, name), 0);
 	}
 	assert_int_equal(fw_gone_add(&m, "n9"), -ENOSPC);
-	sample(&m, FW_ANNOUNCE);
-	longname[IBRES_NAME_MAX] = '\0';
-	while (fw_gone_add(&m, longname) == 0)
-		;
-	assert_true(m.gone_len <= FW_GONE_BYTES);
-	assert_true(m.gone_len + IBRES_NAME_MAX + 1 > FW_GONE_BYTES);
+	check_name_list(fw_gone_add, offsetof(struct fw_msg, gone_len), FW_GONE_BYTES);
 	/* a datagram with more than a decoder keeps: the first FW_GONE_MAX */
 	sample(&m, FW_ANNOUNCE);
 	for (unsigned i = 0; i < FW_GONE_MAX + 2; i++)
@@ -530,15 +540,6 @@ static void test_gone_items(void **state)
 	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
 	assert_int_equal(out.n_gone, FW_GONE_MAX);
 	assert_string_equal(out.gone, "n0");
-	/* a GONE, the last item of this ANNOUNCE: empty, or with a NUL inside */
-	sample(&m, FW_ANNOUNCE);
-	fw_gone_add(&m, "node7");
-	len = fw_encode(&m, NULL, 0, buf, FW_MAX_LEN);
-	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_OK);
-	buf[len - 3] = '\0';
-	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
-	len = (int)resize_last_item(buf, (size_t)len, 5, 0);
-	assert_int_equal(fw_decode(buf, (size_t)len, NULL, 0, &out), FW_ERR_MALFORMED);
 }
 
 /* A hint with where its host is reached: each kind round-trips, a plain

@@ -3,6 +3,7 @@ test/fabric/emulate, talk to the daemons' sockets (RESOLVE, HOST, STATS,
 CACHE_LIST, CACHE_FLUSH) and send raw datagrams from inside a node's
 namespace. Stdlib only, so bench/fabric-bench can import it too."""
 import base64
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -368,6 +369,30 @@ def send_datagrams(netns, dst, port, payloads, src=None, sport=0, timeout=30, if
                        input=json.dumps(job), capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, r.stderr
     return int(r.stdout)
+
+
+@contextlib.contextmanager
+def cut_off(c, k, rails=(0,)):
+    """Nothing reaches node @k on @rails: the switch drops whatever its
+    ports send to the node (a tc filter on each port's egress)."""
+    with open(os.path.join(c.dir, "state.json")) as f:
+        sw = json.load(f)["switch_ns"]
+    # emulate names the switch's port of node k's rail r so
+    ports = ["p%d" % k if r == 0 else "p%dr%d" % (k, r) for r in rails]
+    tc = ["ip", "netns", "exec", sw, "tc"]
+    added = []
+    try:
+        for port in ports:
+            subprocess.run(tc + ["qdisc", "add", "dev", port, "clsact"], check=True)
+            added.append(port)
+            # classic BPF "return TC_ACT_SHOT" in direct-action mode
+            subprocess.run(tc + ["filter", "add", "dev", port, "egress", "protocol", "all",
+                                 "pref", "10", "bpf", "da", "bytecode", "1,6 0 0 2"],
+                           check=True)
+        yield
+    finally:
+        for port in added:
+            subprocess.run(tc + ["qdisc", "del", "dev", port, "clsact"], check=True)
 
 
 def wait_until(pred, timeout, interval=0.05, what="condition"):

@@ -31,9 +31,7 @@ nodes that heard it (goodbye_repeats 2, the default): the node that missed
 it keeps the host only until its next announce could come, and forgets it
 sooner (doc/fabric-protocol.md, "A GOODBYE repeated").
 """
-import contextlib
 import itertools
-import json
 import os
 import struct
 import time
@@ -42,7 +40,7 @@ import pytest
 
 from conftest import needs_root, run
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, ST_ENODATA, ST_SUCCESS,
-                         cluster_factory, fabric_msg, group_items, host,  # noqa: F401 (fixture)
+                         cluster_factory, cut_off, fabric_msg, group_items, host,  # noqa: F401 (fixture)
                          identity_items, send_datagrams, stamp_item, stats, tlv, wait_until)
 from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401 (fixture)
 from test_lossy_boot import GROUP4, digest_item
@@ -214,24 +212,6 @@ def test_fetch_with_cluster_key(cluster_factory, tmp_path):
     range_query(c, 3, 0x53, key=key)
     wait_until(lambda: stats(c.sock(2))["fabric_range_answered"] >
                two["fabric_range_answered"], 3.0, what="the signed query answered")
-
-
-@contextlib.contextmanager
-def cut_off(c, k):
-    """Nothing reaches node @k: the switch drops whatever its port sends to
-    the node (a tc filter on that port's egress)."""
-    with open(os.path.join(c.dir, "state.json")) as f:
-        sw = json.load(f)["switch_ns"]
-    port = "p%d" % k  # emulate names the switch's port of node k so
-    tc = ["ip", "netns", "exec", sw, "tc"]
-    run(tc + ["qdisc", "add", "dev", port, "clsact"], check=True)
-    try:
-        # classic BPF "return TC_ACT_SHOT" in direct-action mode
-        run(tc + ["filter", "add", "dev", port, "egress", "protocol", "all", "pref", "10",
-                  "bpf", "da", "bytecode", "1,6 0 0 2"], check=True)
-        yield
-    finally:
-        run(tc + ["qdisc", "del", "dev", port, "clsact"], check=True)
 
 
 @pytest.mark.timeout(150)

@@ -30,8 +30,8 @@ import pytest
 from conftest import IBRESCTL, Client, have, needs_root, run
 from fabric_util import cluster_factory  # noqa: F401 (a fixture, shared)
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, ORIGIN_FABRIC, ST_SUCCESS,
-                         Cluster, acme, cache_list, emulate, fabric_msg, group_items, host,
-                         identity_items, path_fields, rails_item, resolve, send_datagrams,
+                         Cluster, acme, cache_list, cut_off, emulate, fabric_msg, group_items,
+                         host, identity_items, path_fields, rails_item, resolve, send_datagrams,
                          stats, wait_until)
 from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401 (fixture)
 
@@ -718,22 +718,9 @@ def test_missed_goodbye_named_on_every_rail(cluster_factory):
                         "--set", "resolve.addr_ttl=600s")
     wait_rails(c)
     c.wait_settled(complete=5.0)
-    with open(os.path.join(c.dir, "state.json")) as f:
-        sw = json.load(f)["switch_ns"]
-    tc = ["ip", "netns", "exec", sw, "tc"]
-    ports = ("p4", "p4r1")  # node4's rails 0 and 1 on the switch
-    for port in ports:
-        run(tc + ["qdisc", "add", "dev", port, "clsact"], check=True)
-    try:
-        for port in ports:
-            # classic BPF "return TC_ACT_SHOT" in direct-action mode
-            run(tc + ["filter", "add", "dev", port, "egress", "protocol", "all", "pref", "10",
-                      "bpf", "da", "bytecode", "1,6 0 0 2"], check=True)
+    with cut_off(c, 4, rails=(0, 1)):
         c.kill(3, "TERM")
         time.sleep(0.3)
-    finally:
-        for port in ports:
-            run(tc + ["qdisc", "del", "dev", port, "clsact"], check=True)
     for r in (0, 1):
         assert knows(c, 4, rail(c, 3, r)["alias"]), \
             "node4 heard node3's GOODBYE on rail %d: the test did not cut it off" % r

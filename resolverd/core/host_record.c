@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The host store's compact record: packing, its keys, reading it back, the
- * paths kept with it, and the directory digest's terms (see
- * hoststore_impl.h). */
+/* The host store's compact record: packing, its keys, reading it back, and
+ * the directory digest's terms (see hoststore_impl.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,17 +289,6 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 	return h;
 }
 
-void hs_paths_free(struct host_store *s, struct host_path *p)
-{
-	while (p) {
-		struct host_path *next = p->next;
-
-		free(p);
-		s->n_paths--;
-		p = next;
-	}
-}
-
 size_t hs_rec_bytes(const struct host *h)
 {
 	size_t size = sizeof(*h) + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
@@ -313,7 +301,7 @@ size_t hs_rec_bytes(const struct host *h)
 	return size;
 }
 
-/* ---- the record, paths ----------------------------------------------------- */
+/* ---- the record ----------------------------------------------------------- */
 
 /* host_record() zeroes what follows the names; each name is written with its NUL. */
 _Static_assert(offsetof(struct ibres_hostrec, n_names) ==
@@ -583,58 +571,3 @@ bool host_has_key(const struct host *h, const struct host_key *k)
 			return true;
 	return false;
 }
-
-const struct ibres_path_record *host_route(const struct host *h, int ep, uint64_t now_ms)
-{
-	for (const struct host_path *p = h->paths; p; p = p->next)
-		if (p->ep == ep)
-			return p->expires_ms > now_ms ? &p->path : NULL;
-	return NULL;
-}
-
-int store_set_route(struct host_store *s, struct host *h, int ep,
-		    const struct ibres_path_record *path, uint32_t ttl_s, uint64_t now_ms)
-{
-	struct host_path *p;
-
-	for (p = h->paths; p; p = p->next)
-		if (p->ep == ep)
-			break;
-	if (!p) {
-		p = malloc(sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		p->ep = ep;
-		p->next = h->paths;
-		h->paths = p;
-		s->n_paths++;
-	}
-	p->path = *path;
-	p->expires_ms = deadline(now_ms, ttl_s);
-	return 0;
-}
-
-unsigned store_drop_routes(struct host_store *s, int ep, const uint8_t *gid)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i <= s->ident_mask; i++)
-		for (struct host *h = s->idents[i]; h; h = h->id_next) {
-			if (gid && (!h->n_gids || memcmp(h_gid(h, 0), gid, 16)))
-				continue;
-			for (struct host_path **pp = &h->paths; *pp;) {
-				struct host_path *p = *pp;
-
-				if (ep < 0 || p->ep == ep) {
-					*pp = p->next;
-					free(p);
-					s->n_paths--;
-					n++;
-				} else {
-					pp = &p->next;
-				}
-			}
-		}
-	return n;
-}
-

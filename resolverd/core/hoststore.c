@@ -120,26 +120,42 @@ static int slots_reserve(struct host_store *s, unsigned more)
 
 /* ---- hosts: identity index, LRU ---------------------------------------- */
 
-unsigned hs_ident_bucket(const struct host_store *s, const struct host_key *k,
-			     unsigned mask)
+/* The identity's hash: a GID identity hashes without its P_Key, so that a
+ * port's partitions share a home and store_remove_gid() finds them all in
+ * one run. */
+static uint64_t ident_hash(const struct host_store *s, const struct host_key *k)
 {
 	struct host_key gid;
 
-	/* a GID identity hashes without its P_Key: a port's partitions share a
-	 * bucket, so that store_remove_gid() finds them all */
 	if (k->type == IBRES_KEY_GID && k->len == 18) {
 		gid = *k;
 		gid.len = 16;
 		k = &gid;
 	}
-	return (unsigned)(host_key_hash(&s->kh, k) >> 32) & mask;
+	return host_key_hash(&s->kh, k);
+}
+
+unsigned hs_ident_home(const struct host_store *s, const struct host_key *k)
+{
+	return (unsigned)(ident_hash(s, k) >> 32) & s->ident_mask;
+}
+
+static uint64_t ident_word(const struct host *h, uint64_t hash)
+{
+	return (uint64_t)(uintptr_t)h | (hash & IDENT_TAG_MASK) << HOST_ADDR_BITS;
 }
 
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id)
 {
+	uint64_t hash = ident_hash(s, id), w;
 	struct host_key k;
 
-	for (struct host *h = s->idents[hs_ident_bucket(s, id, s->ident_mask)]; h; h = h->id_next) {
+	for (unsigned i = (unsigned)(hash >> 32) & s->ident_mask; (w = s->idents[i]);
+	     i = (i + 1) & s->ident_mask) {
+		struct host *h = ident_host(w);
+
+		if (!h || w >> HOST_ADDR_BITS != (hash & IDENT_TAG_MASK))
+			continue;
 		hs_ident(h, &k);
 		if (host_key_eq(&k, id))
 			return h;
@@ -147,61 +163,87 @@ struct host *hs_ident_find(const struct host_store *s, const struct host_key *id
 	return NULL;
 }
 
+/* Into the first free or gone slot from its home; 1 when it took a free one. */
+static unsigned ident_put(uint64_t *idents, unsigned mask, uint64_t w, uint64_t hash)
+{
+	unsigned i = (unsigned)(hash >> 32) & mask;
+	bool was_free;
+
+	while (idents[i] > IDENT_GONE)
+		i = (i + 1) & mask;
+	was_free = !idents[i];
+	idents[i] = w;
+	return was_free;
+}
+
+/* Room for one more endpoint: at most IDENT_FULL_NUM/DEN of the slots taken,
+ * gone ones counted (a look-up passes them); a table whose endpoints would
+ * fill half of it doubles, else it is written again without them. */
 static int idents_reserve(struct host_store *s)
 {
-	unsigned cap = s->ident_mask + 1, ncap;
-	struct host **nb;
+	uint64_t cap = (uint64_t)s->ident_mask + 1, ncap = cap;
+	uint64_t *nt;
+	unsigned used = 0;
 
-	if (s->stats.hosts + 1 <= cap)
+	if (((uint64_t)s->ident_used + 1) * IDENT_FULL_DEN <= cap * IDENT_FULL_NUM)
 		return 0;
-	ncap = cap * 2;
-	nb = calloc(ncap, sizeof(*nb));
-	if (!nb)
+	while ((s->stats.hosts + 1) * 2 > ncap)
+		ncap *= 2;
+	if (ncap > UINT32_MAX)
+		return -ENOMEM;
+	nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
 		return -ENOMEM;
 	for (unsigned i = 0; i < cap; i++) {
-		struct host *h = s->idents[i], *next;
+		struct host *h = ident_host(s->idents[i]);
+		struct host_key k;
+		uint64_t hash;
 
-		for (; h; h = next) {
-			struct host_key k;
-			unsigned b;
-
-			next = h->id_next;
-			hs_ident(h, &k);
-			b = hs_ident_bucket(s, &k, ncap - 1);
-			h->id_next = nb[b];
-			nb[b] = h;
-		}
+		if (!h)
+			continue;
+		hs_ident(h, &k);
+		hash = ident_hash(s, &k);
+		used += ident_put(nt, (unsigned)ncap - 1, ident_word(h, hash), hash);
 	}
 	free(s->idents);
-	s->idents = nb;
-	s->ident_mask = ncap - 1;
+	s->idents = nt;
+	s->ident_mask = (unsigned)ncap - 1;
+	s->ident_used = used;
 	return 0;
 }
 
 static void ident_link(struct host_store *s, struct host *h)
 {
 	struct host_key k;
-	unsigned b;
+	uint64_t hash;
 
 	hs_ident(h, &k);
-	b = hs_ident_bucket(s, &k, s->ident_mask);
-	h->id_next = s->idents[b];
-	s->idents[b] = h;
+	hash = ident_hash(s, &k);
+	s->ident_used += ident_put(s->idents, s->ident_mask, ident_word(h, hash), hash);
 	s->rec_bytes += hs_rec_bytes(h);
 }
 
+/* @h's slot is marked gone: nothing moves, so that a walk of the table may
+ * remove what it walks. A run's gone slots before a free one are free. */
 static void ident_unlink(struct host_store *s, struct host *h)
 {
 	struct host_key k;
-	struct host **pp;
+	unsigned i;
 
 	hs_ident(h, &k);
-	for (pp = &s->idents[hs_ident_bucket(s, &k, s->ident_mask)]; *pp; pp = &(*pp)->id_next)
-		if (*pp == h) {
-			*pp = h->id_next;
-			s->rec_bytes -= hs_rec_bytes(h);
-			return;
-		}
+	for (i = hs_ident_home(s, &k); s->idents[i]; i = (i + 1) & s->ident_mask)
+		if (ident_host(s->idents[i]) == h)
+			break;
+	if (!s->idents[i])
+		return;
+	s->idents[i] = IDENT_GONE;
+	s->rec_bytes -= hs_rec_bytes(h);
+	if (s->idents[(i + 1) & s->ident_mask])
+		return;
+	for (; s->idents[i] == IDENT_GONE; i = (i - 1) & s->ident_mask) {
+		s->idents[i] = 0;
+		s->ident_used--;
+	}
 }
 
 static void lru_unlink(struct host_store *s, struct host *h)
@@ -334,7 +376,7 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	}
 	s->stats.hosts--;
 	s->stats.keys = s->n_keys;
-	hs_paths_free(s, h->paths);
+	hs_routes_drop(s, h);
 	free(h);
 	return n;
 }
@@ -363,22 +405,18 @@ int store_init(struct host_store *s, unsigned max_hosts)
 
 void store_fini(struct host_store *s)
 {
-	if (s->idents)
-		for (unsigned i = 0; i <= s->ident_mask; i++) {
-			struct host *h = s->idents[i], *next;
+	struct host *h;
 
-			for (; h; h = next) {
-				next = h->id_next;
-				hs_paths_free(s, h->paths);
-				free(h);
-			}
-		}
+	if (s->idents)
+		hs_foreach_record (s, i, h)
+			free(h);
 	while (s->neg_oldest) {
 		struct store_neg *n = s->neg_oldest;
 
 		s->neg_oldest = n->newer;
 		free(n);
 	}
+	hs_routes_fini(s);
 	free(s->slots);
 	free(s->idents);
 	free(s->negs);
@@ -445,9 +483,10 @@ const struct host *store_holder(const struct host_store *s, const struct host_ke
 
 void store_foreach_host(struct host_store *s, void (*cb)(void *arg, struct host *h), void *arg)
 {
-	for (unsigned i = 0; i <= s->ident_mask; i++)
-		for (struct host *h = s->idents[i]; h; h = h->id_next)
-			cb(arg, h);
+	struct host *h;
+
+	hs_foreach_record (s, i, h)
+		cb(arg, h);
 }
 
 /* ---- look-ups ------------------------------------------------------------ */
@@ -726,10 +765,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	if (old) {
 		nh->grp_mtu = old->grp_mtu;
 		nh->grp_rate = old->grp_rate;
-		if (old->lid == nh->lid) {
-			nh->paths = old->paths; /* paths carry the LID: still right */
-			old->paths = NULL;
-		}
+		if (old->lid == nh->lid)
+			hs_routes_move(s, old, nh); /* paths carry the LID: still right */
 		nh->cookie = old->cookie; /* the observer's records follow the host */
 		nh->cookie_all = old->cookie_all;
 		old->cookie = old->cookie_all = 0;
@@ -794,7 +831,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 			lru_unlink(s, nh);
 		if ((nh->cookie || nh->cookie_all) && s->ob.gone)
 			s->ob.gone(s->ob.arg, nh);
-		hs_paths_free(s, nh->paths);
+		hs_routes_drop(s, nh);
 		free(nh);
 		if (changed)
 			s->stats.inserts++;

@@ -44,6 +44,7 @@
 struct host;
 struct store_slot;
 struct store_neg;
+struct host_path;
 
 /* hosts, keys, negatives: live counts (hosts: endpoint records; learned: the
  * learned hosts max_hosts bounds, a host of several endpoints once).
@@ -92,8 +93,11 @@ struct host_store {
 	struct store_slot *slots; /* key index: open addressing, linear probing */
 	unsigned n_slots; /* any number (hs_home()) */
 	unsigned n_keys;
-	struct host **idents; /* hosts by identity, chained */
+	/* endpoint records by identity: open addressing, linear probing, a
+	 * removed one's slot marked gone (hoststore.c) */
+	uint64_t *idents;
 	unsigned ident_mask;
+	unsigned ident_used;		  /* slots not free: records and gone ones */
 	struct host *lru_head, *lru_tail; /* learned hosts, least recently used first */
 	unsigned max_hosts;
 	struct store_neg **negs; /* negative answers, chained */
@@ -105,6 +109,8 @@ struct host_store {
 	 * entries */
 	size_t rec_bytes, neg_bytes;
 	unsigned long n_paths;
+	struct host_path **routes; /* paths by the record they lead to; NULL until one */
+	unsigned route_mask;
 	struct store_digest digest;
 	/* the same per local fabric: the hosts with an endpoint heard there
 	 * (this node's own: its endpoint there), each once */
@@ -309,7 +315,8 @@ void host_group(const struct host *h, uint8_t *mtu, uint8_t *rate);
 bool host_has_key(const struct host *h, const struct host_key *k);
 
 /* The cached path from local endpoint @ep to @h, or NULL (none, expired). */
-const struct ibres_path_record *host_route(const struct host *h, int ep, uint64_t now_ms);
+const struct ibres_path_record *host_route(const struct host_store *s, const struct host *h, int ep,
+					   uint64_t now_ms);
 /* Cache a path from @ep to @h for @ttl_s (0 = never expires). 0 or -ENOMEM. */
 int store_set_route(struct host_store *s, struct host *h, int ep,
 		    const struct ibres_path_record *p, uint32_t ttl_s, uint64_t now_ms);

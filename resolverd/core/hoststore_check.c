@@ -42,26 +42,22 @@ size_t store_bytes(const struct host_store *s)
 {
 	/* kept on every change: STATS and the metrics scrape ask often, and
 	 * a walk of 48,000 hosts each time showed in a boot storm's profile */
-	return store_index_bytes(s) + (s->ident_mask + 1) * sizeof(struct host *) +
-	       (s->neg_mask + 1) * sizeof(struct store_neg *) + s->rec_bytes +
-	       s->n_paths * sizeof(struct host_path) + s->neg_bytes;
+	return store_index_bytes(s) + (s->ident_mask + 1) * sizeof(*s->idents) +
+	       (s->neg_mask + 1) * sizeof(struct store_neg *) + s->rec_bytes + hs_routes_bytes(s) +
+	       s->neg_bytes;
 }
 
 /* What store_bytes() keeps, walked: does it agree? */
 static int check_bytes(const struct host_store *s)
 {
 	size_t recs = 0, negs = 0;
-	unsigned long paths = 0;
+	const struct host *h;
 
-	for (unsigned i = 0; i <= s->ident_mask; i++)
-		for (const struct host *h = s->idents[i]; h; h = h->id_next) {
-			recs += hs_rec_bytes(h);
-			for (const struct host_path *p = h->paths; p; p = p->next)
-				paths++;
-		}
+	hs_foreach_record (s, i, h)
+		recs += hs_rec_bytes(h);
 	for (const struct store_neg *ng = s->neg_oldest; ng; ng = ng->newer)
 		negs += sizeof(*ng) + ng->len;
-	return recs == s->rec_bytes && negs == s->neg_bytes && paths == s->n_paths ? 0 : -EUCLEAN;
+	return recs == s->rec_bytes && negs == s->neg_bytes ? hs_routes_check(s) : -EUCLEAN;
 }
 
 /* The distance from home of the key in the taken slot @i, hashed again. */
@@ -144,49 +140,55 @@ static int check_hosts(struct host_store *s)
 	uint64_t hosts = 0, learned = 0, learned_eps = 0, lru = 0;
 	struct store_digest digest = {0, 0}, fabrics[STORE_FABRICS];
 	struct host_key id, k;
+	unsigned used = 0;
+	struct host *h;
 
 	memset(fabrics, 0, sizeof(fabrics));
 	for (unsigned i = 0; i <= s->ident_mask; i++)
-		for (struct host *h = s->idents[i]; h; h = h->id_next) {
-			unsigned slots = 0, nk = h_nkeys(h);
+		used += s->idents[i] != 0;
+	if (used != s->ident_used ||
+	    (uint64_t)used * IDENT_FULL_DEN > ((uint64_t)s->ident_mask + 1) * IDENT_FULL_NUM)
+		return -EUCLEAN;
+	hs_foreach_record (s, i, h) {
+		unsigned slots = 0, nk = h_nkeys(h);
 
-			hosts++;
-			if (hs_digest_counts(h) && (!h->sib_next || ring_first(h))) {
-				digest.hosts++;
-				digest.sum += hs_digest_term(h);
-			}
-			for (int f = 0; f < STORE_FABRICS; f++)
-				if (hs_speaks(h, f)) {
-					fabrics[f].hosts++;
-					fabrics[f].sum += hs_digest_term(h);
-				}
-			if (!origin_pinned(h->origin)) {
-				learned_eps++;
-				/* a host of several endpoints counts once */
-				learned += !h->sib_next || ring_first(h);
-			}
-			hs_ident(h, &id);
-			/* an endpoint of a host may share every key it has, and
-			 * keep none when the others go while a host of higher
-			 * authority holds them: invisible until it is refreshed,
-			 * replaced or expires */
-			if (hs_ident_find(s, &id) != h || !nk)
-				return -EUCLEAN;
-			for (unsigned j = 0; j < nk; j++) {
-				long at;
-
-				hs_key(h, j, &k);
-				at = hs_slot_find(s, &k, hs_hash(s, &k));
-				if (at >= 0 && hs_at(s, at) == h && slot_kidx(s->slots[at]) == j)
-					slots++;
-			}
-			/* only learned endpoints of announcing daemons are
-			 * marked unheard */
-			if (slots != h->n_indexed || check_ring(s, h) ||
-			    (h->unheard && (h->origin != IBRES_ORIGIN_FABRIC || !h->announces)))
-				return -EUCLEAN;
+		hosts++;
+		if (hs_digest_counts(h) && (!h->sib_next || ring_first(h))) {
+			digest.hosts++;
+			digest.sum += hs_digest_term(h);
 		}
-	for (struct host *h = s->lru_head; h; h = h->lru_next) {
+		for (int f = 0; f < STORE_FABRICS; f++)
+			if (hs_speaks(h, f)) {
+				fabrics[f].hosts++;
+				fabrics[f].sum += hs_digest_term(h);
+			}
+		if (!origin_pinned(h->origin)) {
+			learned_eps++;
+			/* a host of several endpoints counts once */
+			learned += !h->sib_next || ring_first(h);
+		}
+		hs_ident(h, &id);
+		/* an endpoint of a host may share every key it has, and
+		 * keep none when the others go while a host of higher
+		 * authority holds them: invisible until it is refreshed,
+		 * replaced or expires */
+		if (hs_ident_find(s, &id) != h || !nk)
+			return -EUCLEAN;
+		for (unsigned j = 0; j < nk; j++) {
+			long at;
+
+			hs_key(h, j, &k);
+			at = hs_slot_find(s, &k, hs_hash(s, &k));
+			if (at >= 0 && hs_at(s, at) == h && slot_kidx(s->slots[at]) == j)
+				slots++;
+		}
+		/* only learned endpoints of announcing daemons are
+		 * marked unheard */
+		if (slots != h->n_indexed || check_ring(s, h) ||
+		    (h->unheard && (h->origin != IBRES_ORIGIN_FABRIC || !h->announces)))
+			return -EUCLEAN;
+	}
+	for (h = s->lru_head; h; h = h->lru_next) {
 		if (origin_pinned(h->origin) || (h->lru_next && h->lru_next->lru_prev != h))
 			return -EUCLEAN;
 		if (++lru > learned_eps)

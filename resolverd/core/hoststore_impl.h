@@ -53,8 +53,10 @@
 #define NEG_BUCKETS 4096u
 #endif
 
+/* A cached path (hoststore_route.c), chained in the store's route table. */
 struct host_path {
 	struct host_path *next;
+	const struct host *owner; /* the endpoint record it leads to */
 	int ep;
 	uint64_t expires_ms;
 	struct ibres_path_record path;
@@ -62,9 +64,7 @@ struct host_path {
 
 struct host {
 	struct host *lru_prev, *lru_next; /* learned hosts only */
-	struct host *id_next;             /* identity chain */
-	struct host *sib_next; /* the ring of one host's endpoints; NULL: alone */
-	struct host_path *paths;
+	struct host *sib_next;		  /* the ring of one host's endpoints; NULL: alone */
 	uint64_t expires_ms;
 	uint64_t rails; /* its host's rails digest; 0: a host alone */
 	uint32_t qpn;
@@ -73,7 +73,8 @@ struct host {
 	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
 	uint32_t seq;	   /* its last announce number heard (store_put.seq); 0: none */
 	uint16_t lid, pkey;
-	uint8_t origin : 6;
+	uint8_t origin : 5;
+	uint8_t routed : 1;    /* the route table may hold paths to it (hoststore_route.c) */
 	uint8_t announces : 1; /* heard from a daemon that announces (store_put.announces) */
 	uint8_t unheard : 1;   /* learned, and not heard since store_mark_unheard() */
 	uint8_t grp_mtu, grp_rate;
@@ -81,6 +82,36 @@ struct host {
 	uint8_t n_indexed; /* slots pointing here */
 	uint8_t data[];    /* gids, v6, v4, then names as (len, bytes) */
 };
+
+/* An identity slot (struct host_store.idents): 0 free, IDENT_GONE a record
+ * removed (a look-up passes it), else a record's address with the low
+ * IDENT_TAG_BITS of its identity's hash above it, which spare most
+ * comparisons. */
+#define IDENT_GONE     UINT64_C(1)
+#define IDENT_FULL_NUM 3u /* slots not free, at most (idents_reserve()) */
+#define IDENT_FULL_DEN 4u
+#define IDENT_TAG_BITS (64u - HOST_ADDR_BITS)
+#define IDENT_TAG_MASK ((UINT64_C(1) << IDENT_TAG_BITS) - 1)
+
+static inline struct host *ident_host(uint64_t w)
+{
+	return w > IDENT_GONE
+		       ? (struct host *)(uintptr_t)(w & ((UINT64_C(1) << HOST_ADDR_BITS) - 1))
+		       : NULL;
+}
+
+/* The record in identity slot @i, or NULL (free or gone). */
+static inline struct host *hs_ident_at(const struct host_store *s, unsigned i)
+{
+	return ident_host(s->idents[i]);
+}
+
+/* Every endpoint record @h of @s, in identity-table order (@i its slot). The
+ * body may remove @h, or any record: a removed one's slot is marked gone and
+ * nothing moves. */
+#define hs_foreach_record(s, i, h)                                                                 \
+	for (unsigned i = 0; i <= (s)->ident_mask; i++)                                            \
+		if (((h) = hs_ident_at((s), i)) != NULL)
 
 struct store_slot {
 	uint64_t w; /* address, key number, distance, hash bits; 0: empty */
@@ -183,8 +214,16 @@ bool hs_same_rec(const struct host *h, const struct ibres_hostrec *r);
 bool hs_same_canonical(const struct host *a, const struct host *b);
 /* Is @name (a record's) @h's canonical name, ASCII case aside? */
 bool hs_canonical_is(const struct host *h, const char *name);
-/* Frees a host's route list (counted off s->n_paths). */
-void hs_paths_free(struct host_store *s, struct host_path *p);
+/* hoststore_route.c: paths. @h's paths are freed (it goes); they are
+ * @to's now (@from replaced by a record of the same LID); those due by
+ * @now_ms are freed; all of them are (the store ends); their bytes; does
+ * every one lead to a record the store holds? */
+void hs_routes_drop(struct host_store *s, struct host *h);
+void hs_routes_move(struct host_store *s, struct host *from, struct host *to);
+void hs_routes_expire(struct host_store *s, uint64_t now_ms);
+void hs_routes_fini(struct host_store *s);
+size_t hs_routes_bytes(const struct host_store *s);
+int hs_routes_check(const struct host_store *s);
 /* The bytes of @h's struct and record, its routes aside. */
 size_t hs_rec_bytes(const struct host *h);
 
@@ -320,8 +359,9 @@ void hs_fabric_count(struct host_store *s, const struct host *h, uint32_t was, u
 
 /* hoststore.c: the indexes, for hoststore_remove.c */
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id);
-/* The identity bucket of @k in a table of @mask + 1 (a GID's P_Key aside). */
-unsigned hs_ident_bucket(const struct host_store *s, const struct host_key *k, unsigned mask);
+/* The identity table's home slot of @k (a GID's P_Key aside: a port's
+ * partitions share it, and are found in the run that starts there). */
+unsigned hs_ident_home(const struct host_store *s, const struct host_key *k);
 /* Every slot of @h, @h unlinked and freed; returns the slots removed. */
 unsigned hs_host_remove(struct host_store *s, struct host *h);
 /* Slot @sl of a key of hash @hash into @slots (@n of them, one free at

@@ -55,43 +55,42 @@ bool store_range_sub(const struct store_range *r, unsigned i, struct store_range
 void store_range_digest(const struct host_store *s, const struct store_range *r, int fabric,
 			struct store_digest *out)
 {
-	memset(out, 0, sizeof(*out) * r->parts);
-	for (unsigned i = 0; i <= s->ident_mask; i++) {
-		for (const struct host *h = s->idents[i]; h; h = h->id_next) {
-			uint64_t t;
-			int p;
+	const struct host *h;
 
-			if (!hs_speaks(h, fabric))
-				continue;
-			t = hs_digest_term(h);
-			p = store_range_part(r, t);
-			if (p < 0)
-				continue;
-			out[p].hosts++;
-			out[p].sum += t;
-		}
+	memset(out, 0, sizeof(*out) * r->parts);
+	hs_foreach_record (s, i, h) {
+		uint64_t t;
+		int p;
+
+		if (!hs_speaks(h, fabric))
+			continue;
+		t = hs_digest_term(h);
+		p = store_range_part(r, t);
+		if (p < 0)
+			continue;
+		out[p].hosts++;
+		out[p].sum += t;
 	}
 }
 
 unsigned store_range_names(const struct host_store *s, const struct store_range *r, int fabric,
 			   int (*cb)(void *arg, const char *name), void *arg)
 {
+	const struct host *h;
 	unsigned n = 0;
 
-	for (unsigned i = 0; i <= s->ident_mask; i++) {
-		for (const struct host *h = s->idents[i]; h; h = h->id_next) {
-			char name[HOST_KEY_MAX + 1];
-			struct host_key k;
+	hs_foreach_record (s, i, h) {
+		char name[HOST_KEY_MAX + 1];
+		struct host_key k;
 
-			if (!hs_speaks(h, fabric) || store_range_part(r, hs_digest_term(h)) < 0)
-				continue;
-			hs_key(h, 0, &k);
-			memcpy(name, k.data, k.len);
-			name[k.len] = '\0';
-			n++;
-			if (cb(arg, name))
-				return n;
-		}
+		if (!hs_speaks(h, fabric) || store_range_part(r, hs_digest_term(h)) < 0)
+			continue;
+		hs_key(h, 0, &k);
+		memcpy(name, k.data, k.len);
+		name[k.len] = '\0';
+		n++;
+		if (cb(arg, name))
+			return n;
 	}
 	return n;
 }

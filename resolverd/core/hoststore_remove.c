@@ -29,54 +29,55 @@ static bool in_scope(const struct host *e, int fabric)
 
 void store_mark_unheard(struct host_store *s)
 {
-	/* every endpoint is in one identity chain; only one of a daemon that
-	 * announces is expected to be heard again within a round (one heard
-	 * only in its unicast answer to our NEWCOMER is: its announces come) */
-	for (unsigned i = 0; i <= s->ident_mask; i++)
-		for (struct host *e = s->idents[i]; e; e = e->id_next)
-			e->unheard = e->origin == IBRES_ORIGIN_FABRIC && e->announces;
+	struct host *e;
+
+	/* only an endpoint of a daemon that announces is expected to be heard
+	 * again within a round (one heard only in its unicast answer to our
+	 * NEWCOMER is: its announces come) */
+	hs_foreach_record (s, i, e)
+		e->unheard = e->origin == IBRES_ORIGIN_FABRIC && e->announces;
 }
 
 unsigned store_count_unheard(const struct host_store *s, int fabric, unsigned *endpoints)
 {
+	const struct host *e;
 	unsigned n = 0;
 
 	*endpoints = 0;
-	for (unsigned i = 0; i <= s->ident_mask; i++)
-		for (const struct host *e = s->idents[i]; e; e = e->id_next) {
-			if (!in_scope(e, fabric))
-				continue;
-			++*endpoints;
-			n += e->unheard;
-		}
+	hs_foreach_record (s, i, e) {
+		if (!in_scope(e, fabric))
+			continue;
+		++*endpoints;
+		n += e->unheard;
+	}
 	return n;
 }
 
 unsigned store_shorten_unheard(struct host_store *s, int fabric, uint64_t until_ms)
 {
+	struct host *e;
 	unsigned n = 0;
 
-	for (unsigned i = 0; i <= s->ident_mask; i++)
-		for (struct host *e = s->idents[i]; e; e = e->id_next) {
-			bool moved = false;
+	hs_foreach_record (s, i, e) {
+		bool moved = false;
 
-			if (!e->unheard)
+		if (!e->unheard)
+			continue;
+		/* its host's endpoints at once: the observer is told
+		 * once a host, and writes it whole */
+		for (struct host *o = e; o; o = host_next_endpoint(e, o)) {
+			if (!o->unheard)
 				continue;
-			/* its host's endpoints at once: the observer is told
-			 * once a host, and writes it whole */
-			for (struct host *o = e; o; o = host_next_endpoint(e, o)) {
-				if (!o->unheard)
-					continue;
-				o->unheard = 0;
-				if (!in_scope(o, fabric) || o->expires_ms <= until_ms)
-					continue;
-				o->expires_ms = until_ms;
-				moved = true;
-				n++;
-			}
-			if (moved)
-				hs_expiry_moved(s, e);
+			o->unheard = 0;
+			if (!in_scope(o, fabric) || o->expires_ms <= until_ms)
+				continue;
+			o->expires_ms = until_ms;
+			moved = true;
+			n++;
 		}
+		if (moved)
+			hs_expiry_moved(s, e);
+	}
 	return n;
 }
 
@@ -106,20 +107,16 @@ unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
 {
 	struct host_key k;
 	unsigned n = 0;
-	bool again = true;
 
-	/* a port's partitions share their identity's bucket (hs_ident_bucket) */
+	/* a port's partitions share their identity's home (hs_ident_home()),
+	 * and removing one marks its slot gone: the run stays as it was */
 	hs_gid_ident(gid, 0, &k);
-	while (again) {
-		again = false;
-		for (struct host *h = s->idents[hs_ident_bucket(s, &k, s->ident_mask)]; h;
-		     h = h->id_next) {
-			if (!h->n_gids || memcmp(h_gid(h, 0), gid, 16) || origin_pinned(h->origin))
-				continue;
-			n += hs_host_remove(s, h);
-			again = true; /* the chain changed under us */
-			break;
-		}
+	for (unsigned i = hs_ident_home(s, &k); s->idents[i]; i = (i + 1) & s->ident_mask) {
+		struct host *h = hs_ident_at(s, i);
+
+		if (!h || !h->n_gids || memcmp(h_gid(h, 0), gid, 16) || origin_pinned(h->origin))
+			continue;
+		n += hs_host_remove(s, h);
 	}
 	return n;
 }
@@ -157,25 +154,20 @@ unsigned store_forget_fabric(struct host_store *s, unsigned ep)
 {
 	uint32_t bit = ep < 32 ? 1u << ep : 0;
 	unsigned n = 0;
+	struct host *h;
 
-	for (unsigned i = 0; bit && i <= s->ident_mask; i++) {
-		struct host *h = s->idents[i], *next;
-
-		/* removing @h unlinks @h alone (the observer changes nothing) */
-		for (; h; h = next) {
-			next = h->id_next;
-			if (h->origin != IBRES_ORIGIN_FABRIC || !(h->heard_on & bit))
-				continue;
-			set_heard_on(s, h, h->heard_on & ~bit);
-			if (!h->heard_on || !h->n_indexed) {
-				hs_host_remove(s, h);
-				n++;
-				continue;
-			}
-			if (s->ob.put)
-				s->ob.put(s->ob.arg, h);
-			hs_ring_changed(s, h, h);
+	hs_foreach_record (s, i, h) {
+		if (h->origin != IBRES_ORIGIN_FABRIC || !(h->heard_on & bit))
+			continue;
+		set_heard_on(s, h, h->heard_on & ~bit);
+		if (!h->heard_on || !h->n_indexed) {
+			hs_host_remove(s, h);
+			n++;
+			continue;
 		}
+		if (s->ob.put)
+			s->ob.put(s->ob.arg, h);
+		hs_ring_changed(s, h, h);
 	}
 	s->stats.keys = s->n_keys;
 	return n;
@@ -186,16 +178,11 @@ static unsigned remove_hosts(struct host_store *s, bool (*pred)(const struct hos
 			     void *arg)
 {
 	unsigned n = 0;
+	struct host *h;
 
-	for (unsigned i = 0; i <= s->ident_mask; i++) {
-		struct host *h = s->idents[i], *next;
-
-		for (; h; h = next) {
-			next = h->id_next;
-			if (pred(h, arg))
-				n += hs_host_remove(s, h);
-		}
-	}
+	hs_foreach_record (s, i, h)
+		if (pred(h, arg))
+			n += hs_host_remove(s, h);
 	return n;
 }
 
@@ -254,31 +241,15 @@ static bool pred_expired(const struct host *h, void *arg)
 unsigned store_sweep(struct host_store *s, uint64_t now_ms)
 {
 	unsigned n = 0;
+	struct host *h;
 
-	for (unsigned i = 0; i <= s->ident_mask; i++) {
-		struct host *h = s->idents[i], *next;
-
-		for (; h; h = next) {
-			next = h->id_next;
-			if (pred_expired(h, &now_ms)) {
-				hs_host_remove(s, h);
-				s->stats.expirations++;
-				n++;
-				continue;
-			}
-			for (struct host_path **pp = &h->paths; *pp;) {
-				struct host_path *p = *pp;
-
-				if (p->expires_ms <= now_ms) {
-					*pp = p->next;
-					free(p);
-					s->n_paths--;
-				} else {
-					pp = &p->next;
-				}
-			}
+	hs_foreach_record (s, i, h)
+		if (pred_expired(h, &now_ms)) {
+			hs_host_remove(s, h);
+			s->stats.expirations++;
+			n++;
 		}
-	}
+	hs_routes_expire(s, now_ms);
 	for (struct store_neg *ng = s->neg_oldest, *next; ng; ng = next) {
 		next = ng->newer;
 		if (ng->expires_ms <= now_ms) {

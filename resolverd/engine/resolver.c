@@ -447,7 +447,7 @@ const struct ibres_path_record *resolver_route(struct resolver *r, struct endpoi
 	struct path_params pp;
 	uint64_t now = now_ms();
 
-	p = host_route(h, (int)ep->index, now);
+	p = host_route(r->store, h, (int)ep->index, now);
 	if (p) {
 		*cached = true;
 		*out = *p;
@@ -493,7 +493,7 @@ enum lookup_result resolver_route_wait(struct resolver *r, struct lookup_waiter 
 	if (r->cfg->route_prot != ROUTE_PROT_SA || host_origin(h) == IBRES_ORIGIN_LOCAL ||
 	    !sa_route_available(r->sa, ep))
 		return LOOKUP_FOUND;
-	if (host_route(h, (int)ep->index, now_ms()))
+	if (host_route(r->store, h, (int)ep->index, now_ms()))
 		return LOOKUP_FOUND;
 	*err = sa_route_query(r->sa, ep, h, w);
 	return *err ? LOOKUP_ERROR : LOOKUP_WAIT;

@@ -219,6 +219,7 @@ struct list_ctx {
 	bool withheld; /* some were left out */
 	uint64_t now;
 	unsigned n_eps;
+	const struct host_store *store;
 };
 
 /* One CACHE_LIST item. Keys of hosts are RESOLVED, or ROUTED when a path
@@ -277,7 +278,7 @@ static int list_key(const struct host_key *k, const struct host *h, int neg_stat
 		return list_item(lc, k, IBRES_STATE_NEGATIVE, IBRES_ORIGIN_FABRIC, expires_ms, NULL,
 				 NULL);
 	for (unsigned i = 0; i < lc->n_eps && !path; i++)
-		path = host_route(h, (int)i, lc->now);
+		path = host_route(lc->store, h, (int)i, lc->now);
 	return list_item(lc, k, path ? IBRES_STATE_ROUTED : IBRES_STATE_RESOLVED, host_origin(h),
 			 expires_ms, h, path);
 }
@@ -297,7 +298,8 @@ int cache_list(struct ibresd *d, struct request *req, uint8_t *reply, size_t *le
 	if (args_of(d, req, &a, reply, len))
 		return 0;
 	ext_begin(&r, req, reply);
-	lc = (struct list_ctx){ .w = &r.w, .offset = a.offset, .now = now_ms(), .n_eps = d->eps.n };
+	lc = (struct list_ctx){ .w = &r.w, .offset = a.offset, .now = now_ms(), .n_eps = d->eps.n,
+			      .store = &d->store };
 	/* A negative answer or a query in flight names what some user looked up and found
 	 * nothing for, or is looking up now: another user's business. Hosts are the cluster's. */
 	lc.all = req->uid == 0;

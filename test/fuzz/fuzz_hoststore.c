@@ -510,7 +510,7 @@ static void op_route(struct fstate *s)
 		return;
 	if (b & 0x80) {
 		for (ep = 0; ep < 4; ep++) {
-			got = host_route(h, ep, s->now);
+			got = host_route(&s->s, h, ep, s->now);
 			check(!got || got->reserved[0] == (uint8_t)ep);
 		}
 		return;
@@ -519,7 +519,7 @@ static void op_route(struct fstate *s)
 	p.reserved[0] = (uint8_t)ep;
 	check(store_set_route(&s->s, h, ep, &p, (b >> 2) % 5, s->now) == 0);
 	trace("route ep %d ttl %u\n", ep, (b >> 2) % 5);
-	got = host_route(h, ep, s->now);
+	got = host_route(&s->s, h, ep, s->now);
 	check(got && !memcmp(got, &p, sizeof(p)));
 }
 

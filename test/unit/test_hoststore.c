@@ -241,9 +241,9 @@ static struct ibres_path_record path_with_dlid(uint16_t dlid)
 	return p;
 }
 
-static uint16_t route_dlid(const struct host *h, int ep, uint64_t now)
+static uint16_t route_dlid(const struct host_store *s, const struct host *h, int ep, uint64_t now)
 {
-	const struct ibres_path_record *p = host_route(h, ep, now);
+	const struct ibres_path_record *p = host_route(s, h, ep, now);
 
 	return p ? ntohs(p->dlid) : 0;
 }
@@ -1180,48 +1180,48 @@ static void test_routes(void **state)
 	rec_gid(&h, "fe80::a");
 	h.lid = 4;
 	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 100, 0, 0, 0, &a), 0);
-	assert_null(host_route(a, 0, 0));
+	assert_null(host_route(&s, a, 0, 0));
 	bytes = store_bytes(&s);
 	set_route(&s, a, 0, &p, 10, 0);
 	assert_true(store_bytes(&s) > bytes);
-	assert_int_equal(route_dlid(a, 0, 9999), 4);
-	assert_null(host_route(a, 0, 10000)); /* due */
-	assert_null(host_route(a, 1, 0));     /* per endpoint */
+	assert_int_equal(route_dlid(&s, a, 0, 9999), 4);
+	assert_null(host_route(&s, a, 0, 10000)); /* due */
+	assert_null(host_route(&s, a, 1, 0));	  /* per endpoint */
 	set_route(&s, a, 1, &p, 0, 0);	      /* never expires */
-	assert_int_equal(route_dlid(a, 1, UINT64_MAX - 1), 4);
+	assert_int_equal(route_dlid(&s, a, 1, UINT64_MAX - 1), 4);
 	/* replacing a route */
 	set_route(&s, a, 0, &q, 20, 0);
-	assert_int_equal(route_dlid(a, 0, 19999), 9);
-	assert_int_equal(route_dlid(a, 1, 19999), 4);
+	assert_int_equal(route_dlid(&s, a, 0, 19999), 9);
+	assert_int_equal(route_dlid(&s, a, 1, 19999), 4);
 	/* every key finds the host with its paths */
-	assert_int_equal(route_dlid(lk_v4(&s, "198.18.0.1", 1), 0, 1), 9);
+	assert_int_equal(route_dlid(&s, lk_v4(&s, "198.18.0.1", 1), 0, 1), 9);
 	/* a refresh of the same host keeps its paths: the LID is the same */
 	assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 1000), 0);
 	a = lk_name(&s, "a", 1000);
-	assert_int_equal(route_dlid(a, 0, 1000), 9);
-	assert_int_equal(route_dlid(a, 1, 1000), 4);
+	assert_int_equal(route_dlid(&s, a, 0, 1000), 9);
+	assert_int_equal(route_dlid(&s, a, 1, 1000), 4);
 	/* the sweep drops expired paths and leaves the host */
 	bytes = store_bytes(&s);
 	assert_int_equal(sweep(&s, 20000), 0);
 	a = lk_name(&s, "a", 20000);
 	assert_non_null(a);
-	assert_null(host_route(a, 0, 20000));
-	assert_int_equal(route_dlid(a, 1, 20000), 4);
+	assert_null(host_route(&s, a, 0, 20000));
+	assert_int_equal(route_dlid(&s, a, 1, 20000), 4);
 	assert_true(store_bytes(&s) < bytes);
 	/* a path set again after the sweep */
 	set_route(&s, a, 0, &p, 1, 20000);
-	assert_int_equal(route_dlid(a, 0, 20999), 4);
+	assert_int_equal(route_dlid(&s, a, 0, 20999), 4);
 	/* an expired path is not revived by a refresh */
 	assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 21000), 0);
 	a = lk_name(&s, "a", 21000);
-	assert_null(host_route(a, 0, 21000));
+	assert_null(host_route(&s, a, 0, 21000));
 	/* a new LID invalidates every path */
 	set_route(&s, a, 0, &p, 50, 21000);
 	h.lid = 5;
 	assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 22000), 0);
 	a = lk_name(&s, "a", 22000);
-	assert_null(host_route(a, 0, 22000));
-	assert_null(host_route(a, 1, 22000));
+	assert_null(host_route(&s, a, 0, 22000));
+	assert_null(host_route(&s, a, 1, 22000));
 	assert_int_equal(host_lid(a), 5);
 	assert_null(lk(&s, klid(4), 22000)); /* the stale LID key went */
 	assert_ptr_equal(lk(&s, klid(5), 22000), a);
@@ -1230,15 +1230,15 @@ static void test_routes(void **state)
 	h.lid = 0;
 	assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 23000), 0);
 	a = lk_name(&s, "a", 23000);
-	assert_null(host_route(a, 2, 23000));
+	assert_null(host_route(&s, a, 2, 23000));
 	assert_null(lk(&s, klid(5), 23000));
 	/* a pinned host has paths too */
 	assert_int_equal(insert_simple(&s, "s", NULL, "fe80::5", IBRES_ORIGIN_STATIC, 0, 0), 0);
 	a = lk_name(&s, "s", 23000);
 	set_route(&s, a, 3, &q, 5, 23000);
-	assert_int_equal(route_dlid(lk_name(&s, "s", 23001), 3, 23001), 9);
+	assert_int_equal(route_dlid(&s, lk_name(&s, "s", 23001), 3, 23001), 9);
 	assert_int_equal(sweep(&s, 28000), 0);
-	assert_null(host_route(lk_name(&s, "s", 28000), 3, 28000));
+	assert_null(host_route(&s, lk_name(&s, "s", 28000), 3, 28000));
 	store_fini(&s);
 }
 
@@ -1272,19 +1272,19 @@ static void test_drop_routes(void **state)
 	set_route(&s, c, 0, &q, 10, 0);
 	/* by endpoint */
 	assert_int_equal(drop_routes(&s, 1, NULL), 1);
-	assert_null(host_route(a, 1, 0));
-	assert_non_null(host_route(a, 0, 0));
+	assert_null(host_route(&s, a, 1, 0));
+	assert_non_null(host_route(&s, a, 0, 0));
 	/* by destination: only the first GID names a host */
 	assert_int_equal(drop_routes(&s, -1, h.gids[1]), 0);
 	assert_int_equal(drop_routes(&s, -1, g.gids[0]), 1);
-	assert_null(host_route(b, 0, 0));
-	assert_non_null(host_route(a, 0, 0));
+	assert_null(host_route(&s, b, 0, 0));
+	assert_non_null(host_route(&s, a, 0, 0));
 	assert_int_equal(drop_routes(&s, 1, h.gids[0]), 0);
 	assert_int_equal(drop_routes(&s, 0, h.gids[0]), 1);
-	assert_null(host_route(a, 0, 0));
-	assert_non_null(host_route(c, 0, 0)); /* no GID: only an unfiltered drop */
+	assert_null(host_route(&s, a, 0, 0));
+	assert_non_null(host_route(&s, c, 0, 0)); /* no GID: only an unfiltered drop */
 	assert_int_equal(drop_routes(&s, -1, NULL), 1);
-	assert_null(host_route(c, 0, 0));
+	assert_null(host_route(&s, c, 0, 0));
 	assert_int_equal(drop_routes(&s, -1, NULL), 0);
 	/* hosts and keys stay */
 	assert_int_equal(s.stats.hosts, 3);
@@ -1317,10 +1317,10 @@ static void test_address_moved(void **state)
 	assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 60, 10), 0);
 	b = lk(&s, ip1, 10);
 	assert_string_equal(name_of(b), "b");
-	assert_null(host_route(b, 0, 10)); /* a's path does not go to b */
+	assert_null(host_route(&s, b, 0, 10)); /* a's path does not go to b */
 	a = lk_name(&s, "a", 10);
 	assert_ptr_equal(lk_gid(&s, "fe80::a", 10), a);
-	assert_int_equal(route_dlid(a, 0, 10), 1); /* a keeps its own */
+	assert_int_equal(route_dlid(&s, a, 0, 10), 1); /* a keeps its own */
 	assert_int_equal(keys_of(&s, a), 2);
 	assert_int_equal(keys_of(&s, b), 4);
 	assert_int_equal(s.stats.hosts, 2);
@@ -3017,7 +3017,7 @@ static void m_compare_host(struct model *m, const struct host *h, int hi)
 	for (int e = 0; e < M_EPS; e++) {
 		bool live = x->path[e].set && x->path[e].expires > m->now;
 
-		assert_int_equal(route_dlid(h, e, m->now), live ? x->path[e].dlid : 0);
+		assert_int_equal(route_dlid(&m->s, h, e, m->now), live ? x->path[e].dlid : 0);
 	}
 }
 
@@ -3226,7 +3226,7 @@ static void m_step(struct model *m)
 			p = path_with_dlid((uint16_t)(1 + m_rnd(m, 1000)));
 			m->h[mh].path[ep] = (struct mpath){true, m_deadline(m, ttl), ntohs(p.dlid)};
 			assert_int_equal(store_set_route(&m->s, sh, ep, &p, ttl, m->now), 0);
-			m->route_hits += route_dlid(sh, ep, m->now) != 0;
+			m->route_hits += route_dlid(&m->s, sh, ep, m->now) != 0;
 		}
 	} else if (r < 710) {
 		int ep = (int)m_rnd(m, M_EPS + 1) - 1, g = m_rnd(m, 2) ? (int)m_rnd(m, M_GIDS) : -1;

@@ -1436,7 +1436,7 @@ static void test_identity_change_lid(void **state)
 	assert_int_equal(be16toh(pr.dlid), 2);
 	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
 	assert_true(cached);
-	assert_non_null(host_route(h2, 0, fake_now));
+	assert_non_null(host_route(&ctx.store, h2, 0, fake_now));
 
 	old = ep->cfg.id;
 	old.lid = 9;
@@ -1453,7 +1453,7 @@ static void test_identity_change_lid(void **state)
 	assert_ptr_equal(find(key_gid("fe80::2:c903:0:1")), me);
 	h2 = find(key_name("node2"));
 	assert_non_null(h2);
-	assert_null(host_route(h2, 0, fake_now));
+	assert_null(host_route(&ctx.store, h2, 0, fake_now));
 
 	assert_int_equal(fake.n_sent, before); /* the same GID: no GOODBYE */
 	advance(0);
@@ -1489,7 +1489,7 @@ static void test_identity_change_gid(void **state)
 	announce_from(2);
 	h2 = find(key_name("node2"));
 	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
-	assert_non_null(host_route(h2, 0, fake_now));
+	assert_non_null(host_route(&ctx.store, h2, 0, fake_now));
 
 	old = ep->cfg.id;
 	{
@@ -1509,7 +1509,7 @@ static void test_identity_change_gid(void **state)
 	assert_ptr_equal(find(key_v4("198.18.0.1")), me);
 	assert_int_equal(ctx.store.stats.hosts, 2);
 	h2 = find(key_name("node2"));
-	assert_null(host_route(h2, 0, fake_now));
+	assert_null(host_route(&ctx.store, h2, 0, fake_now));
 
 	assert_int_equal(fake.n_sent, before + 1);
 	s = last_sent();

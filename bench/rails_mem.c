@@ -305,7 +305,7 @@ static void print_phase(const char *name, size_t heap0, uint64_t rss0, uint64_t 
 		slots += hd.tables[t].n_slots;
 	hostdir_stats(pub_, &ds);
 	idx = store_index_bytes(&store_);
-	ids = (uint64_t)(store_.ident_mask + 1) * sizeof(void *);
+	ids = (uint64_t)(store_.ident_mask + 1) * sizeof(*store_.idents);
 	negs = (uint64_t)(store_.neg_mask + 1) * sizeof(void *);
 	printf("  \"%s\": {\"store_bytes\": %zu, \"store_index_bytes\": %llu, "
 	       "\"store_index_slots\": %u, \"store_keys\": %u, \"store_ident_bytes\": %llu, "

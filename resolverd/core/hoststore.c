@@ -224,7 +224,8 @@ static void ident_link(struct host_store *s, struct host *h)
 }
 
 /* @h's slot is marked gone: nothing moves, so that a walk of the table may
- * remove what it walks. A run's gone slots before a free one are free. */
+ * remove what it walks. No gone slot is left right before a free one (a
+ * look-up would pass it for nothing): those before it are freed too. */
 static void ident_unlink(struct host_store *s, struct host *h)
 {
 	struct host_key k;

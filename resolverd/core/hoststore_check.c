@@ -144,8 +144,12 @@ static int check_hosts(struct host_store *s)
 	struct host *h;
 
 	memset(fabrics, 0, sizeof(fabrics));
-	for (unsigned i = 0; i <= s->ident_mask; i++)
+	for (unsigned i = 0; i <= s->ident_mask; i++) {
 		used += s->idents[i] != 0;
+		/* no gone slot right before a free one (ident_unlink()) */
+		if (s->idents[i] == IDENT_GONE && !s->idents[(i + 1) & s->ident_mask])
+			return -EUCLEAN;
+	}
 	if (used != s->ident_used ||
 	    (uint64_t)used * IDENT_FULL_DEN > ((uint64_t)s->ident_mask + 1) * IDENT_FULL_NUM)
 		return -EUCLEAN;

@@ -1292,6 +1292,111 @@ static void test_drop_routes(void **state)
 	store_fini(&s);
 }
 
+/* The identity table marks a removed record's slot gone and takes such
+ * slots again: endpoints that come and go do not grow it, a walk that
+ * removes what it walks sees every record once, and a port's partitions
+ * are found past gone slots. The route table grows with the paths. */
+static void test_identity_table_churn(void **state)
+{
+	struct ibres_path_record p = path_with_dlid(7);
+	struct ibres_hostrec h;
+	struct host_store s;
+	char name[32], gid[64];
+	unsigned routed = 0;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 4096), 0);
+	/* 5,000 endpoints, at most 9 at a time */
+	for (unsigned i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "c%u", i);
+		snprintf(gid, sizeof(gid), "fe80::c:%x", i);
+		assert_int_equal(insert_simple(&s, name, NULL, gid, IBRES_ORIGIN_FABRIC, 100, 0),
+				 0);
+		if (i >= 8) {
+			snprintf(gid, sizeof(gid), "fe80::c:%x", i - 8);
+			rec_init(&h, NULL);
+			rec_gid(&h, gid);
+			assert_int_equal(store_remove_endpoint(&s, h.gids[0], 0), 2);
+		}
+	}
+	check(&s);
+	assert_int_equal(s.stats.hosts, 8);
+	assert_int_equal(s.ident_mask + 1, 64); /* never grew */
+	/* 300 more, half of them due at 10 s; paths to every fifth */
+	for (unsigned i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "w%u", i);
+		snprintf(gid, sizeof(gid), "fe80::d:%x", i);
+		assert_int_equal(insert_simple(&s, name, NULL, gid, IBRES_ORIGIN_FABRIC,
+					       i % 2 ? 100 : 10, 0),
+				 0);
+		if (i % 5 == 0) {
+			set_route(&s, lk_name(&s, name, 0), (int)(i % 3), &p, 0, 0);
+			routed += i % 2;
+		}
+	}
+	assert_int_equal(s.n_paths, 60);
+	assert_true(s.route_mask + 1 >= 60);
+	assert_int_equal(sweep(&s, 10000), 150);
+	assert_int_equal(s.stats.hosts, 158);
+	assert_int_equal(s.n_paths, routed);
+	for (unsigned i = 0; i < 300; i++) {
+		struct host *e;
+
+		snprintf(name, sizeof(name), "w%u", i);
+		e = peek(&s, kname(name), 10000);
+		assert_int_equal(e != NULL, i % 2);
+		if (e && i % 5 == 0)
+			assert_int_equal(route_dlid(&s, e, (int)(i % 3), 10000), 7);
+	}
+	/* a port's four partitions, one removed first: store_remove_gid()
+	 * finds the other three past its gone slot, and nothing else */
+	for (unsigned k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "part%u", k);
+		rec_init(&h, name);
+		rec_gid(&h, "fe80::e");
+		h.pkey = (uint16_t)(0x8001 + k);
+		assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 10000), 0);
+	}
+	assert_int_equal(s.stats.hosts, 162);
+	assert_int_equal(store_remove_endpoint(&s, h.gids[0], 0x8002), 1);
+	check(&s);
+	assert_int_equal(store_remove_gid(&s, h.gids[0]), 4); /* keys: part3 kept the GID */
+	check(&s);
+	assert_int_equal(s.stats.hosts, 158);
+	for (unsigned k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "part%u", k);
+		assert_null(peek(&s, kname(name), 10000));
+	}
+	store_fini(&s);
+
+	/* a port's partitions share a home slot: the second lands after the
+	 * first, a third takes the first's gone slot, and a run's gone slots
+	 * before a free one are free again */
+	assert_int_equal(store_init(&s, 4096), 0);
+	for (unsigned k = 0; k < 3; k++) {
+		snprintf(name, sizeof(name), "q%u", k);
+		rec_init(&h, name);
+		rec_gid(&h, "fe80::f");
+		h.pkey = (uint16_t)(0x8001 + k);
+		assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 0), 0);
+		if (k == 0)
+			continue;
+		assert_int_equal(s.ident_used, 2);
+		if (k == 1) {
+			assert_int_equal(store_remove_endpoint(&s, h.gids[0], 0x8001), 1);
+			check(&s);
+			assert_int_equal(s.ident_used, 2); /* gone, before a record */
+		}
+	}
+	/* q2 (the home slot, with the GID key), then q1 after it */
+	assert_int_equal(store_remove_endpoint(&s, h.gids[0], 0x8003), 2);
+	assert_int_equal(s.ident_used, 2); /* gone, before a record */
+	assert_int_equal(store_remove_endpoint(&s, h.gids[0], 0x8002), 1);
+	check(&s);
+	assert_int_equal(s.ident_used, 0); /* the whole run is free again */
+	store_fini(&s);
+}
+
 /* ---- addresses that move, aliases that go ------------------------------------------- */
 
 static void test_address_moved(void **state)
@@ -2397,6 +2502,14 @@ static void test_check_detects_corruption(void **state)
 	assert_int_equal(store_check(&s), -EUCLEAN);
 	s.lru_head = lru;
 	check(&s);
+	s.ident_used++; /* the identity table's count of slots not free */
+	assert_int_equal(store_check(&s), -EUCLEAN);
+	s.ident_used--;
+	set_route(&s, lk_name(&s, "a", 0), 0, &(struct ibres_path_record){0}, 0, 0);
+	s.n_paths++; /* a path the route table does not hold */
+	assert_int_equal(store_check(&s), -EUCLEAN);
+	s.n_paths--;
+	check(&s);
 	/* a different hash key: every slot is in the wrong place */
 	s.kh.seed[0] ^= 1;
 	assert_int_equal(store_check(&s), -EUCLEAN);
@@ -2474,7 +2587,7 @@ static void test_many_hosts(void **state)
 	assert_int_equal(s.n_keys, 6 * BIG_HOSTS);
 	assert_int_equal(s.stats.evictions, 0);
 	bytes = store_bytes(&s);
-	/* compact: the index, the record and the identity chain, under 400 bytes a host */
+	/* compact: the index, the record and the identity slot, under 400 bytes a host */
 	assert_true(bytes < (size_t)BIG_HOSTS * 400);
 	for (i = 0; i < BIG_HOSTS; i++) {
 		big_keys(i, k);
@@ -4021,6 +4134,7 @@ int main(void)
 		cmocka_unit_test(test_pinned_never_expire),
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_drop_routes),
+		cmocka_unit_test(test_identity_table_churn),
 		cmocka_unit_test(test_address_moved),
 		cmocka_unit_test(test_alias_dropped),
 		cmocka_unit_test(test_identity_key_moved),

@@ -1292,6 +1292,17 @@ static void test_drop_routes(void **state)
 	store_fini(&s);
 }
 
+/* Partition @k (P_Key 0x8001 + @k) of port GID @gid, a host of its own
+ * named @name, into @h and the store. */
+static void insert_partition(struct host_store *s, struct ibres_hostrec *h, const char *name,
+			     const char *gid, unsigned k, uint64_t now)
+{
+	rec_init(h, name);
+	rec_gid(h, gid);
+	h->pkey = (uint16_t)(0x8001 + k);
+	assert_int_equal(insert(s, h, IBRES_ORIGIN_FABRIC, 100, now), 0);
+}
+
 /* The identity table marks a removed record's slot gone and takes such
  * slots again: endpoints that come and go do not grow it, a walk that
  * removes what it walks sees every record once, and a port's partitions
@@ -1352,10 +1363,7 @@ static void test_identity_table_churn(void **state)
 	 * finds the other three past its gone slot, and nothing else */
 	for (unsigned k = 0; k < 4; k++) {
 		snprintf(name, sizeof(name), "part%u", k);
-		rec_init(&h, name);
-		rec_gid(&h, "fe80::e");
-		h.pkey = (uint16_t)(0x8001 + k);
-		assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 10000), 0);
+		insert_partition(&s, &h, name, "fe80::e", k, 10000);
 	}
 	assert_int_equal(s.stats.hosts, 162);
 	assert_int_equal(store_remove_endpoint(&s, h.gids[0], 0x8002), 1);
@@ -1375,10 +1383,7 @@ static void test_identity_table_churn(void **state)
 	assert_int_equal(store_init(&s, 4096), 0);
 	for (unsigned k = 0; k < 3; k++) {
 		snprintf(name, sizeof(name), "q%u", k);
-		rec_init(&h, name);
-		rec_gid(&h, "fe80::f");
-		h.pkey = (uint16_t)(0x8001 + k);
-		assert_int_equal(insert(&s, &h, IBRES_ORIGIN_FABRIC, 100, 0), 0);
+		insert_partition(&s, &h, name, "fe80::f", k, 0);
 		if (k == 0)
 			continue;
 		assert_int_equal(s.ident_used, 2);

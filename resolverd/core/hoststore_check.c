@@ -47,6 +47,15 @@ size_t store_bytes(const struct host_store *s)
 	       s->neg_bytes;
 }
 
+/* Is @h a record of @s (found by its identity)? */
+static bool record_held(const struct host_store *s, const struct host *h)
+{
+	struct host_key id;
+
+	hs_ident(h, &id);
+	return hs_ident_find(s, &id) == h;
+}
+
 /* What store_bytes() keeps, walked: does it agree? */
 static int check_bytes(const struct host_store *s)
 {
@@ -57,7 +66,9 @@ static int check_bytes(const struct host_store *s)
 		recs += hs_rec_bytes(h);
 	for (const struct store_neg *ng = s->neg_oldest; ng; ng = ng->newer)
 		negs += sizeof(*ng) + ng->len;
-	return recs == s->rec_bytes && negs == s->neg_bytes ? hs_routes_check(s) : -EUCLEAN;
+	if (recs != s->rec_bytes || negs != s->neg_bytes)
+		return -EUCLEAN;
+	return hs_routes_check(s, record_held);
 }
 
 /* The distance from home of the key in the taken slot @i, hashed again. */

@@ -217,13 +217,14 @@ bool hs_canonical_is(const struct host *h, const char *name);
 /* hoststore_route.c: paths. @h's paths are freed (it goes); they are
  * @to's now (@from replaced by a record of the same LID); those due by
  * @now_ms are freed; all of them are (the store ends); their bytes; does
- * every one lead to a record the store holds? */
+ * every one lead to a record @held says the store holds? */
 void hs_routes_drop(struct host_store *s, struct host *h);
 void hs_routes_move(struct host_store *s, struct host *from, struct host *to);
 void hs_routes_expire(struct host_store *s, uint64_t now_ms);
 void hs_routes_fini(struct host_store *s);
 size_t hs_routes_bytes(const struct host_store *s);
-int hs_routes_check(const struct host_store *s);
+int hs_routes_check(const struct host_store *s,
+		    bool (*held)(const struct host_store *s, const struct host *h));
 /* The bytes of @h's struct and record, its routes aside. */
 size_t hs_rec_bytes(const struct host *h);
 

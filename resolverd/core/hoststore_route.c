@@ -221,19 +221,17 @@ size_t hs_routes_bytes(const struct host_store *s)
 	       s->n_paths * sizeof(struct host_path);
 }
 
-int hs_routes_check(const struct host_store *s)
+int hs_routes_check(const struct host_store *s,
+		    bool (*held)(const struct host_store *s, const struct host *h))
 {
 	unsigned long n = 0;
 
 	for (unsigned b = 0; s->routes && b <= s->route_mask; b++)
 		for (const struct host_path *p = s->routes[b]; p; p = p->next) {
-			struct host_key id;
-
-			hs_ident(p->owner, &id);
 			/* every path leads to a record the store holds, in its
 			 * bucket, and marked as routed */
 			if (route_bucket(p->owner, s->route_mask) != b || !p->owner->routed ||
-			    hs_ident_find(s, &id) != p->owner)
+			    !held(s, p->owner))
 				return -EUCLEAN;
 			n++;
 		}

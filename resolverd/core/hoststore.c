@@ -142,7 +142,7 @@ unsigned hs_ident_home(const struct host_store *s, const struct host_key *k)
 
 static uint64_t ident_word(const struct host *h, uint64_t hash)
 {
-	return (uint64_t)(uintptr_t)h | (hash & IDENT_TAG_MASK) << HOST_ADDR_BITS;
+	return (uint64_t)(uintptr_t)h | (hash & IDENT_TAG_MASK);
 }
 
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id)
@@ -154,7 +154,7 @@ struct host *hs_ident_find(const struct host_store *s, const struct host_key *id
 	     i = (i + 1) & s->ident_mask) {
 		struct host *h = ident_host(w);
 
-		if (!h || w >> HOST_ADDR_BITS != (hash & IDENT_TAG_MASK))
+		if (!h || (w & IDENT_TAG_MASK) != (hash & IDENT_TAG_MASK))
 			continue;
 		hs_ident(h, &k);
 		if (host_key_eq(&k, id))

@@ -135,9 +135,15 @@ static uint64_t ident_hash(const struct host_store *s, const struct host_key *k)
 	return host_key_hash(&s->kh, k);
 }
 
+/* The home slot of an identity of hash @hash in a table of @mask + 1. */
+static unsigned ident_home_of(uint64_t hash, unsigned mask)
+{
+	return (unsigned)(hash >> 32) & mask;
+}
+
 unsigned hs_ident_home(const struct host_store *s, const struct host_key *k)
 {
-	return (unsigned)(ident_hash(s, k) >> 32) & s->ident_mask;
+	return ident_home_of(ident_hash(s, k), s->ident_mask);
 }
 
 static uint64_t ident_word(const struct host *h, uint64_t hash)
@@ -150,7 +156,7 @@ struct host *hs_ident_find(const struct host_store *s, const struct host_key *id
 	uint64_t hash = ident_hash(s, id), w;
 	struct host_key k;
 
-	for (unsigned i = (unsigned)(hash >> 32) & s->ident_mask; (w = s->idents[i]);
+	for (unsigned i = ident_home_of(hash, s->ident_mask); (w = s->idents[i]);
 	     i = (i + 1) & s->ident_mask) {
 		struct host *h = ident_host(w);
 
@@ -166,7 +172,7 @@ struct host *hs_ident_find(const struct host_store *s, const struct host_key *id
 /* Into the first free or gone slot from its home; 1 when it took a free one. */
 static unsigned ident_put(uint64_t *idents, unsigned mask, uint64_t w, uint64_t hash)
 {
-	unsigned i = (unsigned)(hash >> 32) & mask;
+	unsigned i = ident_home_of(hash, mask);
 	bool was_free;
 
 	while (idents[i] > IDENT_GONE)

@@ -150,7 +150,7 @@ static int check_hosts(struct host_store *s)
 {
 	uint64_t hosts = 0, learned = 0, learned_eps = 0, lru = 0;
 	struct store_digest digest = {0, 0}, fabrics[STORE_FABRICS];
-	struct host_key id, k;
+	struct host_key k;
 	unsigned used = 0;
 	struct host *h;
 
@@ -182,12 +182,11 @@ static int check_hosts(struct host_store *s)
 			/* a host of several endpoints counts once */
 			learned += !h->sib_next || ring_first(h);
 		}
-		hs_ident(h, &id);
 		/* an endpoint of a host may share every key it has, and
 		 * keep none when the others go while a host of higher
 		 * authority holds them: invisible until it is refreshed,
 		 * replaced or expires */
-		if (hs_ident_find(s, &id) != h || !nk)
+		if (!record_held(s, h) || !nk)
 			return -EUCLEAN;
 		for (unsigned j = 0; j < nk; j++) {
 			long at;

@@ -23,6 +23,15 @@ static unsigned route_bucket(const struct host *h, unsigned mask)
 	return (unsigned)((a * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & mask;
 }
 
+/* @p into the bucket of its record in @table (@mask + 1 buckets). */
+static void route_link(struct host_path **table, unsigned mask, struct host_path *p)
+{
+	unsigned b = route_bucket(p->owner, mask);
+
+	p->next = table[b];
+	table[b] = p;
+}
+
 /* Room for one more path: as many buckets as paths, at least ROUTES_MIN. */
 static int routes_reserve(struct host_store *s)
 {
@@ -38,11 +47,8 @@ static int routes_reserve(struct host_store *s)
 		return -ENOMEM;
 	for (unsigned i = 0; i < cap; i++)
 		for (struct host_path *p = s->routes[i], *next; p; p = next) {
-			unsigned b = route_bucket(p->owner, ncap - 1);
-
 			next = p->next;
-			p->next = nb[b];
-			nb[b] = p;
+			route_link(nb, ncap - 1, p);
 		}
 	free(s->routes);
 	s->routes = nb;
@@ -87,18 +93,14 @@ int store_set_route(struct host_store *s, struct host *h, int ep,
 	if (pp) {
 		p = *pp;
 	} else {
-		unsigned b;
-
 		if (routes_reserve(s) < 0)
 			return -ENOMEM;
 		p = malloc(sizeof(*p));
 		if (!p)
 			return -ENOMEM;
-		b = route_bucket(h, s->route_mask);
 		p->owner = h;
 		p->ep = ep;
-		p->next = s->routes[b];
-		s->routes[b] = p;
+		route_link(s->routes, s->route_mask, p);
 		s->n_paths++;
 		h->routed = 1;
 	}
@@ -184,11 +186,8 @@ void hs_routes_move(struct host_store *s, struct host *from, struct host *to)
 		moved = p;
 	}
 	for (struct host_path *p = moved, *next; p; p = next) {
-		unsigned b = route_bucket(to, s->route_mask);
-
 		next = p->next;
-		p->next = s->routes[b];
-		s->routes[b] = p;
+		route_link(s->routes, s->route_mask, p);
 	}
 	from->routed = 0;
 	to->routed = moved != NULL;

@@ -383,16 +383,18 @@ def cut_off(c, k, rails=(0,)):
     added = []
     try:
         for port in ports:
-            subprocess.run(tc + ["qdisc", "add", "dev", port, "clsact"], check=True)
+            subprocess.run(tc + ["qdisc", "add", "dev", port, "clsact"], check=True,
+                           timeout=30)
             added.append(port)
             # classic BPF "return TC_ACT_SHOT" in direct-action mode
             subprocess.run(tc + ["filter", "add", "dev", port, "egress", "protocol", "all",
                                  "pref", "10", "bpf", "da", "bytecode", "1,6 0 0 2"],
-                           check=True)
+                           check=True, timeout=30)
         yield
     finally:
         for port in added:
-            subprocess.run(tc + ["qdisc", "del", "dev", port, "clsact"], check=True)
+            subprocess.run(tc + ["qdisc", "del", "dev", port, "clsact"], check=True,
+                           timeout=30)
 
 
 def wait_until(pred, timeout, interval=0.05, what="condition"):

@@ -253,14 +253,14 @@ static int settle(const struct opts *o, const char *phase)
 	return -ETIMEDOUT;
 }
 
-/* The directory's record bytes, encoded and aligned as hostdir_write.c
- * writes them: the own record of each endpoint that has one (a host alone,
+/* The directory's record bytes, encoded, packed and aligned as
+ * hostdir_write.c writes them: the own record of each endpoint that has one (a host alone,
  * or an endpoint of a host one record cannot hold), and a host of several
  * endpoints' record (written once, by its speaker: the whole host with its
  * endpoint sets, else the names they share and every endpoint's addresses). */
 struct recs {
 	uint64_t own, merged, n_own, n_merged;
-	uint8_t enc[IBDIR_REC_MAX];
+	uint8_t plain[IBDIR_REC_MAX], enc[IBDIR_REC_MAX];
 	struct ibres_hostrec r;
 	struct hostrec_eps eps;
 };
@@ -272,12 +272,18 @@ static void count_host(void *arg, struct host *h)
 
 	if (host_cookie(h, false)) {
 		host_record(h, &c->r, 0);
-		c->own += (ibdir_rec_encode(&c->r, 0, c->enc) + 7) & ~7ull;
+		c->own += (ibdir_rec_pack(c->plain, ibdir_rec_encode(&c->r, 0, c->plain), c->enc) +
+			   7) &
+			  ~7ull;
 		c->n_own++;
 	}
 	if (host_cookie(h, true)) {
 		host_record_eps(h, &c->r, &c->eps, &whole, 0);
-		c->merged += (ibdir_rec_encode_eps(&c->r, whole ? &c->eps : NULL, 0, c->enc) + 7) &
+		c->merged += (ibdir_rec_pack(c->plain,
+					     ibdir_rec_encode_eps(&c->r, whole ? &c->eps : NULL, 0,
+								  c->plain),
+					     c->enc) +
+			      7) &
 			     ~7ull;
 		c->n_merged++;
 	}

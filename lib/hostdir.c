@@ -201,6 +201,256 @@ size_t ibdir_rec_encode_eps(const struct ibres_hostrec *r, const struct hostrec_
 	return (size_t)(p - out);
 }
 
+/* ---- front coding (IBDIR_REC_PACKED) ------------------------------------------------ */
+
+/* How many leading bytes @a and @b (@n bytes each at least) share. */
+static size_t shared_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	size_t s = 0;
+
+	while (s < n && a[s] == b[s])
+		s++;
+	return s;
+}
+
+/* The @n 16-byte items at *@in, front-coded to @p. */
+static uint8_t *pack_16(uint8_t *p, const uint8_t **in, unsigned n)
+{
+	const uint8_t *it = *in;
+
+	for (unsigned i = 0; i < n; i++, it += 16) {
+		size_t s = i ? shared_bytes(it - 16, it, 16) : 0;
+
+		if (i)
+			*p++ = (uint8_t)s;
+		memcpy(p, it + s, 16 - s);
+		p += 16 - s;
+	}
+	*in = it;
+	return p;
+}
+
+size_t ibdir_rec_pack(const uint8_t *rec, size_t len, uint8_t *out)
+{
+	const uint8_t *in = rec + sizeof(struct ibdir_rec), *prev = NULL;
+	uint8_t *p = out + sizeof(struct ibdir_rec);
+	struct ibdir_rec hdr;
+	size_t rest;
+
+	memcpy(&hdr, rec, sizeof(hdr));
+	p = pack_16(p, &in, hdr.n_gids);
+	p = pack_16(p, &in, hdr.n_v6);
+	memcpy(p, in, 4u * hdr.n_v4);
+	p += 4u * hdr.n_v4;
+	in += 4u * hdr.n_v4;
+	for (unsigned i = 0; i < hdr.n_names; i++) {
+		size_t l = *in,
+		       s = prev ? shared_bytes(prev + 1, in + 1, l < *prev ? l : *prev) : 0;
+
+		*p++ = (uint8_t)l;
+		if (prev)
+			*p++ = (uint8_t)s;
+		memcpy(p, in + 1 + s, l - s);
+		p += l - s;
+		prev = in;
+		in += 1 + l;
+	}
+	/* the endpoint sets and endpoints, as they are */
+	rest = len - (size_t)(in - rec);
+	memcpy(p, in, rest);
+	p += rest;
+	/* packed only when that saves an eighth of the block or more: a few
+	 * bytes are not worth what unpacking adds to every hit */
+	if ((((size_t)(p - out) + 7) & ~(size_t)7) * 8 > ((len + 7) & ~(size_t)7) * 7) {
+		memcpy(out, rec, len);
+		return len;
+	}
+	hdr.flags |= IBDIR_REC_PACKED;
+	hdr.data_len = (uint16_t)(p - out - sizeof(hdr));
+	memcpy(out, &hdr, sizeof(hdr));
+	return (size_t)(p - out);
+}
+
+/* Move @n bytes from @from down to @to (never after it), a word at a time
+ * while a word is left: each word is loaded before its store, and a store
+ * reaches no byte not loaded yet since @to <= @from. */
+static inline __attribute__((always_inline)) void move_down(uint8_t *to, const uint8_t *from,
+							    size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, from + i, 8);
+		memcpy(to + i, &w, 8);
+	}
+	for (; i < n; i++)
+		to[i] = from[i];
+}
+
+/* Sixteen bytes at @o: the first @s (0..16) of the 16 at @head, then the
+ * rest of the 16 at @tail. Loaded whole and stored whole: no call and no
+ * loop to copy a few bytes. The caller sees that the store reaches no
+ * input not read yet and that both loads are inside the buffer. */
+static inline __attribute__((always_inline)) void put16(uint8_t *o, const uint8_t *head,
+							const uint8_t *tail, size_t s)
+{
+#ifdef __SSE2__
+	/* from byte 16 - s: s bytes of ones, then zeros */
+	static const uint8_t ones_then_zeros[32] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+						    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	__m128i t = _mm_loadu_si128((const __m128i *)(const void *)tail);
+	__m128i mask = _mm_loadu_si128((const __m128i *)(const void *)(ones_then_zeros + 16 - s));
+	__m128i h = s ? _mm_loadu_si128((const __m128i *)(const void *)head) : _mm_setzero_si128();
+
+	_mm_storeu_si128((__m128i *)(void *)o,
+			 _mm_or_si128(_mm_and_si128(mask, h), _mm_andnot_si128(mask, t)));
+#else
+	uint8_t item[16];
+
+	memcpy(item, tail, 16);
+	if (s)
+		memcpy(item, head, s);
+	memcpy(o, item, 16);
+#endif
+}
+
+/* Unpack @n 16-byte items from *@in (up to @end) to *@out. Every write stays
+ * before the input not read yet: -EMSGSIZE when it would not. */
+static int unpack_16(uint8_t **out, const uint8_t **in, const uint8_t *end, unsigned n)
+{
+	uint8_t *o = *out;
+	const uint8_t *i = *in;
+
+	for (unsigned k = 0; k < n; k++, o += 16) {
+		size_t s = 0, r;
+
+		if (k) {
+			if (i >= end)
+				return -EBADMSG;
+			s = *i++;
+		}
+		if (s > 16 || (size_t)(end - i) < 16 - s)
+			return -EBADMSG;
+		r = 16 - s;
+		if (o + 16 > i + r)
+			return -EMSGSIZE;
+		/* the 16 bytes that end where the item does (i - s is past the
+		 * record's header and first item) */
+		put16(o, o - 16, i - s, s);
+		i += r;
+	}
+	*out = o;
+	*in = i;
+	return 0;
+}
+
+/* Unpack @n names from *@in (up to @end) to *@out, as unpack_16(); @lim is
+ * the end of the buffer. */
+static int unpack_names(uint8_t **out, const uint8_t **in, const uint8_t *end, const uint8_t *lim,
+			unsigned n)
+{
+	uint8_t *o = *out, *prev = NULL;
+	const uint8_t *i = *in;
+
+	for (unsigned k = 0; k < n; k++) {
+		size_t l, s = 0, r;
+
+		if (i >= end)
+			return -EBADMSG;
+		l = *i++;
+		if (prev) {
+			if (i >= end)
+				return -EBADMSG;
+			s = *i++;
+			if (s > l || s > *prev)
+				return -EBADMSG;
+		}
+		r = l - s;
+		if ((size_t)(end - i) < r)
+			return -EBADMSG;
+		if (o + 1 + l > i + r)
+			return -EMSGSIZE;
+		if (l <= 16 && o + 17 <= i + r && i - s + 16 <= lim) {
+			/* a short name (most are), stored as 16 bytes, those
+			 * past it written again by what follows: room for them
+			 * before the input not read yet */
+			put16(o + 1, prev ? prev + 1 : o, i - s, s);
+		} else {
+			/* forward, never past the bytes not read yet (o + 1 + s
+			 * <= i); the prefix from before @o */
+			for (size_t j = 0; j < r; j++)
+				o[1 + s + j] = i[j];
+			for (size_t j = 0; j < s; j++)
+				o[1 + j] = prev[1 + j];
+		}
+		*o = (uint8_t)l;
+		prev = o;
+		o += 1 + l;
+		i += r;
+	}
+	*out = o;
+	*in = i;
+	return 0;
+}
+
+int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *out_len)
+{
+	size_t room = (len + 7) & ~(size_t)7, data;
+	struct ibdir_rec hdr;
+	const uint8_t *in, *end;
+	uint8_t *o;
+	int ret;
+
+	if (len < sizeof(hdr))
+		return -EBADMSG;
+	if (at > cap || len > cap - at)
+		return -EMSGSIZE;
+	memcpy(&hdr, buf + at, sizeof(hdr));
+	if (!(hdr.flags & IBDIR_REC_PACKED)) {
+		memmove(buf, buf + at, len);
+		*out_len = len;
+		return 0;
+	}
+	if (hdr.data_len > len - sizeof(hdr))
+		return -EBADMSG;
+	/* unpacked forward from the buffer's start, from the end of it: the
+	 * writes never pass what is not read yet */
+	if (room > cap)
+		room = cap;
+	if (at < cap - room) {
+		memmove(buf + cap - room, buf + at, len);
+		at = cap - room;
+	}
+	in = buf + at + sizeof(hdr);
+	end = in + hdr.data_len;
+	o = buf + sizeof(hdr);
+	ret = unpack_16(&o, &in, end, hdr.n_gids);
+	if (!ret)
+		ret = unpack_16(&o, &in, end, hdr.n_v6);
+	if (!ret && (size_t)(end - in) < 4u * hdr.n_v4)
+		ret = -EBADMSG;
+	if (!ret) {
+		move_down(o, in, 4u * hdr.n_v4); /* as long as they were: o <= in */
+		o += 4u * hdr.n_v4;
+		in += 4u * hdr.n_v4;
+		ret = unpack_names(&o, &in, end, buf + cap, hdr.n_names);
+	}
+	if (ret)
+		return ret;
+	move_down(o, in, (size_t)(end - in)); /* the endpoint sets, as long */
+	o += end - in;
+	data = (size_t)(o - buf) - sizeof(hdr);
+	if (data > IBDIR_DATA_MAX)
+		return -EBADMSG;
+	hdr.flags &= (uint16_t)~IBDIR_REC_PACKED;
+	hdr.data_len = (uint16_t)data;
+	memcpy(buf, &hdr, sizeof(hdr));
+	*out_len = sizeof(hdr) + data;
+	return 0;
+}
+
 /* The bytes of the endpoint sets and endpoints of a record of header @hdr
  * (0: none). */
 IBRES_HOT static inline size_t eps_bytes(const struct ibdir_rec *hdr)
@@ -385,11 +635,32 @@ void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out)
 	out->pkey = v->pkey;
 }
 
+/* @rec (@len bytes) unpacked, if it is packed, into @tmp (IBDIR_REC_MAX
+ * bytes): the record to read, *@len its length; NULL when it cannot be. */
+static const uint8_t *rec_plain(const uint8_t *rec, size_t *len, uint8_t *tmp)
+{
+	struct ibdir_rec hdr;
+	size_t n;
+
+	if (*len < sizeof(hdr))
+		return NULL;
+	memcpy(&hdr, rec, sizeof(hdr));
+	if (!(hdr.flags & IBDIR_REC_PACKED))
+		return rec;
+	n = sizeof(hdr) + hdr.data_len;
+	if (n > *len || n > IBDIR_REC_MAX)
+		return NULL;
+	memcpy(tmp + IBDIR_REC_MAX - n, rec, n);
+	return ibdir_rec_unpack(tmp, IBDIR_REC_MAX, IBDIR_REC_MAX - n, n, len) ? NULL : tmp;
+}
+
 int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 {
+	uint64_t tmp[IBDIR_REC_MAX / 8];
 	struct ibdir_view v;
 
-	if (ibdir_view_init(rec, len, &v))
+	rec = rec_plain(rec, &len, (uint8_t *)tmp);
+	if (!rec || ibdir_view_init(rec, len, &v))
 		return -EBADMSG;
 	ibdir_view_to_rec(&v, out);
 	return 0;
@@ -478,24 +749,6 @@ keep_items(const uint8_t *sets, unsigned w, uint32_t want, const uint8_t *from, 
 	n = (unsigned)((size_t)(t - *to) / size);
 	*to = t;
 	return n;
-}
-
-/* Move @n bytes from @from down to @to (never after it), a word at a time
- * while a word is left: each word is loaded before its store, and a store
- * reaches no byte not loaded yet since @to <= @from. */
-static inline __attribute__((always_inline)) void move_down(uint8_t *to, const uint8_t *from,
-							     size_t n)
-{
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, from + i, 8);
-		memcpy(to + i, &w, 8);
-	}
-	for (; i < n; i++)
-		to[i] = from[i];
 }
 
 /* view_select()'s moves, for sets of @w bytes (a constant where inlined:
@@ -621,10 +874,12 @@ int ibdir_rec_answer(uint8_t *rec, size_t len, unsigned tab, const void *key, si
 
 int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen)
 {
+	uint64_t tmp[IBDIR_REC_MAX / 8];
 	struct ibdir_view v;
 
 	/* only reads inside @len: refusing a record is ibdir_view_init's */
-	return !view_layout(rec, len, &v) && ibdir_view_has_key(&v, tab, key, klen);
+	rec = rec_plain(rec, &len, (uint8_t *)tmp);
+	return rec && !view_layout(rec, len, &v) && ibdir_view_has_key(&v, tab, key, klen);
 }
 
 IBRES_HOT static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
@@ -685,12 +940,14 @@ IBRES_HOT static inline void store16(uint8_t *to, uint64_t w0, uint64_t w1)
 }
 
 /* Copy the record at @off (inside [@lo, @hi)) into @buf (@cap bytes, a
- * multiple of 8). 0 with *@len and the seq it was copied under in *@seq,
+ * multiple of 8): a packed one to its end, where it is unpacked from
+ * (ibdir_rec_unpack), a plain one to its start. 0 with *@rec where it
+ * starts, *@len and the seq it was copied under in *@seq,
  * -EAGAIN when the writer kept changing it,
  * -EMSGSIZE when it is larger than @cap, -EBADMSG when it cannot be a
  * record. */
 IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uint32_t off,
-			      uint8_t *buf, size_t cap, size_t *len, uint32_t *seq)
+			      uint8_t *buf, size_t cap, uint8_t **rec, size_t *len, uint32_t *seq)
 {
 	const struct ibdir_rec *r = (const void *)(base + off);
 
@@ -698,8 +955,11 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 		return -EBADMSG;
 	for (unsigned t = 0; t < READ_TRIES; t++) {
 		uint32_t s1 = load32_acquire(&r->seq);
-		uint16_t data_len = __atomic_load_n(&r->data_len, __ATOMIC_RELAXED), copied;
+		uint16_t data_len = __atomic_load_n(&r->data_len, __ATOMIC_RELAXED);
+		uint16_t packed = __atomic_load_n(&r->flags, __ATOMIC_RELAXED) & IBDIR_REC_PACKED;
 		size_t n = (sizeof(*r) + data_len + 7) & ~(size_t)7;
+		uint8_t *to;
+		struct ibdir_rec got;
 
 		if (s1 & 1)
 			continue;
@@ -713,21 +973,25 @@ IBRES_HOT static int rec_copy(const uint8_t *base, uint64_t lo, uint64_t hi, uin
 				       ? -EMSGSIZE
 				       : -EBADMSG;
 		}
+		/* a packed one where it is unpacked from, a plain one where it
+		 * is read */
+		to = packed ? buf + cap - n : buf;
 		/* sixteen bytes a step (n is a multiple of 8, at least 32) */
 		for (size_t i = 0; i + 16 <= n; i += 16)
-			store16(buf + i, load64((const uint8_t *)r + i),
+			store16(to + i, load64((const uint8_t *)r + i),
 				load64((const uint8_t *)r + i + 8));
 		if (n & 8) {
 			uint64_t w = load64((const uint8_t *)r + n - 8);
 
-			memcpy(buf + n - 8, &w, 8);
+			memcpy(to + n - 8, &w, 8);
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) != s1)
 			continue;
-		memcpy(&copied, buf + offsetof(struct ibdir_rec, data_len), sizeof(copied));
-		if (copied != data_len)
+		memcpy(&got, to, sizeof(got));
+		if (got.data_len != data_len || (got.flags & IBDIR_REC_PACKED) != packed)
 			continue;
+		*rec = to;
 		*len = sizeof(*r) + data_len;
 		*seq = s1;
 		return 0;
@@ -828,6 +1092,8 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		uint64_t slot =
 			__atomic_load_n((const uint64_t *)(base + off) + i, __ATOMIC_ACQUIRE);
 		uint32_t at = (uint32_t)slot;
+		struct ibdir_rec hdr;
+		uint8_t *rec;
 		size_t rlen;
 		uint32_t seq;
 		int ret;
@@ -846,7 +1112,7 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 			continue;
 		if (at & IBDIR_SLOT_ASK)
 			return -EAGAIN; /* the record lists two keys of this hash */
-		ret = rec_copy(base, lo, hi, at, buf, cap, &rlen, &seq);
+		ret = rec_copy(base, lo, hi, at, buf, cap, &rec, &rlen, &seq);
 		if (ret)
 			return ret;
 		/* a freed block is written again for another record, but only
@@ -859,12 +1125,19 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		    __atomic_load_n(&((const struct ibdir_rec *)(const void *)(base + at))->seq,
 				    __ATOMIC_RELAXED) != seq)
 			return PROBE_AGAIN;
-		if (!((const struct ibdir_rec *)(const void *)buf)->expires_ms)
+		memcpy(&hdr, rec, sizeof(hdr));
+		if (!hdr.expires_ms)
 			continue; /* a freed block: its slots are going */
+		if (hdr.flags & IBDIR_REC_PACKED) {
+			ret = ibdir_rec_unpack(buf, cap, (size_t)(rec - buf), rlen, &rlen);
+			if (ret)
+				return ret == -EMSGSIZE ? ret : -EBADMSG;
+			rec = buf;
+		}
 		/* a block the writer never makes (damaged, or no name) is no
 		 * collision to probe past: that would end in an authoritative
 		 * "no such host"; a name is looked for as the names are checked */
-		ret = view_for_key(buf, rlen, tab, key, len, v);
+		ret = view_for_key(rec, rlen, tab, key, len, v);
 		if (ret < 0)
 			return -EBADMSG;
 		if (ret)

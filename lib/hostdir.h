@@ -34,6 +34,16 @@
  *     and IPv4 address, in that order, then each endpoint's QPN (32 bits),
  *     LID and P_Key (16 bits each), as many as flags' IBDIR_REC_N_EP bits
  *     say (1..32). Keys are read back from the record: a slot only points.
+ *     With IBDIR_REC_PACKED in its flags, the GIDs, IPv6 addresses and names
+ *     are front-coded: each after the first of its kind gives how many
+ *     leading bytes it shares with the one before it and then only the
+ *     rest (a GID or IPv6 address: a byte 0..16, then 16 minus that many
+ *     bytes; a name: its length byte, the shared byte, the rest). The
+ *     rails of a host share their GIDs' subnet prefix and often more, and
+ *     its rail aliases the host's name: an eight-rail host's record is a
+ *     fifth smaller. A reader unpacks a copy (ibdir_find) before it looks at
+ *     it; a record that packing would make less than an eighth smaller is
+ *     written plain (ibdir_rec_pack).
  *
  * A host of several endpoints (rails, partitions) is one record with
  * IBDIR_REC_EPS, which every key of every endpoint leads to: a reader that
@@ -72,10 +82,13 @@
 #include "hostrec.h"
 
 #define IBDIR_MAGIC		 "IBRESDIR"
-#define IBDIR_VERSION		 5u /* 2: the hash takes 8 bytes a step; 3: tables of any size;
-				     4: a word mixed by a folded 128-bit
-				     product, the length after the bytes;
-				     5: a host's endpoints in one record */
+/* Format 2: the hash takes 8 bytes a step; 3: tables of any size; 4: a
+ * word mixed by a folded 128-bit product, the length after the bytes; 5: a
+ * host's endpoints in one record. Within format 5, packed records
+ * (IBDIR_REC_PACKED) came later, as IBDIR_SLOT_ASK did: a reader from
+ * before takes one for damage and asks the daemon, and reads every plain
+ * record as it did. */
+#define IBDIR_VERSION		 5u
 #define IBDIR_HEADER_SPACE	 4096u
 #define IBDIR_FILE_MAX		 (1u << 30) /* bytes; readers map no more */
 #define IBDIR_SLOTS_MAX		 (1u << 24) /* per table */
@@ -155,6 +168,9 @@ struct ibdir_rec {
 /* The record lists each name's and address's endpoints after its names,
  * and the endpoints' QPN, LID and P_Key, IBDIR_REC_N_EP of them. */
 #define IBDIR_REC_EPS	     1u
+/* Front-coded (the layout above); a view (struct ibdir_view) is always
+ * over a record unpacked, without it. */
+#define IBDIR_REC_PACKED      2u
 #define IBDIR_REC_N_EP_SHIFT 8u
 #define IBDIR_REC_N_EP(flags) ((unsigned)(flags) >> IBDIR_REC_N_EP_SHIFT)
 
@@ -165,7 +181,11 @@ struct ibdir_rec {
 	 (1u + IBRES_NAME_MAX) * IBRES_HOST_NAMES_MAX +                                            \
 	 4u * (IBRES_HOST_NAMES_MAX + IBRES_HOST_GIDS_MAX + 2u * IBRES_HOST_ADDRS_MAX) +          \
 	 8u * HOSTREC_EPS_MAX)
-#define IBDIR_REC_MAX (((sizeof(struct ibdir_rec) + IBDIR_DATA_MAX) + 7u) & ~7u)
+/* Unpacking a copy in place (ibdir_find) needs up to a byte more room than
+ * the unpacked record for each front-coded item that did not share a byte. */
+#define IBDIR_UNPACK_SLACK (IBRES_HOST_NAMES_MAX + IBRES_HOST_GIDS_MAX + IBRES_HOST_ADDRS_MAX)
+#define IBDIR_REC_MAX                                                                              \
+	(((sizeof(struct ibdir_rec) + IBDIR_DATA_MAX + IBDIR_UNPACK_SLACK) + 7u) & ~7u)
 
 _Static_assert(sizeof(struct ibdir_header) <= IBDIR_HEADER_SPACE, "header fits its page");
 _Static_assert(sizeof(struct ibdir_rec) == 32, "record header is 32 bytes");
@@ -215,6 +235,22 @@ size_t ibdir_rec_encode(const struct ibres_hostrec *r, uint64_t expires_ms, uint
 size_t ibdir_rec_encode_eps(const struct ibres_hostrec *r, const struct hostrec_eps *eps,
 			    uint64_t expires_ms, uint8_t *out);
 
+/* Pack the record @rec of @len bytes (header included) that
+ * ibdir_rec_encode_eps() made into @out (IBDIR_REC_MAX bytes): front-coded,
+ * IBDIR_REC_PACKED set, when that makes its block (8-byte units) an eighth
+ * smaller or more, else copied as it is (a few bytes are not worth what
+ * unpacking adds to a hit). Returns the bytes used. What the daemon writes
+ * into its file. */
+size_t ibdir_rec_pack(const uint8_t *rec, size_t len, uint8_t *out);
+
+/* The record of @len bytes (header included) at @buf + @at, packed or not,
+ * unpacked to @buf's start, in place: @buf has @cap bytes, and no more than
+ * the record's room is read or written. 0 with its unpacked length in
+ * *@out_len; -EMSGSIZE when @cap is too small (IBDIR_REC_MAX always
+ * suffices), -EBADMSG when its front coding does not add up. The unpacked
+ * record is otherwise unchecked: views check it. */
+int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *out_len);
+
 /*
  * A record read where its bytes are (a private copy of a block), with no
  * expansion into a struct ibres_hostrec: what a hit packs from. Its
@@ -236,7 +272,8 @@ struct ibdir_view {
  * record the writer makes (as ibdir_rec_decode() checks it: then every
  * count indexes inside the copy and every name is 1..IBRES_NAME_MAX bytes
  * hostrec_name_ok() accepts), else -EBADMSG. ttl is set to 0. The view
- * shows the whole record, every endpoint's (v->eps set if it has them). */
+ * shows the whole record, every endpoint's (v->eps set if it has them). A
+ * packed record is refused: unpack it first (ibdir_rec_unpack). */
 int ibdir_view_init(const uint8_t *rec, size_t len, struct ibdir_view *v);
 
 /* Name @i of a view made by ibdir_view_init() walks from v->names: the name
@@ -258,8 +295,9 @@ void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out);
 
 /* Does the record copy @rec (@len bytes, header included) list the key
  * @key/@klen of table @tab (a name without regard to ASCII case)? Read from
- * the record's bytes as they are, without expanding it. 1 or 0 (0 too for a
- * record whose counts do not fit @len). */
+ * the record's bytes as they are (a packed one unpacked into a copy of its
+ * own first), without expanding it. 1 or 0 (0 too for a record whose counts
+ * do not fit @len). */
 int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key,
 		      size_t klen);
 
@@ -271,8 +309,8 @@ int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *
 int ibdir_rec_answer(uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen,
 		     struct ibres_hostrec *out);
 
-/* Expand a record copy @rec (@len bytes, header included) into @out, ttl
- * unset. 0, or -EBADMSG when its counts and lengths do not add up or it is
+/* Expand a record copy @rec (@len bytes, header included; packed or not)
+ * into @out, ttl unset. 0, or -EBADMSG when its counts and lengths do not add up or it is
  * not a record the writer makes: no name, a count past its array, a name
  * hostrec_name_ok() refuses, a flag it does not know. What it accepts,
  * hostrec_check() accepts. The whole record: its endpoint sets are left out. */
@@ -319,9 +357,10 @@ int ibdir_lookup(const void *base, size_t size, uint64_t now_ms, uint16_t type, 
  * when it was mapped, giving the record as a view over a copy of its bytes in
  * @buf (@cap bytes, 8-byte aligned) rather than an expanded record: what a
  * hit packs from, with nothing between the image and the caller's buffer
- * but one copy of the record's own bytes. Returns as ibdir_lookup(), and
- * -EMSGSIZE when a record on the way (the one found, or one that shares its
- * slot's hash) is larger than @cap: look again with IBDIR_REC_MAX bytes,
+ * but one copy of the record's own bytes (unpacked where it lies, when it is
+ * packed). Returns as ibdir_lookup(), and -EMSGSIZE when a record on the
+ * way (the one found, or one that shares its slot's hash), or its unpacking,
+ * is larger than @cap: look again with IBDIR_REC_MAX bytes,
  * which always suffice. v->ttl is the seconds left. A record of several
  * endpoints is cut, in @buf, to what the key's endpoints hold.
  */

@@ -120,7 +120,8 @@ struct hostdir_pub {
 	struct jitter_rng rng;
 	struct loop_timer beat, end_section, later;
 	struct hostdir_stats stats;
-	uint8_t enc[IBDIR_REC_MAX];
+	uint8_t plain[IBDIR_REC_MAX]; /* a record encoded, before it is packed */
+	uint8_t enc[IBDIR_REC_MAX];   /* and packed: what is written */
 	/* records expanded: the one written, the one it replaces, the one being
 	 * dropped; the endpoint sets of the one written (VIEW_HOST) */
 	struct ibres_hostrec cur, prev, gone;
@@ -135,6 +136,9 @@ static inline struct ibdir_header *hd_of(const struct hostdir_pub *p)
 
 /* hostdir_write.c */
 
+/* p->cur as the file holds it (with the endpoint sets @eps, or none), into
+ * p->enc: packed when that is smaller (lib/hostdir.h). Returns its length. */
+size_t hostdir_encode(struct hostdir_pub *p, const struct hostrec_eps *eps, uint64_t expires_ms);
 /* The keys of record @r, into @k (REC_KEYS_MAX); returns how many. */
 unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k);
 /* Does the store give @k to @h (VIEW_HOST: to an endpoint of its host), and

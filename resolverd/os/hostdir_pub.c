@@ -83,7 +83,7 @@ static bool size_whole_host(struct sizing *z, struct host *s)
 	if (!hostdir_host_whole(z->p, s))
 		return false;
 	count_keys(z, s, keys, hostdir_rec_keys(&z->p->cur, keys), VIEW_HOST);
-	z->bytes += (ibdir_rec_encode_eps(&z->p->cur, &z->p->eps, 0, z->p->enc) + 7) & ~7ull;
+	z->bytes += (hostdir_encode(z->p, &z->p->eps, 0) + 7) & ~7ull;
 	return true;
 }
 
@@ -97,7 +97,7 @@ static void size_alone(struct sizing *z, struct host *h)
 	n = hostdir_rec_keys(&z->p->cur, keys);
 	count_keys(z, h, keys, n, VIEW_OWN);
 	if (n)
-		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
+		z->bytes += (hostdir_encode(z->p, NULL, 0) + 7) & ~7ull;
 }
 
 /* An endpoint of a host one record cannot hold, written on its own: its
@@ -119,11 +119,11 @@ static void size_endpoint(struct sizing *z, struct host *h)
 			z->keys[keys[i].tab]++, shared = true;
 	}
 	if (n)
-		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
+		z->bytes += (hostdir_encode(z->p, NULL, 0) + 7) & ~7ull;
 	if (shared) {
 		/* it holds its host's shared names: room for the host's record */
 		host_record_all(h, &z->p->cur, 0);
-		z->bytes += (ibdir_rec_encode(&z->p->cur, 0, z->p->enc) + 7) & ~7ull;
+		z->bytes += (hostdir_encode(z->p, NULL, 0) + 7) & ~7ull;
 	}
 }
 

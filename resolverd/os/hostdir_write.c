@@ -27,6 +27,13 @@ static uint64_t *slots_of(const struct hostdir_pub *p, unsigned tab)
 	return (uint64_t *)(p->map + hd_of(p)->tables[tab].off);
 }
 
+size_t hostdir_encode(struct hostdir_pub *p, const struct hostrec_eps *eps, uint64_t expires_ms)
+{
+	size_t len = ibdir_rec_encode_eps(&p->cur, eps, expires_ms, p->plain);
+
+	return ibdir_rec_pack(p->plain, len, p->enc);
+}
+
 unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k)
 {
 	unsigned n = 0;
@@ -511,7 +518,7 @@ static void put_view(struct hostdir_pub *p, struct host *h, enum dview view)
 		return;
 	}
 	hash_keys(p, keys, n, held, hash, ask);
-	len = ibdir_rec_encode_eps(&p->cur, view == VIEW_HOST ? &p->eps : NULL, expires, p->enc);
+	len = hostdir_encode(p, view == VIEW_HOST ? &p->eps : NULL, expires);
 	n_old = off ? hostdir_rec_keys(&p->prev, old_keys) : 0;
 	if (off && len <= block(p, off)->cap) {
 		/* in place: the slots of keys it no longer leads to go before its

@@ -302,9 +302,13 @@ def test_previous_module_reads_an_ordered_directory(tmp_path, daemon_factory, he
     if not module:
         pytest.skip(why)
     hosts = tmp_path / "hosts"
+    # and one host whose names share most of their bytes: the daemon packs
+    # its record (IBDIR_REC_PACKED), which the previous module cannot read
     hosts.write_text("".join(
         "fe80::2:c903:1:%x %d host%d host%d.cluster.example 198.18.%d.%d\n" % (
-            i + 1, i + 100, i, i, 100 + i // 250, 1 + i % 250) for i in range(HOSTS_MANY)))
+            i + 1, i + 100, i, i, 100 + i // 250, 1 + i % 250) for i in range(HOSTS_MANY)) +
+        "fe80::2:c903:2:1 4000 packedhost packedhost-storage-rail-one "
+        "packedhost-storage-rail-two packedhost-storage-rail-three 198.18.99.1\n")
     text = open(SINGLE_NODE).read().replace("[resolve]\n", "[resolve]\nhosts_file = %s\n" %
                                             hosts, 1)
     d = daemon_factory(text, name="ordered").start()
@@ -323,3 +327,12 @@ def test_previous_module_reads_an_ordered_directory(tmp_path, daemon_factory, he
                 (mod, key, r.stdout)
         # every answer came from the directory: the daemon was asked nothing
         assert stats(d.socket)["host_lookups"] == before, mod
+        # the packed record: the previous module takes it for damage and asks
+        # the daemon, and answers all the same; this one reads it in place
+        r = run([helpers["nss_call"], mod, "byname2", "packedhost-storage-rail-two",
+                 str(AF_INET)], env=env, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        kv = parse_kv(r.stdout)
+        assert kv["status"] == "SUCCESS" and kv["name"] == "packedhost", (mod, r.stdout)
+        asked = stats(d.socket)["host_lookups"] - before
+        assert asked >= 1 if mod == module else asked == 0, (mod, asked)

@@ -59,11 +59,17 @@ uint32_t dir_image_put(struct dir_image *m, const struct ibres_hostrec *r, uint8
 uint32_t dir_image_put_eps(struct dir_image *m, const struct ibres_hostrec *r,
 			   const struct hostrec_eps *eps, uint8_t n_names)
 {
-	uint8_t enc[IBDIR_REC_MAX];
-	size_t len = ibdir_rec_encode_eps(r, eps, IBDIR_NEVER, enc), cap = (len + 7) & ~(size_t)7;
+	uint8_t plain[IBDIR_REC_MAX], enc[IBDIR_REC_MAX];
+	size_t len = ibdir_rec_encode_eps(r, eps, IBDIR_NEVER, plain), cap;
 	struct ibdir_rec hdr;
 	uint32_t off = m->next;
 
+	/* packed as the daemon writes it, unless a count is to be falsified */
+	if (n_names)
+		memcpy(enc, plain, len);
+	else
+		len = ibdir_rec_pack(plain, len, enc);
+	cap = (len + 7) & ~(size_t)7;
 	memcpy(&hdr, enc, sizeof(hdr));
 	hdr.seq = 2;
 	hdr.cap = (uint32_t)cap;

@@ -21,10 +21,11 @@ struct dir_image {
  * heartbeat @now_ms, its seed fixed (the same image every time). */
 void dir_image_init(struct dir_image *m, uint32_t slots, uint32_t area, uint64_t now_ms);
 
-/* Add @r as ibdir_rec_encode() writes it (seq even, cap its rounded size),
- * whatever its counts, with every key it holds in the tables; @n_names,
- * when not 0, is put over the header's name count (a shape the writer
- * never makes). Returns the record's offset. */
+/* Add @r as the daemon writes it (ibdir_rec_encode(), then ibdir_rec_pack();
+ * seq even, cap its rounded size), whatever its counts, with every key it
+ * holds in the tables; @n_names, when not 0, is put over the header's name
+ * count (a shape the writer never makes; the record is then left plain).
+ * Returns the record's offset. */
 uint32_t dir_image_put(struct dir_image *m, const struct ibres_hostrec *r, uint8_t n_names);
 /* The same with endpoint sets (a host of several endpoints in one record). */
 uint32_t dir_image_put_eps(struct dir_image *m, const struct ibres_hostrec *r,

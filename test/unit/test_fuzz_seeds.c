@@ -110,6 +110,39 @@ static void largest_record(struct dir_image *m)
 	dir_image_put(m, &r, 0);
 }
 
+/* A record packed (IBDIR_REC_PACKED) with long names: 12 names of 255 bytes, each
+ * all but its last byte the one before it, so that front coding keeps a
+ * few bytes of each (names too long for the reader's short path); 8 GIDs
+ * and IPv6 addresses sharing 15 bytes with the one before. Short enough
+ * for a client answer (fuzz_dirpack encodes it for the socket too). */
+#define LONG_NAMES 12u
+static void long_names_packed(struct dir_image *m)
+{
+	struct ibres_hostrec r;
+
+	dir_image_init(m, 32, 6144, NOW_MS);
+	memset(&r, 0, sizeof(r));
+	for (unsigned i = 0; i < LONG_NAMES; i++) {
+		memset(r.names[i], 'a', IBRES_NAME_MAX);
+		for (size_t d = 63; d < IBRES_NAME_MAX; d += 64)
+			r.names[i][d] = '.';
+		r.names[i][IBRES_NAME_MAX - 1] = (char)('a' + i);
+		r.names[i][IBRES_NAME_MAX] = '\0';
+	}
+	r.n_names = LONG_NAMES;
+	for (unsigned i = 0; i < 8; i++) {
+		r.v4[i].s_addr = htonl(0xc6120200u + i);
+		inet_pton(AF_INET6, "2001:db8::2:0", &r.v6[i]);
+		r.v6[i].s6_addr[15] = (uint8_t)i;
+		inet_pton(AF_INET6, "fe80::2:c903:2:0", r.gids[i]);
+		r.gids[i][15] = (uint8_t)i;
+	}
+	r.n_v4 = r.n_v6 = r.n_gids = 8;
+	r.lid = 8;
+	r.pkey = 0xffff;
+	dir_image_put(m, &r, 0);
+}
+
 /* Issue 21's finding: a record without a name (n_names 0) whose IPv4, IPv6
  * and GID are in the tables, beside an ordinary one. */
 static void no_name_record(struct dir_image *m)
@@ -229,6 +262,30 @@ static void test_dirpack_seeds(void **state)
 	largest_record(&m);
 	assert_int_equal(found(&m, IBRES_T_IPV4, &(struct in_addr){htonl(0xc6120107u)}, 4), 0);
 	check_file(DIRPACK "largest-record", m.b, m.size);
+	dir_image_free(&m);
+
+	long_names_packed(&m);
+	{
+		const struct ibdir_header *hd = (const void *)m.b;
+		const struct ibdir_rec *rec = (const void *)(m.b + hd->rec_off);
+
+		assert_true(rec->flags & IBDIR_REC_PACKED);
+	}
+	assert_int_equal(found(&m, IBRES_T_IPV4, &(struct in_addr){htonl(0xc6120207u)}, 4), 0);
+	{
+		/* the last GID, and the last name, each front-coded on all before */
+		uint8_t gid[16];
+		char name[IBRES_NAME_MAX + 1];
+
+		inet_pton(AF_INET6, "fe80::2:c903:2:7", gid);
+		assert_int_equal(found(&m, IBRES_T_GID, gid, 16), 0);
+		memset(name, 'a', IBRES_NAME_MAX);
+		for (size_t d = 63; d < IBRES_NAME_MAX; d += 64)
+			name[d] = '.';
+		name[IBRES_NAME_MAX - 1] = 'a' + LONG_NAMES - 1;
+		assert_int_equal(found(&m, IBRES_T_NAME, name, IBRES_NAME_MAX), 0);
+	}
+	check_file(DIRPACK "long-names-packed", m.b, m.size);
 	dir_image_free(&m);
 
 	no_name_record(&m);

@@ -887,11 +887,17 @@ static bool block_lists_hash(const uint8_t *m, uint32_t at, unsigned tab, uint32
 {
 	const struct ibdir_header *hd = (const void *)m;
 	const struct ibdir_rec *b = (const void *)(m + at);
+	uint64_t copy[IBDIR_REC_MAX / 8];
 	const uint8_t *q, *name;
+	size_t len = sizeof(*b) + b->data_len;
 	struct ibdir_view v;
 
-	if (at + sizeof(*b) + b->data_len > hd->rec_off + hd->rec_size ||
-	    ibdir_view_init(m + at, sizeof(*b) + b->data_len, &v))
+	/* the block as a reader sees it: a copy, unpacked */
+	if (at + len > hd->rec_off + hd->rec_size || len > sizeof(copy))
+		return false;
+	memcpy(copy, m + at, len);
+	if (ibdir_rec_unpack((uint8_t *)copy, sizeof(copy), 0, len, &len) ||
+	    ibdir_view_init((const uint8_t *)copy, len, &v))
 		return false;
 	q = v.names;
 	for (unsigned i = 0; i < v.n_names; i++) {

@@ -41,7 +41,7 @@
  *     bytes; a name: its length byte, the shared byte, the rest). The
  *     rails of a host share their GIDs' subnet prefix and often more, and
  *     its rail aliases the host's name: an eight-rail host's record is a
- *     fifth smaller. A reader unpacks a copy (ibdir_find) before it looks at
+ *     third smaller. A reader unpacks a copy (ibdir_find) before it looks at
  *     it; a record that packing would make less than an eighth smaller is
  *     written plain (ibdir_rec_pack).
  *

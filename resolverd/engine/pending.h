@@ -29,6 +29,9 @@ struct pending_query {
 	/* a hint's (fabric_events.hint): where the host is, asked there alone
 	 * while nobody waits */
 	bool has_at;
+	/* a peer named the host (at), whoever asked first and whoever waits:
+	 * left unanswered, that is a loss the fabric must hear of */
+	bool hinted;
 	struct fabric_at at;
 	struct loop_timer timer;
 	struct list_node waiters;

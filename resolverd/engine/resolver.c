@@ -124,7 +124,7 @@ static void on_query_timer(struct pending_query *q, void *arg)
 		 * said it lives; the loss may have been ours) */
 		store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s,
 				   q->has_at ? -EHOSTUNREACH : -ETIMEDOUT, now);
-		if (q->has_at)
+		if (q->hinted)
 			fabric_hint_unanswered(r->fabric, &q->key, &q->at);
 		pending_end(q, -ETIMEDOUT);
 		return;
@@ -151,6 +151,12 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 
 	if (q) {
 		r->stats.queries_joined++;
+		if (at && !q->hinted) {
+			/* a client's query a peer then named the host in: asked as
+			 * the client's still, its silence a loss all the same */
+			q->hinted = true;
+			q->at = *at;
+		}
 		if (!at && q->has_at) {
 			q->has_at = false;
 			q->attempts = 1;
@@ -164,7 +170,7 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 		return NULL;
 	q->attempts = 1;
 	if (at) {
-		q->has_at = true;
+		q->has_at = q->hinted = true;
 		q->at = *at;
 	}
 	if (pending_arm(q, now_ms() + jitter_apply(&r->rng, hint_wait(r->cfg, q, 0))) < 0) {

@@ -1853,12 +1853,15 @@ static uint64_t name_term(const char *name)
 	return host_digest_term(&k);
 }
 
-/* The answer of peer @n to the query sent last: the same tid and range,
- * its digest (@hosts), range flags @flags added; sums all zero. */
+/* The answer of peer @n to the range query sent last (other datagrams may
+ * have followed it): the same tid and range, its digest (@hosts), range
+ * flags @flags added; sums all zero. */
 static void answer_last_query(struct fw_msg *m, unsigned n, uint32_t hosts, uint8_t flags)
 {
 	const struct sent_dgram *q = last_sent();
 
+	while (q > fake.sent && q->m.type != FW_RANGE_QUERY)
+		q--;
 	assert_int_equal(q->m.type, FW_RANGE_QUERY);
 	peer_msg(m, FW_RANGE_ANSWER, n, q->m.tid);
 	m->has_range = true;
@@ -2988,12 +2991,13 @@ static void test_gone_ignored_without_directory(void **state)
  * address named) keeps the fetch from asking the name again, not a client:
  * its lookup asks the whole fabric; and it is a loss (the host is gone, or
  * datagrams were lost). A client joining a hint's query still in flight
- * makes it its own: multicast at once, every attempt. */
+ * makes it its own: multicast at once, every attempt; unanswered, it is a
+ * loss too, and so is a client's query a hint then named the host in. */
 static void test_hint_query_and_clients(void **state)
 {
 	struct transport_addr at = peer_addr(9);
 	struct fw_where w = {.kind = FW_WHERE_IPV4};
-	struct twaiter tw = {0};
+	struct twaiter tw = {0}, tw54 = {0};
 	struct fw_msg m;
 	unsigned n;
 
@@ -3008,9 +3012,13 @@ static void test_hint_query_and_clients(void **state)
 	for (unsigned i = 0; i < m.n_sums; i++)
 		m.sums[i] = (struct fw_sum){.hosts = 2, .sum = i};
 	deliver(&m, 2);
+	/* node54: a client asks first (the whole fabric), then the hint
+	 * names it: the client's query still, no unicast */
+	assert_int_equal(lookup(&tw54, key_name("node54"), NULL), LOOKUP_WAIT);
 	answer_last_query(&m, 2, 3, 0);
 	assert_int_equal(fw_hint_add_at(&m, "node52", &w), 0);
 	assert_int_equal(fw_hint_add_at(&m, "node53", &w), 0);
+	assert_int_equal(fw_hint_add_at(&m, "node54", &w), 0);
 	deliver(&m, 2);
 	assert_int_equal(counter("fabric_requests_unicast"), 2);
 
@@ -3032,6 +3040,10 @@ static void test_hint_query_and_clients(void **state)
 	advance(850); /* within negative_ttl (5 s) of node52's last attempt */
 	assert_int_equal(tw.calls, 1);
 	assert_int_equal(tw.status, -ETIMEDOUT);
+	assert_int_equal(tw54.calls, 1);
+	assert_int_equal(tw54.status, -ETIMEDOUT);
+	/* node53 and node54: named by a peer, unanswered on the whole fabric */
+	assert_int_equal(counter("fabric_hints_unanswered"), 3);
 	{
 		unsigned mcast53 = 0;
 

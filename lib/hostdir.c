@@ -316,9 +316,12 @@ static inline __attribute__((always_inline)) void put16(uint8_t *o, const uint8_
 #endif
 }
 
-/* Unpack @n 16-byte items from *@in (up to @end) to *@out. Every write stays
- * before the input not read yet: -EMSGSIZE when it would not. */
-static int unpack_16(uint8_t **out, const uint8_t **in, const uint8_t *end, unsigned n)
+/* Unpack @n 16-byte items from *@in (up to @end) to *@out, the data
+ * unpacked starting at @data (past IBDIR_DATA_MAX bytes of it: no record
+ * the writer makes, -EBADMSG). Every write stays before the input not read
+ * yet: -EMSGSIZE when it would not. */
+static int unpack_16(uint8_t **out, const uint8_t **in, const uint8_t *end, const uint8_t *data,
+		     unsigned n)
 {
 	uint8_t *o = *out;
 	const uint8_t *i = *in;
@@ -334,6 +337,8 @@ static int unpack_16(uint8_t **out, const uint8_t **in, const uint8_t *end, unsi
 		if (s > 16 || (size_t)(end - i) < 16 - s)
 			return -EBADMSG;
 		r = 16 - s;
+		if ((size_t)(o - data) + 16 > IBDIR_DATA_MAX)
+			return -EBADMSG;
 		if (o + 16 > i + r)
 			return -EMSGSIZE;
 		/* the 16 bytes that end where the item does (i - s is past the
@@ -348,8 +353,8 @@ static int unpack_16(uint8_t **out, const uint8_t **in, const uint8_t *end, unsi
 
 /* Unpack @n names from *@in (up to @end) to *@out, as unpack_16(); @lim is
  * the end of the buffer. */
-static int unpack_names(uint8_t **out, const uint8_t **in, const uint8_t *end, const uint8_t *lim,
-			unsigned n)
+static int unpack_names(uint8_t **out, const uint8_t **in, const uint8_t *end, const uint8_t *data,
+			const uint8_t *lim, unsigned n)
 {
 	uint8_t *o = *out, *prev = NULL;
 	const uint8_t *i = *in;
@@ -368,7 +373,7 @@ static int unpack_names(uint8_t **out, const uint8_t **in, const uint8_t *end, c
 				return -EBADMSG;
 		}
 		r = l - s;
-		if ((size_t)(end - i) < r)
+		if ((size_t)(end - i) < r || (size_t)(o - data) + 1 + l > IBDIR_DATA_MAX)
 			return -EBADMSG;
 		if (o + 1 + l > i + r)
 			return -EMSGSIZE;
@@ -413,7 +418,12 @@ int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *ou
 		*out_len = len;
 		return 0;
 	}
-	if (hdr.data_len > len - sizeof(hdr))
+	/* counts and a length the writer never makes: refused before any
+	 * unpacking (nor may the data unpacked pass IBDIR_DATA_MAX bytes), so
+	 * that IBDIR_REC_MAX bytes suffice whatever the input */
+	if (hdr.data_len > len - sizeof(hdr) || hdr.n_names > IBRES_HOST_NAMES_MAX ||
+	    hdr.n_gids > IBRES_HOST_GIDS_MAX || hdr.n_v6 > IBRES_HOST_ADDRS_MAX ||
+	    hdr.n_v4 > IBRES_HOST_ADDRS_MAX)
 		return -EBADMSG;
 	/* unpacked forward from the buffer's start, from the end of it: the
 	 * writes never pass what is not read yet */
@@ -426,16 +436,16 @@ int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *ou
 	in = buf + at + sizeof(hdr);
 	end = in + hdr.data_len;
 	o = buf + sizeof(hdr);
-	ret = unpack_16(&o, &in, end, hdr.n_gids);
+	ret = unpack_16(&o, &in, end, buf + sizeof(hdr), hdr.n_gids);
 	if (!ret)
-		ret = unpack_16(&o, &in, end, hdr.n_v6);
+		ret = unpack_16(&o, &in, end, buf + sizeof(hdr), hdr.n_v6);
 	if (!ret && (size_t)(end - in) < 4u * hdr.n_v4)
 		ret = -EBADMSG;
 	if (!ret) {
 		move_down(o, in, 4u * hdr.n_v4); /* as long as they were: o <= in */
 		o += 4u * hdr.n_v4;
 		in += 4u * hdr.n_v4;
-		ret = unpack_names(&o, &in, end, buf + cap, hdr.n_names);
+		ret = unpack_names(&o, &in, end, buf + sizeof(hdr), buf + cap, hdr.n_names);
 	}
 	if (ret)
 		return ret;
@@ -635,32 +645,51 @@ void ibdir_view_to_rec(const struct ibdir_view *v, struct ibres_hostrec *out)
 	out->pkey = v->pkey;
 }
 
-/* @rec (@len bytes) unpacked, if it is packed, into @tmp (IBDIR_REC_MAX
- * bytes): the record to read, *@len its length; NULL when it cannot be. */
-static const uint8_t *rec_plain(const uint8_t *rec, size_t *len, uint8_t *tmp)
+/* Is the record copy @rec packed? */
+static bool rec_packed(const uint8_t *rec, size_t len)
+{
+	struct ibdir_rec hdr;
+
+	if (len < sizeof(hdr))
+		return false;
+	memcpy(&hdr, rec, sizeof(hdr));
+	return hdr.flags & IBDIR_REC_PACKED;
+}
+
+/* The packed record @rec (@len bytes) unpacked into @tmp (IBDIR_REC_MAX
+ * bytes): 0 with its length in *@len, or -EBADMSG. */
+static int rec_unpacked(const uint8_t *rec, size_t *len, uint8_t *tmp)
 {
 	struct ibdir_rec hdr;
 	size_t n;
 
-	if (*len < sizeof(hdr))
-		return NULL;
 	memcpy(&hdr, rec, sizeof(hdr));
-	if (!(hdr.flags & IBDIR_REC_PACKED))
-		return rec;
 	n = sizeof(hdr) + hdr.data_len;
 	if (n > *len || n > IBDIR_REC_MAX)
-		return NULL;
+		return -EBADMSG;
 	memcpy(tmp + IBDIR_REC_MAX - n, rec, n);
-	return ibdir_rec_unpack(tmp, IBDIR_REC_MAX, IBDIR_REC_MAX - n, n, len) ? NULL : tmp;
+	return ibdir_rec_unpack(tmp, IBDIR_REC_MAX, IBDIR_REC_MAX - n, n, len) ? -EBADMSG : 0;
+}
+
+/* ibdir_rec_decode() of a packed record: a frame of its own for the copy,
+ * so that a plain record's decoding does not reserve it. */
+static __attribute__((noinline)) int decode_packed(const uint8_t *rec, size_t len,
+						   struct ibres_hostrec *out)
+{
+	uint64_t tmp[IBDIR_REC_MAX / 8];
+
+	if (rec_unpacked(rec, &len, (uint8_t *)tmp))
+		return -EBADMSG;
+	return ibdir_rec_decode((const uint8_t *)tmp, len, out);
 }
 
 int ibdir_rec_decode(const uint8_t *rec, size_t len, struct ibres_hostrec *out)
 {
-	uint64_t tmp[IBDIR_REC_MAX / 8];
 	struct ibdir_view v;
 
-	rec = rec_plain(rec, &len, (uint8_t *)tmp);
-	if (!rec || ibdir_view_init(rec, len, &v))
+	if (rec_packed(rec, len))
+		return decode_packed(rec, len, out);
+	if (ibdir_view_init(rec, len, &v))
 		return -EBADMSG;
 	ibdir_view_to_rec(&v, out);
 	return 0;
@@ -872,14 +901,24 @@ int ibdir_rec_answer(uint8_t *rec, size_t len, unsigned tab, const void *key, si
 	return 0;
 }
 
-int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen)
+/* ibdir_rec_has_key() of a packed record, as decode_packed(). */
+static __attribute__((noinline)) int has_key_packed(const uint8_t *rec, size_t len, unsigned tab,
+						    const void *key, size_t klen)
 {
 	uint64_t tmp[IBDIR_REC_MAX / 8];
+
+	return !rec_unpacked(rec, &len, (uint8_t *)tmp) &&
+	       ibdir_rec_has_key((const uint8_t *)tmp, len, tab, key, klen);
+}
+
+int ibdir_rec_has_key(const uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen)
+{
 	struct ibdir_view v;
 
+	if (rec_packed(rec, len))
+		return has_key_packed(rec, len, tab, key, klen);
 	/* only reads inside @len: refusing a record is ibdir_view_init's */
-	rec = rec_plain(rec, &len, (uint8_t *)tmp);
-	return rec && !view_layout(rec, len, &v) && ibdir_view_has_key(&v, tab, key, klen);
+	return !view_layout(rec, len, &v) && ibdir_view_has_key(&v, tab, key, klen);
 }
 
 IBRES_HOT static int span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
@@ -1129,9 +1168,10 @@ IBRES_HOT static int probe(const uint8_t *base, const struct ibdir_geom *g, unsi
 		if (!hdr.expires_ms)
 			continue; /* a freed block: its slots are going */
 		if (hdr.flags & IBDIR_REC_PACKED) {
+			/* IBDIR_REC_MAX bytes unpack any record that can be one */
 			ret = ibdir_rec_unpack(buf, cap, (size_t)(rec - buf), rlen, &rlen);
 			if (ret)
-				return ret == -EMSGSIZE ? ret : -EBADMSG;
+				return ret == -EMSGSIZE && cap < IBDIR_REC_MAX ? ret : -EBADMSG;
 			rec = buf;
 		}
 		/* a block the writer never makes (damaged, or no name) is no

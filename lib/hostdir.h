@@ -182,8 +182,12 @@ struct ibdir_rec {
 	 4u * (IBRES_HOST_NAMES_MAX + IBRES_HOST_GIDS_MAX + 2u * IBRES_HOST_ADDRS_MAX) +          \
 	 8u * HOSTREC_EPS_MAX)
 /* Unpacking a copy in place (ibdir_find) needs up to a byte more room than
- * the unpacked record for each front-coded item that did not share a byte. */
-#define IBDIR_UNPACK_SLACK (IBRES_HOST_NAMES_MAX + IBRES_HOST_GIDS_MAX + IBRES_HOST_ADDRS_MAX)
+ * the unpacked record for each front-coded item that did not share a byte
+ * (at most 77 of them), and the copy's rounding to 8: with this much more,
+ * IBDIR_REC_MAX bytes suffice for any record whose counts are in bounds and
+ * whose data unpacks to IBDIR_DATA_MAX bytes at most (others are refused),
+ * whatever the writer's packing rule. */
+#define IBDIR_UNPACK_SLACK (IBRES_HOST_NAMES_MAX + IBRES_HOST_GIDS_MAX + IBRES_HOST_ADDRS_MAX + 8u)
 #define IBDIR_REC_MAX                                                                              \
 	(((sizeof(struct ibdir_rec) + IBDIR_DATA_MAX + IBDIR_UNPACK_SLACK) + 7u) & ~7u)
 

@@ -3,8 +3,9 @@
  * libFuzzer target: the shared host directory's records as the NSS module
  * gets them. The input is a directory image (its heartbeat set to now). Its
  * record area is walked block by block; every block is decoded as it is
- * (lib/hostdir.c's ibdir_rec_decode), and every key its bytes hold where a
- * record keeps them, whatever its counts say (the IPv4 address of a record
+ * (lib/hostdir.c's ibdir_rec_decode, a packed one unpacked), and every key
+ * its bytes hold where a record keeps them (a packed one's, unpacked),
+ * whatever its counts say (the IPv4 address of a record
  * without a name: issue 21), is looked up through the reader
  * (ibdir_lookup). Every record either gives back must be one the daemon
  * could have written (hostrec_check) and hold the key asked; the first
@@ -89,13 +90,27 @@ static void ask(const uint8_t *img, size_t n, uint64_t now, uint16_t type, const
 }
 
 /* Every key the block's bytes hold where a record keeps them, its counts
- * taken as they are (only kept inside the block). */
+ * taken as they are (only kept inside the block); a packed block's where
+ * its unpacked copy keeps them, when it unpacks. */
 static void ask_raw_keys(const uint8_t *img, size_t n, uint64_t now, const uint8_t *b, size_t len)
 {
+	static uint64_t copy[IBDIR_REC_MAX / 8];
 	struct ibdir_rec hdr;
-	const uint8_t *p = b + sizeof(hdr), *end;
+	const uint8_t *p, *end;
 
 	memcpy(&hdr, b, sizeof(hdr));
+	if (hdr.flags & IBDIR_REC_PACKED) {
+		size_t raw = sizeof(hdr) + hdr.data_len;
+
+		if (raw > len || raw > sizeof(copy))
+			return;
+		memcpy(copy, b, raw);
+		if (ibdir_rec_unpack((uint8_t *)copy, sizeof(copy), 0, raw, &len))
+			return;
+		b = (const uint8_t *)copy;
+		memcpy(&hdr, b, sizeof(hdr));
+	}
+	p = b + sizeof(hdr);
 	end = p + (hdr.data_len < len - sizeof(hdr) ? hdr.data_len : len - sizeof(hdr));
 	for (unsigned i = 0; i < hdr.n_gids && (size_t)(end - p) >= 16; i++, p += 16)
 		ask(img, n, now, IBRES_T_GID, p, 16);

@@ -90,6 +90,18 @@ uint32_t dir_image_put_eps(struct dir_image *m, const struct ibres_hostrec *r,
 	return off;
 }
 
+uint32_t dir_image_put_raw(struct dir_image *m, const uint8_t *rec, size_t len, unsigned tab,
+			   const void *key, size_t klen)
+{
+	uint32_t off = m->next;
+
+	assert_true(off + ((len + 7) & ~(size_t)7) <= m->size);
+	memcpy(m->b + off, rec, len);
+	m->next += (uint32_t)((len + 7) & ~(size_t)7);
+	put_slot(m, tab, key, klen, off);
+	return off;
+}
+
 void dir_image_multirail(struct ibres_hostrec *r, struct hostrec_eps *e)
 {
 	static const char *const names[] = { "mr1", "mr1-ib0", "mr1-ib0-8001", "mr1-ib1" };

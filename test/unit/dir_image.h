@@ -31,6 +31,12 @@ uint32_t dir_image_put(struct dir_image *m, const struct ibres_hostrec *r, uint8
 uint32_t dir_image_put_eps(struct dir_image *m, const struct ibres_hostrec *r,
 			   const struct hostrec_eps *eps, uint8_t n_names);
 
+/* Add the record bytes @rec (@len, header included) as they are, at the
+ * next 8-byte boundary, with a slot for one key @key/@klen of table @tab.
+ * Returns the record's offset. */
+uint32_t dir_image_put_raw(struct dir_image *m, const uint8_t *rec, size_t len, unsigned tab,
+			   const void *key, size_t klen);
+
 /* A host of three endpoints in one record, @r and its sets @e: mr1, rail 0
  * in partitions 0xffff (mr1-ib0: 198.18.1.1, 2001:db8::101) and 0x8001
  * (mr1-ib0-8001: 198.18.2.1), sharing the port GID fe80::1:1, LID 10; rail

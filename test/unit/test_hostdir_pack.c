@@ -124,6 +124,8 @@ static void test_round_trip(void **state)
 {
 	static uint8_t plain[IBDIR_REC_MAX], packed[IBDIR_REC_MAX], got[IBDIR_REC_MAX];
 
+	unsigned n_packed = 0;
+
 	(void)state;
 	for (unsigned round = 0; round < 400; round++) {
 		struct ibres_hostrec r, out;
@@ -134,6 +136,7 @@ static void test_round_trip(void **state)
 		len = ibdir_rec_encode_eps(&r, round & 1 ? &e : NULL, IBDIR_NEVER, plain);
 		plen = ibdir_rec_pack(plain, len, packed);
 		assert_true(plen <= len);
+		n_packed += plen < len;
 		room = (plen + 7) & ~(size_t)7;
 		/* as the reader does: at the end of the largest buffer */
 		assert_int_equal(
@@ -171,6 +174,8 @@ static void test_round_trip(void **state)
 			assert_memory_equal(got, plain, len);
 		}
 	}
+	/* most were packed: the unpacking above was not of plain copies */
+	assert_true(n_packed >= 200);
 }
 
 /* An eight-rail host as test/fabric/emulate --rails 8 --planes names it:
@@ -254,6 +259,11 @@ static void test_bad_coding_refused(void **state)
 	assert_int_equal(packed[name1], 9);
 	assert_int_equal(packed[name1 + 1], 5);
 	assert_int_equal(unpack_in(packed, plen, IBDIR_REC_MAX, 0, got, &glen), 0);
+	/* read unpacked: the alias and the second GID are front-coded */
+	assert_int_equal(ibdir_rec_has_key(packed, plen, IBDIR_TAB_NAME, "node1-ib1", 9), 1);
+	assert_int_equal(ibdir_rec_has_key(packed, plen, IBDIR_TAB_GID, r.gids[1], 16), 1);
+	assert_int_equal(ibdir_rec_decode(packed, plen, &out), 0);
+	assert_string_equal(out.names[1], "node1-ib1");
 
 	memcpy(bad, packed, plen);
 	bad[gid1] = 17; /* more than a GID */
@@ -298,7 +308,7 @@ static void test_reader_unpacks(void **state)
 	uint32_t off;
 
 	(void)state;
-	dir_image_init(&m, 64, 8192, 1000);
+	dir_image_init(&m, 64, 16384, 1000);
 	memset(&r, 0, sizeof(r));
 	memset(&e, 0, sizeof(e));
 	snprintf(r.names[0], sizeof(r.names[0]), "node7");
@@ -332,6 +342,52 @@ static void test_reader_unpacks(void **state)
 	assert_int_equal(ibdir_lookup(m.b, m.size, 1000, IBRES_T_GID, r.gids[3], 16, &got), 0);
 	assert_int_equal(got.n_names, 2);
 	assert_string_equal(got.names[1], "node7-ib3");
+
+	/* a buffer too small to unpack it in (but for its copy): -EMSGSIZE,
+	 * and IBDIR_REC_MAX bytes do */
+	{
+		const struct ibdir_rec *b = (const void *)(m.b + off);
+		size_t copy = (sizeof(*b) + b->data_len + 7) & ~(size_t)7;
+		uint64_t small[IBDIR_REC_MAX / 8], big[IBDIR_REC_MAX / 8];
+		struct ibdir_geom g;
+		struct ibdir_view v;
+
+		assert_int_equal(ibdir_geom_read(m.b, m.size, &g), 0);
+		assert_int_equal(ibdir_find(m.b, m.size, &g, 1000, IBRES_T_NAME, "node7", 5, small,
+					    copy + 8, &v),
+				 -EMSGSIZE);
+		assert_int_equal(ibdir_find(m.b, m.size, &g, 1000, IBRES_T_NAME, "node7", 5, big,
+					    sizeof(big), &v),
+				 0);
+		assert_int_equal(v.n_gids, 8);
+	}
+	/* a packed record that would unpack past IBDIR_DATA_MAX bytes, its
+	 * counts in bounds (a 255-byte name, then one sharing all of it, then
+	 * filler up to the largest data): damage, not "too large" */
+	{
+		static uint8_t rec[sizeof(struct ibdir_rec) + IBDIR_DATA_MAX];
+		struct ibdir_rec hdr = {.seq = 2,
+					.cap = sizeof(rec),
+					.expires_ms = IBDIR_NEVER,
+					.n_names = 2,
+					.data_len = IBDIR_DATA_MAX,
+					.flags = IBDIR_REC_PACKED};
+		uint8_t *d = rec + sizeof(hdr);
+		char name[IBRES_NAME_MAX];
+
+		memset(rec, 0, sizeof(rec));
+		memcpy(rec, &hdr, sizeof(hdr));
+		memset(name, 'q', sizeof(name));
+		d[0] = IBRES_NAME_MAX;
+		memcpy(d + 1, name, IBRES_NAME_MAX);
+		d[1 + IBRES_NAME_MAX] = IBRES_NAME_MAX;
+		d[2 + IBRES_NAME_MAX] = IBRES_NAME_MAX;
+		dir_image_put_raw(&m, rec, sizeof(rec), IBDIR_TAB_NAME, name, IBRES_NAME_MAX);
+		assert_int_equal(
+			ibdir_lookup(m.b, m.size, 1000, IBRES_T_NAME, name, IBRES_NAME_MAX, &got),
+			-EBADMSG);
+		assert_int_equal(ibdir_rec_decode(rec, sizeof(rec), &got), -EBADMSG);
+	}
 
 	/* a plain record beside it, as a reader from before packing reads it;
 	 * a file of another format is refused */

@@ -179,9 +179,40 @@ static void test_round_trip(void **state)
 }
 
 /* An eight-rail host as test/fabric/emulate --rails 8 --planes names it:
- * every GID on fe80::/64, aliases node7-ib0..7. Packed, it is at least a
- * fifth smaller; a record of one GID and one name packs to no more than it
- * was. */
+ * node7 on every rail, aliases node7-ib0..7, every GID on fe80::/64, an
+ * IPv4 address a rail (and with @v6, an IPv6 one), rail i's LID 7 + i. */
+static void eight_rails(struct ibres_hostrec *r, struct hostrec_eps *e, bool v6)
+{
+	memset(r, 0, sizeof(*r));
+	memset(e, 0, sizeof(*e));
+	snprintf(r->names[0], sizeof(r->names[0]), "node7");
+	e->names[0] = 0xff;
+	for (unsigned i = 0; i < 8; i++) {
+		snprintf(r->names[1 + i], sizeof(r->names[0]), "node7-ib%u", i);
+		e->names[1 + i] = 1u << i;
+		inet_pton(AF_INET6, "fe80::2:c903:0:7", r->gids[i]);
+		r->gids[i][11] = (uint8_t)i;
+		e->gids[i] = 1u << i;
+		r->v6[i].s6_addr[0] = 0x20;
+		r->v6[i].s6_addr[1] = 0x01;
+		r->v6[i].s6_addr[2] = 0x0d;
+		r->v6[i].s6_addr[3] = 0xb8;
+		r->v6[i].s6_addr[5] = (uint8_t)i;
+		r->v6[i].s6_addr[15] = 7;
+		e->v6[i] = 1u << i;
+		r->v4[i].s_addr = htonl(0xc6120000u | i << 8 | 7);
+		e->v4[i] = 1u << i;
+		e->ep[i].lid = (uint16_t)(7 + i);
+		e->ep[i].pkey = 0xffff;
+	}
+	r->n_names = 9;
+	r->n_gids = r->n_v4 = 8;
+	r->n_v6 = v6 ? 8 : 0;
+	e->n_ep = 8;
+}
+
+/* The eight-rail host packed is at least a fifth smaller; a record of one
+ * GID and one name packs to no more than it was. */
 static void test_rails_pack_small(void **state)
 {
 	uint8_t plain[IBDIR_REC_MAX], packed[IBDIR_REC_MAX];
@@ -190,31 +221,7 @@ static void test_rails_pack_small(void **state)
 	size_t len, plen;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	memset(&e, 0, sizeof(e));
-	snprintf(r.names[0], sizeof(r.names[0]), "node7");
-	e.names[0] = 0xff;
-	for (unsigned i = 0; i < 8; i++) {
-		snprintf(r.names[1 + i], sizeof(r.names[0]), "node7-ib%u", i);
-		e.names[1 + i] = 1u << i;
-		inet_pton(AF_INET6, "fe80::2:c903:0:7", r.gids[i]);
-		r.gids[i][11] = (uint8_t)i;
-		e.gids[i] = 1u << i;
-		r.v6[i].s6_addr[0] = 0x20;
-		r.v6[i].s6_addr[1] = 0x01;
-		r.v6[i].s6_addr[2] = 0x0d;
-		r.v6[i].s6_addr[3] = 0xb8;
-		r.v6[i].s6_addr[5] = (uint8_t)i;
-		r.v6[i].s6_addr[15] = 7;
-		e.v6[i] = 1u << i;
-		r.v4[i].s_addr = htonl(0xc6120000u | i << 8 | 7);
-		e.v4[i] = 1u << i;
-		e.ep[i].lid = 7;
-		e.ep[i].pkey = 0xffff;
-	}
-	r.n_names = 9;
-	r.n_gids = r.n_v6 = r.n_v4 = 8;
-	e.n_ep = 8;
+	eight_rails(&r, &e, true);
 	len = ibdir_rec_encode_eps(&r, &e, IBDIR_NEVER, plain);
 	plen = ibdir_rec_pack(plain, len, packed);
 	assert_true(plen * 5 <= len * 4);
@@ -309,24 +316,7 @@ static void test_reader_unpacks(void **state)
 
 	(void)state;
 	dir_image_init(&m, 64, 16384, 1000);
-	memset(&r, 0, sizeof(r));
-	memset(&e, 0, sizeof(e));
-	snprintf(r.names[0], sizeof(r.names[0]), "node7");
-	e.names[0] = 0xff;
-	for (unsigned i = 0; i < 8; i++) {
-		snprintf(r.names[1 + i], sizeof(r.names[0]), "node7-ib%u", i);
-		e.names[1 + i] = 1u << i;
-		inet_pton(AF_INET6, "fe80::2:c903:0:7", r.gids[i]);
-		r.gids[i][11] = (uint8_t)i;
-		e.gids[i] = 1u << i;
-		r.v4[i].s_addr = htonl(0xc6120000u | i << 8 | 7);
-		e.v4[i] = 1u << i;
-		e.ep[i].lid = (uint16_t)(7 + i);
-		e.ep[i].pkey = 0xffff;
-	}
-	r.n_names = 9;
-	r.n_gids = r.n_v4 = 8;
-	e.n_ep = 8;
+	eight_rails(&r, &e, false);
 	off = dir_image_put_eps(&m, &r, &e, 0);
 	assert_true(((const struct ibdir_rec *)(const void *)(m.b + off))->flags &
 		    IBDIR_REC_PACKED);

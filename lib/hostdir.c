@@ -400,6 +400,27 @@ static int unpack_names(uint8_t **out, const uint8_t **in, const uint8_t *end, c
 	return 0;
 }
 
+/* Are the header's four counts within their arrays (names, IPv4, IPv6,
+ * GIDs)? All four at once: a byte over its limit, once the limit's distance
+ * to 0x7f is added, has its top bit set (no carry leaves a byte below 0x80:
+ * 0x7f + 0x7f < 0x100), and so has a byte over 0x7f. */
+IBRES_HOT static inline __attribute__((always_inline)) bool counts_ok(const struct ibdir_rec *hdr)
+{
+	_Static_assert(IBRES_HOST_NAMES_MAX < 0x80 && IBRES_HOST_ADDRS_MAX < 0x80 &&
+			       IBRES_HOST_GIDS_MAX < 0x80,
+		       "the limits of the counts' check");
+	_Static_assert(offsetof(struct ibdir_rec, n_gids) ==
+			       offsetof(struct ibdir_rec, n_names) + 3,
+		       "counts side by side, n_names first");
+	static const uint8_t to_7f[4] = {0x7f - IBRES_HOST_NAMES_MAX, 0x7f - IBRES_HOST_ADDRS_MAX,
+					 0x7f - IBRES_HOST_ADDRS_MAX, 0x7f - IBRES_HOST_GIDS_MAX};
+	uint32_t counts, add;
+
+	memcpy(&counts, (const uint8_t *)hdr + offsetof(struct ibdir_rec, n_names), 4);
+	memcpy(&add, to_7f, 4); /* in the counts' byte order */
+	return !(((counts + add) | counts) & 0x80808080u);
+}
+
 int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *out_len)
 {
 	size_t room = (len + 7) & ~(size_t)7, data;
@@ -421,9 +442,7 @@ int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *ou
 	/* counts and a length the writer never makes: refused before any
 	 * unpacking (nor may the data unpacked pass IBDIR_DATA_MAX bytes), so
 	 * that IBDIR_REC_MAX bytes suffice whatever the input */
-	if (hdr.data_len > len - sizeof(hdr) || hdr.n_names > IBRES_HOST_NAMES_MAX ||
-	    hdr.n_gids > IBRES_HOST_GIDS_MAX || hdr.n_v6 > IBRES_HOST_ADDRS_MAX ||
-	    hdr.n_v4 > IBRES_HOST_ADDRS_MAX)
+	if (hdr.data_len > len - sizeof(hdr) || !counts_ok(&hdr))
 		return -EBADMSG;
 	/* unpacked forward from the buffer's start, from the end of it: the
 	 * writes never pass what is not read yet */
@@ -491,26 +510,10 @@ IBRES_HOT static inline int flags_ok(uint16_t flags)
 IBRES_HOT static inline __attribute__((always_inline)) int rec_hdr_ok(const struct ibdir_rec *hdr,
 								      size_t len)
 {
-	uint32_t counts;
 	size_t fixed;
 
-	/* the four counts at once: a byte over its limit, once the limit's
-	 * distance to 0x7f is added, has its top bit set (no carry leaves a
-	 * byte below 0x80: 0x7f + 0x7f < 0x100), and so has a byte over 0x7f */
-	_Static_assert(IBRES_HOST_NAMES_MAX < 0x80 && IBRES_HOST_ADDRS_MAX < 0x80 &&
-			       IBRES_HOST_GIDS_MAX < 0x80,
-		       "the limits of the counts' check");
-	_Static_assert(offsetof(struct ibdir_rec, n_gids) ==
-			       offsetof(struct ibdir_rec, n_names) + 3,
-		       "counts side by side, n_names first");
-	static const uint8_t to_7f[4] = {0x7f - IBRES_HOST_NAMES_MAX, 0x7f - IBRES_HOST_ADDRS_MAX,
-					 0x7f - IBRES_HOST_ADDRS_MAX, 0x7f - IBRES_HOST_GIDS_MAX};
-	uint32_t add;
-
-	memcpy(&counts, (const uint8_t *)hdr + offsetof(struct ibdir_rec, n_names), 4);
-	memcpy(&add, to_7f, 4); /* in the counts' byte order */
-	if (len < sizeof(*hdr) || !hdr->n_names || ((counts + add) | counts) & 0x80808080u ||
-	    !flags_ok(hdr->flags) || hdr->data_len > len - sizeof(*hdr))
+	if (len < sizeof(*hdr) || !hdr->n_names || !counts_ok(hdr) || !flags_ok(hdr->flags) ||
+	    hdr->data_len > len - sizeof(*hdr))
 		return 0;
 	fixed = 16u * hdr->n_gids + 16u * hdr->n_v6 + 4u * hdr->n_v4 + eps_bytes(hdr);
 	return fixed + 2u * hdr->n_names <= hdr->data_len;

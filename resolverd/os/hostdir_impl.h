@@ -137,7 +137,7 @@ static inline struct ibdir_header *hd_of(const struct hostdir_pub *p)
 /* hostdir_write.c */
 
 /* p->cur as the file holds it (with the endpoint sets @eps, or none), into
- * p->enc: packed when that is smaller (lib/hostdir.h). Returns its length. */
+ * p->enc: packed when ibdir_rec_pack()'s rule says so. Returns its length. */
 size_t hostdir_encode(struct hostdir_pub *p, const struct hostrec_eps *eps, uint64_t expires_ms);
 /* The keys of record @r, into @k (REC_KEYS_MAX); returns how many. */
 unsigned hostdir_rec_keys(const struct ibres_hostrec *r, struct dkey *k);

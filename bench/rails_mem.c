@@ -38,7 +38,8 @@
  * of it, and the phase's milliseconds ("ms": grown, inserting every endpoint
  * until the directory holds them all; fresh, from hostdir_start() until it
  * does). Last, what a reader's look-up by name costs in the fresh
- * generation (time_lookups()): a hit, a miss, and the loop's own floor.
+ * generation (time_lookups()): a hit, a miss, and the loop's own floor; and
+ * the daemon's own look-up in the store and its eviction (time_store()).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -419,6 +420,49 @@ static int time_lookups(const struct opts *o, double ns[3])
 	return ret;
 }
 
+/* The daemon's side: its own look-up of a host by name in the store
+ * (store_lookup() counted, as a client's query makes it: the host becomes
+ * the most recently used), LOOKUP_ROUNDS rounds of LOOKUP_CALLS against the
+ * floor of time_lookups(), the median into ns[0]; then what eviction costs,
+ * ns a host, into ns[1]: the bound lowered by a tenth of the hosts
+ * (store_set_max_hosts(), the publisher told of every endpoint that goes,
+ * as a reload lowering cache_size does; each host goes as a boot storm's
+ * newcomer over the bound would make it go). Last: it empties a tenth of
+ * the store. */
+static int time_store(const struct opts *o, double ns[2])
+{
+	double t[LOOKUP_ROUNDS];
+	struct timespec t0;
+	unsigned rng = 54321, gone;
+	int ret = 0;
+
+	for (unsigned r = 0; r < LOOKUP_ROUNDS && !ret; r++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (unsigned i = 0; i < LOOKUP_CALLS; i++) {
+			struct host_key k;
+			char name[32];
+
+			rng = rng * 1103515245u + 12345u;
+			snprintf(name, sizeof(name), "node%u", (rng >> 8) % o->hosts + 1);
+			if (host_key_name(&k, name) || !store_lookup(&store_, &k, now_ms(), true)) {
+				fprintf(stderr, "rails_mem: store look-up of %s failed\n", name);
+				ret = -EIO;
+				break;
+			}
+		}
+		t[r] = ns_per(&t0, LOOKUP_CALLS);
+	}
+	qsort(t, LOOKUP_ROUNDS, sizeof(double), dbl_cmp);
+	ns[0] = t[LOOKUP_ROUNDS / 2];
+	gone = o->hosts / 10;
+	if (ret || !gone)
+		return ret;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	store_set_max_hosts(&store_, o->hosts - gone);
+	ns[1] = ns_per(&t0, gone);
+	return store_.stats.learned == o->hosts - gone ? 0 : -EIO;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rails_mem --hosts N --rails R [--batch B] [--order host|rail] "
@@ -512,13 +556,16 @@ int main(int argc, char **argv)
 	if (!ret)
 		print_phase("fresh", heap0, rss0, now_ms() - t0, false);
 	if (!ret) {
-		double ns[3];
+		double ns[3], sns[2] = {0, 0};
 
 		ret = time_lookups(&o, ns);
 		if (!ret)
+			ret = time_store(&o, sns);
+		if (!ret)
 			printf("  \"lookup_hit_ns\": %.1f, \"lookup_miss_ns\": %.1f, "
-			       "\"lookup_floor_ns\": %.1f\n",
-			       ns[0], ns[1], ns[2]);
+			       "\"lookup_floor_ns\": %.1f, \"store_hit_ns\": %.1f, "
+			       "\"store_evict_ns\": %.1f\n",
+			       ns[0], ns[1], ns[2], sns[0], sns[1]);
 	}
 	printf("}\n");
 	hostdir_stop(pub_);

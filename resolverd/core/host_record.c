@@ -249,7 +249,7 @@ bool hs_same_rec(const struct host *h, const struct ibres_hostrec *r)
 
 struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on)
 {
-	size_t size = sizeof(struct host) + 16 * (r->n_gids + r->n_v6) + 4 * r->n_v4;
+	size_t size = HOST_HEAD + 16 * (r->n_gids + r->n_v6) + 4 * r->n_v4;
 	struct host *h;
 	uint8_t *p;
 
@@ -291,7 +291,7 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 
 size_t hs_rec_bytes(const struct host *h)
 {
-	size_t size = sizeof(*h) + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
+	size_t size = HOST_HEAD + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
 	unsigned len;
 
 	for (unsigned i = 0; i < h->n_names; i++) {

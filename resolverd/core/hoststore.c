@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The host store (see hoststore.h for the contract): the key index, the
- * identity index, the LRU order of learned hosts, look-ups and insertion.
+ * identity index, the use order of learned hosts, look-ups and insertion.
  * The index is open addressing with linear probing in Robin Hood order and
  * backward-shift deletion (no tombstones), kept under 7/8 full. The record
  * itself is host_record.c, removals and expiry hoststore_remove.c, negative
@@ -118,7 +118,7 @@ static int slots_reserve(struct host_store *s, unsigned more)
 	return 0;
 }
 
-/* ---- hosts: identity index, LRU ---------------------------------------- */
+/* ---- hosts: identity index, use order ------------------------------------ */
 
 /* The identity's hash: a GID identity hashes without its P_Key, so that a
  * port's partitions share a home and store_remove_gid() finds them all in
@@ -253,28 +253,13 @@ static void ident_unlink(struct host_store *s, struct host *h)
 	}
 }
 
-static void lru_unlink(struct host_store *s, struct host *h)
+/* A learned endpoint was used: a client's look-up found it, or it was
+ * learned. Its stamp orders it among the others (0 is kept for pinned ones). */
+static void mark_used(struct host_store *s, struct host *h)
 {
-	if (h->lru_prev)
-		h->lru_prev->lru_next = h->lru_next;
-	else
-		s->lru_head = h->lru_next;
-	if (h->lru_next)
-		h->lru_next->lru_prev = h->lru_prev;
-	else
-		s->lru_tail = h->lru_prev;
-	h->lru_prev = h->lru_next = NULL;
-}
-
-static void lru_append(struct host_store *s, struct host *h)
-{
-	h->lru_next = NULL;
-	h->lru_prev = s->lru_tail;
-	if (s->lru_tail)
-		s->lru_tail->lru_next = h;
-	else
-		s->lru_head = h;
-	s->lru_tail = h;
+	if (!++s->use_clock)
+		s->use_clock = 1;
+	h->used = s->use_clock;
 }
 
 /* ---- a host's endpoints: the ring ------------------------------------------ */
@@ -375,12 +360,9 @@ unsigned hs_host_remove(struct host_store *s, struct host *h)
 	ident_unlink(s, h);
 	if (alone)
 		hs_digest_count(s, h, -1); /* its host's last endpoint */
-	if (!origin_pinned(h->origin)) {
-		lru_unlink(s, h);
-		/* max_hosts counts hosts: the last endpoint of one takes it */
-		if (alone)
-			s->stats.learned--;
-	}
+	/* max_hosts counts hosts: the last endpoint of one takes it */
+	if (!origin_pinned(h->origin) && alone)
+		s->stats.learned--;
 	s->stats.hosts--;
 	s->stats.keys = s->n_keys;
 	hs_routes_drop(s, h);
@@ -430,15 +412,52 @@ void store_fini(struct host_store *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* Eviction takes the least recently used learned endpoint's host: of all of
+ * them while the identity table has at most EVICT_EXACT_SLOTS slots, else of
+ * the next EVICT_SAMPLE learned endpoints after where the last eviction
+ * stopped (the table is in the order of a seeded hash, so that is a random
+ * sample). An exact order would take two pointers in every record, 16 bytes
+ * an endpoint (a malloc size class of an eight-rail host's every endpoint,
+ * bench/RESULTS.md); the stamp takes 4, and a hit writes it and nothing
+ * else. The oldest of 16 is older than 15 in 16 of the others, on average. */
+#define EVICT_EXACT_SLOTS 1024u
+#define EVICT_SAMPLE	  16u
+
+/* The victim: the learned endpoint of @s used longest ago, not of @keep's
+ * host (ages count from the use clock, so its wrapping does no harm), or
+ * NULL when there is none. */
+static struct host *evict_pick(struct host_store *s, const struct host *keep)
+{
+	unsigned n = s->ident_mask + 1, found = 0, i = s->evict_at & s->ident_mask, walked;
+	bool exact = n <= EVICT_EXACT_SLOTS;
+	struct host *victim = NULL;
+	uint32_t oldest = 0;
+
+	for (walked = 0; walked < n; walked++, i = (i + 1) & s->ident_mask) {
+		struct host *h = hs_ident_at(s, i);
+		uint32_t age;
+
+		if (!h || origin_pinned(h->origin) || h == keep || (keep && ring_has(keep, h)))
+			continue;
+		age = s->use_clock - h->used;
+		if (!victim || age > oldest) {
+			victim = h;
+			oldest = age;
+		}
+		if (!exact && ++found == EVICT_SAMPLE)
+			break;
+	}
+	s->evict_at = i + 1;
+	return victim;
+}
+
 /* The least recently used learned hosts go, a whole host at a time (every
  * endpoint of it), never @keep's. */
 static void evict_over_bound(struct host_store *s, const struct host *keep)
 {
-	while (s->stats.learned > s->max_hosts && s->lru_head) {
-		struct host *victim = s->lru_head;
+	while (s->stats.learned > s->max_hosts) {
+		struct host *victim = evict_pick(s, keep);
 
-		while (victim && (victim == keep || (keep && ring_has(keep, victim))))
-			victim = victim->lru_next;
 		if (!victim)
 			return;
 		while (victim->sib_next) {
@@ -553,10 +572,8 @@ struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64
 	}
 	if (count) {
 		s->stats.hits++;
-		if (!origin_pinned(h->origin) && h != s->lru_tail) {
-			lru_unlink(s, h);
-			lru_append(s, h);
-		}
+		if (!origin_pinned(h->origin))
+			mark_used(s, h);
 	}
 	return h;
 }
@@ -727,7 +744,7 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	unsigned n_moved = 0;
 	struct host_key id, k;
 	unsigned nk, changed = 0;
-	bool placed = false, was_announcing;
+	bool was_announcing;
 	int ret;
 
 	if (out)
@@ -777,17 +794,9 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		nh->cookie = old->cookie; /* the observer's records follow the host */
 		nh->cookie_all = old->cookie_all;
 		old->cookie = old->cookie_all = 0;
-		if (!origin_pinned(origin) && !origin_pinned(old->origin)) {
-			/* a refresh is not a use: the host keeps its place in the LRU order */
-			nh->lru_prev = old;
-			nh->lru_next = old->lru_next;
-			if (old->lru_next)
-				old->lru_next->lru_prev = nh;
-			else
-				s->lru_tail = nh;
-			old->lru_next = nh;
-			placed = true;
-		}
+		/* a refresh is not a use: the host keeps its place in the order */
+		if (!origin_pinned(origin))
+			nh->used = old->used;
 		changed += hs_host_remove(s, old);
 	}
 	join_host(s, nh);
@@ -834,8 +843,6 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		/* every key is held above: nothing of it is visible (an endpoint
 		 * of a host is, through its host, with every key shared) */
 		hs_ring_changed(s, ring_unlink(nh), NULL);
-		if (placed)
-			lru_unlink(s, nh);
 		if ((nh->cookie || nh->cookie_all) && s->ob.gone)
 			s->ob.gone(s->ob.arg, nh);
 		hs_routes_drop(s, nh);
@@ -850,8 +857,8 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 		hs_digest_count(s, nh, 1); /* a new host, not one more endpoint of one */
 	hs_fabric_count(s, nh, 0, nh->heard_on);
 	if (!origin_pinned(origin)) {
-		if (!placed)
-			lru_append(s, nh);
+		if (!nh->used)
+			mark_used(s, nh);
 		if (!nh->sib_next)
 			s->stats.learned++; /* a new host, not one more endpoint of one */
 	}

@@ -21,7 +21,9 @@
  * LOCAL and STATIC hosts never expire and are never evicted; learned hosts
  * are bounded (max_hosts, a host of several endpoints counting once, and
  * at most HOST_RAILS_MAX endpoints a host) and the least recently used host
- * makes room, every endpoint of it.
+ * makes room, every endpoint of it: exactly so while the store holds a few
+ * hundred endpoints, and beyond, the least recently used of 16 endpoints
+ * sampled (hoststore.c, evict_pick()).
  *
  * All times are CLOCK_MONOTONIC milliseconds passed in by the caller. A
  * struct host pointer is valid until the next call that changes the store.
@@ -98,7 +100,10 @@ struct host_store {
 	uint64_t *idents;
 	unsigned ident_mask;
 	unsigned ident_used;		  /* slots not free: records and gone ones */
-	struct host *lru_head, *lru_tail; /* learned hosts, least recently used first */
+	/* counts uses of learned hosts (a record keeps the count at its last);
+	 * where the last sampling eviction stopped in the identity table */
+	uint32_t use_clock;
+	unsigned evict_at;
 	unsigned max_hosts;
 	struct store_neg **negs; /* negative answers, chained */
 	unsigned neg_mask;
@@ -339,7 +344,8 @@ size_t store_bytes(const struct host_store *s);
 size_t store_index_bytes(const struct host_store *s);
 
 /* Check every invariant (index placement, unique keys, every slot's key
- * listed by its host, identity index, counts, LRU). For tests and fuzzing.
+ * listed by its host, identity index, counts, use stamps). For tests and
+ * fuzzing.
  * 0 or -EUCLEAN. */
 int store_check(struct host_store *s);
 

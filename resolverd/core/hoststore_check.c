@@ -148,7 +148,7 @@ static bool ring_first(const struct host *h)
 
 static int check_hosts(struct host_store *s)
 {
-	uint64_t hosts = 0, learned = 0, learned_eps = 0, lru = 0;
+	uint64_t hosts = 0, learned = 0;
 	struct store_digest digest = {0, 0}, fabrics[STORE_FABRICS];
 	struct host_key k;
 	unsigned used = 0;
@@ -177,11 +177,12 @@ static int check_hosts(struct host_store *s)
 				fabrics[f].hosts++;
 				fabrics[f].sum += hs_digest_term(h);
 			}
-		if (!origin_pinned(h->origin)) {
-			learned_eps++;
-			/* a host of several endpoints counts once */
+		/* a learned endpoint has a use stamp, a pinned one none */
+		if (origin_pinned(h->origin) == (h->used != 0))
+			return -EUCLEAN;
+		/* a host of several endpoints counts once */
+		if (!origin_pinned(h->origin))
 			learned += !h->sib_next || ring_first(h);
-		}
 		/* an endpoint of a host may share every key it has, and
 		 * keep none when the others go while a host of higher
 		 * authority holds them: invisible until it is refreshed,
@@ -202,13 +203,7 @@ static int check_hosts(struct host_store *s)
 		    (h->unheard && (h->origin != IBRES_ORIGIN_FABRIC || !h->announces)))
 			return -EUCLEAN;
 	}
-	for (h = s->lru_head; h; h = h->lru_next) {
-		if (origin_pinned(h->origin) || (h->lru_next && h->lru_next->lru_prev != h))
-			return -EUCLEAN;
-		if (++lru > learned_eps)
-			return -EUCLEAN;
-	}
-	if (hosts != s->stats.hosts || learned != s->stats.learned || lru != learned_eps ||
+	if (hosts != s->stats.hosts || learned != s->stats.learned ||
 	    digest.hosts != s->digest.hosts || digest.sum != s->digest.sum ||
 	    memcmp(fabrics, s->fabric_digest, sizeof(fabrics)))
 		return -EUCLEAN;

@@ -62,9 +62,12 @@ struct host_path {
 	struct ibres_path_record path;
 };
 
+/* A record is allocated HOST_HEAD bytes and its data, not sizeof(struct
+ * host): the header's end is not padded to 8 bytes, so that a record of an
+ * endpoint with two names, a GID and two addresses fits one malloc size
+ * class below what it would take padded. */
 struct host {
-	struct host *lru_prev, *lru_next; /* learned hosts only */
-	struct host *sib_next;		  /* the ring of one host's endpoints; NULL: alone */
+	struct host *sib_next; /* the ring of one host's endpoints; NULL: alone */
 	uint64_t expires_ms;
 	uint64_t rails; /* its host's rails digest; 0: a host alone */
 	uint32_t qpn;
@@ -72,6 +75,9 @@ struct host {
 	uint32_t cookie_all;
 	uint32_t heard_on; /* local endpoints (bits) it was heard on; a LOCAL one's own */
 	uint32_t seq;	   /* its last announce number heard (store_put.seq); 0: none */
+	/* learned: the store's use clock at its last use (a counted look-up,
+	 * or its learning), never 0; pinned: 0 (hoststore.c, eviction) */
+	uint32_t used;
 	uint16_t lid, pkey;
 	uint8_t origin : 5;
 	uint8_t routed : 1;    /* the route table may hold paths to it (hoststore_route.c) */
@@ -82,6 +88,7 @@ struct host {
 	uint8_t n_indexed; /* slots pointing here */
 	uint8_t data[];    /* gids, v6, v4, then names as (len, bytes) */
 };
+#define HOST_HEAD offsetof(struct host, data)
 
 /* An identity slot (struct host_store.idents): 0 free, IDENT_GONE a record
  * removed (a look-up passes it), else a record's address with

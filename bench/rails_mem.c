@@ -26,7 +26,9 @@
  * ibdir_lookup() in a read-only mapping of the memfd). That is "grown": the
  * generation as learning left it. Then the publisher is stopped and started
  * again on the full store ("fresh": one generation sized for the store, as
- * hostdir_start() builds it at start-up), and measured the same way.
+ * hostdir_start() builds it at start-up), and measured the same way; then
+ * written once more as the publisher does a minute after the directory
+ * stopped growing ("compact": hostdir_compact()), and measured again.
  *
  * Prints one JSON object: the empty baseline (store and publisher started,
  * no host) and both phases, each with store_bytes() and its parts, the
@@ -555,6 +557,14 @@ int main(int argc, char **argv)
 		ret = settle(&o, "fresh");
 	if (!ret)
 		print_phase("fresh", heap0, rss0, now_ms() - t0, false);
+	if (!ret) {
+		t0 = now_ms();
+		ret = hostdir_compact(pub_);
+	}
+	if (!ret)
+		ret = settle(&o, "compact");
+	if (!ret)
+		print_phase("compact", heap0, rss0, now_ms() - t0, false);
 	if (!ret) {
 		double ns[3], sns[2] = {0, 0};
 

@@ -90,6 +90,10 @@ struct dkey {
 	const void *data;
 };
 
+/* Heartbeats without growth after which the publisher compacts the file
+ * (hostdir_pub.c, hostdir_compact()). */
+#define HOSTDIR_COMPACT_BEATS 60u
+
 /* What a record written for an endpoint shows: its own keys; its host's
  * shared names (the record of every endpoint's addresses); or, for a host
  * whose endpoints one record holds whole, every key of the host (its
@@ -112,6 +116,12 @@ struct hostdir_pub {
 	uint64_t due_ms;	     /* when it became so */
 	uint64_t changed_ms;	     /* the store's last change */
 	bool incomplete;	     /* a host is missing from the file: not authoritative */
+	/* growth: blocks taken from the free space and slots taken, counted;
+	 * the count at the last heartbeat, heartbeats since it last moved;
+	 * the generation now was made compact (or would not shrink by it) */
+	uint64_t grown, grown_seen;
+	unsigned steady_beats;
+	bool compact;
 	bool logged;		     /* a failure was logged; quiet until a success */
 	unsigned retry_in;
 	uint64_t auth_from; /* as the resolver said; IBDIR_NEVER while incomplete */

@@ -5,7 +5,8 @@
  * socket, map read-only and answer from with no system call. The publisher
  * follows the store (store_observe): every host added, refreshed or gone is
  * written into the mapping at once, under sequence counters; growth makes a
- * new generation, and the old one says IBDIR_REPLACED. The scope (is a key
+ * new generation, and the old one says IBDIR_REPLACED; so does a directory
+ * that stopped growing, once, into a file with less room. The scope (is a key
  * absent from it known not to exist? the name patterns) comes from the
  * resolver. A failure (no memory) is logged once: readers then ask the
  * daemon's socket, and the publisher tries again every few seconds.
@@ -54,5 +55,13 @@ void hostdir_set_scope(struct hostdir_pub *p, uint64_t authoritative_from_ms,
 		       const char *patterns, size_t stride, unsigned n);
 
 void hostdir_stats(const struct hostdir_pub *p, struct hostdir_stats *out);
+
+/* Write the store into a compact generation now (little room to grow), if
+ * that makes the file an eighth smaller; else keep the one published. The
+ * publisher does so itself once the directory took no new room for a
+ * minute; until the next generation made for growth, no more. 0 (also
+ * when it was not worth it), -EAGAIN (none published, or one for growth is
+ * due), or the failure (the file published stays). */
+int hostdir_compact(struct hostdir_pub *p);
 
 #endif

@@ -275,6 +275,7 @@ static uint32_t rec_alloc(struct hostdir_pub *p, size_t len, bool *reused)
 		return 0;
 	off = p->rec_next;
 	p->rec_next += n;
+	p->grown++;
 	return off;
 }
 
@@ -351,6 +352,7 @@ static int slot_set(struct hostdir_pub *p, const struct dkey *k, uint32_t hash, 
 		__atomic_store_n(&slots[j], slots[slot_prev(j, n)], __ATOMIC_RELEASE);
 	__atomic_store_n(&slots[at_or_past], w, __ATOMIC_RELEASE);
 	/* TABLE_FULL_NUM/DEN of the table taken: a new file */
+	p->grown++;
 	if ((uint64_t)++p->used[k->tab] * TABLE_FULL_DEN > (uint64_t)n * TABLE_FULL_NUM)
 		hostdir_want_rebuild(p);
 	return 0;

@@ -94,7 +94,6 @@ void hs_slot_del(struct host_store *s, unsigned i)
 static int slots_reserve(struct host_store *s, unsigned more)
 {
 	uint64_t want = (uint64_t)s->n_keys + more, cap = s->n_slots, ncap;
-	struct store_slot *ns;
 
 	if (want * INDEX_FULL_DEN <= cap * INDEX_FULL_NUM)
 		return 0;
@@ -103,18 +102,24 @@ static int slots_reserve(struct host_store *s, unsigned more)
 		ncap = cap + cap / 2;
 	if (ncap > UINT32_MAX)
 		return -ENOMEM;
-	ns = calloc(ncap, sizeof(*ns));
+	s->index_compact = false;
+	return hs_slots_resize(s, (unsigned)ncap);
+}
+
+int hs_slots_resize(struct host_store *s, unsigned ncap)
+{
+	struct store_slot *ns = calloc(ncap, sizeof(*ns));
+
 	if (!ns)
 		return -ENOMEM;
-	/* a slot keeps too few bits of its hash for a home in a larger table:
-	 * every key is read from its host and hashed again */
-	for (unsigned i = 0; i < cap; i++)
+	/* a slot keeps too few bits of its hash for a home in a table of
+	 * another size: every key is read from its host and hashed again */
+	for (unsigned i = 0; i < s->n_slots; i++)
 		if (s->slots[i].w)
-			hs_slot_put(s, ns, (unsigned)ncap, s->slots[i],
-				    slot_rehash(s, s->slots[i]));
+			hs_slot_put(s, ns, ncap, s->slots[i], slot_rehash(s, s->slots[i]));
 	free(s->slots);
 	s->slots = ns;
-	s->n_slots = (unsigned)ncap;
+	s->n_slots = ncap;
 	return 0;
 }
 

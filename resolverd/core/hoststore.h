@@ -95,6 +95,11 @@ struct host_store {
 	struct store_slot *slots; /* key index: open addressing, linear probing */
 	unsigned n_slots; /* any number (hs_home()) */
 	unsigned n_keys;
+	/* the most keys seen by store_sweep() and when; the index was made
+	 * compact since it last grew (hoststore_remove.c) */
+	unsigned keys_high;
+	uint64_t keys_high_ms;
+	bool index_compact;
 	/* endpoint records by identity: open addressing, linear probing, a
 	 * removed one's slot marked gone (hoststore.c) */
 	uint64_t *idents;
@@ -270,7 +275,11 @@ unsigned store_remove_origin(struct host_store *s, uint8_t origin);
  * stays. Returns keys (and negative answers) removed. */
 unsigned store_flush(struct host_store *s, const struct host_key *k);
 /* Expire what is due: hosts, negatives and paths. Returns hosts and
- * negatives removed. O(hosts + negatives). */
+ * negatives removed. O(hosts + negatives). Once the store had no more keys
+ * than before for STORE_COMPACT_AFTER_MS, its key index is rebuilt 4/5
+ * full, if that makes it an eighth smaller (it grows again as it must):
+ * room to grow is for a store that grows. */
+#define STORE_COMPACT_AFTER_MS 60000u
 unsigned store_sweep(struct host_store *s, uint64_t now_ms);
 
 /* The record of @h, expanded (ttl: the seconds left, 0 for never). */

@@ -141,6 +141,10 @@ _Static_assert(IBRES_HOST_NAMES_MAX + 2 * IBRES_HOST_ADDRS_MAX + IBRES_HOST_GIDS
 _Static_assert(SLOT_HASH_BITS >= 8 && SLOT_HASH_BITS <= 32, "a slot keeps some of the hash");
 _Static_assert(HOST_ALIGN == 1u << (HOST_ADDR_BITS - SLOT_ADDR_BITS), "addresses over HOST_ALIGN");
 
+/* The key index rebuilt with @n_slots slots (room for every key). 0 or
+ * -ENOMEM (the index unchanged). */
+int hs_slots_resize(struct host_store *s, unsigned n_slots);
+
 static inline uint64_t deadline(uint64_t now_ms, uint32_t ttl_s)
 {
 	uint64_t d = (uint64_t)ttl_s * 1000;

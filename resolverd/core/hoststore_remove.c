@@ -238,6 +238,29 @@ static bool pred_expired(const struct host *h, void *arg)
 	return h->expires_ms <= *(const uint64_t *)arg;
 }
 
+/* The key index 4/5 full, once the store stopped growing (store_sweep()):
+ * grown at 7/8 to 7/12 (slots_reserve()), it is 58-88 % full, and a
+ * settled store keeps whatever room its last growth left. Only when that
+ * saves an eighth of it: each key is hashed again, reading its host. */
+static void compact_index(struct host_store *s, uint64_t now_ms)
+{
+	uint64_t want = (uint64_t)s->n_keys * 5 / 4 + 1;
+
+	if (s->n_keys > s->keys_high || !s->keys_high_ms) {
+		s->keys_high = s->n_keys;
+		s->keys_high_ms = now_ms ? now_ms : 1;
+		return;
+	}
+	if (s->index_compact || now_ms < s->keys_high_ms ||
+	    now_ms - s->keys_high_ms < STORE_COMPACT_AFTER_MS)
+		return;
+	s->index_compact = true; /* until it grows again */
+	if (want < SLOTS_MIN)
+		want = SLOTS_MIN;
+	if (want * 8 <= (uint64_t)s->n_slots * 7)
+		hs_slots_resize(s, (unsigned)want); /* -ENOMEM: it stays as it is */
+}
+
 unsigned store_sweep(struct host_store *s, uint64_t now_ms)
 {
 	unsigned n = 0;
@@ -261,5 +284,6 @@ unsigned store_sweep(struct host_store *s, uint64_t now_ms)
 			n++;
 		}
 	}
+	compact_index(s, now_ms);
 	return n;
 }

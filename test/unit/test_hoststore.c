@@ -1835,6 +1835,59 @@ static void test_eviction_sampled(void **state)
 	store_fini(&s);
 }
 
+/* A store that stopped growing for STORE_COMPACT_AFTER_MS has its key
+ * index rebuilt 4/5 full at a sweep; every key is still found, and it grows
+ * again as it must. A store still growing, or one already compact, keeps
+ * its index. */
+static void test_index_compacts_once_settled(void **state)
+{
+	struct host_store s;
+	unsigned slots = 0, i, hosts;
+	char n[16];
+
+	(void)state;
+	assert_int_equal(store_init(&s, 100000), 0);
+	/* past 2,000 hosts, up to the index's next growth: 7/12 full */
+	for (i = 0; i < 2000 || s.n_slots == slots; i++) {
+		slots = s.n_slots;
+		snprintf(n, sizeof(n), "h%u", i);
+		assert_int_equal(insert_simple(&s, n, NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 0), 0);
+	}
+	slots = s.n_slots;
+	assert_true((uint64_t)s.n_keys * 5 / 4 + 1 < (uint64_t)slots * 7 / 8);
+	sweep(&s, 1000);
+	assert_int_equal(s.n_slots, slots);
+	for (hosts = i + 10; i < hosts; i++) { /* still growing at 40 s */
+		snprintf(n, sizeof(n), "h%u", i);
+		assert_int_equal(insert_simple(&s, n, NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 40000),
+				 0);
+	}
+	sweep(&s, 40000);
+	sweep(&s, 40000 + STORE_COMPACT_AFTER_MS - 1);
+	assert_int_equal(s.n_slots, slots);
+	sweep(&s, 40000 + STORE_COMPACT_AFTER_MS);
+	assert_int_equal(s.n_slots, s.n_keys * 5 / 4 + 1);
+	check(&s);
+	for (i = 0; i < hosts; i++) {
+		snprintf(n, sizeof(n), "h%u", i);
+		assert_non_null(peek(&s, kname(n), 40000 + STORE_COMPACT_AFTER_MS));
+	}
+	/* once: later sweeps leave it */
+	slots = s.n_slots;
+	sweep(&s, 40000 + 3 * STORE_COMPACT_AFTER_MS);
+	assert_int_equal(s.n_slots, slots);
+	/* and it grows again */
+	for (i = hosts; i < hosts + 1000; i++) {
+		snprintf(n, sizeof(n), "h%u", i);
+		assert_int_equal(insert_simple(&s, n, NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 200000),
+				 0);
+	}
+	assert_true(s.n_slots > slots);
+	assert_true((uint64_t)s.n_keys * 8 <= (uint64_t)s.n_slots * 7);
+	check(&s);
+	store_fini(&s);
+}
+
 static void test_set_max_hosts(void **state)
 {
 	struct host_store s;
@@ -4190,6 +4243,7 @@ int main(void)
 		cmocka_unit_test(test_lru_refresh_keeps_place),
 		cmocka_unit_test(test_never_evicts_itself),
 		cmocka_unit_test(test_eviction_sampled),
+		cmocka_unit_test(test_index_compacts_once_settled),
 		cmocka_unit_test(test_set_max_hosts),
 		cmocka_unit_test(test_flush),
 		cmocka_unit_test(test_remove_gid),

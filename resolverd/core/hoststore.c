@@ -417,20 +417,36 @@ void store_fini(struct host_store *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Eviction takes the least recently used learned endpoint's host: of all of
- * them while the identity table has at most EVICT_EXACT_SLOTS slots, else of
- * the next EVICT_SAMPLE learned endpoints after where the last eviction
- * stopped (the table is in the order of a seeded hash, so that is a random
- * sample). An exact order would take two pointers in every record, 16 bytes
- * an endpoint (a malloc size class of an eight-rail host's every endpoint,
- * bench/RESULTS.md); the stamp takes 4, and a hit writes it and nothing
- * else. The oldest of 16 is older than 15 in 16 of the others, on average. */
+/* Eviction takes the host used longest ago (its endpoint used last counts:
+ * a look-up by the host's name finds one of its endpoints): of all learned
+ * hosts while the identity table has at most EVICT_EXACT_SLOTS slots (up to
+ * 768 endpoints, learned or pinned), else of those of the next EVICT_SAMPLE
+ * learned endpoints after where the last eviction stopped (the table is in
+ * the order of a seeded hash, so that is a random sample; the walk passes
+ * at most EVICT_WALK_MAX slots once it has one). An exact order would take
+ * two pointers in every record, 16 bytes an endpoint (a malloc size class of
+ * an eight-rail host's every endpoint, bench/RESULTS.md); the stamp takes 4,
+ * and a hit writes it and nothing else. The oldest of 16 is older than 15
+ * in 16 of the others, on average. */
 #define EVICT_EXACT_SLOTS 1024u
 #define EVICT_SAMPLE	  16u
+#define EVICT_WALK_MAX	  4096u
 
-/* The victim: the learned endpoint of @s used longest ago, not of @keep's
- * host (ages count from the use clock, so its wrapping does no harm), or
- * NULL when there is none. */
+/* How long ago @h's host was used: its endpoint used last. Ages count from
+ * the use clock modulo 2^32; store_sweep() keeps every age under
+ * USE_AGE_MAX, so that the clock's wrapping never makes an old one young. */
+static uint32_t host_age(const struct host_store *s, const struct host *h)
+{
+	uint32_t age = s->use_clock - h->used;
+
+	for (const struct host *e = h->sib_next; e && e != h; e = e->sib_next)
+		if (s->use_clock - e->used < age)
+			age = s->use_clock - e->used;
+	return age;
+}
+
+/* The victim: an endpoint of the learned host used longest ago, not @keep's
+ * host, or NULL when there is none. */
 static struct host *evict_pick(struct host_store *s, const struct host *keep)
 {
 	unsigned n = s->ident_mask + 1, found = 0, i = s->evict_at & s->ident_mask, walked;
@@ -442,17 +458,18 @@ static struct host *evict_pick(struct host_store *s, const struct host *keep)
 		struct host *h = hs_ident_at(s, i);
 		uint32_t age;
 
+		if (!exact && victim && (found == EVICT_SAMPLE || walked >= EVICT_WALK_MAX))
+			break;
 		if (!h || origin_pinned(h->origin) || h == keep || (keep && ring_has(keep, h)))
 			continue;
-		age = s->use_clock - h->used;
+		age = host_age(s, h);
 		if (!victim || age > oldest) {
 			victim = h;
 			oldest = age;
 		}
-		if (!exact && ++found == EVICT_SAMPLE)
-			break;
+		found++;
 	}
-	s->evict_at = i + 1;
+	s->evict_at = i;
 	return victim;
 }
 

@@ -21,8 +21,9 @@
  * LOCAL and STATIC hosts never expire and are never evicted; learned hosts
  * are bounded (max_hosts, a host of several endpoints counting once, and
  * at most HOST_RAILS_MAX endpoints a host) and the least recently used host
- * makes room, every endpoint of it: exactly so while the store holds a few
- * hundred endpoints, and beyond, the least recently used of 16 endpoints
+ * makes room, every endpoint of it (its endpoint used last counts): exactly
+ * so while the identity table is small (up to 768 endpoints, learned or
+ * pinned), and beyond, the least recently used of the hosts of 16 endpoints
  * sampled (hoststore.c, evict_pick()).
  *
  * All times are CLOCK_MONOTONIC milliseconds passed in by the caller. A

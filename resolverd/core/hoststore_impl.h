@@ -89,6 +89,10 @@ struct host {
 	uint8_t data[];    /* gids, v6, v4, then names as (len, bytes) */
 };
 #define HOST_HEAD offsetof(struct host, data)
+/* The oldest a learned endpoint's use stamp may be, in uses of the store
+ * (store_sweep() brings older ones to it): so that the 32-bit use clock's
+ * wrapping never makes an endpoint used long ago look recent. */
+#define USE_AGE_MAX (UINT32_C(1) << 31)
 
 /* An identity slot (struct host_store.idents): 0 free, IDENT_GONE a record
  * removed (a look-up passes it), else a record's address with

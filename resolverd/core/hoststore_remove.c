@@ -266,12 +266,16 @@ unsigned store_sweep(struct host_store *s, uint64_t now_ms)
 	unsigned n = 0;
 	struct host *h;
 
-	hs_foreach_record (s, i, h)
+	hs_foreach_record (s, i, h) {
 		if (pred_expired(h, &now_ms)) {
 			hs_host_remove(s, h);
 			s->stats.expirations++;
 			n++;
+		} else if (h->used && s->use_clock - h->used > USE_AGE_MAX) {
+			h->used = s->use_clock - USE_AGE_MAX;
+			h->used += !h->used; /* 0 is a pinned endpoint's */
 		}
+	}
 	hs_routes_expire(s, now_ms);
 	for (struct store_neg *ng = s->neg_oldest, *next; ng; ng = next) {
 		next = ng->newer;

@@ -61,7 +61,9 @@ void hostdir_stats(const struct hostdir_pub *p, struct hostdir_stats *out);
  * publisher does so itself once the directory took no new room for a
  * minute; until the next generation made for growth, no more. 0 (also
  * when it was not worth it), -EAGAIN (none published, or one for growth is
- * due), or the failure (the file published stays). */
+ * due), or the failure: the file published stays, unless the new one
+ * could not hold the store after all (its sizing is an upper bound, so it
+ * should not happen), and then a file for growth is made at once. */
 int hostdir_compact(struct hostdir_pub *p);
 
 #endif

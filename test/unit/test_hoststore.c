@@ -1835,6 +1835,43 @@ static void test_eviction_sampled(void **state)
 	store_fini(&s);
 }
 
+/* The 32-bit use clock wraps: ages count modulo 2^32, and store_sweep()
+ * keeps every one under 2^31 so that a host used long ago never looks
+ * recent (the counted look-ups in between are simulated by moving the
+ * clock). */
+static void test_eviction_across_clock_wrap(void **state)
+{
+	struct host_store s;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 3), 0);
+	s.use_clock = UINT32_MAX - 2;
+	assert_int_equal(insert_simple(&s, "h0", NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 0), 0);
+	assert_int_equal(insert_simple(&s, "h1", NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 0), 0);
+	assert_int_equal(insert_simple(&s, "h2", NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 0), 0);
+	assert_true(s.use_clock < 10); /* it wrapped */
+	assert_non_null(lk_name(&s, "h0", 1));
+	assert_int_equal(insert_simple(&s, "h3", NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 2), 0);
+	assert_null(peek(&s, kname("h1"), 3));
+	assert_non_null(peek(&s, kname("h0"), 3));
+	assert_non_null(peek(&s, kname("h2"), 3));
+
+	/* three quarters of the clock's range of uses elsewhere: a sweep ages
+	 * them to the oldest an age can be */
+	s.use_clock += UINT32_C(3) << 30;
+	sweep(&s, 4);
+	assert_non_null(lk_name(&s, "h2", 5));
+	/* half the range more: unswept, h0 and h3 would look younger than h2 */
+	s.use_clock += (UINT32_C(1) << 31) - 10;
+	sweep(&s, 6);
+	assert_int_equal(insert_simple(&s, "h4", NULL, NULL, IBRES_ORIGIN_FABRIC, 0, 7), 0);
+	assert_int_equal(s.stats.evictions, 2);
+	assert_non_null(peek(&s, kname("h2"), 8));
+	assert_non_null(peek(&s, kname("h4"), 8));
+	assert_true(!peek(&s, kname("h0"), 8) != !peek(&s, kname("h3"), 8));
+	store_fini(&s);
+}
+
 /* A store that stopped growing for STORE_COMPACT_AFTER_MS has its key
  * index rebuilt 4/5 full at a sweep; every key is still found, and it grows
  * again as it must. A store still growing, or one already compact, keeps
@@ -4125,6 +4162,23 @@ static void test_rails_bounds(void **state)
 		assert_int_equal(n_endpoints(lk_name(&s, name, 1)), n == 5 ? 1 : 2);
 	}
 	store_fini(&s);
+
+	/* a host is as recently used as its endpoint used last: nodeA's
+	 * rail 1 was never asked for, but its rail 0 was, after nodeB came */
+	assert_int_equal(store_init(&s, 2), 0);
+	for (unsigned r = 0; r < 2; r++) {
+		ep_rec(&h, "nodeA", 1, r, 0xffff, 1, 1 + 16 * r);
+		assert_int_equal(ep_put(&s, &h, 1u << r, 0x2001), 0);
+	}
+	ep_rec(&h, "nodeB", 2, 0, 0xffff, 2, 2);
+	assert_int_equal(ep_put(&s, &h, 1, 0x2002), 0);
+	assert_non_null(lk(&s, kaddr(IBRES_KEY_IPV4, "198.18.0.1"), 1));
+	ep_rec(&h, "nodeC", 3, 0, 0xffff, 3, 3);
+	assert_int_equal(ep_put(&s, &h, 1, 0x2003), 0);
+	assert_int_equal(s.stats.evictions, 1);
+	assert_null(peek(&s, kname("nodeB"), 2));
+	assert_int_equal(n_endpoints(peek(&s, kname("nodeA"), 2)), 2);
+	store_fini(&s);
 }
 
 /* One subnet: every local endpoint hears every remote one. */
@@ -4244,6 +4298,7 @@ int main(void)
 		cmocka_unit_test(test_never_evicts_itself),
 		cmocka_unit_test(test_eviction_sampled),
 		cmocka_unit_test(test_index_compacts_once_settled),
+		cmocka_unit_test(test_eviction_across_clock_wrap),
 		cmocka_unit_test(test_set_max_hosts),
 		cmocka_unit_test(test_flush),
 		cmocka_unit_test(test_remove_gid),

@@ -79,15 +79,17 @@ void store_fabric_digest(const struct host_store *s, int fabric, struct store_di
 /* Key @i of @h into @k. */
 void hs_key(const struct host *h, unsigned i, struct host_key *k)
 {
-	const uint8_t *p;
-	unsigned len;
-
 	if (i < h->n_names) {
-		p = h_name(h, i, &len);
+		struct h_name_ref n;
+
+		h_name_at(h, i, &n);
 		k->type = IBRES_KEY_NAME;
-		k->len = (uint8_t)len;
-		for (unsigned j = 0; j < len; j++)
-			k->data[j] = p[j] >= 'A' && p[j] <= 'Z' ? (uint8_t)(p[j] - 'A' + 'a') : p[j];
+		k->len = (uint8_t)n.len;
+		for (unsigned j = 0; j < n.len; j++) {
+			uint8_t c = h_name_byte(&n, j);
+
+			k->data[j] = c >= 'A' && c <= 'Z' ? (uint8_t)(c - 'A' + 'a') : c;
+		}
 		return;
 	}
 	i -= h->n_names;
@@ -111,19 +113,18 @@ void hs_key(const struct host *h, unsigned i, struct host_key *k)
 /* Is key @i of @h equal to @k? Without building the key. */
 bool hs_key_is(const struct host *h, unsigned i, const struct host_key *k)
 {
-	const uint8_t *p;
-	unsigned len;
-
 	if (i < h->n_names) {
+		struct h_name_ref n;
+
 		if (k->type != IBRES_KEY_NAME)
 			return false;
-		p = h_name(h, i, &len);
-		if (len != k->len)
+		h_name_at(h, i, &n);
+		if (n.len != k->len)
 			return false;
-		for (unsigned j = 0; j < len; j++) {
-			uint8_t c = p[j] >= 'A' && p[j] <= 'Z' ? (uint8_t)(p[j] - 'A' + 'a') : p[j];
+		for (unsigned j = 0; j < n.len; j++) {
+			uint8_t c = h_name_byte(&n, j);
 
-			if (c != k->data[j])
+			if ((c >= 'A' && c <= 'Z' ? (uint8_t)(c - 'A' + 'a') : c) != k->data[j])
 				return false;
 		}
 		return true;
@@ -148,8 +149,8 @@ bool hs_same_canonical(const struct host *a, const struct host *b)
 
 	if (!a->n_names || !b->n_names)
 		return false;
-	na = h_name(a, 0, &la);
-	nb = h_name(b, 0, &lb);
+	na = h_name0(a, &la);
+	nb = h_name0(b, &lb);
 	return la == lb && hostrec_name_eq(na, nb, la);
 }
 
@@ -160,7 +161,7 @@ bool hs_canonical_is(const struct host *h, const char *name)
 
 	if (!h->n_names)
 		return false;
-	n = h_name(h, 0, &len);
+	n = h_name0(h, &len);
 	return strlen(name) == len && hostrec_name_eq(n, (const uint8_t *)name, len);
 }
 
@@ -238,13 +239,25 @@ bool hs_same_rec(const struct host *h, const struct ibres_hostrec *r)
 		if (memcmp(p, &r->v4[i], 4))
 			return false;
 	for (unsigned i = 0; i < r->n_names; i++) {
-		size_t len = strlen(r->names[i]);
+		struct h_name_ref n;
 
-		if (*p != len || memcmp(p + 1, r->names[i], len))
-			return false; /* a name's case too: the record keeps it */
-		p += 1 + len;
+		h_name_at(h, i, &n);
+		/* a name's case too: the record keeps it */
+		if (strlen(r->names[i]) != n.len || memcmp(r->names[i], n.head, n.pre) ||
+		    memcmp(r->names[i] + n.pre, n.rest, n.len - n.pre))
+			return false;
 	}
 	return true;
+}
+
+/* How many leading bytes name @i of @r shares with name 0. */
+static unsigned shared_with_canonical(const struct ibres_hostrec *r, unsigned i)
+{
+	unsigned n = 0;
+
+	while (r->names[i][n] && r->names[i][n] == r->names[0][n])
+		n++;
+	return n;
 }
 
 struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on)
@@ -254,7 +267,8 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 	uint8_t *p;
 
 	for (unsigned i = 0; i < r->n_names; i++)
-		size += 1 + strlen(r->names[i]);
+		size += i ? 2 + strlen(r->names[i]) - shared_with_canonical(r, i)
+			  : 1 + strlen(r->names[i]);
 	/* an index slot holds the address over HOST_ALIGN, below HOST_ADDR_BITS */
 	if (posix_memalign((void **)&h, HOST_ALIGN, size))
 		return NULL;
@@ -280,11 +294,13 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 	for (unsigned i = 0; i < r->n_v4; i++, p += 4)
 		memcpy(p, &r->v4[i], 4);
 	for (unsigned i = 0; i < r->n_names; i++) {
-		size_t len = strlen(r->names[i]);
+		size_t len = strlen(r->names[i]), pre = i ? shared_with_canonical(r, i) : 0;
 
 		*p++ = (uint8_t)len;
-		memcpy(p, r->names[i], len);
-		p += len;
+		if (i)
+			*p++ = (uint8_t)pre;
+		memcpy(p, r->names[i] + pre, len - pre);
+		p += len - pre;
 	}
 	return h;
 }
@@ -292,11 +308,12 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 size_t hs_rec_bytes(const struct host *h)
 {
 	size_t size = HOST_HEAD + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
-	unsigned len;
 
 	for (unsigned i = 0; i < h->n_names; i++) {
-		h_name(h, i, &len);
-		size += 1 + len;
+		struct h_name_ref n;
+
+		h_name_at(h, i, &n);
+		size += (i ? 2 : 1) + n.len - n.pre;
 	}
 	return size;
 }
@@ -313,11 +330,12 @@ void host_record(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 	memset(&r->n_names, 0, sizeof(*r) - offsetof(struct ibres_hostrec, n_names));
 	r->n_names = h->n_names;
 	for (unsigned i = 0; i < h->n_names; i++) {
-		unsigned len;
-		const uint8_t *p = h_name(h, i, &len);
+		struct h_name_ref n;
 
-		memcpy(r->names[i], p, len);
-		r->names[i][len] = '\0';
+		h_name_at(h, i, &n);
+		memcpy(r->names[i], n.head, n.pre);
+		memcpy(r->names[i] + n.pre, n.rest, n.len - n.pre);
+		r->names[i][n.len] = '\0';
 	}
 	r->n_v4 = h->n_v4;
 	for (unsigned i = 0; i < h->n_v4; i++)
@@ -548,7 +566,7 @@ const uint8_t *host_gid(const struct host *h)
 const char *host_name(const struct host *h, char *buf)
 {
 	unsigned len = 0;
-	const uint8_t *p = h->n_names ? h_name(h, 0, &len) : NULL;
+	const uint8_t *p = h->n_names ? h_name0(h, &len) : NULL;
 
 	if (len)
 		memcpy(buf, p, len);

@@ -5,7 +5,8 @@
  * this.
  *
  * A host is one allocation: a fixed header, then its GIDs, IPv6 and IPv4
- * addresses, then its names as (length, bytes). Key number i of a host is
+ * addresses, then its names (the canonical one whole, each other one as
+ * what it adds to the canonical name's start). Key number i of a host is
  * counted in the order names, IPv4, IPv6, GIDs, LID, and an index slot is
  * one 64-bit word: the host's address, the key number, how far the slot is
  * from the key's home and 8 bits of the key's hash (8 bytes per key, half
@@ -86,7 +87,7 @@ struct host {
 	uint8_t grp_mtu, grp_rate;
 	uint8_t n_names, n_v4, n_v6, n_gids;
 	uint8_t n_indexed; /* slots pointing here */
-	uint8_t data[];    /* gids, v6, v4, then names as (len, bytes) */
+	uint8_t data[];	   /* gids, v6, v4, then names (h_names()) */
 };
 #define HOST_HEAD offsetof(struct host, data)
 /* The oldest a learned endpoint's use stamp may be, in uses of the store
@@ -184,15 +185,50 @@ static inline const uint8_t *h_v4(const struct host *h, unsigned i)
 	return h->data + 16 * (h->n_gids + h->n_v6) + 4 * i;
 }
 
-/* Name @i as (pointer, length). */
-static inline const uint8_t *h_name(const struct host *h, unsigned i, unsigned *len)
+/* The names: the canonical one (name 0) as (length, bytes); each other one
+ * as (length, bytes it shares with the start of name 0, the rest), so that a
+ * rail's alias (node1-ib3) costs what it adds to the host's name, whatever
+ * the name's length. */
+static inline const uint8_t *h_names(const struct host *h)
 {
-	const uint8_t *p = h->data + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
+	return h->data + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
+}
 
-	while (i--)
-		p += 1 + *p;
+/* The canonical name (name 0) as (pointer, length). */
+static inline const uint8_t *h_name0(const struct host *h, unsigned *len)
+{
+	const uint8_t *p = h_names(h);
+
 	*len = *p;
 	return p + 1;
+}
+
+/* Name @i: its first @pre bytes are name 0's, the other @len - @pre are
+ * at @rest. */
+struct h_name_ref {
+	const uint8_t *head, *rest;
+	unsigned len, pre;
+};
+
+static inline void h_name_at(const struct host *h, unsigned i, struct h_name_ref *n)
+{
+	const uint8_t *p = h_names(h);
+
+	n->head = p + 1;
+	n->len = *p;
+	n->pre = 0;
+	n->rest = p + 1;
+	for (p += 1 + *p; i--; p += 2 + p[0] - p[1]) {
+		n->len = p[0];
+		n->pre = p[1];
+		n->rest = p + 2;
+	}
+}
+
+/* Byte @j of name @n. */
+static inline uint8_t h_name_byte(const struct h_name_ref *n, unsigned j)
+{
+	return j < n->pre ? n->head[j] : n->rest[j - n->pre];
 }
 
 /* The fabric its LID is unique in: the first local endpoint that hears it

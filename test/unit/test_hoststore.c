@@ -1835,6 +1835,78 @@ static void test_eviction_sampled(void **state)
 	store_fini(&s);
 }
 
+/* A record's names after the canonical one are kept as what they add to its
+ * start (hoststore_impl.h, h_names()): every name comes back as it was, case
+ * and all, and is a key; a rail's alias costs what it adds. */
+static void test_names_front_coded(void **state)
+{
+	static const char *const names[] = {
+		"Node12", "Node12-ib1", "node12-ib0", "Node1", "x", "Node12.cluster",
+	};
+	static const char *const lower[] = {"node12-ib1", "node12-ib0", "node1", "x",
+					    "node12.cluster"};
+	const char *longname = "averyveryverylongcanonicalname";
+	struct ibres_hostrec h, got;
+	struct host_store a, b;
+	struct host *out;
+	char alias[64];
+	size_t bytes_a;
+
+	(void)state;
+	assert_int_equal(store_init(&a, 8), 0);
+	rec_init(&h, NULL);
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		rec_name(&h, names[i]);
+	rec_gid(&h, "fe80::12");
+	assert_int_equal(insert_grp(&a, &h, IBRES_ORIGIN_FABRIC, 60, 0, 0, 0, &out), 0);
+	host_record(out, &got, 0);
+	assert_int_equal(got.n_names, h.n_names);
+	for (unsigned i = 0; i < h.n_names; i++)
+		assert_string_equal(got.names[i], names[i]);
+	for (unsigned i = 0; i < sizeof(lower) / sizeof(lower[0]); i++)
+		assert_ptr_equal(lk_name(&a, lower[i], 1), out);
+	assert_null(peek(&a, kname("node12-ib"), 1));
+	assert_null(peek(&a, kname("node12-ib10"), 1));
+	/* the record's own check of a key, in the shared part and after it */
+	{
+		struct host_key yes = kname("node12-ib1"), pre = kname("xode12-ib1"),
+				rest = kname("node12-ib2");
+
+		assert_true(host_has_key(out, &yes));
+		assert_false(host_has_key(out, &pre));
+		assert_false(host_has_key(out, &rest));
+	}
+	/* heard again as it is: a refresh, nothing written */
+	assert_true(store_refresh(
+		&a, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 2, NULL));
+	/* one name's case changed: a change */
+	snprintf(h.names[2], sizeof(h.names[2]), "Node12-IB1");
+	assert_false(store_refresh(
+		&a, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 3, NULL));
+	check(&a);
+	store_fini(&a);
+
+	/* an alias of the canonical name costs what it adds: 30 bytes less
+	 * than one of the same length sharing nothing */
+	assert_int_equal(store_init(&a, 8), 0);
+	assert_int_equal(store_init(&b, 8), 0);
+	rec_init(&h, longname);
+	snprintf(alias, sizeof(alias), "%s-ib3", longname);
+	rec_name(&h, alias);
+	assert_int_equal(insert(&a, &h, IBRES_ORIGIN_FABRIC, 60, 0), 0);
+	bytes_a = store_bytes(&a);
+	memset(alias, 'z', strlen(longname));
+	snprintf(h.names[1], sizeof(h.names[1]), "%s", alias);
+	assert_int_equal(insert(&b, &h, IBRES_ORIGIN_FABRIC, 60, 0), 0);
+	assert_int_equal(store_bytes(&b) - bytes_a, strlen(longname));
+	host_record(lk_name(&b, longname, 1), &got, 1);
+	assert_string_equal(got.names[1], alias);
+	check(&a);
+	check(&b);
+	store_fini(&a);
+	store_fini(&b);
+}
+
 /* The 32-bit use clock wraps: ages count modulo 2^32, and store_sweep()
  * keeps every one under 2^31 so that a host used long ago never looks
  * recent (the counted look-ups in between are simulated by moving the
@@ -4299,6 +4371,7 @@ int main(void)
 		cmocka_unit_test(test_eviction_sampled),
 		cmocka_unit_test(test_index_compacts_once_settled),
 		cmocka_unit_test(test_eviction_across_clock_wrap),
+		cmocka_unit_test(test_names_front_coded),
 		cmocka_unit_test(test_set_max_hosts),
 		cmocka_unit_test(test_flush),
 		cmocka_unit_test(test_remove_gid),

@@ -7,12 +7,13 @@
  * test/unit/test_hostdir.c sets them up.
  *
  *   rails_mem --hosts N --rails R [--batch B] [--order host|rail] [--ttl S]
- *             [--settle-ms MS]
+ *             [--settle-ms MS] [--prefix P]
  *
  * Host K (1..N) as the fabric teaches it: on each rail r (0..R-1) one
  * endpoint record, inserted as fabric.c's learn_store() does (origin FABRIC,
  * heard on local endpoint r: planes, one LID space per rail), with the names
- * nodeK and nodeK-ibr, one IPv4 and one IPv6 address, one GID
+ * nodeK and nodeK-ibr (--prefix: another word than node, up to 32 bytes),
+ * one IPv4 and one IPv6 address, one GID
  * (fe80::2:c903:r:K: every plane keeps the default prefix), LID K (repeating
  * on every plane), QPN 1, P_Key 0xffff; every endpoint carries the rails
  * digest of the host's GIDs sorted ascending (rails_digest()). The addresses
@@ -76,7 +77,10 @@
 struct opts {
 	unsigned hosts, rails, batch, ttl_s, settle_ms;
 	bool rail_order;
+	const char *prefix; /* of the host names (--prefix; default "node") */
 };
+
+#define PREFIX_MAX 32u
 
 static struct loop loop_;
 static struct host_store store_;
@@ -137,11 +141,11 @@ static uint64_t digest_of(unsigned k, unsigned rails)
 	return rails_digest((const uint8_t(*)[16])gids, rails);
 }
 
-static void endpoint_of(struct ibres_hostrec *rec, unsigned k, unsigned r)
+static void endpoint_of(struct ibres_hostrec *rec, const char *prefix, unsigned k, unsigned r)
 {
 	memset(rec, 0, sizeof(*rec));
-	snprintf(rec->names[0], sizeof(rec->names[0]), "node%u", k);
-	snprintf(rec->names[1], sizeof(rec->names[1]), "node%u-ib%u", k, r);
+	snprintf(rec->names[0], sizeof(rec->names[0]), "%s%u", prefix, k);
+	snprintf(rec->names[1], sizeof(rec->names[1]), "%s%u-ib%u", prefix, k, r);
 	rec->n_names = 2;
 	/* in-process only: any address of a rail's own subnet will do */
 	rec->v4[0].s_addr = htonl(0x0a000000u | r << 16 | k);
@@ -167,7 +171,7 @@ static int put(const struct opts *o, unsigned k, unsigned r, uint64_t digest)
 	struct ibres_hostrec rec;
 	int ret;
 
-	endpoint_of(&rec, k, r);
+	endpoint_of(&rec, o->prefix, k, r);
 	ret = store_insert(&store_, &rec,
 			   &(struct store_put){ .origin = IBRES_ORIGIN_FABRIC,
 						.heard_on = 1u << r,
@@ -175,7 +179,7 @@ static int put(const struct opts *o, unsigned k, unsigned r, uint64_t digest)
 						.ttl_s = o->ttl_s },
 			   now_ms(), NULL);
 	if (ret)
-		fprintf(stderr, "rails_mem: store_insert node%u rail %u: %s\n", k, r,
+		fprintf(stderr, "rails_mem: store_insert %s%u rail %u: %s\n", o->prefix, k, r,
 			strerror(-ret));
 	return ret;
 }
@@ -227,10 +231,10 @@ static bool complete(const struct opts *o)
 	if (m == MAP_FAILED)
 		return false;
 	for (unsigned k = 1; ok && k <= o->hosts; k++) {
-		char name[32];
+		char name[64];
 		uint8_t gid[16];
 
-		snprintf(name, sizeof(name), "node%u", k);
+		snprintf(name, sizeof(name), "%s%u", o->prefix, k);
 		gid_of(gid, k, o->rails - 1);
 		ok = !ibdir_lookup(m, size, now_ms(), IBRES_T_NAME, name, strlen(name), &rec) &&
 		     rec.n_gids == o->rails &&
@@ -394,13 +398,13 @@ static int time_lookups(const struct opts *o, double ns[3])
 
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			for (unsigned i = 0; i < LOOKUP_CALLS; i++) {
-				char name[32];
+				char name[64];
 				unsigned k;
 				int len, got;
 
 				rng = rng * 1103515245u + 12345u;
 				k = (rng >> 8) % o->hosts + 1 + (kind == 1 ? o->hosts : 0);
-				len = snprintf(name, sizeof(name), "node%u", k);
+				len = snprintf(name, sizeof(name), "%s%u", o->prefix, k);
 				if (kind == 2) {
 					sink += (unsigned)name[len - 1];
 					continue;
@@ -443,10 +447,10 @@ static int time_store(const struct opts *o, double ns[2])
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (unsigned i = 0; i < LOOKUP_CALLS; i++) {
 			struct host_key k;
-			char name[32];
+			char name[64];
 
 			rng = rng * 1103515245u + 12345u;
-			snprintf(name, sizeof(name), "node%u", (rng >> 8) % o->hosts + 1);
+			snprintf(name, sizeof(name), "%s%u", o->prefix, (rng >> 8) % o->hosts + 1);
 			if (host_key_name(&k, name) || !store_lookup(&store_, &k, now_ms(), true)) {
 				fprintf(stderr, "rails_mem: store look-up of %s failed\n", name);
 				ret = -EIO;
@@ -468,24 +472,31 @@ static int time_store(const struct opts *o, double ns[2])
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rails_mem --hosts N --rails R [--batch B] [--order host|rail] "
-		   "[--ttl S] [--settle-ms MS]\n"
-		   "  N 1..%u, R 1..%u, B endpoints between two loop turns (default %u)\n",
-		HOSTS_MAX, RAILS_MAX, BATCH_DEFAULT);
+	fprintf(f,
+		"usage: rails_mem --hosts N --rails R [--batch B] [--order host|rail] "
+		"[--ttl S] [--settle-ms MS] [--prefix P]\n"
+		"  N 1..%u, R 1..%u, B endpoints between two loop turns (default %u),\n"
+		"  P the host names' first part (default node, at most %u bytes)\n",
+		HOSTS_MAX, RAILS_MAX, BATCH_DEFAULT, PREFIX_MAX);
 }
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-		{ "hosts", required_argument, NULL, 'n' }, { "rails", required_argument, NULL, 'r' },
-		{ "batch", required_argument, NULL, 'b' }, { "order", required_argument, NULL, 'o' },
-		{ "ttl", required_argument, NULL, 't' },   { "settle-ms", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },	   { 0 }
-	};
+	static const struct option lo[] = {{"hosts", required_argument, NULL, 'n'},
+					   {"rails", required_argument, NULL, 'r'},
+					   {"batch", required_argument, NULL, 'b'},
+					   {"order", required_argument, NULL, 'o'},
+					   {"ttl", required_argument, NULL, 't'},
+					   {"settle-ms", required_argument, NULL, 's'},
+					   {"prefix", required_argument, NULL, 'p'},
+					   {"help", no_argument, NULL, 'h'},
+					   {0}};
 	int c;
 
-	*o = (struct opts){ .batch = BATCH_DEFAULT, .ttl_s = TTL_DEFAULT,
-			    .settle_ms = SETTLE_DEFAULT };
+	*o = (struct opts){.batch = BATCH_DEFAULT,
+			   .ttl_s = TTL_DEFAULT,
+			   .settle_ms = SETTLE_DEFAULT,
+			   .prefix = "node"};
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		char *end;
 		unsigned long v = 0;
@@ -496,6 +507,12 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 		if (c == '?')
 			return -EINVAL;
+		if (c == 'p') {
+			if (!*optarg || strlen(optarg) > PREFIX_MAX)
+				return -EINVAL;
+			o->prefix = optarg;
+			continue;
+		}
 		if (c == 'o') {
 			if (strcmp(optarg, "host") && strcmp(optarg, "rail"))
 				return -EINVAL;
@@ -539,7 +556,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rails_mem: loop, store or directory: out of memory\n");
 		return 1;
 	}
-	ret = settle(&(struct opts){ .hosts = 0, .rails = 1, .settle_ms = o.settle_ms }, "empty");
+	ret = settle(
+		&(struct opts){
+			.hosts = 0, .rails = 1, .settle_ms = o.settle_ms, .prefix = o.prefix},
+		"empty");
 	printf("{\"hosts\": %u, \"rails\": %u, \"order\": \"%s\", \"batch\": %u,\n", o.hosts,
 	       o.rails, o.rail_order ? "rail" : "host", o.batch);
 	print_phase("empty", heap0, rss0, 0, false);

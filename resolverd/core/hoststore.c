@@ -422,8 +422,8 @@ void store_fini(struct host_store *s)
  * hosts while the identity table has at most EVICT_EXACT_SLOTS slots (up to
  * 768 endpoints, learned or pinned), else of those of the next EVICT_SAMPLE
  * learned endpoints after where the last eviction stopped (the table is in
- * the order of a seeded hash, so that is a random sample; the walk passes
- * at most EVICT_WALK_MAX slots once it has one). An exact order would take
+ * the order of a seeded hash, so that is a random sample; past
+ * EVICT_WALK_MAX slots the walk stops at its first victim). An exact order would take
  * two pointers in every record, 16 bytes an endpoint (a malloc size class of
  * an eight-rail host's every endpoint, bench/RESULTS.md); the stamp takes 4,
  * and a hit writes it and nothing else. The oldest of 16 is older than 15

@@ -389,8 +389,12 @@ int hostdir_compact(struct hostdir_pub *p)
 	if (p->in_section)
 		hostdir_section_end(p);
 	ret = build(p, true);
-	if (ret && !p->map && !build(p, false))
-		ret = 0; /* it could not be filled (the old one is gone): one for growth */
+	if (ret && !p->map && !build(p, false)) {
+		/* it could not be filled (the old one is gone): one for growth,
+		 * published, so nothing waits for a retry */
+		p->retry_in = 0;
+		ret = 0;
+	}
 	if (ret || !p->compact)
 		p->compact = true; /* it failed: not again until growth */
 	return ret;

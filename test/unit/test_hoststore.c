@@ -1879,10 +1879,16 @@ static void test_names_front_coded(void **state)
 	/* heard again as it is: a refresh, nothing written */
 	assert_true(store_refresh(
 		&a, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 2, NULL));
-	/* one name's case changed: a change */
-	snprintf(h.names[2], sizeof(h.names[2]), "Node12-IB1");
+	/* one name's case changed, after the part it shares or in it: a change */
+	snprintf(h.names[1], sizeof(h.names[1]), "Node12-IB1");
 	assert_false(store_refresh(
 		&a, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 3, NULL));
+	snprintf(h.names[1], sizeof(h.names[1]), "NOde12-ib1");
+	assert_false(store_refresh(
+		&a, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 3, NULL));
+	snprintf(h.names[1], sizeof(h.names[1]), "Node12-ib1");
+	assert_true(store_refresh(
+		&a, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 4, NULL));
 	check(&a);
 	store_fini(&a);
 

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from conftest import IBRESCTL, IBRESD, needs_root, not_sanitized, run
-from fabric_util import stats
+from conftest import IBRESCTL, IBRESD, SINGLE_NODE, needs_root, not_sanitized, run
+from fabric_util import stats, wait_until
 from nss_helpers import (HDR_LEN, F_SEAL_FUTURE_WRITE, NSS_MODULE, OP_DIRECTORY,  # noqa: F401
                          client_env, fetch_directory, helpers, parse_kv,
                          static_hosts_config)
@@ -203,6 +203,38 @@ def test_none_turns_publishing_off(daemon_factory, helpers):
 
 
 IBRES_STATUS_ENODATA = 3
+
+
+@pytest.mark.timeout(180)
+def test_a_settled_directory_is_written_again_compact(daemon_factory, helpers, tmp_path):
+    """A directory that took no new room for a minute (60 heartbeats) is
+    written once more with less room to grow: a file an eighth smaller or
+    more, every host in it, answered from it with no request to the daemon;
+    then no more generations."""
+    hosts = tmp_path / "hosts"
+    with open(hosts, "w") as f:
+        for i in range(1, 6001):
+            f.write("fe80::2:c903:1:%x %d node%d node%d-ib0 198.18.%d.%d\n"
+                    % (i, i, i, i, i // 250, i % 250 + 1))
+    text = open(SINGLE_NODE).read().replace(
+        "[resolve]\n", "[resolve]\nhosts_file = %s\n" % hosts, 1)
+    d = daemon_factory(text, name="compact").start()
+    s0 = stats(d.socket)
+    assert s0["directory_hosts"] >= 6000 and s0["directory_rebuilds"] == 1, s0
+    wait_until(lambda: stats(d.socket)["directory_rebuilds"] == 2, 100.0, interval=0.5,
+               what="the directory written compact")
+    s1 = stats(d.socket)
+    assert s1["directory_bytes"] <= s0["directory_bytes"] * 7 // 8, (s0, s1)
+    assert s1["directory_hosts"] == s0["directory_hosts"] and s1["directory_failures"] == 0
+    before = s1["host_lookups"]
+    for key, af in (("node1", AF_INET), ("node2999-ib0", AF_INET), ("node6000", AF_IB),
+                    ("198.18.24.1", AF_INET)):
+        entry = "byaddr" if key[0].isdigit() else "byname2"
+        kv = parse_kv(nss(helpers, client_env(d), entry, key, af).stdout)
+        assert kv["status"] == "SUCCESS", (key, kv)
+    assert stats(d.socket)["host_lookups"] == before
+    time.sleep(3)
+    assert stats(d.socket)["directory_rebuilds"] == 2
 
 
 # ---- a daemon that stops, dies, comes back ---------------------------------------------------

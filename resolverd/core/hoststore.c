@@ -423,11 +423,11 @@ void store_fini(struct host_store *s)
  * 768 endpoints, learned or pinned), else of those of the next EVICT_SAMPLE
  * learned endpoints after where the last eviction stopped (the table is in
  * the order of a seeded hash, so that is a random sample; past
- * EVICT_WALK_MAX slots the walk stops at its first victim). An exact order would take
- * two pointers in every record, 16 bytes an endpoint (a malloc size class of
- * an eight-rail host's every endpoint, bench/RESULTS.md); the stamp takes 4,
- * and a hit writes it and nothing else. The oldest of 16 is older than 15
- * in 16 of the others, on average. */
+ * EVICT_WALK_MAX slots the walk stops at its first victim). An exact order
+ * would take two pointers in every record, 16 bytes an endpoint (a malloc
+ * size class of an eight-rail host's every endpoint, bench/RESULTS.md); the
+ * stamp takes 4, and a hit writes it and nothing else. The oldest of 16
+ * sampled is, on average, older than 16 in 17 of all the others. */
 #define EVICT_EXACT_SLOTS 1024u
 #define EVICT_SAMPLE	  16u
 #define EVICT_WALK_MAX	  4096u

@@ -291,10 +291,8 @@ static int build(struct hostdir_pub *p, bool compact)
 		z.freed = p->left_behind;
 	}
 	size = layout(&tmpl, &z, compact);
-	if (compact && size > p->size - p->size / 8) {
-		p->compact = true; /* not worth it until the file grows again */
-		return 0;
-	}
+	if (compact && size > p->size - p->size / 8)
+		return 0; /* not worth it */
 	if (size > IBDIR_FILE_MAX) {
 		fail(p, "too large", EFBIG);
 		return -EFBIG;
@@ -395,8 +393,8 @@ int hostdir_compact(struct hostdir_pub *p)
 		p->retry_in = 0;
 		ret = 0;
 	}
-	if (ret || !p->compact)
-		p->compact = true; /* it failed: not again until growth */
+	/* made, not worth it, or failed: not again until growth makes a file */
+	p->compact = true;
 	return ret;
 }
 

@@ -104,7 +104,9 @@ void hs_key(const struct host *h, unsigned i, struct host_key *k)
 	}
 	i -= h->n_v6;
 	if (i < h->n_gids) {
-		host_key_addr(k, IBRES_KEY_GID, h_gid(h, i));
+		uint8_t gid[16];
+
+		host_key_addr(k, IBRES_KEY_GID, h_gid(h, i, gid));
 		return;
 	}
 	host_key_lid(k, h->lid, h_fabric(h));
@@ -136,8 +138,11 @@ bool hs_key_is(const struct host *h, unsigned i, const struct host_key *k)
 	if (i < h->n_v6)
 		return k->type == IBRES_KEY_IPV6 && !memcmp(h_v6(h, i), k->data, 16);
 	i -= h->n_v6;
-	if (i < h->n_gids)
-		return k->type == IBRES_KEY_GID && !memcmp(h_gid(h, i), k->data, 16);
+	if (i < h->n_gids) {
+		uint8_t gid[16];
+
+		return k->type == IBRES_KEY_GID && !memcmp(h_gid(h, i, gid), k->data, 16);
+	}
 	return k->type == IBRES_KEY_LID && h->lid && k->data[0] == (uint8_t)(h->lid >> 8) &&
 	       k->data[1] == (uint8_t)h->lid && k->data[2] == h_fabric(h);
 }
@@ -180,7 +185,9 @@ static void gid_ident(struct host_key *k, const uint8_t gid[16], uint16_t pkey)
 void hs_ident(const struct host *h, struct host_key *k)
 {
 	if (h->n_gids) {
-		gid_ident(k, h_gid(h, 0), h->pkey);
+		uint8_t gid[16];
+
+		gid_ident(k, h_gid(h, 0, gid), h->pkey);
 		return;
 	}
 	hs_key(h, 0, k);
@@ -223,20 +230,20 @@ int hs_rec_validate(const struct ibres_hostrec *r)
 
 bool hs_same_rec(const struct host *h, const struct ibres_hostrec *r)
 {
-	const uint8_t *p = h->data;
+	uint8_t gid[16];
 
 	if (h->qpn != r->qpn || h->lid != r->lid || h->pkey != r->pkey ||
 	    h->n_names != r->n_names || h->n_v4 != r->n_v4 || h->n_v6 != r->n_v6 ||
 	    h->n_gids != r->n_gids)
 		return false;
-	for (unsigned i = 0; i < r->n_gids; i++, p += 16)
-		if (memcmp(p, r->gids[i], 16))
+	for (unsigned i = 0; i < r->n_gids; i++)
+		if (memcmp(h_gid(h, i, gid), r->gids[i], 16))
 			return false;
-	for (unsigned i = 0; i < r->n_v6; i++, p += 16)
-		if (memcmp(p, &r->v6[i], 16))
+	for (unsigned i = 0; i < r->n_v6; i++)
+		if (memcmp(h_v6(h, i), &r->v6[i], 16))
 			return false;
-	for (unsigned i = 0; i < r->n_v4; i++, p += 4)
-		if (memcmp(p, &r->v4[i], 4))
+	for (unsigned i = 0; i < r->n_v4; i++)
+		if (memcmp(h_v4(h, i), &r->v4[i], 4))
 			return false;
 	for (unsigned i = 0; i < r->n_names; i++) {
 		struct h_name_ref n;
@@ -262,10 +269,13 @@ static unsigned shared_with_canonical(const struct ibres_hostrec *r, unsigned i)
 
 struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t heard_on)
 {
+	enum gid0_form gid0 = r->n_gids ? gid0_form_of(r->gids[0]) : GID0_WHOLE;
 	size_t size = HOST_HEAD + 16 * (r->n_gids + r->n_v6) + 4 * r->n_v4;
 	struct host *h;
 	uint8_t *p;
 
+	if (gid0 != GID0_WHOLE)
+		size -= 8;
 	for (unsigned i = 0; i < r->n_names; i++)
 		size += i ? 2 + strlen(r->names[i]) - shared_with_canonical(r, i)
 			  : 1 + strlen(r->names[i]);
@@ -286,9 +296,14 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 	h->n_v4 = (uint8_t)r->n_v4;
 	h->n_v6 = (uint8_t)r->n_v6;
 	h->n_gids = (uint8_t)r->n_gids;
+	h->gid0 = gid0 & 3;
 	p = h->data;
-	for (unsigned i = 0; i < r->n_gids; i++, p += 16)
-		memcpy(p, r->gids[i], 16);
+	for (unsigned i = 0; i < r->n_gids; i++) {
+		unsigned skip = !i && gid0 != GID0_WHOLE ? 8 : 0;
+
+		memcpy(p, r->gids[i] + skip, 16 - skip);
+		p += 16 - skip;
+	}
 	for (unsigned i = 0; i < r->n_v6; i++, p += 16)
 		memcpy(p, &r->v6[i], 16);
 	for (unsigned i = 0; i < r->n_v4; i++, p += 4)
@@ -307,7 +322,7 @@ struct host *hs_pack(const struct ibres_hostrec *r, uint8_t origin, uint32_t hea
 
 size_t hs_rec_bytes(const struct host *h)
 {
-	size_t size = HOST_HEAD + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
+	size_t size = HOST_HEAD + h_gids_len(h) + 16 * h->n_v6 + 4 * h->n_v4;
 
 	for (unsigned i = 0; i < h->n_names; i++) {
 		struct h_name_ref n;
@@ -344,8 +359,11 @@ void host_record(const struct host *h, struct ibres_hostrec *r, uint64_t now_ms)
 	for (unsigned i = 0; i < h->n_v6; i++)
 		memcpy(&r->v6[i], h_v6(h, i), 16);
 	r->n_gids = h->n_gids;
-	for (unsigned i = 0; i < h->n_gids; i++)
-		memcpy(r->gids[i], h_gid(h, i), 16);
+	for (unsigned i = 0; i < h->n_gids; i++) {
+		uint8_t gid[16];
+
+		memcpy(r->gids[i], h_gid(h, i, gid), 16);
+	}
 	r->lid = h->lid;
 	r->qpn = h->qpn;
 	r->pkey = h->pkey;
@@ -408,12 +426,12 @@ static unsigned rail_rank(const struct host *h)
  * and the daemon's answers start from different ones). */
 static bool endpoint_before(const struct host *a, const struct host *b)
 {
-	static const uint8_t none[16];
+	uint8_t ga[16], gb[16];
 	int c;
 
 	if (rail_rank(a) != rail_rank(b))
 		return rail_rank(a) < rail_rank(b);
-	c = memcmp(a->n_gids ? h_gid(a, 0) : none, b->n_gids ? h_gid(b, 0) : none, 16);
+	c = memcmp(host_gid(a, ga), host_gid(b, gb), 16);
 	return c ? c < 0 : a->pkey < b->pkey;
 }
 
@@ -556,11 +574,12 @@ uint16_t host_lid(const struct host *h)
 	return h->lid;
 }
 
-const uint8_t *host_gid(const struct host *h)
+const uint8_t *host_gid(const struct host *h, uint8_t buf[16])
 {
-	static const uint8_t zero[16];
-
-	return h->n_gids ? h_gid(h, 0) : zero;
+	if (h->n_gids)
+		return h_gid(h, 0, buf);
+	memset(buf, 0, 16);
+	return buf;
 }
 
 const char *host_name(const struct host *h, char *buf)

@@ -4,7 +4,8 @@
  * share. Nothing outside core/hoststore*.c and core/host_record.c includes
  * this.
  *
- * A host is one allocation: a fixed header, then its GIDs, IPv6 and IPv4
+ * A host is one allocation: a fixed header, then its GIDs (the first in 8
+ * bytes when its prefix is one every port of a kind shares), IPv6 and IPv4
  * addresses, then its names (the canonical one whole, each other one as
  * what it adds to the canonical name's start). Key number i of a host is
  * counted in the order names, IPv4, IPv6, GIDs, LID, and an index slot is
@@ -18,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/hoststore.h"
 
@@ -80,7 +82,8 @@ struct host {
 	 * or its learning), never 0; pinned: 0 (hoststore.c, eviction) */
 	uint32_t used;
 	uint16_t lid, pkey;
-	uint8_t origin : 5;
+	uint8_t origin : 3;
+	uint8_t gid0 : 2;      /* how GID 0 is kept (enum gid0_form) */
 	uint8_t routed : 1;    /* the route table may hold paths to it (hoststore_route.c) */
 	uint8_t announces : 1; /* heard from a daemon that announces (store_put.announces) */
 	uint8_t unheard : 1;   /* learned, and not heard since store_mark_unheard() */
@@ -170,19 +173,64 @@ static inline unsigned origin_rank(uint8_t origin)
 	return origin;
 }
 
-static inline const uint8_t *h_gid(const struct host *h, unsigned i)
+/* How a record keeps its GID 0 (struct host.gid0): whole, or as its last 8
+ * bytes when its first 8 are a prefix that every port of a kind has, and
+ * which a multi-rail host's every rail has, planes included: IB's default
+ * subnet prefix fe80::/64 (a RoCE port's link-local GID's too), and ::/64
+ * (RoCE's IPv4-mapped GIDs). 8 bytes an endpoint. */
+enum gid0_form {
+	GID0_WHOLE,
+	GID0_LINK_LOCAL,
+	GID0_ZERO,
+};
+
+/* The 8 leading bytes form @f stands for (not GID0_WHOLE). */
+static inline const uint8_t *gid0_prefix(unsigned f)
 {
-	return h->data + 16 * i;
+	static const uint8_t prefixes[][8] = {
+		[GID0_LINK_LOCAL] = {0xfe, 0x80},
+		[GID0_ZERO] = {0},
+	};
+
+	return prefixes[f];
+}
+
+/* How GID @gid would be kept as a record's GID 0. */
+static inline enum gid0_form gid0_form_of(const uint8_t gid[16])
+{
+	if (!memcmp(gid, gid0_prefix(GID0_LINK_LOCAL), 8))
+		return GID0_LINK_LOCAL;
+	if (!memcmp(gid, gid0_prefix(GID0_ZERO), 8))
+		return GID0_ZERO;
+	return GID0_WHOLE;
+}
+
+/* The bytes the GIDs of @h take. */
+static inline unsigned h_gids_len(const struct host *h)
+{
+	return 16u * h->n_gids - (h->gid0 != GID0_WHOLE ? 8u : 0u);
+}
+
+/* GID @i of @h: in the record, or made whole in @buf. */
+static inline const uint8_t *h_gid(const struct host *h, unsigned i, uint8_t buf[16])
+{
+	if (h->gid0 == GID0_WHOLE)
+		return h->data + 16 * i;
+	if (i)
+		return h->data + 16 * i - 8;
+	memcpy(buf, gid0_prefix(h->gid0), 8);
+	memcpy(buf + 8, h->data, 8);
+	return buf;
 }
 
 static inline const uint8_t *h_v6(const struct host *h, unsigned i)
 {
-	return h->data + 16 * (h->n_gids + i);
+	return h->data + h_gids_len(h) + 16 * i;
 }
 
 static inline const uint8_t *h_v4(const struct host *h, unsigned i)
 {
-	return h->data + 16 * (h->n_gids + h->n_v6) + 4 * i;
+	return h->data + h_gids_len(h) + 16 * h->n_v6 + 4 * i;
 }
 
 /* The names: the canonical one (name 0) as (length, bytes); each other one
@@ -191,7 +239,7 @@ static inline const uint8_t *h_v4(const struct host *h, unsigned i)
  * the name's length. */
 static inline const uint8_t *h_names(const struct host *h)
 {
-	return h->data + 16 * (h->n_gids + h->n_v6) + 4 * h->n_v4;
+	return h->data + h_gids_len(h) + 16 * h->n_v6 + 4 * h->n_v4;
 }
 
 /* The canonical name (name 0) as (pointer, length). */

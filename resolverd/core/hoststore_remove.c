@@ -106,6 +106,7 @@ unsigned store_shorten_host(struct host_store *s, const struct host_key *name, i
 unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
 {
 	struct host_key k;
+	uint8_t buf[16];
 	unsigned n = 0;
 
 	/* a port's partitions share their identity's home (hs_ident_home()),
@@ -114,7 +115,8 @@ unsigned store_remove_gid(struct host_store *s, const uint8_t gid[16])
 	for (unsigned i = hs_ident_home(s, &k); s->idents[i]; i = (i + 1) & s->ident_mask) {
 		struct host *h = hs_ident_at(s, i);
 
-		if (!h || !h->n_gids || memcmp(h_gid(h, 0), gid, 16) || origin_pinned(h->origin))
+		if (!h || !h->n_gids || memcmp(h_gid(h, 0, buf), gid, 16) ||
+		    origin_pinned(h->origin))
 			continue;
 		n += hs_host_remove(s, h);
 	}

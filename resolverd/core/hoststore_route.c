@@ -136,9 +136,10 @@ static bool pred_drop(const struct host_path *p, const void *arg)
 {
 	const struct drop_filter *f = arg;
 	const struct host *h = p->owner;
+	uint8_t buf[16];
 
 	return (f->ep < 0 || p->ep == f->ep) &&
-	       (!f->gid || (h->n_gids && !memcmp(h_gid(h, 0), f->gid, 16)));
+	       (!f->gid || (h->n_gids && !memcmp(h_gid(h, 0, buf), f->gid, 16)));
 }
 
 unsigned store_drop_routes(struct host_store *s, int ep, const uint8_t *gid)

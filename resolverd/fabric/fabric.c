@@ -163,13 +163,14 @@ static struct host *heard_endpoint(struct fabric_port *p, const uint8_t gid[16],
 {
 	struct fabric *f = p->f;
 	char known[IBRES_NAME_MAX + 1];
+	uint8_t egid[16];
 	struct host_key gk;
 	struct host *h;
 
 	host_key_addr(&gk, IBRES_KEY_GID, gid);
 	h = store_lookup(f->store, &gk, now_ms(), false);
 	for (struct host *e = h; e; e = host_next_endpoint(h, e))
-		if (host_origin(e) == IBRES_ORIGIN_FABRIC && !memcmp(host_gid(e), gid, 16) &&
+		if (host_origin(e) == IBRES_ORIGIN_FABRIC && !memcmp(host_gid(e, egid), gid, 16) &&
 		    host_pkey(e) == pkey && (host_heard_on(e) >> p->ep->index & 1) &&
 		    !strcasecmp(host_name(e, known), name))
 			return e;
@@ -231,10 +232,11 @@ static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
 						       m->sender.names[0])
 				      : NULL;
 	struct host *target = NULL;
+	uint8_t gid[16];
 
 	for (struct host *e = sender ? host_next_endpoint(sender, sender) : NULL; e;
 	     e = host_next_endpoint(sender, e))
-		if (!memcmp(host_gid(e), m->target.data, 16))
+		if (!memcmp(host_gid(e, gid), m->target.data, 16))
 			target = e;
 	if (!target) {
 		f->c.rx_mismatch++;

@@ -80,10 +80,11 @@ bool fabric_sent_by(const struct transport_addr *from, const struct ibres_hostre
  * one more while the host has fewer than HOST_RAILS_MAX? */
 static bool room_for(const struct host *e, const struct ibres_hostrec *h)
 {
+	uint8_t gid[16];
 	unsigned n = 0;
 
 	for (const struct host *x = e; x; x = host_next_endpoint(e, x), n++)
-		if (!memcmp(host_gid(x), h->gids[0], 16) && host_pkey(x) == h->pkey)
+		if (!memcmp(host_gid(x, gid), h->gids[0], 16) && host_pkey(x) == h->pkey)
 			return true;
 	return n < HOST_RAILS_MAX;
 }
@@ -101,6 +102,7 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, 
 	unsigned n = host_keys_of(h, fabric, keys);
 	uint64_t now = now_ms();
 	char name[IBRES_NAME_MAX + 1];
+	uint8_t gid[16];
 
 	for (unsigned i = 0; i < n; i++) {
 		struct host *e = store_lookup(f->store, &keys[i], now, false);
@@ -111,7 +113,7 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, 
 		/* the same port (GID) under another canonical name is a forgery
 		 * too, while the known owner lives */
 		same = !strcasecmp(host_name(e, name), h->names[0]);
-		if (same && !memcmp(host_gid(e), h->gids[0], 16) && host_pkey(e) == h->pkey) {
+		if (same && !memcmp(host_gid(e, gid), h->gids[0], 16) && host_pkey(e) == h->pkey) {
 			/* itself: as heard before on this fabric, or, first heard
 			 * elsewhere (one subnet: every port hears it), word for word
 			 * what is known and sent from its own address or LID; never

@@ -92,12 +92,9 @@ static void step(struct kernel_query *kq)
 		return;
 	}
 	if (q->op == KPATH_OP_IP_RESOLVE) {
-		const uint8_t *gid = host_gid(h);
+		uint8_t gid_buf[16];
+		const uint8_t *gid = host_gid(h, gid_buf);
 
-		if (!gid) {
-			refuse(kq);
-			return;
-		}
 		kpath_answer_gid(kq->p, gid);
 		query_free(kq);
 		return;

@@ -128,6 +128,7 @@ int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host 
 		   struct lookup_waiter *w)
 {
 	static const uint8_t zero[16];
+	uint8_t gid[16];
 	struct sa_port *p = sa_port_of(sa, ep);
 	struct ibres_path_record pr;
 	struct path_query *pq;
@@ -139,10 +140,10 @@ int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host 
 		return -ENOTCONN;
 	memset(&pr, 0, sizeof(pr));
 	mask = PR_COMP_SGID | PR_COMP_REVERSIBLE | PR_COMP_NUMB_PATH | PR_COMP_PKEY;
-	if (memcmp(host_gid(h), zero, 16)) {
+	if (memcmp(host_gid(h, gid), zero, 16)) {
 		/* GIDs are the stable identity; a LID learned from a peer may be stale */
-		host_key_addr(&k, IBRES_KEY_GID, host_gid(h));
-		memcpy(pr.dgid, host_gid(h), 16);
+		host_key_addr(&k, IBRES_KEY_GID, gid);
+		memcpy(pr.dgid, gid, 16);
 		mask |= PR_COMP_DGID;
 	} else if (host_lid(h)) {
 		host_key_lid(&k, host_lid(h), (uint8_t)ep->index);

@@ -89,9 +89,17 @@ static void make_addr(uint8_t type, unsigned idx, uint8_t out[16])
 		out[0] = 0x20;
 		out[1] = 0x01;
 		out[15] = (uint8_t)idx;
-	} else {
+	} else if (idx < 8) {
+		/* IB's default subnet prefix, ::/64 and another: GID 0 kept in 8
+		 * bytes or whole (hoststore_impl.h) */
 		out[0] = 0xfe;
 		out[1] = 0x80;
+		out[15] = (uint8_t)idx;
+	} else if (idx >= 12) {
+		out[0] = 0xfe;
+		out[1] = 0xc0;
+		out[15] = (uint8_t)idx;
+	} else {
 		out[15] = (uint8_t)idx;
 	}
 }
@@ -563,8 +571,9 @@ static void op_walk(struct fstate *s)
 		host_name(W.hosts[i], name);
 		check(r.n_names ? !strcmp(name, r.names[0]) : !name[0]);
 		check(host_lid(W.hosts[i]) == r.lid);
-		check(r.n_gids ? !memcmp(host_gid(W.hosts[i]), r.gids[0], 16)
-			       : !memcmp(host_gid(W.hosts[i]), (uint8_t[16]){0}, 16));
+		check(r.n_gids ? !memcmp(host_gid(W.hosts[i], (uint8_t[16]){0}), r.gids[0], 16)
+			       : !memcmp(host_gid(W.hosts[i], (uint8_t[16]){0}), (uint8_t[16]){0},
+					 16));
 		host_group(W.hosts[i], &mtu, &rate);
 	}
 }

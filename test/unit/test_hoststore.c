@@ -596,7 +596,7 @@ static void test_insert_all_keys(void **state)
 	assert_int_equal(host_origin(host), IBRES_ORIGIN_FABRIC);
 	assert_int_equal(host_expires_ms(host), 61000);
 	assert_int_equal(host_lid(host), 7);
-	assert_memory_equal(host_gid(host), h.gids[0], 16);
+	assert_memory_equal(host_gid(host, (uint8_t[16]){0}), h.gids[0], 16);
 	assert_string_equal(name_of(host), "Node1");
 	host_record(host, &r, 1001);
 	assert_int_equal(r.qpn, 0x48);
@@ -1045,7 +1045,7 @@ static void test_identity_rules(void **state)
 	e = lk(&s, klid(77), 0);
 	host_record(e, &r, 0);
 	assert_int_equal(r.qpn, 2);
-	assert_memory_equal(host_gid(e), (uint8_t[16]){0}, 16);
+	assert_memory_equal(host_gid(e, (uint8_t[16]){0}), (uint8_t[16]){0}, 16);
 	assert_int_equal(s.stats.inserts, 12);
 	store_fini(&s);
 }
@@ -1913,6 +1913,81 @@ static void test_names_front_coded(void **state)
 	store_fini(&b);
 }
 
+/* A record's GID 0 whose prefix is IB's default subnet prefix (fe80::/64)
+ * or ::/64 (RoCE's IPv4-mapped GIDs) is kept in 8 bytes: every key, the
+ * identity, the record and the comparisons see the whole GID. */
+static void test_gid0_kept_short(void **state)
+{
+	static const char *const gids[] = {
+		"fe80::2:c903:1:bb80", "::ffff:198.18.0.1",
+		"2001:db8::1",	       "fe81::1",
+		"fe80:0:0:1::1",       "::",
+	};
+	static const char *const second = "fe80::2:c903:1:bb81";
+	uint8_t whole[16], buf[16];
+	struct ibres_hostrec h, got;
+	struct host *out;
+	size_t bytes[6];
+	char name[16];
+
+	(void)state;
+	for (unsigned i = 0; i < 6; i++) {
+		struct host_store s;
+
+		assert_int_equal(store_init(&s, 8), 0);
+		snprintf(name, sizeof(name), "g%u", i);
+		rec_init(&h, name);
+		rec_v6(&h, "2001:db8::99");
+		rec_gid(&h, gids[i]);
+		rec_gid(&h, second);
+		h.pkey = 0x8001;
+		assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 60, 0, 0, 0, &out), 0);
+		bytes[i] = store_bytes(&s);
+		assert_int_equal(inet_pton(AF_INET6, gids[i], whole), 1);
+		assert_memory_equal(host_gid(out, buf), whole, 16);
+		assert_ptr_equal(lk_gid(&s, gids[i], 1), out);
+		assert_ptr_equal(lk_gid(&s, second, 1), out);
+		assert_ptr_equal(lk(&s, kaddr(IBRES_KEY_IPV6, "2001:db8::99"), 1), out);
+		assert_ptr_equal(lk_name(&s, name, 1), out);
+		/* the same GID with another prefix is another key */
+		whole[0] ^= 0x40;
+		{
+			struct host_key k;
+
+			assert_int_equal(host_key_addr(&k, IBRES_KEY_GID, whole), 0);
+			assert_null(peek(&s, k, 1));
+			assert_false(host_has_key(out, &k));
+		}
+		host_record(out, &got, 1);
+		assert_int_equal(got.n_gids, 2);
+		assert_memory_equal(got.gids[0], h.gids[0], 16);
+		assert_memory_equal(got.gids[1], h.gids[1], 16);
+		assert_memory_equal(&got.v6[0], &h.v6[0], 16);
+		/* heard again as it is: a refresh, found by its identity */
+		assert_true(store_refresh(
+			&s, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 2,
+			NULL));
+		/* its GID 0 changed in the prefix only: another endpoint */
+		h.gids[0][1] ^= 0x01;
+		assert_false(store_refresh(
+			&s, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 3,
+			NULL));
+		/* the port's partitions go by its GID (store_remove_gid) */
+		assert_int_equal(store_remove_gid(&s, h.gids[0]), 0);
+		h.gids[0][1] ^= 0x01;
+		assert_int_equal(store_remove_gid(&s, h.gids[0]), 4); /* its keys' slots */
+		assert_null(lk_name(&s, name, 4));
+		check(&s);
+		store_fini(&s);
+	}
+	/* 8 bytes less for the two prefixes, whatever the GID's other bytes */
+	assert_int_equal(bytes[2] - bytes[0], 8);
+	assert_int_equal(bytes[2] - bytes[1], 8);
+	assert_int_equal(bytes[2] - bytes[5], 8);
+	assert_int_equal(bytes[2], bytes[3]);
+	assert_int_equal(bytes[2], bytes[4]);
+}
+
 /* The 32-bit use clock wraps: ages count modulo 2^32, and store_sweep()
  * keeps every one under 2^31 so that a host used long ago never looks
  * recent (the counted look-ups in between are simulated by moving the
@@ -2553,7 +2628,7 @@ static void test_record_exact(void **state)
 	assert_memory_equal(&r.n_names, &want.n_names,
 			    sizeof(r) - offsetof(struct ibres_hostrec, n_names));
 	assert_string_equal(name_of(out), "Node-A.Example");
-	assert_memory_equal(host_gid(out), h.gids[0], 16);
+	assert_memory_equal(host_gid(out, (uint8_t[16]){0}), h.gids[0], 16);
 	assert_int_equal(host_lid(out), 0xc001);
 	/* look-up is without regard to (ASCII) case, the record keeps it */
 	assert_ptr_equal(lk_name(&s, "node-a.example", 1000), out);
@@ -2586,7 +2661,7 @@ static void test_record_exact(void **state)
 	h.lid = 9;
 	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_STATIC, 30, 0, 0, 1000, &out), 0);
 	assert_string_equal(name_of(out), "");
-	assert_memory_equal(host_gid(out), (uint8_t[16]){0}, 16);
+	assert_memory_equal(host_gid(out, (uint8_t[16]){0}), (uint8_t[16]){0}, 16);
 	memset(&r, 0x5a, sizeof(r));
 	host_record(out, &r, 1000);
 	assert_int_equal(r.n_names, 0);
@@ -3337,7 +3412,7 @@ static void m_compare_host(struct model *m, const struct host *h, int hi)
 	assert_int_equal(host_lid(h), x->rec.lid);
 	assert_string_equal(host_name(h, name), x->rec.n_names ? x->rec.names[0] : "");
 	if (x->rec.n_gids)
-		assert_memory_equal(host_gid(h), x->rec.gids[0], 16);
+		assert_memory_equal(host_gid(h, (uint8_t[16]){0}), x->rec.gids[0], 16);
 	host_group(h, &mtu, &rate);
 	assert_int_equal(mtu, x->grp_mtu);
 	assert_int_equal(rate, x->grp_rate);
@@ -4378,6 +4453,7 @@ int main(void)
 		cmocka_unit_test(test_index_compacts_once_settled),
 		cmocka_unit_test(test_eviction_across_clock_wrap),
 		cmocka_unit_test(test_names_front_coded),
+		cmocka_unit_test(test_gid0_kept_short),
 		cmocka_unit_test(test_set_max_hosts),
 		cmocka_unit_test(test_flush),
 		cmocka_unit_test(test_remove_gid),

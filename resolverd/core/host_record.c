@@ -576,9 +576,15 @@ uint16_t host_lid(const struct host *h)
 
 const uint8_t *host_gid(const struct host *h, uint8_t buf[16])
 {
-	if (h->n_gids)
-		return h_gid(h, 0, buf);
-	memset(buf, 0, 16);
+	const uint8_t *gid;
+
+	if (!h->n_gids) {
+		memset(buf, 0, 16);
+		return buf;
+	}
+	gid = h_gid(h, 0, buf);
+	if (gid != buf)
+		memcpy(buf, gid, 16);
 	return buf;
 }
 

@@ -320,8 +320,8 @@ uint64_t host_expires_ms(const struct host *h); /* UINT64_MAX: never */
 uint64_t host_soonest_expires_ms(const struct host *h);
 uint16_t host_lid(const struct host *h);
 uint16_t host_pkey(const struct host *h);
-/* The first GID (16 zero bytes when the host has none), made whole in @buf
- * (the record may keep part of it): @buf, or a pointer into the record. */
+/* The first GID (16 zero bytes when the host has none) into @buf, which
+ * it returns (the record may keep it in part). */
 const uint8_t *host_gid(const struct host *h, uint8_t buf[16]);
 /* The canonical name into @buf (IBRES_NAME_MAX + 1 bytes); "" when none. */
 const char *host_name(const struct host *h, char *buf);

@@ -1938,16 +1938,20 @@ static void test_gid0_kept_short(void **state)
 		snprintf(name, sizeof(name), "g%u", i);
 		rec_init(&h, name);
 		rec_v6(&h, "2001:db8::99");
+		rec_v4(&h, "198.18.0.99");
 		rec_gid(&h, gids[i]);
 		rec_gid(&h, second);
 		h.pkey = 0x8001;
 		assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 60, 0, 0, 0, &out), 0);
 		bytes[i] = store_bytes(&s);
 		assert_int_equal(inet_pton(AF_INET6, gids[i], whole), 1);
-		assert_memory_equal(host_gid(out, buf), whole, 16);
+		memset(buf, 0xaa, sizeof(buf));
+		assert_ptr_equal(host_gid(out, buf), buf); /* kept whole or not */
+		assert_memory_equal(buf, whole, 16);
 		assert_ptr_equal(lk_gid(&s, gids[i], 1), out);
 		assert_ptr_equal(lk_gid(&s, second, 1), out);
 		assert_ptr_equal(lk(&s, kaddr(IBRES_KEY_IPV6, "2001:db8::99"), 1), out);
+		assert_ptr_equal(lk_v4(&s, "198.18.0.99", 1), out);
 		assert_ptr_equal(lk_name(&s, name, 1), out);
 		/* the same GID with another prefix is another key */
 		whole[0] ^= 0x40;
@@ -1963,6 +1967,7 @@ static void test_gid0_kept_short(void **state)
 		assert_memory_equal(got.gids[0], h.gids[0], 16);
 		assert_memory_equal(got.gids[1], h.gids[1], 16);
 		assert_memory_equal(&got.v6[0], &h.v6[0], 16);
+		assert_memory_equal(&got.v4[0], &h.v4[0], 4);
 		/* heard again as it is: a refresh, found by its identity */
 		assert_true(store_refresh(
 			&s, &h, &(struct store_put){.origin = IBRES_ORIGIN_FABRIC, .ttl_s = 60}, 2,
@@ -1975,7 +1980,7 @@ static void test_gid0_kept_short(void **state)
 		/* the port's partitions go by its GID (store_remove_gid) */
 		assert_int_equal(store_remove_gid(&s, h.gids[0]), 0);
 		h.gids[0][1] ^= 0x01;
-		assert_int_equal(store_remove_gid(&s, h.gids[0]), 4); /* its keys' slots */
+		assert_int_equal(store_remove_gid(&s, h.gids[0]), 5); /* its keys' slots */
 		assert_null(lk_name(&s, name, 4));
 		check(&s);
 		store_fini(&s);

@@ -213,18 +213,52 @@ static size_t shared_bytes(const uint8_t *a, const uint8_t *b, size_t n)
 	return s;
 }
 
-/* The @n 16-byte items at *@in, front-coded to @p. */
-static uint8_t *pack_16(uint8_t *p, const uint8_t **in, unsigned n)
+/* How many bytes 16-byte item @it shares with the one before it at its
+ * start (*@s, at most 15) and then at its end (the return, at most 15). */
+static size_t shared_ends(const uint8_t *it, size_t *s)
+{
+	size_t t = 0;
+
+	*s = shared_bytes(it - 16, it, 15);
+	while (t < 15 && *s + t < 16 && it[-1 - t] == it[15 - t])
+		t++;
+	return t;
+}
+
+/* Would any of the @n 16-byte items at @it share bytes at its end that
+ * its start does not give (IBDIR_REC_PACKED_ENDS)? */
+static bool ends_help(const uint8_t *it, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++) {
+		size_t s;
+
+		it += 16;
+		if (shared_ends(it, &s) && shared_bytes(it - 16, it, 16) < 16)
+			return true;
+	}
+	return false;
+}
+
+/* The @n 16-byte items at *@in to @p, each after the first as the bytes
+ * it shares with the one before: with @ends at its start (s) and at its
+ * end (t), s << 4 | t in one byte (0..15 each, s + t <= 16), then the bytes
+ * between; else at its start, a byte 0..16, then the rest. */
+static uint8_t *pack_16(uint8_t *p, const uint8_t **in, unsigned n, bool ends)
 {
 	const uint8_t *it = *in;
 
 	for (unsigned i = 0; i < n; i++, it += 16) {
-		size_t s = i ? shared_bytes(it - 16, it, 16) : 0;
+		size_t s = 0, t = 0;
 
-		if (i)
+		if (i && ends) {
+			t = shared_ends(it, &s);
+			*p++ = (uint8_t)(s << 4 | t);
+		} else if (i) {
+			s = shared_bytes(it - 16, it, 16);
 			*p++ = (uint8_t)s;
-		memcpy(p, it + s, 16 - s);
-		p += 16 - s;
+		}
+		memcpy(p, it + s, 16 - s - t);
+		p += 16 - s - t;
 	}
 	*in = it;
 	return p;
@@ -236,10 +270,14 @@ size_t ibdir_rec_pack(const uint8_t *rec, size_t len, uint8_t *out)
 	uint8_t *p = out + sizeof(struct ibdir_rec);
 	struct ibdir_rec hdr;
 	size_t rest;
+	bool ends;
 
 	memcpy(&hdr, rec, sizeof(hdr));
-	p = pack_16(p, &in, hdr.n_gids);
-	p = pack_16(p, &in, hdr.n_v6);
+	/* sharing at both ends only where it saves something: a record like
+	 * any other a reader from before the flag reads too */
+	ends = ends_help(in, hdr.n_gids) || ends_help(in + 16u * hdr.n_gids, hdr.n_v6);
+	p = pack_16(p, &in, hdr.n_gids, ends);
+	p = pack_16(p, &in, hdr.n_v6, ends);
 	memcpy(p, in, 4u * hdr.n_v4);
 	p += 4u * hdr.n_v4;
 	in += 4u * hdr.n_v4;
@@ -265,7 +303,7 @@ size_t ibdir_rec_pack(const uint8_t *rec, size_t len, uint8_t *out)
 		memcpy(out, rec, len);
 		return len;
 	}
-	hdr.flags |= IBDIR_REC_PACKED;
+	hdr.flags |= (uint16_t)(IBDIR_REC_PACKED | (ends ? IBDIR_REC_PACKED_ENDS : 0));
 	hdr.data_len = (uint16_t)(p - out - sizeof(hdr));
 	memcpy(out, &hdr, sizeof(hdr));
 	return (size_t)(p - out);
@@ -316,10 +354,49 @@ static inline __attribute__((always_inline)) void put16(uint8_t *o, const uint8_
 #endif
 }
 
+/* Sixteen bytes at @o: the 16 at @prev with its bytes @s .. @s + @r - 1
+ * (@s + @r <= 16) the @r at @in. Loaded whole and stored whole, as put16(),
+ * when the 16 bytes from @in - @s end by @lim (the bytes past @in + @r are
+ * loaded and left out), else byte by byte. The caller sees that the store
+ * reaches no input not read yet and that @in - @s is inside the buffer. */
+static inline __attribute__((always_inline)) void put16_mid(uint8_t *o, const uint8_t *prev,
+							    const uint8_t *in, size_t s, size_t r,
+							    const uint8_t *lim)
+{
+	uint8_t item[16];
+
+#ifdef __SSE2__
+	static const uint8_t ones_then_zeros[32] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+						    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+	if ((size_t)(lim - in) >= 16 - s) {
+		/* from byte 16 - x: x bytes of ones; the middle is ones from s
+		 * to s + r */
+		__m128i to_end = _mm_loadu_si128(
+			(const __m128i *)(const void *)(ones_then_zeros + 16 - (s + r)));
+		__m128i to_s =
+			_mm_loadu_si128((const __m128i *)(const void *)(ones_then_zeros + 16 - s));
+		__m128i mid = _mm_andnot_si128(to_s, to_end);
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in - s));
+		__m128i p = _mm_loadu_si128((const __m128i *)(const void *)prev);
+
+		_mm_storeu_si128((__m128i *)(void *)o,
+				 _mm_or_si128(_mm_and_si128(mid, v), _mm_andnot_si128(mid, p)));
+		return;
+	}
+#else
+	(void)lim;
+#endif
+	memcpy(item, prev, 16);
+	memcpy(item + s, in, r);
+	memcpy(o, item, 16);
+}
+
 /* Unpack @n 16-byte items from *@in (up to @end) to *@out, the data
  * unpacked starting at @data (past IBDIR_DATA_MAX bytes of it: no record
  * the writer makes, -EBADMSG). Every write stays before the input not read
- * yet: -EMSGSIZE when it would not. */
+ * yet: -EMSGSIZE when it would not. Items coded by their start alone (a
+ * record without IBDIR_REC_PACKED_ENDS, from a daemon before it). */
 static int unpack_16(uint8_t **out, const uint8_t **in, const uint8_t *end, const uint8_t *data,
 		     unsigned n)
 {
@@ -344,6 +421,43 @@ static int unpack_16(uint8_t **out, const uint8_t **in, const uint8_t *end, cons
 		/* the 16 bytes that end where the item does (i - s is past the
 		 * record's header and first item) */
 		put16(o, o - 16, i - s, s);
+		i += r;
+	}
+	*out = o;
+	*in = i;
+	return 0;
+}
+
+/* unpack_16() of items coded by their start and end (pack_16(),
+ * IBDIR_REC_PACKED_ENDS); @lim is the end of the buffer. */
+static int unpack_16_ends(uint8_t **out, const uint8_t **in, const uint8_t *end,
+			  const uint8_t *data, const uint8_t *lim, unsigned n)
+{
+	uint8_t *o = *out;
+	const uint8_t *i = *in;
+
+	for (unsigned k = 0; k < n; k++, o += 16) {
+		size_t s = 0, t = 0, r;
+
+		if (k) {
+			if (i >= end)
+				return -EBADMSG;
+			s = *i >> 4;
+			t = *i++ & 15u;
+			if (s + t > 16)
+				return -EBADMSG;
+		}
+		r = 16 - s - t;
+		if ((size_t)(end - i) < r)
+			return -EBADMSG;
+		if ((size_t)(o - data) + 16 > IBDIR_DATA_MAX)
+			return -EBADMSG;
+		if (o + 16 > i + r)
+			return -EMSGSIZE;
+		if (k)
+			put16_mid(o, o - 16, i, s, r, lim); /* i - s: past the first item */
+		else
+			put16(o, o, i, 0);
 		i += r;
 	}
 	*out = o;
@@ -455,9 +569,15 @@ int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *ou
 	in = buf + at + sizeof(hdr);
 	end = in + hdr.data_len;
 	o = buf + sizeof(hdr);
-	ret = unpack_16(&o, &in, end, buf + sizeof(hdr), hdr.n_gids);
-	if (!ret)
-		ret = unpack_16(&o, &in, end, buf + sizeof(hdr), hdr.n_v6);
+	if (hdr.flags & IBDIR_REC_PACKED_ENDS) {
+		ret = unpack_16_ends(&o, &in, end, buf + sizeof(hdr), buf + cap, hdr.n_gids);
+		if (!ret)
+			ret = unpack_16_ends(&o, &in, end, buf + sizeof(hdr), buf + cap, hdr.n_v6);
+	} else {
+		ret = unpack_16(&o, &in, end, buf + sizeof(hdr), hdr.n_gids);
+		if (!ret)
+			ret = unpack_16(&o, &in, end, buf + sizeof(hdr), hdr.n_v6);
+	}
 	if (!ret && (size_t)(end - in) < 4u * hdr.n_v4)
 		ret = -EBADMSG;
 	if (!ret) {
@@ -473,7 +593,7 @@ int ibdir_rec_unpack(uint8_t *buf, size_t cap, size_t at, size_t len, size_t *ou
 	data = (size_t)(o - buf) - sizeof(hdr);
 	if (data > IBDIR_DATA_MAX)
 		return -EBADMSG;
-	hdr.flags &= (uint16_t)~IBDIR_REC_PACKED;
+	hdr.flags &= (uint16_t)~(IBDIR_REC_PACKED | IBDIR_REC_PACKED_ENDS);
 	hdr.data_len = (uint16_t)data;
 	memcpy(buf, &hdr, sizeof(hdr));
 	*out_len = sizeof(hdr) + data;

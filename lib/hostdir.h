@@ -38,11 +38,17 @@
  *     are front-coded: each after the first of its kind gives how many
  *     leading bytes it shares with the one before it and then only the
  *     rest (a GID or IPv6 address: a byte 0..16, then 16 minus that many
- *     bytes; a name: its length byte, the shared byte, the rest). The
- *     rails of a host share their GIDs' subnet prefix and often more, and
- *     its rail aliases the host's name: an eight-rail host's record is a
- *     third smaller. A reader unpacks a copy (ibdir_find) before it looks at
- *     it; a record that packing would make less than an eighth smaller is
+ *     bytes; a name: its length byte, the shared byte, the rest). With
+ *     IBDIR_REC_PACKED_ENDS too, a GID or IPv6 address after the first
+ *     gives the bytes it shares with the one before at its start (s) and
+ *     at its end (t) in one byte, s << 4 | t (0..15 each, s + t <= 16),
+ *     then the 16 - s - t between: a host's rails are often subnets that
+ *     differ in the middle of the address (2001:db8:0:RAIL::HOST) and
+ *     ports whose GUIDs differ in the middle. The rails of a host share
+ *     their GIDs' subnet prefix and often more, and its rail aliases the
+ *     host's name: an eight-rail host's record is less than two thirds
+ *     as long. A reader unpacks a copy (ibdir_find) before it looks at it;
+ *     a record that packing would make less than an eighth smaller is
  *     written plain (ibdir_rec_pack).
  *
  * A host of several endpoints (rails, partitions) is one record with
@@ -85,9 +91,9 @@
 /* Format 2: the hash takes 8 bytes a step; 3: tables of any size; 4: a
  * word mixed by a folded 128-bit product, the length after the bytes; 5: a
  * host's endpoints in one record. Within format 5, packed records
- * (IBDIR_REC_PACKED) came later, as IBDIR_SLOT_ASK did: a reader from
- * before takes one for damage and asks the daemon, and reads every plain
- * record as it did. */
+ * (IBDIR_REC_PACKED, then IBDIR_REC_PACKED_ENDS) came later, as
+ * IBDIR_SLOT_ASK did: a reader from before takes one for damage and asks
+ * the daemon, and reads every plain record as it did. */
 #define IBDIR_VERSION		 5u
 #define IBDIR_HEADER_SPACE	 4096u
 #define IBDIR_FILE_MAX		 (1u << 30) /* bytes; readers map no more */
@@ -171,6 +177,11 @@ struct ibdir_rec {
 /* Front-coded (the layout above); a view (struct ibdir_view) is always
  * over a record unpacked, without it. */
 #define IBDIR_REC_PACKED      2u
+/* With IBDIR_REC_PACKED: a GID's or IPv6 address's shared bytes are counted
+ * at both ends (the layout above). The writer sets both; a reader from
+ * before this flag refuses such a record and asks the daemon, and this one
+ * still reads records packed without it (a daemon from before). */
+#define IBDIR_REC_PACKED_ENDS 4u
 #define IBDIR_REC_N_EP_SHIFT 8u
 #define IBDIR_REC_N_EP(flags) ((unsigned)(flags) >> IBDIR_REC_N_EP_SHIFT)
 

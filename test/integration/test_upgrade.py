@@ -23,7 +23,9 @@ older daemon is asked no more.
 test_previous_module_reads_an_ordered_directory loads the NSS module of
 PREVIOUS_UNORDERED, which an application started before the upgrade still
 has mapped, against the new daemon's directory: it finds every host there and
-rules out every other name without asking the daemon.
+rules out every other name without asking the daemon. So does the module of
+PREVIOUS_START_ONLY, from before packed records' addresses shared bytes at
+their end: it asks the daemon for such a record only.
 
 Every wait is bounded; nothing asserts a timing."""
 import ipaddress
@@ -51,6 +53,9 @@ PREVIOUS_BUDGET = "c67b3f35bf4ee3d34e84ebfd0d871214e1d89d03"
 # the last commit before the shared directory's tables were kept in Robin Hood
 # order (IBDIR_ORDERED): its NSS module probes to an empty slot
 PREVIOUS_UNORDERED = "45545fdc04f1ef4309ed8cd28f83332602b87cd0"
+# the last commit before a packed record's GIDs and IPv6 addresses could
+# share bytes at their end (IBDIR_REC_PACKED_ENDS)
+PREVIOUS_START_ONLY = "5acab6597b9491a53122890febfa45b97a4c0dce"
 BUILD_TIMEOUT = 900
 
 
@@ -301,19 +306,27 @@ def test_previous_module_reads_an_ordered_directory(tmp_path, daemon_factory, he
     module, why = build_previous(PREVIOUS_UNORDERED, "libnss_ib.so.2")
     if not module:
         pytest.skip(why)
+    start_only, why = build_previous(PREVIOUS_START_ONLY, "libnss_ib.so.2")
+    if not start_only:
+        pytest.skip(why)
     hosts = tmp_path / "hosts"
     # and one host whose names share most of their bytes: the daemon packs
-    # its record (IBDIR_REC_PACKED), which the previous module cannot read
+    # its record (IBDIR_REC_PACKED), which the module of PREVIOUS_UNORDERED
+    # cannot read; and one whose IPv6 addresses, a rail's subnet each,
+    # differ in the middle: packed sharing their end too
+    # (IBDIR_REC_PACKED_ENDS), which neither previous module reads
     hosts.write_text("".join(
         "fe80::2:c903:1:%x %d host%d host%d.cluster.example 198.18.%d.%d\n" % (
             i + 1, i + 100, i, i, 100 + i // 250, 1 + i % 250) for i in range(HOSTS_MANY)) +
         "fe80::2:c903:2:1 4000 packedhost packedhost-storage-rail-one "
-        "packedhost-storage-rail-two packedhost-storage-rail-three 198.18.99.1\n")
+        "packedhost-storage-rail-two packedhost-storage-rail-three 198.18.99.1\n"
+        "fe80::2:c903:3:1 4001 endshost endshost-rails 2001:db8:0:1::5 2001:db8:0:2::5 "
+        "2001:db8:0:3::5\n")
     text = open(SINGLE_NODE).read().replace("[resolve]\n", "[resolve]\nhosts_file = %s\n" %
                                             hosts, 1)
     d = daemon_factory(text, name="ordered").start()
     env = client_env(d)
-    for mod in (module, NSS_MODULE):
+    for mod in (module, start_only, NSS_MODULE):
         before = stats(d.socket)["host_lookups"]
         for key, af, want in (("host%ld", AF_INET, "SUCCESS"), ("host%ld.cluster.example",
                                                               AF_INET, "SUCCESS"),
@@ -327,12 +340,16 @@ def test_previous_module_reads_an_ordered_directory(tmp_path, daemon_factory, he
                 (mod, key, r.stdout)
         # every answer came from the directory: the daemon was asked nothing
         assert stats(d.socket)["host_lookups"] == before, mod
-        # the packed record: the previous module takes it for damage and asks
-        # the daemon, and answers all the same; this one reads it in place
-        r = run([helpers["nss_call"], mod, "byname2", "packedhost-storage-rail-two",
-                 str(AF_INET)], env=env, timeout=60)
-        assert r.returncode == 0, r.stdout + r.stderr
-        kv = parse_kv(r.stdout)
-        assert kv["status"] == "SUCCESS" and kv["name"] == "packedhost", (mod, r.stdout)
-        asked = stats(d.socket)["host_lookups"] - before
-        assert asked >= 1 if mod == module else asked == 0, (mod, asked)
+        # a packed record a module cannot read: it takes it for damage and
+        # asks the daemon, and answers all the same; one that can reads it
+        # in place
+        for name, af, canonical, reads in (
+                ("packedhost-storage-rail-two", AF_INET, "packedhost", mod != module),
+                ("endshost-rails", AF_INET6, "endshost", mod == NSS_MODULE)):
+            before = stats(d.socket)["host_lookups"]
+            r = run([helpers["nss_call"], mod, "byname2", name, str(af)], env=env, timeout=60)
+            assert r.returncode == 0, r.stdout + r.stderr
+            kv = parse_kv(r.stdout)
+            assert kv["status"] == "SUCCESS" and kv["name"] == canonical, (mod, r.stdout)
+            asked = stats(d.socket)["host_lookups"] - before
+            assert asked == 0 if reads else asked >= 1, (mod, name, asked)

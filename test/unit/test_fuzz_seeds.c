@@ -200,6 +200,38 @@ static void multirail_host(struct dir_image *m)
 	dir_image_put_eps(m, &r, &e, 0);
 }
 
+/* A four-rail host whose rails' IPv6 subnets and port GUIDs differ in the
+ * middle: packed sharing both ends (IBDIR_REC_PACKED_ENDS). */
+static void rails_ends(struct dir_image *m)
+{
+	struct ibres_hostrec r;
+	struct hostrec_eps e;
+
+	dir_image_init(m, 32, 6144, NOW_MS);
+	memset(&r, 0, sizeof(r));
+	memset(&e, 0, sizeof(e));
+	strcpy(r.names[0], "re1");
+	e.names[0] = 15;
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(r.names[1 + i], sizeof(r.names[0]), "re1-ib%u", i);
+		e.names[1 + i] = 1u << i;
+		inet_pton(AF_INET6, "fe80::2:c903:0:1", r.gids[i]);
+		r.gids[i][13] = (uint8_t)i;
+		e.gids[i] = 1u << i;
+		inet_pton(AF_INET6, "2001:db8:0:0::1", &r.v6[i]);
+		r.v6[i].s6_addr[7] = (uint8_t)i;
+		e.v6[i] = 1u << i;
+		e.ep[i] = (struct hostrec_ep){.qpn = 1, .lid = (uint16_t)(10 + i), .pkey = 0xffff};
+	}
+	r.n_names = 5;
+	r.n_gids = r.n_v6 = 4;
+	r.qpn = 1;
+	r.lid = 10;
+	r.pkey = 0xffff;
+	e.n_ep = 4;
+	dir_image_put_eps(m, &r, &e, 0);
+}
+
 /* fuzz_hostdir's: a key selector byte, then an image of 200 hosts holding
  * what that target asks (node1, node2, NODE3 in any case, login1, the
  * addresses and GID of node 2). */
@@ -299,6 +331,23 @@ static void test_dirpack_seeds(void **state)
 	assert_int_equal(found(&m, IBRES_T_NAME, "mr2", 3), 0);
 	assert_int_equal(found(&m, IBRES_T_NAME, "mr2-ib0", 7), -EBADMSG);
 	check_file(DIRPACK "multirail-host", m.b, m.size);
+	dir_image_free(&m);
+
+	rails_ends(&m);
+	{
+		const struct ibdir_header *hd = (const void *)m.b;
+		const struct ibdir_rec *rec = (const void *)(m.b + hd->rec_off);
+		struct in6_addr v6;
+		uint8_t gid[16];
+
+		assert_true(rec->flags & IBDIR_REC_PACKED_ENDS);
+		inet_pton(AF_INET6, "fe80::2:c903:3:1", gid);
+		assert_int_equal(found(&m, IBRES_T_GID, gid, 16), 0);
+		inet_pton(AF_INET6, "2001:db8:0:3::1", &v6);
+		assert_int_equal(found(&m, IBRES_T_IPV6, &v6, 16), 0);
+		assert_int_equal(found(&m, IBRES_T_NAME, "re1-ib2", 7), 0);
+	}
+	check_file(DIRPACK "rails-ends-packed", m.b, m.size);
 	dir_image_free(&m);
 
 	refused_shapes(&m);

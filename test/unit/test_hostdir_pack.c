@@ -120,7 +120,11 @@ static int unpack_in(const uint8_t *rec, size_t len, size_t cap, size_t at, uint
 	return ret;
 }
 
-/* Random records, plain and with endpoint sets: packed, then unpacked at
+static size_t pack_start_only(const uint8_t *rec, size_t len, uint8_t *out);
+
+/* Random records, plain and with endpoint sets: packed (and packed as a
+ * daemon from before IBDIR_REC_PACKED_ENDS packs them: their start shared
+ * only), then unpacked at
  * the end of the buffer (as ibdir_find does), at its start, and in every
  * buffer from too small to large enough, give back the encoder's bytes or
  * say -EMSGSIZE; never a record that is not the one packed. */
@@ -131,16 +135,20 @@ static void test_round_trip(void **state)
 	unsigned n_packed = 0;
 
 	(void)state;
-	for (unsigned round = 0; round < 400; round++) {
+	for (unsigned round = 0; round < 800; round++) {
 		struct ibres_hostrec r, out;
 		struct hostrec_eps e;
 		size_t len, plen, glen, room;
 
 		random_record(&r, &e, round & 1);
 		len = ibdir_rec_encode_eps(&r, round & 1 ? &e : NULL, IBDIR_NEVER, plain);
-		plen = ibdir_rec_pack(plain, len, packed);
-		assert_true(plen <= len);
-		n_packed += plen < len;
+		if (round % 4 < 2) {
+			plen = ibdir_rec_pack(plain, len, packed);
+			assert_true(plen <= len);
+			n_packed += plen < len;
+		} else {
+			plen = pack_start_only(plain, len, packed);
+		}
 		room = (plen + 7) & ~(size_t)7;
 		/* as the reader does: at the end of the largest buffer */
 		assert_int_equal(
@@ -179,7 +187,7 @@ static void test_round_trip(void **state)
 		}
 	}
 	/* most were packed: the unpacking above was not of plain copies */
-	assert_true(n_packed >= 200);
+	assert_true(n_packed >= 100);
 }
 
 /* An eight-rail host as test/fabric/emulate --rails 8 --planes names it:
@@ -241,6 +249,28 @@ static void test_rails_pack_small(void **state)
 	assert_memory_equal(packed, plain, len); /* plain: nothing to share */
 }
 
+/* The packed record @packed (@plen bytes) cut short, each length from the
+ * header's to one byte less than it: refused, unpacked or decoded, and
+ * nothing read past the copy. */
+static void assert_cut_short_refused(const uint8_t *packed, size_t plen)
+{
+	static uint8_t bad[IBDIR_REC_MAX], got[IBDIR_REC_MAX];
+	struct ibres_hostrec out;
+	struct ibdir_rec hdr;
+	size_t glen = 0;
+
+	for (size_t cut = 0; cut < plen - sizeof(hdr); cut++) {
+		memcpy(bad, packed, plen);
+		memcpy(&hdr, bad, sizeof(hdr));
+		hdr.data_len = (uint16_t)cut;
+		memcpy(bad, &hdr, sizeof(hdr));
+		assert_int_not_equal(
+			unpack_in(bad, sizeof(hdr) + cut, IBDIR_REC_MAX, 0, got, &glen) ||
+				ibdir_rec_decode(got, glen, &out),
+			0);
+	}
+}
+
 /* Packed records whose coding does not add up: each refused with -EBADMSG,
  * and nothing read past the record (the buffer ends where it does). */
 static void test_bad_coding_refused(void **state)
@@ -297,16 +327,7 @@ static void test_bad_coding_refused(void **state)
 	assert_int_equal(unpack_in(bad, plen, IBDIR_REC_MAX, 0, got, &glen), -EBADMSG);
 	assert_int_equal(ibdir_rec_has_key(bad, plen, IBDIR_TAB_NAME, "node1", 5), 0);
 	/* cut short: each length from the header's to one byte less than it */
-	for (size_t cut = 0; cut < plen - sizeof(hdr); cut++) {
-		memcpy(bad, packed, plen);
-		memcpy(&hdr, bad, sizeof(hdr));
-		hdr.data_len = (uint16_t)cut;
-		memcpy(bad, &hdr, sizeof(hdr));
-		assert_int_not_equal(
-			unpack_in(bad, sizeof(hdr) + cut, IBDIR_REC_MAX, 0, got, &glen) ||
-				ibdir_rec_decode(got, glen, &out),
-			0);
-	}
+	assert_cut_short_refused(packed, plen);
 	/* a data_len past the copy */
 	assert_int_equal(unpack_in(packed, plen - 1, IBDIR_REC_MAX, 0, got, &glen), -EBADMSG);
 	/* a view is never over a packed record */
@@ -409,17 +430,7 @@ static void test_ends_shared(void **state)
 	hdr.flags &= (uint16_t)~IBDIR_REC_PACKED_ENDS;
 	memcpy(bad, &hdr, sizeof(hdr));
 	assert_int_equal(unpack_in(bad, plen, IBDIR_REC_MAX, 0, got, &glen), -EBADMSG);
-	/* cut short anywhere: refused, never read past */
-	for (size_t cut = 0; cut < plen - sizeof(hdr); cut++) {
-		memcpy(bad, packed, plen);
-		memcpy(&hdr, bad, sizeof(hdr));
-		hdr.data_len = (uint16_t)cut;
-		memcpy(bad, &hdr, sizeof(hdr));
-		assert_int_not_equal(
-			unpack_in(bad, sizeof(hdr) + cut, IBDIR_REC_MAX, 0, got, &glen) ||
-				ibdir_rec_decode(got, glen, &out),
-			0);
-	}
+	assert_cut_short_refused(packed, plen);
 	/* where the end shares nothing more (the last byte differs), the
 	 * record is packed byte for byte as before the flag */
 	inet_pton(AF_INET6, "2001:db8:0:1::6", &r.v6[1]);
@@ -432,7 +443,7 @@ static void test_ends_shared(void **state)
 	/* the last address shares 8 bytes at its end and a 2-byte name ends
 	 * the record, in a buffer that ends where the record does, on a page
 	 * nobody may read: its 16 bytes are not loaded past the buffer's end
-	 * (neither ASan nor valgrind sees a vector load do that) */
+	 * (a load that is would fault) */
 	inet_pton(AF_INET6, "2001:db8:0:2::5", &r.v6[1]);
 	r.n_v6 = 2;
 	snprintf(r.names[0], sizeof(r.names[0]), "a");
@@ -575,8 +586,10 @@ static void test_reader_unpacks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),	   cmocka_unit_test(test_rails_pack_small),
-		cmocka_unit_test(test_bad_coding_refused), cmocka_unit_test(test_ends_shared),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_rails_pack_small),
+		cmocka_unit_test(test_bad_coding_refused),
+		cmocka_unit_test(test_ends_shared),
 		cmocka_unit_test(test_reader_unpacks),
 	};
 

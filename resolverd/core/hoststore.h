@@ -102,7 +102,7 @@ struct host_store {
 	uint64_t keys_high_ms;
 	bool index_compact;
 	/* endpoint records by identity: open addressing, linear probing, a
-	 * removed one's slot marked gone (hoststore.c) */
+	 * removed one's slot marked gone (hoststore_index.c) */
 	uint64_t *idents;
 	unsigned ident_mask;
 	unsigned ident_used;		  /* slots not free: records and gone ones */

@@ -157,7 +157,7 @@ static int check_hosts(struct host_store *s)
 	memset(fabrics, 0, sizeof(fabrics));
 	for (unsigned i = 0; i <= s->ident_mask; i++) {
 		used += s->idents[i] != 0;
-		/* no gone slot right before a free one (ident_unlink()) */
+		/* no gone slot right before a free one (hs_ident_unlink()) */
 		if (s->idents[i] == IDENT_GONE && !s->idents[(i + 1) & s->ident_mask])
 			return -EUCLEAN;
 	}

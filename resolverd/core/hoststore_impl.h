@@ -105,7 +105,7 @@ struct host {
  * record: a leak checker (LeakSanitizer) sees the record held, as it must,
  * since no other word of the store holds its address whole. */
 #define IDENT_GONE     UINT64_C(1)
-#define IDENT_FULL_NUM 3u /* slots not free, at most (idents_reserve()) */
+#define IDENT_FULL_NUM 3u /* slots not free, at most (hs_idents_reserve()) */
 #define IDENT_FULL_DEN 4u
 #define IDENT_TAG_MASK ((uint64_t)HOST_ALIGN - 1)
 
@@ -456,19 +456,28 @@ void hs_digest_count(struct host_store *s, const struct host *h, int sign);
  * endpoint of its host is heard on. */
 void hs_fabric_count(struct host_store *s, const struct host *h, uint32_t was, uint32_t now);
 
-/* hoststore.c: the indexes, for hoststore_remove.c */
+/* hoststore_index.c: the indexes */
 struct host *hs_ident_find(const struct host_store *s, const struct host_key *id);
 /* The identity table's home slot of @k (a GID's P_Key aside: a port's
  * partitions share it, and are found in the run that starts there). */
 unsigned hs_ident_home(const struct host_store *s, const struct host_key *k);
-/* Every slot of @h, @h unlinked and freed; returns the slots removed. */
-unsigned hs_host_remove(struct host_store *s, struct host *h);
+/* Room in the key index for @more keys, and in the identity table for one
+ * more record: 0 or -ENOMEM (the table as it was). */
+int hs_slots_reserve(struct host_store *s, unsigned more);
+int hs_idents_reserve(struct host_store *s);
+/* @h into the identity table (room reserved), and out of it; its bytes
+ * counted, and no longer. */
+void hs_ident_link(struct host_store *s, struct host *h);
+void hs_ident_unlink(struct host_store *s, struct host *h);
 /* Slot @sl of a key of hash @hash into @slots (@n of them, one free at
  * least), in Robin Hood order (@s hashes the keys of far slots again). */
 void hs_slot_put(const struct host_store *s, struct store_slot *slots, unsigned n,
 		 struct store_slot sl, uint32_t hash);
 /* Slot @i emptied (backward shift), its host's count down. */
 void hs_slot_del(struct host_store *s, unsigned i);
+/* hoststore.c: every slot of @h, @h unlinked and freed; returns the slots
+ * removed. */
+unsigned hs_host_remove(struct host_store *s, struct host *h);
 /* Every endpoint of @member's host but @skip put to the observer. */
 void hs_ring_changed(struct host_store *s, struct host *member, const struct host *skip);
 /* @h's expiry moved, nothing else: the observer is told. */

@@ -2,7 +2,7 @@
 /*
  * The host store's removals (hoststore.h): an endpoint, a port's GID, what a
  * local port heard, an origin, a flush, the sweep of expired hosts. The
- * index and the hosts themselves are hoststore.c.
+ * indexes are hoststore_index.c, the hosts themselves hoststore.c.
  */
 #include "core/hoststore_impl.h"
 
@@ -241,7 +241,7 @@ static bool pred_expired(const struct host *h, void *arg)
 }
 
 /* The key index 4/5 full, once the store stopped growing (store_sweep()):
- * grown at 7/8 to 7/12 (slots_reserve()), it is 58-88 % full, and a
+ * grown at 7/8 to 7/12 (hs_slots_reserve()), it is 58-88 % full, and a
  * settled store keeps whatever room its last growth left. Only when that
  * saves an eighth of it: each key is hashed again, reading its host. */
 static void compact_index(struct host_store *s, uint64_t now_ms)

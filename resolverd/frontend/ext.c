@@ -175,7 +175,7 @@ static int host_answer(struct ibresd *d, struct request *req, bool cache_only, u
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	}
 	/* a host of several endpoints one record holds: as the shared directory
-	 * answers (lib/hostdir.c, one rule for both); else a name of the whole
+	 * answers (lib/hostdir_rec.c, one rule for both); else a name of the whole
 	 * host: every rail's addresses, the preferred first; an address, GID or
 	 * a rail's own name: that endpoint's */
 	if (host_next_endpoint(h, h) && !answer_as_directory(h, &req->key, &rec)) {

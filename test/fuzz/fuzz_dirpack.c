@@ -3,7 +3,7 @@
  * libFuzzer target: the shared host directory's records as the NSS module
  * gets them. The input is a directory image (its heartbeat set to now). Its
  * record area is walked block by block; every block is decoded as it is
- * (lib/hostdir.c's ibdir_rec_decode, a packed one unpacked), and every key
+ * (lib/hostdir_rec.c's ibdir_rec_decode, a packed one unpacked), and every key
  * its bytes hold where a record keeps them (a packed one's, unpacked),
  * whatever its counts say (the IPv4 address of a record
  * without a name: issue 21), is looked up through the reader

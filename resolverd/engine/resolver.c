@@ -368,6 +368,9 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	 * the fabric for a settle time, as at start-up */
 	if (!announced && r->cfg->announce_interval_s)
 		fabric_resync(r->fabric);
+	/* turned off: peers hear it at once */
+	if (announced && !r->cfg->announce_interval_s)
+		fabric_announce_stopped(r->fabric);
 	publish_scope(r);
 	return ret;
 }

@@ -132,6 +132,13 @@ void fabric_on_announce_timer(struct loop_timer *t)
 	loop_timer_arm(f->loop, t, now_ms() + jitter_apply(&f->rng, next));
 }
 
+void fabric_announce_stopped(struct fabric *f)
+{
+	/* the timer stops by itself (fabric_on_announce_timer()) */
+	if (f && !fabric_announcing(f))
+		fabric_announce_all(f, 0, FW_ANNOUNCE, 0);
+}
+
 int fabric_newcomer_again(struct fabric *f)
 {
 	uint64_t now = now_ms();

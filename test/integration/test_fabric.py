@@ -21,7 +21,7 @@ from fabric_util import cluster_factory  # noqa: F401 (a fixture, shared)
 from fabric_util import (
     EMULATE, FABRIC_PORT, FW_ANNOUNCE, FW_FLAG_HMAC, FW_FLAG_NEWCOMER, FW_GOODBYE, FW_HDR,
     FW_REPLY, FW_REQUEST, FW_T_CHOSEN, GROUP_PARAMS, MTU_ENUM, ORIGIN_FABRIC, RATE_ENUM,
-    ST_ENODATA, ST_ETIMEDOUT, ST_SUCCESS, Cluster, acme, cache_flush, cache_list, emulate,
+    ST_ENODATA, ST_ETIMEDOUT, ST_SUCCESS, Capture, Cluster, acme, cache_flush, cache_list, emulate,
     fabric_msg, group_items, host, identity_items, node_identity, path_fields, resolve,
     resolve_request, send_datagrams, stamp_item, stats, target_item, tlv, wait_until)
 from other_user import NOBODY, world_copy
@@ -238,6 +238,37 @@ def test_overhearing(cluster_factory):
         assert delta(before, after, *TRAFFIC) == {t: 0 for t in TRAFFIC}, (k, before, after)
         assert after["addr_cache"] - before["addr_cache"] == 2, (k, before, after)
         assert after["fabric_overheard"] >= 1, after
+
+
+def test_reload_turns_announcements_off(cluster_factory):
+    """A reload to announce_interval 0 sends one last ANNOUNCE on the port, not
+    a NEWCOMER one, whose flags say that node1 no longer announces (so that
+    its peers stop taking its silence for its absence), with its digest; a
+    second reload that keeps them off sends nothing."""
+    says = 8   # SAYS_ANNOUNCES, without ANNOUNCES (4): doc/fabric-protocol.md
+    c = cluster_factory(2)
+    wait_directory(c)
+    conf = os.path.join(c.dir, "node1", "ibresd.conf")
+    with open(conf) as f:
+        text = f.read()
+    assert "announce_interval = 30s\n" in text, text
+    with open(conf, "w") as f:
+        f.write(text.replace("announce_interval = 30s\n", "announce_interval = 0\n"))
+    before = stats(c.sock(1))
+    reloads = c.log(1).count("configuration reloaded")
+    with Capture(c) as cap:
+        c.kill(1, "HUP", wait=False)
+        wait_until(lambda: stats(c.sock(1))["fabric_announces_sent"] ==
+                   before["fabric_announces_sent"] + 1, 5.0, what="node1's last announce")
+        c.kill(1, "HUP", wait=False)
+        wait_until(lambda: c.log(1).count("configuration reloaded") == reloads + 2, 5.0,
+                   what="the second reload")
+        time.sleep(0.5)
+    from1 = [FW_HDR.unpack_from(d["payload"]) for d in cap.datagrams
+             if d["src"] == c.nodes[1]["ipv4"]]
+    assert [(h[2], h[3] & ~FW_FLAG_HMAC) for h in from1] == [(FW_ANNOUNCE, says)], from1
+    assert stats(c.sock(1))["fabric_announces_sent"] == before["fabric_announces_sent"] + 1
+    assert "node1" in known_names(c, 2)
 
 
 def test_newcomer_learns_the_directory(cluster_factory):

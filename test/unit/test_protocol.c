@@ -1595,8 +1595,9 @@ static void test_reload(void **state)
 }
 
 /* A reload that turns announcements off stops them, and the directory rule
- * with them; one that turns them on starts over as a newcomer: three
- * NEWCOMER announcements of a new burst, misses asked for a settle time. */
+ * with them, after one last announcement that says so; one that turns them
+ * on starts over as a newcomer: three NEWCOMER announcements of a new burst,
+ * misses asked for a settle time. */
 static void test_reload_announcements(void **state)
 {
 	static struct ibres_config cfg;
@@ -1615,9 +1616,14 @@ static void test_reload_announcements(void **state)
 	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
 	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
 	hosts_free(&hosts);
+	/* at once, the last: peers no longer take our silence for absence */
+	assert_int_equal(count_sent(FW_ANNOUNCE), 4);
+	assert_int_equal(last_sent()->m.flags, SAYS_OFF);
+	assert_true(last_sent()->m.has_digest);
+	assert_int_equal(last_sent()->m.digest.seq, nth_sent(FW_ANNOUNCE, 2)->m.digest.seq + 1);
 	advance(60000);
-	assert_int_equal(count_sent(FW_ANNOUNCE), 3);
-	assert_int_equal(fake.n_sent, 3);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 4);
+	assert_int_equal(fake.n_sent, 4);
 	assert_true(fabric_may_query(ctx.fabric, &k));
 	assert_int_equal(lookup(&w, k, NULL), LOOKUP_WAIT);
 	advance(1000);
@@ -1634,17 +1640,30 @@ static void test_reload_announcements(void **state)
 	k = key_name("node7");
 	advance_to(t + 2000 - 1);
 	assert_true(fabric_may_query(ctx.fabric, &k));
-	assert_int_equal(count_sent(FW_ANNOUNCE), 6);
-	for (unsigned i = 3; i < 6; i++) {
+	assert_int_equal(count_sent(FW_ANNOUNCE), 7);
+	for (unsigned i = 4; i < 7; i++) {
 		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.flags, FW_FLAG_NEWCOMER | SAYS_ON);
-		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.tid, nth_sent(FW_ANNOUNCE, 3)->m.tid);
+		assert_int_equal(nth_sent(FW_ANNOUNCE, i)->m.tid, nth_sent(FW_ANNOUNCE, 4)->m.tid);
 	}
-	assert_int_not_equal(nth_sent(FW_ANNOUNCE, 3)->m.tid, burst);
+	assert_int_not_equal(nth_sent(FW_ANNOUNCE, 4)->m.tid, burst);
 	advance_to(t + 2000);
 	assert_false(fabric_may_query(ctx.fabric, &k));
 	advance(11000);
-	assert_int_equal(count_sent(FW_ANNOUNCE), 7);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 8);
 	assert_int_equal(last_sent()->m.flags, SAYS_ON);
+
+	/* off again: one last announcement; a reload that keeps them off sends
+	 * nothing */
+	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
+	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 9);
+	assert_int_equal(last_sent()->m.flags, SAYS_OFF);
+	parse_config(&cfg, &hosts, ANNOUNCE_OFF, NULL);
+	assert_int_equal(resolver_reload(&ctx.res, &cfg, &hosts), 0);
+	hosts_free(&hosts);
+	advance(60000);
+	assert_int_equal(count_sent(FW_ANNOUNCE), 9);
 }
 
 /* The transport's QPN (the ib transport's UD QP) is the endpoint's: in the

@@ -9,7 +9,7 @@
  * it is used; every loop is bounded by a constant.
  */
 #include "hostdir.h"
-#include "hostdir_impl.h"
+#include "ibdir_impl.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -7,7 +7,7 @@
  * refused, never unpacked past IBDIR_DATA_MAX bytes.
  */
 #include "hostdir.h"
-#include "hostdir_impl.h"
+#include "ibdir_impl.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
  * against the record's bytes before it is used.
  */
 #include "hostdir.h"
-#include "hostdir_impl.h"
+#include "ibdir_impl.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -482,7 +482,7 @@ static int view_answer(uint8_t *rec, struct ibdir_view *v, unsigned tab, unsigne
 	return view_select(rec, v, want) || view_names_ok(v) ? -EBADMSG : 0;
 }
 
-/* hostdir_impl.h: checked by view_init_named(), cut by view_answer(). */
+/* ibdir_impl.h: checked by view_init_named(), cut by view_answer(). */
 IBRES_HOT int ibdir_view_for_key(uint8_t *rec, size_t len, unsigned tab, const void *key,
 				 size_t klen, struct ibdir_view *v)
 {

@@ -13,8 +13,14 @@
 #include <string.h>
 
 #define ARPHRD_INFINIBAND_TYPE 32
-#define MAX_IFACES 16
-#define MAX_ROCE_PORTS 16
+/* Interfaces and ports read, those of every device and state: more than a
+ * node has; at most ENDPOINTS_MAX of the active ones are written */
+#define MAX_IFACES     128
+#define MAX_ROCE_PORTS 64
+/* ibresd's limit (ibresd.conf(5): 8 rails x 4 partitions); `config check`
+ * refuses a file with more */
+#define ENDPOINTS_MAX	 32
+#define MAX_PKEY_ENTRIES 128 /* P_Key table entries looked at per port */
 #define MAX_GID_ENTRIES 256 /* GID table entries looked at per port */
 /* RoCE v2 headers inside the netdev's MTU (IP, UDP, BTH, DETH, ICRC), as
  * the kernel's iboe_get_mtu() counts them, roughly */
@@ -28,6 +34,8 @@ struct ipoib_if {
 	char device[64];
 	unsigned port;
 	unsigned lid; /* 0: unknown */
+	int pkey_index; /* its P_Key's entry in the port's table; -ENOENT: not
+			 * there; another -errno: the table could not be read */
 	bool down;    /* the port's state is known and not ACTIVE */
 };
 
@@ -80,6 +88,32 @@ static bool port_active(const char *sysfs, const char *device, unsigned port)
 	return read_line(path, buf, sizeof(buf)) || strstr(buf, "ACTIVE");
 }
 
+/* The entry of @pkey in the port's P_Key table (the one an endpoint's
+ * pkey_index names): the same P_Key, else the same partition with the other
+ * membership bit; -ENOENT when neither is there, or -errno when the table
+ * cannot be read at all. */
+static int pkey_index_of(const char *sysfs, const char *device, unsigned port, unsigned pkey)
+{
+	char path[PATH_MAX], buf[32];
+	int partition = -ENOENT, read = 0;
+
+	for (unsigned i = 0; i < MAX_PKEY_ENTRIES; i++) {
+		unsigned v;
+
+		snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%u/pkeys/%u", sysfs,
+			 device, port, i);
+		if (read_line(path, buf, sizeof(buf)))
+			continue;
+		read++;
+		v = (unsigned)strtoul(buf, NULL, 16);
+		if (v == pkey)
+			return (int)i;
+		if ((v & 0x7fff) == (pkey & 0x7fff) && partition < 0)
+			partition = (int)i;
+	}
+	return read ? partition : -EIO;
+}
+
 static void ipoib_device(const char *sysfs, struct ipoib_if *ifc)
 {
 	char path[PATH_MAX], buf[32];
@@ -107,6 +141,7 @@ static void ipoib_device(const char *sysfs, struct ipoib_if *ifc)
 	if (read_line(path, buf, sizeof(buf)) == 0)
 		ifc->lid = (unsigned)strtoul(buf, NULL, 16);
 	ifc->down = !port_active(sysfs, ifc->device, ifc->port);
+	ifc->pkey_index = pkey_index_of(sysfs, ifc->device, ifc->port, ifc->pkey);
 }
 
 static int find_ipoib(const char *sysfs, struct ipoib_if *ifs, unsigned max)
@@ -356,11 +391,48 @@ static void write_roce(FILE *out, const struct roce_port *rp, const char *hostna
 	fprintf(out, "group = 239.255.73.1 mtu=%u rate=%u\n", rp->mtu, rp->gbps ? rp->gbps : 10);
 }
 
+/* An IPoIB interface's endpoint, one of @total. */
+static void write_ipoib(FILE *out, const struct ipoib_if *ifc, const char *hostname, int total)
+{
+	fprintf(out, "\n[endpoint %s]\n", ifc->name);
+	/* one host: its name on every rail, and each rail's own */
+	write_names(out, hostname, ifc->name, total);
+	fprintf(out, "gid = %s\n", ifc->gid);
+	if (ifc->device[0]) {
+		fprintf(out, "device = %s\nport_num = %u\n", ifc->device, ifc->port);
+		/* the port gives the P_Key, from this entry of its table */
+		if (ifc->pkey_index >= 0)
+			fprintf(out, "pkey_index = %d\n", ifc->pkey_index);
+		else
+			fprintf(out,
+				"# the port's P_Key table could not be read: set pkey_index to\n"
+				"# the entry of P_Key 0x%04x\n",
+				ifc->pkey & 0xffff);
+	}
+	if (ifc->lid)
+		fprintf(out, "lid = 0x%x\n", ifc->lid);
+	else
+		fprintf(out, "# the Subnet Manager assigns the LID: set it here\n#lid = 1\n");
+	fprintf(out, "pkey = 0x%04x\n", ifc->pkey & 0xffff);
+	write_addresses(out, ifc->name);
+	fprintf(out,
+		"transport = ip\ninterface = %s\n"
+		"group = 239.255.73.1 mtu=2048 rate=10\n",
+		ifc->name);
+}
+
+/* Is @ifc's partition one its port has (a child interface whose P_Key the
+ * Subnet Manager did not give the port carries nothing)? */
+static bool ipoib_usable(const struct ipoib_if *ifc)
+{
+	return !ifc->device[0] || ifc->pkey_index != -ENOENT;
+}
+
 int confgen_write(FILE *out, const char *sysfs, const char *hostname, const char *device)
 {
 	struct ipoib_if ifs[MAX_IFACES];
 	struct roce_port rps[MAX_ROCE_PORTS];
-	int n = find_ipoib(sysfs, ifs, MAX_IFACES), m, kept = 0, written = 0, total;
+	int n = find_ipoib(sysfs, ifs, MAX_IFACES), m, kept = 0, written = 0, total = 0;
 
 	/* only the chosen device's interfaces, on active ports */
 	for (int i = 0; i < n; i++)
@@ -373,7 +445,11 @@ int confgen_write(FILE *out, const char *sysfs, const char *hostname, const char
 		qsort(ifs, (size_t)n, sizeof(ifs[0]), cmp_ipoib);
 	if (m > 0)
 		qsort(rps, (size_t)m, sizeof(rps[0]), cmp_roce);
-	total = (n > 0 ? n : 0) + (m > 0 ? m : 0);
+	for (int i = 0; i < n; i++)
+		total += ipoib_usable(&ifs[i]);
+	total += m > 0 ? m : 0;
+	if (total > ENDPOINTS_MAX)
+		total = ENDPOINTS_MAX;
 	write_header(out, hostname);
 	if (n <= 0 && m <= 0) {
 		fprintf(out,
@@ -386,24 +462,24 @@ int confgen_write(FILE *out, const char *sysfs, const char *hostname, const char
 	}
 	if (n < 0)
 		n = 0;
-	for (int i = 0; i < n; i++) {
-		fprintf(out, "\n[endpoint %s]\n", ifs[i].name);
-		/* one host: its name on every rail, and each rail's own */
-		write_names(out, hostname, ifs[i].name, total);
-		written++;
-		fprintf(out, "gid = %s\n", ifs[i].gid);
-		if (ifs[i].device[0])
-			fprintf(out, "device = %s\nport_num = %u\n", ifs[i].device, ifs[i].port);
-		if (ifs[i].lid)
-			fprintf(out, "lid = 0x%x\n", ifs[i].lid);
-		else
-			fprintf(out, "# the Subnet Manager assigns the LID: set it here\n#lid = 1\n");
-		fprintf(out, "pkey = 0x%04x\n", ifs[i].pkey & 0xffff);
-		write_addresses(out, ifs[i].name);
-		fprintf(out, "transport = ip\ninterface = %s\n"
-			     "group = 239.255.73.1 mtu=2048 rate=10\n", ifs[i].name);
+	if (m < 0)
+		m = 0;
+	for (int i = 0; i < n + m; i++) {
+		const char *label = i < n ? ifs[i].name : rps[i - n].device;
+
+		if (i < n && !ipoib_usable(&ifs[i])) {
+			fprintf(out, "\n# %s left out: P_Key 0x%04x is not in %s port %u's table\n",
+				label, ifs[i].pkey & 0xffff, ifs[i].device, ifs[i].port);
+		} else if (written == ENDPOINTS_MAX) {
+			fprintf(out, "\n# %s left out: ibresd takes %d endpoints at most\n", label,
+				ENDPOINTS_MAX);
+		} else if (i < n) {
+			write_ipoib(out, &ifs[i], hostname, total);
+			written++;
+		} else {
+			write_roce(out, &rps[i - n], hostname, total);
+			written++;
+		}
 	}
-	for (int i = 0; i < m; i++, written++)
-		write_roce(out, &rps[i], hostname, total);
 	return written;
 }

@@ -115,8 +115,9 @@ int cmd_config(struct ctl *c, int argc, char **argv)
 		return config_import_ibacm(c, argc, argv);
 	if (argc != 2 || strcmp(argv[0], "check"))
 		return ctl_usage_error("%s",
-				       "usage: config check FILE | config generate [SYSFS_DIR] | "
-				       "config import-ibacm [DIR [SYSFS_DIR]]");
+				       "usage: config check FILE | config generate [--device DEV] "
+				       "[--name NAME] [SYSFS_DIR] | config import-ibacm [DIR "
+				       "[SYSFS_DIR]]");
 	if (c->hosts_out)
 		return ctl_usage_error("%s", "--hosts-out is for 'config import-ibacm' only");
 	find_ibresd(prog, sizeof(prog));

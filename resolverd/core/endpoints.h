@@ -81,8 +81,8 @@ int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres
  * change ep->down. Going down, the endpoints learned through it only are
  * forgotten (store_forget_fabric) with the paths from it, so nothing is
  * answered on that rail from the cache; the listeners hear EP_CHANGE_STATE
- * (the fabric says GOODBYE for it on the other rails, and announces it when
- * it is back). Nothing happens when the state is unchanged. */
+ * (the fabric sends RAIL_DOWN for its port's GID on the other rails, and
+ * announces it when it is back). Nothing happens when the state is unchanged. */
 void endpoint_set_down(struct endpoints *e, struct endpoint *ep, bool down);
 
 /* The endpoint that owns @k (name, address, GID or LID), or NULL. */

@@ -84,10 +84,10 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
  * again. */
 void fabric_resync(struct fabric *f);
 
-/* A reload turned announcements off: one last ANNOUNCE on every port, which
- * says so (its flags), so that peers stop taking this node's silence for
- * its absence now (fabric_departed.h), not at its next datagram. A peer
- * that misses it learns so from the next one. */
+/* A reload turned announcements off: one last ANNOUNCE on every port that
+ * is up, which says so (its flags), so that peers stop taking this node's
+ * silence for its absence now (fabric_departed.h), not at its next
+ * datagram. A peer that misses it learns so from the next one. */
 void fabric_announce_stopped(struct fabric *f);
 
 /* A reload copied @ep's config over it: put back what its transport gave

@@ -4,7 +4,8 @@
  * start-up (or resync) burst of one NEWCOMER announce, again only while
  * nobody was heard or when the peers asked had mostly not heard of us; the
  * periodic ones; the unicast answer to a newcomer that could not have
- * heard ours. At a whole-cluster boot each node so hears each peer once.
+ * heard ours; the last one, when a reload turns them off. At a
+ * whole-cluster boot each node so hears each peer once.
  */
 #include "fabric/fabric_impl.h"
 
@@ -43,8 +44,8 @@ unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uin
 		m.flags |= flags;
 		if (type == FW_ANNOUNCE)
 			fabric_digest_put(p, &m, false, false);
-		/* periodic ones only: a burst's repeats come within a second,
-		 * while losses are still likely */
+		/* not a burst's (its repeats come within a second, while
+		 * losses are still likely): the periodic ones and the last */
 		if (type == FW_ANNOUNCE && !(flags & FW_FLAG_NEWCOMER))
 			fabric_gone_put(p, &m);
 		if (flags & FW_FLAG_NEWCOMER) {

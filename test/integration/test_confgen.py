@@ -18,11 +18,21 @@ def fake_sysfs(root, ifname="ib0", device="mlx5_0", lid="0x7", pkey="0x8001"):
     port = root / "class" / "infiniband" / device / "ports" / "1"
     port.mkdir(parents=True)
     (port / "lid").write_text(lid + "\n")
+    pkey_table(port, [0xffff, 0x7fff, int(pkey, 16)])
     # an Ethernet interface that must be ignored
     eth = root / "class" / "net" / "eth0"
     eth.mkdir(parents=True)
     (eth / "type").write_text("1\n")
     return root
+
+
+def pkey_table(port, pkeys):
+    """The port's P_Key table (sysfs ports/N/pkeys/I), entry I pkeys[I]; the
+    kernel shows every entry, 0x0000 where the SM set none."""
+    table = port / "pkeys"
+    table.mkdir(exist_ok=True)
+    for i, pk in enumerate(pkeys):
+        (table / str(i)).write_text("0x%04x\n" % pk)
 
 
 def test_no_ipoib_gives_a_template(tmp_path):
@@ -42,6 +52,8 @@ def test_generated_config_from_sysfs_checks_ok(tmp_path):
     assert "gid = fe80::2:c903:a:b0c" in out
     assert "device = mlx5_0" in out and "port_num = 1" in out and "lid = 0x7" in out
     assert "pkey = 0x8001" in out and "interface = ib0" in out
+    # with a device, ibresd takes the P_Key from this entry of the port's table
+    assert "pkey_index = 2\n" in out
     conf = tmp_path / "gen.conf"
     conf.write_text(out)
     r = run([IBRESCTL, "config", "check", str(conf)])
@@ -141,11 +153,16 @@ def fake_rail(root, ifname, device, port, pkey, guid, state="4: ACTIVE"):
     p.mkdir(parents=True, exist_ok=True)
     (p / "lid").write_text("0x1\n")      # every plane numbers its LIDs from 1
     (p / "state").write_text(state + "\n")
+    # the SM gave every port partitions 0x8001 and 0x0002 (a limited member)
+    pkey_table(p, [0xffff, 0x0000, 0x8001, 0x0002])
 
 
 RAILS = [("ib3", "mlx5_1", 2, 0xffff, 4), ("ib0", "mlx5_0", 1, 0xffff, 1),
          ("ib1", "mlx5_0", 2, 0xffff, 2), ("ib0.8001", "mlx5_0", 1, 0x8001, 1),
-         ("ib2", "mlx5_1", 1, 0xffff, 3)]
+         ("ib2", "mlx5_1", 1, 0xffff, 3), ("ib1.8002", "mlx5_0", 2, 0x8002, 2),
+         ("ib2.8003", "mlx5_1", 1, 0x8003, 3)]
+# each one's entry in its port's table (0x8002: the limited member's entry)
+PKEY_INDEX = {"ib0": 0, "ib0.8001": 2, "ib1": 0, "ib1.8002": 3, "ib2": 0, "ib3": 0}
 
 
 def test_generated_multi_rail_config(tmp_path):
@@ -165,13 +182,43 @@ def test_generated_multi_rail_config(tmp_path):
     assert outs[0] == outs[1]
     out = outs[0]
     labels = [l[len("[endpoint "):-1] for l in out.splitlines() if l.startswith("[endpoint ")]
-    assert labels == ["ib0", "ib0.8001", "ib1", "ib2", "ib3"]
+    assert labels == ["ib0", "ib0.8001", "ib1", "ib1.8002", "ib2", "ib3"]
     for label in labels:
         section = out.split("[endpoint %s]\n" % label)[1].split("\n[")[0]
         names = [l.split(" = ")[1] for l in section.splitlines() if l.startswith("name = ")]
         assert names == ["node7", "node7-" + label]
+        assert "pkey_index = %d\n" % PKEY_INDEX[label] in section, (label, section)
     assert "ib9" not in out
+    # a partition its port does not have carries nothing: left out, and said so
+    assert "# ib2.8003 left out: P_Key 0x8003 is not in mlx5_1 port 1's table" in out
     conf = tmp_path / "gen.conf"
     conf.write_text(out)
+    r = run([IBRESCTL, "config", "check", str(conf)])
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_generated_config_stops_at_32_endpoints(tmp_path):
+    """8 ports of 5 partitions each: the first 32 in (device, port, P_Key)
+    order are written, the daemon's limit, and `config check` takes the file;
+    the other 8 are named in comments."""
+    sysfs = tmp_path / "sys"
+    names = []
+    for port in range(8):
+        dev, num = "mlx5_%d" % (port // 2), port % 2 + 1
+        for part, pkey in enumerate((0xffff, 0x8001, 0x8002, 0x8003, 0x8004)):
+            name = "ib%d" % port if part == 0 else "ib%d.%04x" % (port, pkey)
+            fake_rail(sysfs, name, dev, num, pkey, port * 8 + part)
+            names.append(name)
+        pkey_table(sysfs / "class" / "infiniband" / dev / "ports" / str(num),
+                   [0xffff, 0x8001, 0x8002, 0x8003, 0x8004])
+    r = run([IBRESCTL, "config", "generate", "--name", "node1", str(sysfs)])
+    assert r.returncode == 0, r.stderr
+    labels = [l[len("[endpoint "):-1] for l in r.stdout.splitlines()
+              if l.startswith("[endpoint ")]
+    assert labels == names[:32]
+    for name in names[32:]:
+        assert "# %s left out: ibresd takes 32 endpoints at most" % name in r.stdout
+    conf = tmp_path / "gen.conf"
+    conf.write_text(r.stdout)
     r = run([IBRESCTL, "config", "check", str(conf)])
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Inside the shared directory's code (lib/hostdir*.c): what its files share
- * and nothing outside them includes.
+ * and nothing outside them includes (named apart from the daemon's
+ * os/hostdir_impl.h, since lib/ is on every include path).
  */
-#ifndef IBRES_HOSTDIR_IMPL_H
-#define IBRES_HOSTDIR_IMPL_H
+#ifndef IBRES_IBDIR_IMPL_H
+#define IBRES_IBDIR_IMPL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -33,6 +33,7 @@ static enum sa_rx path_decode(const struct sa_query *q, const uint8_t *mad, size
 			      union sa_answer *ans);
 static void route_done(struct sa_query *q, int status, const union sa_answer *ans);
 static void verify_done(struct sa_query *q, int status, const union sa_answer *ans);
+static void recheck_done(struct sa_query *q, int status, const union sa_answer *ans);
 
 static const struct sa_query_ops route_ops = {
 	.name = "PathRecord",
@@ -50,6 +51,15 @@ static const struct sa_query_ops verify_ops = {
 	.attr = SA_ATTR_PATH_REC,
 	.decode = path_decode,
 	.done = verify_done,
+};
+
+static const struct sa_query_ops recheck_ops = {
+	.name = "PathRecord (recheck)",
+	.size = sizeof(struct path_query),
+	.method = MAD_METHOD_GET,
+	.attr = SA_ATTR_PATH_REC,
+	.decode = path_decode,
+	.done = recheck_done,
 };
 
 static struct path_query *path_query_of(const struct sa_query *q)
@@ -92,7 +102,7 @@ static enum sa_rx path_decode(const struct sa_query *q, const uint8_t *mad, size
 	sa_port_gid(q->port, gid);
 	/* a route starts at our port; a client's verified path may not */
 	if ((pq->check_dgid && memcmp(ans->path.dgid, pq->dgid, 16)) ||
-	    (q->ops == &route_ops && memcmp(ans->path.sgid, gid, 16)))
+	    (q->ops != &verify_ops && memcmp(ans->path.sgid, gid, 16)))
 		return SA_RX_MISMATCH;
 	return SA_RX_OK;
 }
@@ -124,6 +134,26 @@ static bool same_dest(const struct sa_query *q, const void *arg)
 	return host_key_eq(&path_query_of(q)->dest, arg);
 }
 
+/* The daemon's own query (@ops: a route, or a recheck) for a path from @p
+ * to @k, in partition @pkey, by @pr's DGID or DLID (@mask names which): what
+ * the SA says of it is its word on the destination (route_done() and
+ * recheck_done() drop one it has no path to). */
+static int route_new(struct sa_port *p, const struct sa_query_ops *ops, const struct host_key *k,
+		     struct ibres_path_record *pr, uint64_t mask, uint16_t pkey,
+		     struct path_query **out)
+{
+	int ret;
+
+	sa_port_gid(p, pr->sgid);
+	pr->reversible_numpath = 0x81; /* reversible, one path */
+	pr->pkey = htobe16(pkey);
+	mask |= PR_COMP_SGID | PR_COMP_REVERSIBLE | PR_COMP_NUMB_PATH | PR_COMP_PKEY;
+	ret = path_query_new(p, ops, pr, mask, out);
+	if (!ret)
+		(*out)->dest = *k;
+	return ret;
+}
+
 int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host *h,
 		   struct lookup_waiter *w)
 {
@@ -133,13 +163,12 @@ int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host 
 	struct ibres_path_record pr;
 	struct path_query *pq;
 	struct host_key k;
-	uint64_t mask;
+	uint64_t mask = 0;
 	int ret;
 
 	if (!p || !sa_port_usable(p))
 		return -ENOTCONN;
 	memset(&pr, 0, sizeof(pr));
-	mask = PR_COMP_SGID | PR_COMP_REVERSIBLE | PR_COMP_NUMB_PATH | PR_COMP_PKEY;
 	if (memcmp(host_gid(h, gid), zero, 16)) {
 		/* GIDs are the stable identity; a LID learned from a peer may be stale */
 		host_key_addr(&k, IBRES_KEY_GID, gid);
@@ -159,13 +188,9 @@ int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host 
 		list_add_tail(&path_query_of(same)->waiters, &w->node);
 		return 0;
 	}
-	sa_port_gid(p, pr.sgid);
-	pr.reversible_numpath = 0x81; /* reversible, one path */
-	pr.pkey = htobe16(p->pkey ? p->pkey : ep->cfg.id.pkey);
-	ret = path_query_new(p, &route_ops, &pr, mask, &pq);
+	ret = route_new(p, &route_ops, &k, &pr, mask, p->pkey ? p->pkey : ep->cfg.id.pkey, &pq);
 	if (ret)
 		return ret;
-	pq->dest = k;
 	return path_submit(sa, pq, w);
 }
 
@@ -233,12 +258,41 @@ int sa_verify_path(struct sa_client *sa, struct endpoint *ep, const struct ibres
 	return path_submit(sa, pq, w);
 }
 
+/* A client's PathRecord to @dgid found none. The client chose its terms (a
+ * P_Key, SL, MTU or LID no path has), and any local user may send one: that
+ * drops nothing. The daemon asks again in its own terms, from @p in @p's
+ * partition, and only that answer may drop the host (route_done()). */
+static void recheck_dest(struct sa_port *p, const uint8_t dgid[16])
+{
+	struct ibres_path_record pr;
+	struct path_query *pq;
+	struct host_key k;
+
+	host_key_addr(&k, IBRES_KEY_GID, dgid);
+	if (!p->pkey || !sa_port_usable(p) || sa_query_find(p, &recheck_ops, same_dest, &k))
+		return; /* no partition known, the port down, or asked already */
+	memset(&pr, 0, sizeof(pr));
+	memcpy(pr.dgid, dgid, 16);
+	if (route_new(p, &recheck_ops, &k, &pr, PR_COMP_DGID, p->pkey, &pq) == 0 &&
+	    sa_query_submit(&pq->q) == 0)
+		p->sa->c.path_queries++;
+}
+
+/* A path found is not kept: the route protocol decides where paths come
+ * from. */
+static void recheck_done(struct sa_query *q, int status, const union sa_answer *ans)
+{
+	(void)ans;
+	if (status == -ENODATA)
+		drop_stale(q->port->sa, path_query_of(q)->dgid);
+}
+
 static void verify_done(struct sa_query *q, int status, const union sa_answer *ans)
 {
 	struct path_query *pq = path_query_of(q);
 
 	if (status == -ENODATA && pq->check_dgid)
-		drop_stale(q->port->sa, pq->dgid);
+		recheck_dest(q->port, pq->dgid);
 
 	if (list_empty(&pq->waiters))
 		return; /* the client went away */

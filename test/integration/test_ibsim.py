@@ -297,6 +297,44 @@ def test_mcast_paths_take_the_joined_group(netfabric, ipnodes, tmp_path):
     assert p["mtu"] == int(m["mtu"], 16) & 0x3f and p["rate"] == int(m["rate"], 16) & 0x3f
 
 
+def query_sa(sock, dgid, sgid, dlid, slid, pkey):
+    """A QUERY_SA RESOLVE (ib_acme -v): the PathRecord's DGID, SGID, DLID,
+    SLID, reversible, one path, and P_Key; the daemon's answer."""
+    from fabric_util import acm_hdr, ep_entry
+    import ipaddress
+    rec = struct.pack(">Q16s16sHHIBBHHBBBB6x", 0, ipaddress.IPv6Address(dgid).packed,
+                      ipaddress.IPv6Address(sgid).packed, dlid, slid, 0, 0, 0x81, pkey,
+                      0, 0, 0, 0, 0)
+    body = ep_entry(0x80000000, 0x10, rec)
+    c = Client(sock)
+    try:
+        return c.request(acm_hdr(1, 16 + len(body)) + body)
+    finally:
+        c.close()
+
+
+def test_client_terms_drop_nothing(netfabric, ipnodes):
+    """Any local user may send a QUERY_SA whose own terms no path meets (a
+    P_Key the fabric does not have): it is answered ENODATA and drops nothing.
+    The daemon asks the SA again in its own terms, which finds node3."""
+    d = ipnodes[1]
+    gid3 = netfabric.hcas[3]["gid"]
+    status, out = d.resolve("node3")
+    assert status == 0
+    path = out["paths"][0]
+    before = stats(d.socket)
+    ans = query_sa(d.socket, gid3, path["sgid"], path["dlid"], path["slid"], 0x7123)
+    assert ans[2] == ST_ENODATA
+    wait_until(lambda: stats(d.socket)["sa_rx"] >= before["sa_rx"] + 2 and
+               stats(d.socket)["sa_queries_outstanding"] == 0, 10,
+               what="the SA answered the client's query and the daemon's own")
+    after = stats(d.socket)
+    assert after["sa_path_queries"] == before["sa_path_queries"] + 2, (before, after)
+    assert after["sa_hosts_dropped"] == before["sa_hosts_dropped"]
+    assert any(gid3 in e.get("gids", []) for e in cache_list(d.socket))
+    assert d.resolve("node3")[0] == 0
+
+
 def test_unlinked_destination(netfabric, ipnodes):
     d = ipnodes[1]
     gid3 = netfabric.hcas[3]["gid"]
@@ -306,21 +344,13 @@ def test_unlinked_destination(netfabric, ipnodes):
     netfabric.console('Unlink "hca003"')
     try:
         # verifying the cached path with the SA fails cleanly...
-        c = Client(d.socket)
-        req = bytearray(16 + 72)
-        from fabric_util import acm_hdr, ep_entry
-        import ipaddress
-        rec = struct.pack(">Q16s16sHHIBBHHBBBB6x", 0, ipaddress.IPv6Address(gid3).packed,
-                          ipaddress.IPv6Address(path["sgid"]).packed, path["dlid"],
-                          path["slid"], 0, 0, 0x81, path["pkey"], 0, 0, 0, 0, 0)
-        body = ep_entry(0x80000000, 0x10, rec)
         ans = wait_until(lambda: (lambda a: a if a[2] != 0 else None)(
-            c.request(acm_hdr(1, 16 + len(body)) + body)), 10, interval=0.3,
-            what="the SA stops knowing hca003")
-        c.close()
+            query_sa(d.socket, gid3, path["sgid"], path["dlid"], path["slid"],
+                     path["pkey"])), 10, interval=0.3, what="the SA stops knowing hca003")
         assert ans[2] == ST_ENODATA
-        # ...and the stale entry is gone
-        assert not any(gid3 in e.get("gids", []) for e in cache_list(d.socket))
+        # ...and the stale entry goes once the daemon's own query agrees
+        wait_until(lambda: not any(gid3 in e.get("gids", []) for e in cache_list(d.socket)),
+                   10, what="the stale entry dropped")
         assert stats(d.socket)["sa_hosts_dropped"] >= 1
         # the unplugged daemon saw its port go down
         wait_until(lambda: "PORT_ERR" in ipnodes[3].logtext(), 5, what="PORT_ERR on hca003")

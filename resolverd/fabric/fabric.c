@@ -250,12 +250,12 @@ static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
 /* An authenticated datagram: is it new, or a copy of an old one? Only
  * fresh ones are taken (every message type: a replayed GOODBYE would drop a
  * live node, a replayed ANNOUNCE bring back an old identity). */
-static bool fresh(struct fabric *f, const struct fw_msg *m)
+static bool fresh(struct fabric *f, const struct fw_msg *m, unsigned port)
 {
 	uint64_t wall = wall_us(), now = now_ms();
 
-	switch (fresh_check(&f->fresh, m->sender.gids[0], m->has_stamp ? m->stamp : 0, wall,
-			    now)) {
+	switch (fresh_check(&f->fresh, m->sender.gids[0], m->sender.pkey, port,
+			    m->has_stamp ? m->stamp : 0, wall, now)) {
 	case FRESH_OK:
 		return true;
 	case FRESH_STALE:
@@ -314,7 +314,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 		f->c.rx_self++;
 		return;
 	}
-	if (f->keys.n && !fresh(f, &m))
+	if (f->keys.n && !fresh(f, &m, (unsigned)(p - f->ports)))
 		return;
 	p->rx_from = from;
 	switch (m.type) {

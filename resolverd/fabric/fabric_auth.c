@@ -118,13 +118,14 @@ void fresh_fini(struct freshness *fr)
 	fr->b = NULL;
 }
 
-static struct fresh_bucket *bucket_of(struct freshness *fr, const uint8_t gid[16])
+static struct fresh_bucket *bucket_of(struct freshness *fr, const uint8_t gid[16], uint16_t pkey)
 {
 	uint64_t hash = 1469598103934665603ULL;
 
 	/* only key holders can name a sender: no need for a keyed hash */
 	for (unsigned i = 0; i < 16; i++)
 		hash = (hash ^ gid[i]) * 1099511628211ULL;
+	hash = (hash ^ pkey) * 1099511628211ULL;
 	return &fr->b[hash & fr->mask];
 }
 
@@ -133,10 +134,11 @@ static bool forgotten(uint64_t seen_ms, uint64_t now_ms)
 	return now_ms - seen_ms > FRESH_FORGET_MS; /* seen_ms <= now_ms */
 }
 
-enum fresh_verdict fresh_check(struct freshness *fr, const uint8_t gid[16], uint64_t stamp,
-			       uint64_t wall_us, uint64_t now_ms)
+enum fresh_verdict fresh_check(struct freshness *fr, const uint8_t gid[16], uint16_t pkey,
+			       unsigned port, uint64_t stamp, uint64_t wall_us, uint64_t now_ms)
 {
-	struct fresh_bucket *b = bucket_of(fr, gid);
+	struct fresh_bucket *b = bucket_of(fr, gid, pkey);
+	uint32_t bit = port < 32 ? 1u << port : 0;
 	struct fresh_sender *s, *slot = NULL;
 
 	if (!stamp || stamp > wall_us + FRESH_WINDOW_US ||
@@ -150,12 +152,14 @@ enum fresh_verdict fresh_check(struct freshness *fr, const uint8_t gid[16], uint
 				slot = s;
 			continue;
 		}
-		if (memcmp(s->gid, gid, 16))
+		if (s->pkey != pkey || memcmp(s->gid, gid, 16))
 			continue;
-		if (stamp == s->stamp)
+		if (stamp == s->stamp && (s->ports & bit))
 			return FRESH_DUPLICATE;
 		if (stamp < s->stamp)
 			return FRESH_REPLAYED;
+		/* newer, or the newest's copy on another port */
+		s->ports = stamp == s->stamp ? s->ports | bit : bit;
 		s->stamp = stamp;
 		s->seen_ms = now_ms;
 		return FRESH_OK;
@@ -176,6 +180,8 @@ enum fresh_verdict fresh_check(struct freshness *fr, const uint8_t gid[16], uint
 		b->floor_ms = now_ms;
 	}
 	memcpy(slot->gid, gid, 16);
+	slot->pkey = pkey;
+	slot->ports = bit;
 	slot->stamp = stamp;
 	slot->seen_ms = now_ms;
 	return FRESH_OK;

@@ -44,8 +44,8 @@ int fabric_keys_load(struct fabric_keys *k, const char *path);
  * ahead of ours by one). */
 #define FRESH_FORGET_MS (2 * FRESH_WINDOW_US / 1000)
 
-/* Buckets of 8 senders (by port GID): at least 16,384 (131,072 senders in
- * 4.25 MiB), and room for every endpoint of a full cache twice over (the
+/* Buckets of 8 senders (by port GID and P_Key): at least 16,384 (131,072
+ * senders in 5.25 MiB), and room for every endpoint of a full cache twice over (the
  * hosts of cache_size times this node's endpoints: identical nodes have as
  * many rails). A full bucket forgets its least recently heard sender but
  * keeps its newest stamp as the bucket's floor, which every sender of that
@@ -59,10 +59,15 @@ int fabric_keys_load(struct fabric_keys *k, const char *path);
 #define FRESH_BUCKETS_MAX (1u << 22)
 #define FRESH_WAYS 8
 
+/* A sender is one endpoint, port GID and P_Key: a port's partitions send
+ * on their own, and their datagrams may be read in another order than the
+ * sender's (one socket each). */
 struct fresh_sender {
 	uint8_t gid[16];
 	uint64_t stamp;   /* the newest taken; 0: a free slot */
 	uint64_t seen_ms; /* when (monotonic) */
+	uint32_t ports;	  /* the local ports (bits) that took the newest stamp */
+	uint16_t pkey;
 };
 
 struct fresh_bucket {
@@ -88,11 +93,13 @@ enum fresh_verdict {
 int fresh_init(struct freshness *fr, uint64_t senders);
 void fresh_fini(struct freshness *fr);
 
-/* May a datagram of the sender with port GID @gid and stamp @stamp be taken
- * now (@wall_us: our wall clock, @now_ms: our monotonic clock)? FRESH_OK
- * records it: the same stamp is never taken twice. */
-enum fresh_verdict fresh_check(struct freshness *fr, const uint8_t gid[16], uint64_t stamp,
-			       uint64_t wall_us, uint64_t now_ms);
+/* May a datagram of the sender with port GID @gid and P_Key @pkey and stamp
+ * @stamp, read on local port @port, be taken now (@wall_us: our wall clock,
+ * @now_ms: our monotonic clock)? FRESH_OK records it: the same stamp is
+ * taken once a port (one multicast heard on several ports of one subnet is
+ * one copy each), never older than the newest taken. */
+enum fresh_verdict fresh_check(struct freshness *fr, const uint8_t gid[16], uint16_t pkey,
+			       unsigned port, uint64_t stamp, uint64_t wall_us, uint64_t now_ms);
 
 /* The stamp of the next datagram sent: @wall_us, or one more than the last
  * if the clock did not move on (or stepped back). */

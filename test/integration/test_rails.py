@@ -968,3 +968,34 @@ def test_a_rail_lost_at_boot_is_fetched(cluster_factory, lost):
     # the peers of rail 1 (node 1 among them: its REPLY made it one) vouch
     wait_until(lambda: stats(c.sock(3))["directory_complete"] == 1, 15.0,
                what="node 3 counts its directory complete again")
+
+
+@pytest.mark.timeout(120)
+def test_cluster_key_with_partitions(cluster_factory, tmp_path):
+    """With a cluster key, freshness counts each endpoint (port GID and
+    P_Key) apart: 2 nodes x 2 rails x 2 partitions, a rail's partitions
+    sharing its GID. None of their datagrams is taken for a replay, every
+    endpoint of the other node is learned, and each is reached from the
+    local endpoint of its rail and P_Key. (Read out of order, which these
+    nodes do not do, the partitions' datagrams are test_fabric_auth.c's.)"""
+    kf = tmp_path / "cluster.key"
+    kf.write_bytes(b"0123456789abcdef-a-cluster-key-for-partitions\n")
+    os.chmod(kf, 0o600)
+    c = cluster_factory(2, "--rails", 2, "--partitions", 2, "--set",
+                        "resolve.cluster_key_file=%s" % kf)
+    wait_until(lambda: all(knows(c, s, e["alias"]) for s in c.nodes for d in c.nodes
+                           if s != d for e in c.parts[d] + c.rails[d]), 10, interval=0.1,
+               what="every node knows every endpoint of every other")
+    c.wait_settled()
+    for s, d in itertools.permutations(sorted(c.nodes), 2):
+        for e in c.rails[s] + c.parts[s]:
+            pkey = e.get("pkey", 0xffff)
+            dst = next(x for x in c.rails[d] + c.parts[d]
+                       if x["rail"] == e["rail"] and x.get("pkey", 0xffff) == pkey)
+            f, out = acme_path(c, s, "n", e["alias"], dst["alias"])
+            assert f is not None, (e["alias"], dst["alias"], out)
+            assert int(f["pkey"], 16) == pkey, out
+    for k in c.nodes:
+        st = stats(c.sock(k))
+        assert st["fabric_rx_replayed"] == 0 and st["fabric_rx_duplicate"] == 0, (k, st)
+        assert st["fabric_rx_auth_failed"] == 0, (k, st)

@@ -92,32 +92,60 @@ static void test_fresh_order(void **state)
 	assert_int_equal(fresh_init(&fr, 0), 0);
 	gid_of(a, 1);
 	gid_of(b, 2);
-	assert_int_equal(fresh_check(&fr, a, T0, T0, 1000), FRESH_OK);
-	assert_int_equal(fresh_check(&fr, a, T0, T0, 1000), FRESH_DUPLICATE);
-	assert_int_equal(fresh_check(&fr, a, T0 - 1, T0, 1000), FRESH_REPLAYED);
-	assert_int_equal(fresh_check(&fr, a, T0 + 1, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0, T0, 1000), FRESH_DUPLICATE);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0 - 1, T0, 1000), FRESH_REPLAYED);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0 + 1, T0, 1000), FRESH_OK);
 	/* another sender has its own order */
-	assert_int_equal(fresh_check(&fr, b, T0 - 5 * SEC, T0, 1000), FRESH_OK);
-	assert_int_equal(fresh_check(&fr, a, T0 - 5 * SEC, T0, 1000), FRESH_REPLAYED);
+	assert_int_equal(fresh_check(&fr, b, 0xffff, 0, T0 - 5 * SEC, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0 - 5 * SEC, T0, 1000), FRESH_REPLAYED);
 
 	/* the window, either way */
-	assert_int_equal(fresh_check(&fr, b, T0 + FRESH_WINDOW_US, T0, 1000), FRESH_OK);
-	assert_int_equal(fresh_check(&fr, b, T0 + FRESH_WINDOW_US + 1, T0, 1000), FRESH_STALE);
-	assert_int_equal(fresh_check(&fr, a, T0 - FRESH_WINDOW_US - 1, T0, 1000), FRESH_STALE);
-	assert_int_equal(fresh_check(&fr, a, 0, T0, 1000), FRESH_STALE);
+	assert_int_equal(fresh_check(&fr, b, 0xffff, 0, T0 + FRESH_WINDOW_US, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, b, 0xffff, 0, T0 + FRESH_WINDOW_US + 1, T0, 1000), FRESH_STALE);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0 - FRESH_WINDOW_US - 1, T0, 1000), FRESH_STALE);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, 0, T0, 1000), FRESH_STALE);
 
 	/* a sender silent for two windows is forgotten: what it sent before is
 	 * outside the window by then, what it sends now is taken */
-	assert_int_equal(fresh_check(&fr, a, T0 + 1, T0 + 2 * FRESH_WINDOW_US + 1,
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0 + 1, T0 + 2 * FRESH_WINDOW_US + 1,
 				     1000 + FRESH_FORGET_MS + 1),
 			 FRESH_STALE);
-	assert_int_equal(fresh_check(&fr, a, T0 + 2 * FRESH_WINDOW_US, T0 + 2 * FRESH_WINDOW_US,
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 0, T0 + 2 * FRESH_WINDOW_US, T0 + 2 * FRESH_WINDOW_US,
 				     1000 + FRESH_FORGET_MS + 1),
 			 FRESH_OK);
 	/* but not earlier: one window later, the old stamp is refused */
-	assert_int_equal(fresh_check(&fr, b, T0 + 10, T0 + FRESH_WINDOW_US / 2,
+	assert_int_equal(fresh_check(&fr, b, 0xffff, 0, T0 + 10, T0 + FRESH_WINDOW_US / 2,
 				     1000 + FRESH_WINDOW_US / 2000),
 			 FRESH_REPLAYED);
+	fresh_fini(&fr);
+}
+
+/* A port's partitions are senders of their own, whose datagrams may be read
+ * in another order than sent (a socket each); one datagram heard on several
+ * local ports (one subnet) is taken once on each, and a replay on none. */
+static void test_fresh_partitions_and_ports(void **state)
+{
+	struct freshness fr;
+	uint8_t a[16];
+
+	(void)state;
+	assert_int_equal(fresh_init(&fr, 0), 0);
+	gid_of(a, 1);
+	/* sent 0x8001 then 0x8002, read the other way round */
+	assert_int_equal(fresh_check(&fr, a, 0x8002, 0, T0 + 1, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0x8001, 1, T0, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0x8001, 1, T0, T0, 1000), FRESH_DUPLICATE);
+	assert_int_equal(fresh_check(&fr, a, 0x8002, 0, T0, T0, 1000), FRESH_REPLAYED);
+	/* one multicast on ports 2 and 3: one copy each, then duplicates */
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 2, T0 + 5, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 3, T0 + 5, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 3, T0 + 5, T0, 1000), FRESH_DUPLICATE);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 2, T0 + 5, T0, 1000), FRESH_DUPLICATE);
+	/* a newer one resets the ports: port 2's copy of the older is late */
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 3, T0 + 6, T0, 1000), FRESH_OK);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 2, T0 + 5, T0, 1000), FRESH_REPLAYED);
+	assert_int_equal(fresh_check(&fr, a, 0xffff, 2, T0 + 6, T0, 1000), FRESH_OK);
 	fresh_fini(&fr);
 }
 
@@ -151,20 +179,20 @@ static void test_fresh_overflow(void **state)
 	assert_int_equal(fresh_init(&fr, 0), 0);
 	for (unsigned i = 0; i < n; i++) {
 		gid_of(gid, i);
-		assert_int_equal(fresh_check(&fr, gid, T0 + i, T0 + i, 5000 + i / 1000), FRESH_OK);
+		assert_int_equal(fresh_check(&fr, gid, 0xffff, 0, T0 + i, T0 + i, 5000 + i / 1000), FRESH_OK);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		enum fresh_verdict v;
 
 		gid_of(gid, i);
-		v = fresh_check(&fr, gid, T0 + i, T0 + n, 5000 + n / 1000);
+		v = fresh_check(&fr, gid, 0xffff, 0, T0 + i, T0 + n, 5000 + n / 1000);
 		assert_true(v == FRESH_DUPLICATE || v == FRESH_REPLAYED);
 		refused++;
 	}
 	assert_int_equal(refused, n);
 	for (unsigned i = 0; i < n; i += 97) {
 		gid_of(gid, i);
-		assert_int_equal(fresh_check(&fr, gid, T0 + 2 * n + i, T0 + 2 * n, 5000 + n / 500),
+		assert_int_equal(fresh_check(&fr, gid, 0xffff, 0, T0 + 2 * n + i, T0 + 2 * n, 5000 + n / 500),
 				 FRESH_OK);
 	}
 	fresh_fini(&fr);
@@ -186,8 +214,11 @@ static void test_fresh_stamp(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_keys_parse),     cmocka_unit_test(test_keys_load),
-		cmocka_unit_test(test_fresh_order),    cmocka_unit_test(test_fresh_sizing),
+		cmocka_unit_test(test_keys_parse),
+		cmocka_unit_test(test_keys_load),
+		cmocka_unit_test(test_fresh_order),
+		cmocka_unit_test(test_fresh_partitions_and_ports),
+		cmocka_unit_test(test_fresh_sizing),
 		cmocka_unit_test(test_fresh_overflow),
 		cmocka_unit_test(test_fresh_stamp),
 	};

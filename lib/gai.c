@@ -293,8 +293,10 @@ static int from_record(struct ibc_gai *g, const struct ibres_hostrec *rec, int f
 	return g->ip_len ? 0 : -ENODATA;
 }
 
-/* Ask for paths to the destination; failures just mean no AF_IB route. */
-static int add_route(struct ibc_gai *g, const struct rdma_addrinfo *hints, struct ibc_route *rt)
+/* Ask for paths to the destination; failures just mean no AF_IB route.
+ * *@said (when not NULL): the daemon's answer, 0 or its negative errno. */
+static int add_route(struct ibc_gai *g, const struct rdma_addrinfo *hints, struct ibc_route *rt,
+		     int *said)
 {
 	struct ibres_ep_entry ents[3];
 	struct sockaddr_ib dib = {.sib_family = AF_IB};
@@ -314,6 +316,8 @@ static int add_route(struct ibc_gai *g, const struct rdma_addrinfo *hints, struc
 	if (n < 0)
 		return 0;
 	ret = ibc_resolve(&ibc_default, ents, (size_t)n, rt, NULL);
+	if (said)
+		*said = ret;
 	if (ret)
 		return ret == -ENOMEM ? ret : 0;
 	g->paths = rt->paths;
@@ -350,21 +354,26 @@ static int append(const struct ibc_gai *g, struct rdma_addrinfo ***tail)
 	return 0;
 }
 
-#define GAI_RAILS_MAX 16 /* destination addresses tried for one host name */
+/* Destination addresses tried for one host name: every one a record holds
+ * (8 rails of 4 partitions) */
+#define GAI_RAILS_MAX IBRES_HOST_ADDRS_MAX
 
 /* A host name: one result per address of the wanted family that a path
  * reaches (every rail of a multi-rail host, the preferred first, each with
  * its own source and path, as getaddrinfo(3) gives every address of a
- * multi-homed host); none reached, the first address alone, as before. */
+ * multi-homed host); none reached, the first address alone, as before,
+ * unless the hints' source is one the daemon says reaches none (the
+ * destination has no endpoint on its fabric, -EADDRNOTAVAIL, or its rail is
+ * down, -ENOTCONN): no pair across fabrics. */
 static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int family,
 		   const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-	struct ibc_route rt[GAI_RAILS_MAX];
-	struct ibc_gai gs[GAI_RAILS_MAX];
+	struct ibc_route *rt = NULL;
+	struct ibc_gai *gs = NULL;
 	struct rdma_addrinfo *head = NULL, **tail = &head;
 	bool v4 = rec->n_v4 && family != AF_INET6;
 	unsigned n = v4 ? rec->n_v4 : family == AF_INET ? 0 : rec->n_v6, routed = 0;
-	int ret = from_record(g, rec, family);
+	int ret = from_record(g, rec, family), said = 0, refused = 0;
 
 	if (ret)
 		return ret;
@@ -373,7 +382,15 @@ static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int famil
 		n = GAI_RAILS_MAX;
 	if (!n || g->passive || (g->flags & RAI_NOROUTE))
 		n = 0;
-	memset(rt, 0, sizeof(rt));
+	if (n) {
+		rt = calloc(n, sizeof(*rt));
+		gs = calloc(n, sizeof(*gs));
+		if (!rt || !gs) {
+			ret = -ENOMEM;
+			n = 0;
+			goto out;
+		}
+	}
 	for (unsigned i = 0; i < n; i++) {
 		gs[i] = *g;
 		gs[i].ip_src_len = 0;
@@ -381,10 +398,20 @@ static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int famil
 			set_ip(&gs[i].ip, &gs[i].ip_len, AF_INET, &rec->v4[i], g->port);
 		else
 			set_ip(&gs[i].ip, &gs[i].ip_len, AF_INET6, &rec->v6[i], g->port);
-		ret = add_route(&gs[i], hints, &rt[i]);
+		said = 0;
+		ret = add_route(&gs[i], hints, &rt[i], &said);
 		if (ret)
 			goto out;
 		routed += gs[i].n_paths > 0;
+		/* the same refusal for every address, or none counts */
+		if (said == -EADDRNOTAVAIL || said == -ENOTCONN)
+			refused = !i || refused == said ? said : 0;
+		else
+			refused = 0;
+	}
+	if (!routed && refused && hints && hints->ai_src_addr && hints->ai_src_len) {
+		ret = refused;
+		goto out;
 	}
 	if (!routed) {
 		/* no path anywhere (or none asked for): the first address, as before */
@@ -405,6 +432,8 @@ static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int famil
 out:
 	for (unsigned i = 0; i < n; i++)
 		free(rt[i].paths);
+	free(rt);
+	free(gs);
 	if (ret) {
 		ibres_freeaddrinfo(head);
 		return ret;
@@ -472,7 +501,7 @@ IBRES_EXPORT int ibres_getaddrinfo(const char *node, const char *service,
 	}
 
 	if (!g.passive && !(g.flags & RAI_NOROUTE)) {
-		ret = add_route(&g, hints, &rt);
+		ret = add_route(&g, hints, &rt, NULL);
 		if (ret)
 			goto out;
 	}

@@ -70,6 +70,21 @@ def parse_kv(text):
     return out
 
 
+def gai_entries(out):
+    """nss_libibres gai output -> list of dicts, one per rdma_addrinfo."""
+    res = []
+    for line in out.splitlines():
+        if line.startswith("entry "):
+            res.append(dict(kv.split("=", 1) for kv in line.split()[1:]))
+            res[-1]["paths"] = []
+        elif res and line.startswith("path="):
+            res[-1]["paths"].append(line[5:])
+        elif res and "=" in line:
+            key, value = line.split("=", 1)
+            res[-1][key] = value
+    return res
+
+
 # The shared host directory's extension opcode (DIRECTORY, include/ibres_proto.h), the
 # header's size, and the seal python's fcntl lacks (<linux/fcntl.h>).
 OP_DIRECTORY = 0x0d

@@ -8,9 +8,10 @@
  *   nss_libibres host NAME
  *   nss_libibres addr AF ADDR             AF 2, 10 or 27 (ADDR a GID)
  *   nss_libibres path DST [SRC]           IPv4/IPv6 literals, or gid:GID
- *   nss_libibres gai [--own-free] NODE SERVICE FLAGS FAMILY
+ *   nss_libibres gai [--own-free] NODE SERVICE FLAGS FAMILY [SRC]
  *                                         FLAGS: letters p(assive) n(umeric)
- *                                         r (noroute) f (family), or "-"
+ *                                         r (noroute) f (family), or "-";
+ *                                         SRC: the hints' source, as path's
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -140,12 +141,22 @@ static int path(const char *dst, const char *src)
 	return 0;
 }
 
-static int gai(int own_free, const char *node, const char *service, const char *flags, int family)
+static int gai(int own_free, const char *node, const char *service, const char *flags, int family,
+	       const char *src)
 {
 	struct rdma_addrinfo hints, *res, *ai;
+	struct sockaddr_storage ss;
 	int ret;
 
 	memset(&hints, 0, sizeof(hints));
+	if (src) {
+		if (parse_sa(src, &ss))
+			return 2;
+		hints.ai_src_addr = (struct sockaddr *)&ss;
+		hints.ai_src_len = ss.ss_family == AF_INET    ? sizeof(struct sockaddr_in)
+				   : ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							      : sizeof(struct sockaddr_ib);
+	}
 	hints.ai_family = family;
 	hints.ai_flags = (strchr(flags, 'p') ? RAI_PASSIVE : 0) |
 			 (strchr(flags, 'n') ? RAI_NUMERICHOST : 0) |
@@ -197,8 +208,9 @@ int main(int argc, char **argv)
 	}
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "path"))
 		return path(argv[2], argc == 4 ? argv[3] : NULL);
-	if (argc == 6 && !strcmp(argv[1], "gai"))
-		return gai(own, argv[2], argv[3], argv[4], atoi(argv[5]));
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "gai"))
+		return gai(own, argv[2], argv[3], argv[4], atoi(argv[5]),
+			   argc == 7 ? argv[6] : NULL);
 	fprintf(stderr, "usage: see the comment at the top of nss_libibres.c\n");
 	return 2;
 }

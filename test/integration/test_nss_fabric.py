@@ -34,7 +34,7 @@ import pytest
 from conftest import IBRESCTL, needs_root, run
 from fabric_util import (ORIGIN_FABRIC, ST_ENODATA, ST_SUCCESS, Cluster, cache_flush,
                          cache_list, host, stats, wait_until)
-from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401 (fixture)
+from nss_helpers import NSS_MODULE, client_env, gai_entries, helpers, parse_kv  # noqa: F401
 
 pytestmark = needs_root
 
@@ -168,21 +168,6 @@ def libibres(helpers, c, k, *args):
     r = run([helpers["nss_libibres"]] + [str(a) for a in args], env=env_of(c, k), timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
-
-
-def gai_entries(out):
-    """nss_libibres gai output -> list of dicts, one per rdma_addrinfo."""
-    res = []
-    for line in out.splitlines():
-        if line.startswith("entry "):
-            res.append(dict(kv.split("=", 1) for kv in line.split()[1:]))
-            res[-1]["paths"] = []
-        elif res and line.startswith("path="):
-            res[-1]["paths"].append(line[5:])
-        elif res and "=" in line:
-            key, value = line.split("=", 1)
-            res[-1][key] = value
-    return res
 
 
 def lines_of(r):

@@ -18,6 +18,7 @@ What must hold (DESIGN.md "Rails", doc/fabric-protocol.md):
 
 Clusters are made in pytest tmp dirs and always torn down by their fixtures;
 every wait is bounded; nothing asserts a timing."""
+import errno
 import ipaddress
 import itertools
 import json
@@ -33,7 +34,7 @@ from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, ORIGIN_FABRIC, ST
                          Cluster, acme, cache_list, cut_off, emulate, fabric_msg, group_items,
                          host, identity_items, path_fields, rails_item, resolve, send_datagrams,
                          stats, wait_until)
-from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401 (fixture)
+from nss_helpers import NSS_MODULE, client_env, gai_entries, helpers, parse_kv  # noqa: F401
 
 pytestmark = [needs_root,
               pytest.mark.skipif(not have("ib_acme"), reason="ib_acme (package ibacm) missing")]
@@ -324,6 +325,44 @@ def test_nss_host_name_gives_every_rail(r4, helpers):
         kv = parse_kv(res.stdout)
         assert kv.get("ret") == "0" and kv.get("name") == name, (what, res.stdout)
         assert kv["addrs"].split(",") == v4, (what, res.stdout)
+
+
+def gai_ipv4(c, s, helpers, node, src=None):
+    """ibres_getaddrinfo(@node) on node @s, family 0, with the hints' source
+    @src: the return, then the (destination, source) IPv4 addresses of its
+    IP entries in order, each checked to follow an AF_IB entry with a path
+    from that source's rail to that destination's."""
+    r = run([helpers["nss_libibres"], "gai", node, "7471", "-", "0"] + ([src] if src else []),
+            env=client_env(socket_path=c.sock(s)), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ret = int(parse_kv(r.stdout.split("entry ")[0])["ret"])
+    ents, pairs = gai_entries(r.stdout), []
+    for ib, ip in zip(ents[0::2], ents[1::2]):
+        assert ib["family"] == "27" and ip["family"] == "2", r.stdout
+        dst, src_ip = ip["dst"].split("/")[1], ip["src"].split("/")[1]
+        pairs.append((dst, src_ip))
+        d = next(rl for j in c.nodes for rl in c.rails[j] if rl["ipv4"] == dst)
+        sr = next(rl for rl in c.rails[s] if rl["ipv4"] == src_ip)
+        assert ib["paths"] and all("/dgid%s/sgid%s/" % (d["gid"], sr["gid"]) in p
+                                   for p in ib["paths"]), r.stdout
+    return ret, pairs
+
+
+def test_getaddrinfo_every_rail(r4, helpers):
+    """ibres_getaddrinfo(nodeD): a pair of entries (AF_IB, IPv4) per rail,
+    rail 0 first, each from the source on that rail with the path between
+    them; with a source on rail 1 in the hints, rail 1's pair alone; a
+    rail's alias with a source on another rail: EADDRNOTAVAIL, never a pair
+    across planes."""
+    for s, d in itertools.permutations(sorted(r4.nodes), 2):
+        name = r4.nodes[d]["name"]
+        ret, pairs = gai_ipv4(r4, s, helpers, name)
+        assert ret == 0 and pairs == [(rl["ipv4"], sl["ipv4"])
+                                      for rl, sl in zip(r4.rails[d], r4.rails[s])], pairs
+        ret, pairs = gai_ipv4(r4, s, helpers, name, rail(r4, s, 1)["ipv4"])
+        assert ret == 0 and pairs == [(rail(r4, d, 1)["ipv4"], rail(r4, s, 1)["ipv4"])], pairs
+        ret, pairs = gai_ipv4(r4, s, helpers, rail(r4, d, 2)["alias"], rail(r4, s, 1)["ipv4"])
+        assert ret == -errno.EADDRNOTAVAIL and not pairs, (ret, pairs)
 
 
 def test_nss_af_ib_every_rail(r4, helpers):

@@ -286,33 +286,59 @@ static bool gid_is_zero(const uint8_t gid[16])
 	return !memcmp(gid, zero, 16);
 }
 
+/* Is @have the partition of P_Key @want (the membership bit aside)? */
+static bool same_partition(uint16_t have, uint16_t want)
+{
+	return (have & 0x7fff) == (want & 0x7fff);
+}
+
+/* The source endpoint a PathRecord names: the port of its SGID, else of its
+ * SLID (a LID two of our ports have names none: planes each number theirs
+ * from 1), and of that port's endpoints (its partitions) the one of the
+ * record's P_Key, the same one first (0: the default partition's, else the
+ * port's first). NULL: none. */
+static struct endpoint *path_source(struct endpoints *eps, const struct ibres_path_record *in)
+{
+	uint16_t want = be16toh(in->pkey), slid = be16toh(in->slid);
+	struct endpoint *port = NULL, *best = NULL;
+	bool by_gid = !gid_is_zero(in->sgid);
+
+	for (unsigned i = 0; i < eps->n; i++) {
+		struct endpoint *e = &eps->ep[i];
+		uint16_t pk = e->cfg.id.pkey;
+
+		if (by_gid ? memcmp(e->cfg.id.gids[0], in->sgid, 16) : e->cfg.id.lid != slid)
+			continue;
+		if (port && memcmp(port->cfg.id.gids[0], e->cfg.id.gids[0], 16))
+			return NULL; /* the SLID of two ports */
+		if (!port)
+			port = e;
+		if (want) {
+			if (same_partition(pk, want) &&
+			    (!best || (pk == want && best->cfg.id.pkey != want)))
+				best = e;
+		} else if (!best || (same_partition(pk, 0x7fff) &&
+				     !same_partition(best->cfg.id.pkey, 0x7fff))) {
+			best = e;
+		}
+	}
+	return best;
+}
+
 static int resolve_path(struct ibresd *d, struct request *req, const struct acm_resolve_req *r,
 			uint8_t *reply, size_t *len)
 {
 	const struct ibres_path_record *in = &r->path->info.path;
-	struct host_key dkey, skey;
 	struct endpoint *ep = NULL;
+	struct host_key dkey;
 
 	if (r->query_sa && !d->sa) {
 		/* Verification needs a Subnet Administrator; none is configured. */
 		count(d, NULL, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_ENOTCONN);
 	}
-	if (!gid_is_zero(in->sgid)) {
-		host_key_addr(&skey, IBRES_KEY_GID, in->sgid);
-		ep = endpoint_by_key(&d->eps, &skey);
-	} else if (in->slid) {
-		/* planes each number LIDs from 1: a LID two of our rails have
-		 * names no source (the SGID does) */
-		unsigned with = 0;
-
-		for (unsigned i = 0; i < d->eps.n; i++)
-			if (d->eps.ep[i].cfg.id.lid == be16toh(in->slid)) {
-				ep = &d->eps.ep[i];
-				with++;
-			}
-		if (with > 1)
-			ep = NULL;
+	if (!gid_is_zero(in->sgid) || in->slid) {
+		ep = path_source(&d->eps, in);
 	} else if (d->eps.n) {
 		/* no source: the first rail that reaches the destination */
 		ep = &d->eps.ep[0];

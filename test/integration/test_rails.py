@@ -892,6 +892,48 @@ def test_partitions_rail_to_rail(r4p2):
         assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
 
 
+ST_ESRCADDR = 7             # IBRES_STATUS_ESRCADDR (include/ibres_proto.h)
+
+
+def path_by_record(c, s, sgid, dgid, pkey):
+    """A RESOLVE of a PathRecord (ib_acme -f g, with a P_Key) on node @s:
+    (status, path dict or None)."""
+    from conftest import acm_hdr, ep_entry
+    from fabric_util import OP_RESOLVE, PR, TYPE_PATH, parse_hdr, parse_path
+    rec = PR.pack(0, ipaddress.IPv6Address(dgid).packed, ipaddress.IPv6Address(sgid).packed,
+                  0, 0, 0, 0, 0x81, pkey, 0, 0, 0, 0, 0)
+    body = ep_entry(0, TYPE_PATH, rec)
+    cl = Client(c.sock(s))
+    try:
+        ans = cl.request(acm_hdr(OP_RESOLVE, 16 + len(body)) + body)
+    finally:
+        cl.close()
+    h = parse_hdr(ans)
+    return (h["status"], None) if h["status"] else (0, parse_path(ans[16:16 + 72]))
+
+
+@pytest.mark.timeout(120)
+def test_partitions_by_path_record(r4p2):
+    """A PathRecord names its source by SGID and its partition by P_Key: the
+    answer is the path from that partition's endpoint, in that P_Key, to the
+    destination's endpoint of the rail and P_Key; P_Key 0 is the default
+    partition; a P_Key neither node has is no source (ESRCADDR), and an SLID
+    that every plane numbers the same names none either."""
+    c = r4p2
+    for s, d in itertools.permutations(sorted(c.nodes), 2):
+        for r in range(RAILS):
+            sgid, dgid = rail(c, s, r)["gid"], rail(c, d, r)["gid"]
+            for pkey, want in [(0, 0xffff), (0xffff, 0xffff)] + \
+                    [(e["pkey"], e["pkey"]) for e in c.parts[s] if e["rail"] == r]:
+                status, path = path_by_record(c, s, sgid, dgid, pkey)
+                assert status == 0, (s, r, hex(pkey), status)
+                assert (path["sgid"], path["dgid"], path["pkey"]) == (sgid, dgid, want), path
+            status, path = path_by_record(c, s, sgid, dgid, 0x7123)
+            assert status == ST_ESRCADDR and path is None, (s, r, status)
+    f, out = acme_path(c, 1, "l", "1", "2")
+    assert f is None, out
+
+
 FW_RAIL_DOWN = 5            # resolverd/fabric/fabric_wire.h
 
 

@@ -18,6 +18,7 @@
 struct kernel_query {
 	struct ibresd *d;
 	struct kpath_pending *p;
+	struct list_node node; /* in d->kqueries */
 	struct lookup_waiter waiter;
 	struct loop_timer wake;
 	int wake_status;
@@ -26,6 +27,7 @@ struct kernel_query {
 
 static void query_free(struct kernel_query *kq)
 {
+	list_del(&kq->node);
 	lookup_waiter_cancel(&kq->waiter);
 	loop_timer_cancel(&kq->d->loop, &kq->wake);
 	free(kq);
@@ -150,6 +152,7 @@ static void on_query(void *ctx, struct kpath_pending *p)
 	kq->d = d;
 	kq->p = p;
 	p->priv = kq;
+	list_add_tail(&d->kqueries, &kq->node);
 	list_init(&kq->waiter.node);
 	kq->waiter.done = on_waited;
 	kq->wake.cb = on_wake;
@@ -166,6 +169,28 @@ static void on_ended(void *ctx, struct kpath_pending *p)
 {
 	(void)ctx;
 	query_free(p->priv);
+}
+
+/* A rail went down: its queries waiting on a lookup are refused at once
+ * (F_ERR), not at their bound; from a timer, as a waiter's wake is. */
+static void on_endpoint(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
+			unsigned changes)
+{
+	struct ibresd *d = arg;
+	struct list_node *pos, *tmp;
+
+	(void)old;
+	if (!(changes & EP_CHANGE_STATE) || !ep->down)
+		return;
+	list_for_each_safe (pos, tmp, &d->kqueries) {
+		struct kernel_query *kq = list_entry(pos, struct kernel_query, node);
+
+		if (kq->p->q.op != KPATH_OP_RESOLVE || kq->ep != ep->index)
+			continue;
+		lookup_waiter_cancel(&kq->waiter);
+		kq->wake_status = -ENETDOWN;
+		loop_timer_arm(&d->loop, &kq->wake, now_ms()); /* -ENOMEM: the bound refuses */
+	}
 }
 
 static bool any_device(const struct ibresd *d)
@@ -187,6 +212,7 @@ void kernel_paths_start(struct ibresd *d)
 	struct kpath_ops ops = ops_template;
 
 	ops.ctx = d;
+	list_init(&d->kqueries);
 	if (!d->cfg.kernel_paths) {
 		if (d->kpath_fd >= 0)
 			log_warn("kernel path queries: kernel_paths = no, but systemd passed a "
@@ -210,6 +236,9 @@ void kernel_paths_start(struct ibresd *d)
 	}
 	d->kpath = kpath_start(&d->loop, d->kpath_fd, d->cfg.kernel_path_timeout_ms, &ops);
 	d->kpath_fd = -1; /* kpath_start took it, or closed it */
+	if (d->kpath && endpoints_listen(&d->eps, on_endpoint, d))
+		log_warn("kernel path queries: a rail going down refuses its queries only at "
+			 "their bound (no listener slot left)");
 }
 
 void kernel_paths_reload(struct ibresd *d)
@@ -219,6 +248,8 @@ void kernel_paths_reload(struct ibresd *d)
 
 void kernel_paths_stop(struct ibresd *d)
 {
+	if (d->kpath)
+		endpoints_unlisten(&d->eps, on_endpoint, d);
 	kpath_stop(d->kpath);
 	d->kpath = NULL;
 }

@@ -670,6 +670,32 @@ static void test_fabric_silence_refused_at_the_bound(void **state)
 	assert_refused(1, 32);
 }
 
+/* Its rail going down refuses a query that waits on the fabric at once, not
+ * at the bound; and a query for that rail after it, at once too. */
+static void test_rail_down_refuses_at_once(void **state)
+{
+	(void)state;
+	start_with(CONFIG_FABRIC);
+	kern.n_sent = 0;
+	kernel_resolve(41, "mlx5_0", 1, 0, GID9, NULL, -1);
+	pump(); /* received at START_MS, waiting on the fabric */
+	advance_to(START_MS + 10);
+	assert_int_equal(kern.n_sent, 0);
+	assert_int_equal(stat_of("kpath_outstanding"), 1);
+	endpoint_set_down(&ctx.eps, &ctx.eps.ep[0], true);
+	advance_to(START_MS + 11);
+	assert_int_equal(kern.n_sent, 1);
+	assert_refused(0, 41);
+	assert_int_equal(stat_of("kpath_outstanding"), 0);
+	kernel_resolve(42, "mlx5_0", 1, 0, GID2, NULL, -1);
+	pump();
+	assert_int_equal(kern.n_sent, 2);
+	assert_refused(1, 42);
+	/* the fabric query runs on and ends: nothing more */
+	advance_to(START_MS + 5000);
+	assert_int_equal(kern.n_sent, 2);
+}
+
 static void test_no_rdma_netlink(void **state)
 {
 	(void)state;
@@ -689,6 +715,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bound_and_stop, teardown),
 		cmocka_unit_test_teardown(test_waits_for_the_fabric, teardown),
 		cmocka_unit_test_teardown(test_fabric_silence_refused_at_the_bound, teardown),
+		cmocka_unit_test_teardown(test_rail_down_refuses_at_once, teardown),
 		cmocka_unit_test_teardown(test_no_rdma_netlink, teardown),
 	};
 

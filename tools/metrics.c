@@ -83,7 +83,8 @@ static const struct metric_desc metrics[] = {
 	{ "fabric_rx_unsolicited", C, "fabric_rx_unsolicited_messages",
 	  "fabric replies that matched no outstanding request" },
 	{ "fabric_rx_mismatch", C, "fabric_rx_mismatch_messages",
-	  "fabric replies that did not answer what was asked" },
+	  "fabric replies that did not answer what was asked, and senders of another "
+	  "partition" },
 	{ "fabric_rx_conflict", C, "fabric_rx_conflict_messages",
 	  "fabric messages claiming a key another host owns" },
 	{ "fabric_overheard", C, "fabric_overheard_hosts", "hosts learned by overhearing" },

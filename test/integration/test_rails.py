@@ -465,6 +465,11 @@ def forgery(kind, c):
         return identity_items("node2", r0["gid"], [r0["ipv4"]], [r0["ipv6"]], lid=0x99,
                               aliases=[r0["alias"]]) + \
             rails_item([rl["gid"] for rl in n2]) + g
+    if kind == "rail1-newpkey":   # a partition of node2's rail-1 port it does not have,
+        # its GID and LID, node2's rails list: sent on rail 1's default partition
+        r1 = n2[1]
+        return identity_items("node2", r1["gid"], [EVIL_V4], [EVIL_V6], lid=r1["lid"],
+                              pkey=0x8005) + rails_item([rl["gid"] for rl in n2]) + g
     raise ValueError(kind)
 
 
@@ -504,7 +509,7 @@ def assert_rails_intact(c):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", ["name", "name-lid", "rails-join", "rails-copy",
                                   "rail1-alias", "rail0-alias", "rail1-addr", "rail0-addr",
-                                  "rail1-gid", "rail0-gid", "rail0-replay",
+                                  "rail1-gid", "rail0-gid", "rail0-replay", "rail1-newpkey",
                                   # last: when it poisons, nothing after it uses f3
                                   "rail0-newlid"])
 def test_forged_endpoint_on_one_rail(f3, kind):
@@ -512,7 +517,9 @@ def test_forged_endpoint_on_one_rail(f3, kind):
     that plane, a place among its rails, a rail's alias, address or GID) is
     dropped and counted as a conflict by node1 and node2; it takes none of
     rail 0's or rail 1's keys. (A datagram carrying node2's own GID may be
-    taken by node2 for its own looped-back multicast: fabric_rx_self.)"""
+    taken by node2 for its own looped-back multicast: fabric_rx_self.) One
+    naming a partition of node2's port, heard on rail 1's default partition,
+    is another partition than the one that hears it: fabric_rx_mismatch."""
     c = f3
     rl3 = rail(c, FORGER, 1)
     group = "239.255.73.3"   # rail 1's first group (test/fabric/README.md "Rails")
@@ -522,18 +529,18 @@ def test_forged_endpoint_on_one_rail(f3, kind):
     allowed = {1: ("fabric_rx_conflict",), 2: ("fabric_rx_conflict",)}
     if kind in ("rail1-gid", "rail0-gid", "rail0-replay", "rail0-newlid"):
         allowed[2] = ("fabric_rx_conflict", "fabric_rx_self")
+    if kind == "rail1-newpkey":
+        allowed = {1: ("fabric_rx_mismatch",), 2: ("fabric_rx_mismatch", "fabric_rx_self")}
+    seen = ("fabric_rx_conflict", "fabric_rx_self", "fabric_rx_mismatch", "fabric_rx")
 
     def counted():
-        d = {k: {n: stats(c.sock(k))[n] - before[k][n]
-                 for n in ("fabric_rx_conflict", "fabric_rx_self", "fabric_rx")}
-             for k in (1, 2)}
+        d = {k: {n: stats(c.sock(k))[n] - before[k][n] for n in seen} for k in (1, 2)}
         return d if all(sum(d[k][n] for n in allowed[k]) >= 1 for k in (1, 2)) else None
     try:
         wait_until(counted, 2.0, what="the forgery counted")
     except AssertionError:
         pass
-    d = {k: {n: stats(c.sock(k))[n] - before[k][n]
-             for n in ("fabric_rx_conflict", "fabric_rx_self", "fabric_rx")} for k in (1, 2)}
+    d = {k: {n: stats(c.sock(k))[n] - before[k][n] for n in seen} for k in (1, 2)}
     assert_rails_intact(c)
     for k in (1, 2):
         assert sum(d[k][n] for n in allowed[k]) == 1, \

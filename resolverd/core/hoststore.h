@@ -341,13 +341,17 @@ int store_set_route(struct host_store *s, struct host *h, int ep,
  * Returns how many. */
 unsigned store_drop_routes(struct host_store *s, int ep, const uint8_t *gid);
 
-/* Visit every key in a stable order (index order, then negative answers):
- * @h is the host (NULL for a negative answer, whose status is @neg_status
- * and expiry @expires_ms). Stop when @cb returns nonzero. @cb must not
- * change the store. */
+/* Visit every key in a stable order (index order, then negative answers)
+ * from position @from (0: the first; a position this returned: where it
+ * stopped): @h is the host (NULL for a negative answer, whose status is
+ * @neg_status and expiry @expires_ms). Stop when @cb returns nonzero, and
+ * return the position of that key; else the position past the last, which
+ * a walk from there visits nothing at. A position is the key's slot (then
+ * the negative answers', past every slot): a page of a listing costs its
+ * page, not the keys before it. @cb must not change the store. */
 typedef int (*store_visit_fn)(const struct host_key *k, const struct host *h, int neg_status,
 			      uint64_t expires_ms, void *arg);
-void store_foreach(struct host_store *s, store_visit_fn cb, void *arg);
+unsigned store_foreach(struct host_store *s, unsigned from, store_visit_fn cb, void *arg);
 
 /* Heap bytes the store holds (index, hosts, paths, negatives). */
 size_t store_bytes(const struct host_store *s);

@@ -9,11 +9,12 @@
 
 /* ---- walking, accounting, checking ---------------------------------------- */
 
-void store_foreach(struct host_store *s, store_visit_fn cb, void *arg)
+unsigned store_foreach(struct host_store *s, unsigned from, store_visit_fn cb, void *arg)
 {
+	unsigned at = s->n_slots;
 	struct host_key k;
 
-	for (unsigned i = 0; i < s->n_slots; i++) {
+	for (unsigned i = from; i < s->n_slots; i++) {
 		struct store_slot sl = s->slots[i];
 		const struct host *h = slot_host(sl);
 
@@ -21,15 +22,18 @@ void store_foreach(struct host_store *s, store_visit_fn cb, void *arg)
 			continue;
 		hs_key(h, slot_kidx(sl), &k);
 		if (cb(&k, h, 0, h->expires_ms, arg))
-			return;
+			return i;
 	}
-	for (const struct store_neg *n = s->neg_oldest; n; n = n->newer) {
+	for (const struct store_neg *n = s->neg_oldest; n; n = n->newer, at++) {
+		if (at < from)
+			continue;
 		k.type = n->type;
 		k.len = n->len;
 		memcpy(k.data, n->data, n->len);
 		if (cb(&k, NULL, n->status, n->expires_ms, arg))
-			return;
+			return at;
 	}
+	return at;
 }
 
 

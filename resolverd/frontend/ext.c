@@ -213,7 +213,8 @@ int host_finish(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 
 struct list_ctx {
 	struct tlv_writer *w;
-	uint32_t index, offset;
+	uint32_t skip; /* queries in flight before the page's first */
+	uint32_t seen; /* queries in flight visited */
 	bool full;
 	bool all;      /* negative answers and queries too: the caller is root */
 	bool withheld; /* some were left out */
@@ -233,8 +234,6 @@ static int list_item(struct list_ctx *lc, const struct host_key *k, uint8_t stat
 	const char *text;
 	int nest;
 
-	if (lc->index++ < lc->offset)
-		return 0;
 	nest = tlv_nest_begin(lc->w);
 	tlv_put_u8(lc->w, IBRES_T_KEYTYPE, k->type);
 	text = host_key_str(k, key, sizeof(key));
@@ -256,7 +255,6 @@ static int list_item(struct list_ctx *lc, const struct host_key *k, uint8_t stat
 	/* Keep room for the NEXT item that says where the next page starts, and FLAGS. */
 	if (lc->w->overflow || lc->w->cap - lc->w->len < 16) {
 		tlv_truncate(lc->w, mark);
-		lc->index--;
 		lc->full = true;
 		return 1;
 	}
@@ -285,7 +283,11 @@ static int list_key(const struct host_key *k, const struct host *h, int neg_stat
 
 static int list_query(const struct pending_query *q, void *arg)
 {
-	return list_item(arg, &q->key, IBRES_STATE_QUERYING, IBRES_ORIGIN_FABRIC, UINT64_MAX, NULL,
+	struct list_ctx *lc = arg;
+
+	if (lc->seen++ < lc->skip)
+		return 0;
+	return list_item(lc, &q->key, IBRES_STATE_QUERYING, IBRES_ORIGIN_FABRIC, UINT64_MAX, NULL,
 			 NULL);
 }
 
@@ -294,22 +296,30 @@ int cache_list(struct ibresd *d, struct request *req, uint8_t *reply, size_t *le
 	struct ext_reply r;
 	struct list_ctx lc;
 	struct ext_args a;
+	unsigned at;
 
 	if (args_of(d, req, &a, reply, len))
 		return 0;
 	ext_begin(&r, req, reply);
-	lc = (struct list_ctx){ .w = &r.w, .offset = a.offset, .now = now_ms(), .n_eps = d->eps.n,
-			      .store = &d->store };
+	lc = (struct list_ctx){ .w = &r.w, .now = now_ms(), .n_eps = d->eps.n, .store = &d->store };
 	/* A negative answer or a query in flight names what some user looked up and found
 	 * nothing for, or is looking up now: another user's business. Hosts are the cluster's. */
 	lc.all = req->uid == 0;
-	store_foreach(&d->store, list_key, &lc);
-	if (!lc.full && lc.all)
+	/* OFFSET is where the page before stopped: the store's position of a
+	 * key, or past them the count of queries in flight before it. A page
+	 * costs its own entries, never a walk of those before it (a request a
+	 * user may send in a loop) */
+	at = store_foreach(&d->store, a.offset, list_key, &lc);
+	if (!lc.full && lc.all) {
+		lc.skip = a.offset > at ? a.offset - at : 0;
 		pending_foreach(&d->res.pending, list_query, &lc);
-	else if (!lc.all && d->res.pending.n)
+		if (lc.full)
+			at += lc.seen - 1;
+	} else if (!lc.all && d->res.pending.n) {
 		lc.withheld = true;
+	}
 	if (lc.full)
-		tlv_put_u32(&r.w, IBRES_T_NEXT, lc.index);
+		tlv_put_u32(&r.w, IBRES_T_NEXT, at);
 	/* says why the list is short; every page of the listing carries it */
 	if (lc.withheld || (!lc.all && d->store.stats.negatives))
 		tlv_put_u32(&r.w, IBRES_T_FLAGS, IBRES_LIST_WITHHELD);

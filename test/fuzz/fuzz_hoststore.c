@@ -295,7 +295,7 @@ static struct walk W;
 static void walk(struct fstate *s)
 {
 	W.n = 0;
-	store_foreach(&s->s, walk_cb, &W);
+	store_foreach(&s->s, 0, walk_cb, &W);
 }
 
 /* The host holding @k, or NULL; *@neg: whether @k is a negative answer. */
@@ -556,9 +556,14 @@ static void op_walk(struct fstate *s)
 	uint8_t mtu, rate;
 	unsigned i;
 
-	store_foreach(&s->s, stop_cb, &a);
+	unsigned at = store_foreach(&s->s, 0, stop_cb, &a);
+	struct stop_arg rest = {0, 0};
+
 	walk(s);
 	check(a.stop ? a.calls == (a.stop < W.n ? a.stop : W.n) : a.calls == W.n);
+	/* a walk from where it stopped visits that key and the rest */
+	store_foreach(&s->s, at, stop_cb, &rest);
+	check(rest.calls == (a.stop && a.stop <= W.n ? W.n - a.stop + 1 : 0));
 	check(store_bytes(&s->s) > 0);
 	for (i = 0; i < W.n; i++) {
 		host_key_str(&W.keys[i], buf, sizeof(buf));

@@ -219,6 +219,16 @@ def test_stats_and_cache_list(single):
     assert b"node1" in keys and b"198.18.0.1" in keys
 
 
+def test_cache_list_offset_past_the_end(single):
+    """An OFFSET past every entry (or any OFFSET: it is where a page stopped)
+    is an empty last page, no NEXT: never an error, never a walk."""
+    for off in (0xffffffff, 1 << 20):
+        ans = Client(single.socket).request(ext(OP_CACHE_LIST, tlv(15, struct.pack(">I", off))))
+        assert parse_hdr(ans)["status"] == 0
+        types = [t for t, _ in parse_tlvs(ans[16:])]
+        assert 13 not in types and 16 not in types, types   # no NEST, no NEXT
+
+
 def test_host_lookup_by_every_key(single):
     import ipaddress
     for key in (tlv(T_NAME, b"NODE1"), tlv(T_IPV4, bytes([198, 18, 0, 1])),

@@ -290,7 +290,7 @@ static unsigned keys_of(struct host_store *s, const struct host *h)
 {
 	struct count_arg a = {h, 0, 0};
 
-	store_foreach(s, count_cb, &a);
+	store_foreach(s, 0, count_cb, &a);
 	return a.keys;
 }
 
@@ -336,7 +336,7 @@ static struct snap *snap_take(struct host_store *s)
 	struct snap *sn = calloc(1, sizeof(*sn));
 
 	assert_non_null(sn);
-	store_foreach(s, snap_cb, sn);
+	store_foreach(s, 0, snap_cb, sn);
 	sn->st = s->stats;
 	return sn;
 }
@@ -2527,7 +2527,7 @@ static void test_foreach(void **state)
 	(void)state;
 	assert_int_equal(store_init(&s, 32), 0);
 	memset(&w, 0, sizeof(w));
-	store_foreach(&s, walk_cb, &w);
+	store_foreach(&s, 0, walk_cb, &w);
 	assert_int_equal(w.calls, 0);
 	rec_init(&h, "A");
 	rec_name(&h, "a-alias");
@@ -2550,7 +2550,7 @@ static void test_foreach(void **state)
 	all[8] = kname("n1");
 	/* every key exactly once, then the negative answers, oldest first */
 	memset(&w, 0, sizeof(w));
-	store_foreach(&s, walk_cb, &w);
+	store_foreach(&s, 0, walk_cb, &w);
 	assert_int_equal(w.calls, 10);
 	assert_int_equal(w.host_keys, 8);
 	assert_int_equal(w.negs, 2);
@@ -2571,27 +2571,27 @@ static void test_foreach(void **state)
 				    host_origin(w.hosts[j]) == IBRES_ORIGIN_STATIC ? "b" : "A");
 	/* a stable order */
 	memset(&w2, 0, sizeof(w2));
-	store_foreach(&s, walk_cb, &w2);
+	store_foreach(&s, 0, walk_cb, &w2);
 	assert_int_equal(w2.calls, w.calls);
 	for (j = 0; j < w.calls; j++)
 		assert_true(host_key_eq(&w.keys[j], &w2.keys[j]));
 	/* it stops when the callback says so, among hosts or negatives */
 	memset(&w, 0, sizeof(w));
 	w.stop_at = 3;
-	store_foreach(&s, walk_cb, &w);
+	store_foreach(&s, 0, walk_cb, &w);
 	assert_int_equal(w.calls, 3);
 	memset(&w, 0, sizeof(w));
 	w.stop_at = 9;
-	store_foreach(&s, walk_cb, &w);
+	store_foreach(&s, 0, walk_cb, &w);
 	assert_int_equal(w.calls, 9);
 	assert_int_equal(w.negs, 1);
 	/* expired things are still visited until something removes them */
 	memset(&w, 0, sizeof(w));
-	store_foreach(&s, walk_cb, &w);
+	store_foreach(&s, 0, walk_cb, &w);
 	assert_int_equal(w.calls, 10);
 	assert_int_equal(sweep(&s, 15000), 2);
 	memset(&w, 0, sizeof(w));
-	store_foreach(&s, walk_cb, &w);
+	store_foreach(&s, 0, walk_cb, &w);
 	assert_int_equal(w.calls, 4);
 	store_fini(&s);
 }
@@ -3471,7 +3471,7 @@ static void m_compare(struct model *m)
 	memset(m->seen, 0, sizeof(m->seen));
 	m->seen_keys = m->seen_negs = 0;
 	m->last_neg_seq = 0;
-	store_foreach(&m->s, m_visit, m);
+	store_foreach(&m->s, 0, m_visit, m);
 	for (i = 0; i < M_KEYS; i++) {
 		keys += m->owner[i] >= 0;
 		negs += m->neg[i].set;

@@ -301,7 +301,7 @@ int cache_list(struct ibresd *d, struct request *req, uint8_t *reply, size_t *le
 	if (args_of(d, req, &a, reply, len))
 		return 0;
 	ext_begin(&r, req, reply);
-	lc = (struct list_ctx){ .w = &r.w, .now = now_ms(), .n_eps = d->eps.n, .store = &d->store };
+	lc = (struct list_ctx){.w = &r.w, .now = now_ms(), .n_eps = d->eps.n, .store = &d->store};
 	/* A negative answer or a query in flight names what some user looked up and found
 	 * nothing for, or is looking up now: another user's business. Hosts are the cluster's. */
 	lc.all = req->uid == 0;

@@ -36,6 +36,10 @@
 
 #define LISTEN_BACKLOG 4096
 #define ACCEPT_PAUSE_MS 100 /* after EMFILE: let connections drain */
+/* Connections taken at one wake-up: the rest wait for the loop's next turn
+ * (the socket is level-triggered), so that a user opening connections as
+ * fast as it can does not keep the loop from the clients it has. */
+#define ACCEPT_BATCH 64
 #define LISTENERS_MAX 4     /* ours, ibacm's, and sockets systemd passes besides */
 #define ACM_LINK_NAME "ibacm.sock"
 
@@ -73,7 +77,7 @@ static void on_listener(struct loop_fd *lf, uint32_t events)
 	struct listeners *set = ls->set;
 
 	(void)events;
-	for (;;) {
+	for (unsigned n = 0; n < ACCEPT_BATCH; n++) {
 		int fd = accept4(lf->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {

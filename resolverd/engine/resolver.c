@@ -437,6 +437,11 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 		return LOOKUP_FOUND;
 	if (!fabric_may_query(r->fabric, k))
 		return LOOKUP_NOTFOUND;
+	/* a miss that does not wait starts a query only while the table is
+	 * at most half full: such requests cost the asker nothing to send in
+	 * a stream, and must not take the table from the lookups that wait */
+	if (nodelay && r->pending.n >= PENDING_MAX / 2 && !pending_find(&r->pending, k))
+		return LOOKUP_NOTFOUND;
 	/* a second asker joins the query in flight (and is counted) */
 	q = query_start(r, k);
 	if (!q)

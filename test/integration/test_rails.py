@@ -844,6 +844,75 @@ def test_rail_down_and_back(cluster_factory):
     assert set(endpoint_states(c, 2).values()) == {"up"}
 
 
+@pytest.mark.timeout(120)
+def test_rail0_down_next_rail(cluster_factory, helpers):
+    """Node 2's rail 0 (its first, preferred rail) loses its link. A lookup
+    without a source, on node 2, now takes rail 1 to node 1, by name and by
+    address; through NSS, node 1 lists node 2's rails 1 and 2 only (the
+    shared directory no longer serves rail 0), rail 1 first, and node 2 no
+    longer lists node 1's rail 0 (learned through its own rail 0 alone).
+    Back up, both list every rail again."""
+    c = cluster_factory(2, "--rails", 3, "--planes")
+    wait_rails(c)
+    c.wait_settled()
+    c.link(2, "down", rail=0)
+    wait_until(lambda: not knows(c, 1, rail(c, 2, 0)["alias"]) and
+               not knows(c, 2, rail(c, 1, 0)["alias"]), 5,
+               what="rail 0 of node 2 dropped on both nodes")
+    cl = Client(c.sock(2))
+    try:
+        for dest in ("node1", rail(c, 1, 1)["ipv4"]):
+            status, path = resolve(cl, dest)
+            assert status == ST_SUCCESS, (dest, status)
+            assert (path["sgid"], path["dgid"]) == (rail(c, 2, 1)["gid"],
+                                                    rail(c, 1, 1)["gid"]), (dest, path)
+    finally:
+        cl.close()
+    for k, d in ((1, 2), (2, 1)):
+        want = [rail(c, d, r)["ipv4"] for r in (1, 2)]
+        wait_until(lambda: unique_addrs(getent(c, k, "ahostsv4", "node%d" % d)) == want, 5,
+                   what="node%d lists node%d's rails 1 and 2 through NSS" % (k, d))
+    c.link(2, "up", rail=0)
+    wait_rails(c)
+    for k, d in ((1, 2), (2, 1)):
+        want = [rail(c, d, r)["ipv4"] for r in range(3)]
+        wait_until(lambda: unique_addrs(getent(c, k, "ahostsv4", "node%d" % d)) == want, 10,
+                   what="node%d lists every rail of node%d again" % (k, d))
+
+
+def test_preferred_rail_follows_local_config_order(cluster_factory):
+    """The preferred rail of a remote host is the one heard on this node's
+    first local endpoint in config order, not its lowest GID nor the
+    remote's own order: node 1 with its endpoints listed ib2, ib0, ib1 lists
+    node 2's rail 2 first (name and IPv4), then 0, then 1, and a lookup
+    without a source takes rail 2; node 2 still lists node 1 rail 0 first."""
+    c = cluster_factory(2, "--rails", 3, "--planes")
+    wait_rails(c)
+    conf = os.path.join(c.dir, "node1", "ibresd.conf")
+    with open(conf) as f:
+        head, *sections = f.read().split("\n[endpoint ")
+    by = {sec.split("]", 1)[0]: sec for sec in sections}
+    assert sorted(by) == ["ib0", "ib1", "ib2"], list(by)
+    with open(conf, "w") as f:
+        f.write(head + "".join("\n[endpoint " + by[label] for label in ("ib2", "ib0", "ib1")))
+    c.kill(1, "TERM")
+    c.start(1)
+    wait_rails(c)
+    want = [rail(c, 2, r)["ipv4"] for r in (2, 0, 1)]
+    wait_until(lambda: unique_addrs(getent(c, 1, "ahostsv4", "node2")) == want, 10,
+               what="node1 lists node2's rails in its own endpoints' order")
+    status, rec = host(c.sock(1), "node2", cache_only=True)
+    assert status == ST_SUCCESS and rec["ipv4"] == want, rec
+    cl = Client(c.sock(1))
+    try:
+        status, path = resolve(cl, "node2")
+    finally:
+        cl.close()
+    assert status == ST_SUCCESS and path["dgid"] == rail(c, 2, 2)["gid"], (status, path)
+    assert unique_addrs(getent(c, 2, "ahostsv4", "node1")) == \
+        [rail(c, 1, r)["ipv4"] for r in range(3)]
+
+
 @pytest.fixture(scope="module")
 def r4p2(tmp_path_factory):
     """2 nodes x 4 rails x 2 partitions, separate planes: 8 endpoints a node,

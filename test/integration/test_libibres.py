@@ -11,6 +11,7 @@ import pytest
 
 from conftest import BUILD, ROOT, SANITIZED, run, without_sanitizer_libs
 from nss_helpers import client_env, helpers, parse_kv, static_hosts_config  # noqa: F401
+from nss_helpers import gai_entries as entries
 
 LIB = os.path.join(BUILD, "libibres.so.1")
 AF_INET, AF_INET6, AF_IB = 2, 10, 27
@@ -32,21 +33,6 @@ def call(helpers, env, *args, valgrind=False):
     r = run(cmd, env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
-
-
-def entries(out):
-    """gai output -> list of dicts, one per rdma_addrinfo entry."""
-    res = []
-    for line in out.splitlines():
-        if line.startswith("entry "):
-            res.append(dict(kv.split("=") for kv in line.split()[1:]))
-            res[-1]["paths"] = []
-        elif res and line.startswith("path="):
-            res[-1]["paths"].append(line[5:])
-        elif res and "=" in line:
-            k, v = line.split("=", 1)
-            res[-1][k] = v
-    return res
 
 
 def test_exports_and_soname():

@@ -294,7 +294,8 @@ static int from_record(struct ibc_gai *g, const struct ibres_hostrec *rec, int f
 }
 
 /* Ask for paths to the destination; failures just mean no AF_IB route.
- * *@said (when not NULL): the daemon's answer, 0 or its negative errno. */
+ * *@said (when not NULL): the daemon's answer status (IBRES_STATUS_*), or
+ * -1 when there was none. */
 static int add_route(struct ibc_gai *g, const struct rdma_addrinfo *hints, struct ibc_route *rt,
 		     int *said)
 {
@@ -315,9 +316,7 @@ static int add_route(struct ibc_gai *g, const struct rdma_addrinfo *hints, struc
 	n = ibc_path_entries(src, dst, g->flags & RAI_NUMERICHOST ? IBRES_FLAG_NODELAY : 0, ents);
 	if (n < 0)
 		return 0;
-	ret = ibc_resolve(&ibc_default, ents, (size_t)n, rt, NULL);
-	if (said)
-		*said = ret;
+	ret = ibc_resolve(&ibc_default, ents, (size_t)n, rt, said);
 	if (ret)
 		return ret == -ENOMEM ? ret : 0;
 	g->paths = rt->paths;
@@ -398,19 +397,21 @@ static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int famil
 			set_ip(&gs[i].ip, &gs[i].ip_len, AF_INET, &rec->v4[i], g->port);
 		else
 			set_ip(&gs[i].ip, &gs[i].ip_len, AF_INET6, &rec->v6[i], g->port);
-		said = 0;
+		said = -1;
 		ret = add_route(&gs[i], hints, &rt[i], &said);
 		if (ret)
 			goto out;
 		routed += gs[i].n_paths > 0;
-		/* the same refusal for every address, or none counts */
-		if (said == -EADDRNOTAVAIL || said == -ENOTCONN)
+		/* the same refusal for every address, or none counts (a source
+		 * that is no endpoint of ours, ESRCADDR, is no refusal: the
+		 * first address, as before) */
+		if (said == IBRES_STATUS_EDESTADDR || said == IBRES_STATUS_ENOTCONN)
 			refused = !i || refused == said ? said : 0;
 		else
 			refused = 0;
 	}
 	if (!routed && refused && hints && hints->ai_src_addr && hints->ai_src_len) {
-		ret = refused;
+		ret = refused == IBRES_STATUS_ENOTCONN ? -ENOTCONN : -EADDRNOTAVAIL;
 		goto out;
 	}
 	if (!routed) {

@@ -141,6 +141,8 @@ enum fresh_verdict fresh_check(struct freshness *fr, const uint8_t gid[16], uint
 	uint32_t bit = port < 32 ? 1u << port : 0;
 	struct fresh_sender *s, *slot = NULL;
 
+	if (!bit)
+		return FRESH_REPLAYED; /* no local port past 31: never taken */
 	if (!stamp || stamp > wall_us + FRESH_WINDOW_US ||
 	    (wall_us > FRESH_WINDOW_US && stamp < wall_us - FRESH_WINDOW_US))
 		return FRESH_STALE;

@@ -286,14 +286,23 @@ static bool gid_is_zero(const uint8_t gid[16])
 	return !memcmp(gid, zero, 16);
 }
 
+/* Is @gid one of @id's GIDs? */
+static bool has_gid(const struct ibres_hostrec *id, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < id->n_gids; i++)
+		if (!memcmp(id->gids[i], gid, 16))
+			return true;
+	return false;
+}
+
 /* Is @have the partition of P_Key @want (the membership bit aside)? */
 static bool same_partition(uint16_t have, uint16_t want)
 {
 	return (have & 0x7fff) == (want & 0x7fff);
 }
 
-/* The source endpoint a PathRecord names: the port of its SGID, else of its
- * SLID (a LID two of our ports have names none: planes each number theirs
+/* The source endpoint a PathRecord names: the port of its SGID (any of an
+ * endpoint's GIDs), else of its SLID (a LID two of our ports have names none: planes each number theirs
  * from 1), and of that port's endpoints (its partitions) the one of the
  * record's P_Key, the same one first (0: the default partition's, else the
  * port's first). NULL: none. */
@@ -307,7 +316,7 @@ static struct endpoint *path_source(struct endpoints *eps, const struct ibres_pa
 		struct endpoint *e = &eps->ep[i];
 		uint16_t pk = e->cfg.id.pkey;
 
-		if (by_gid ? memcmp(e->cfg.id.gids[0], in->sgid, 16) : e->cfg.id.lid != slid)
+		if (by_gid ? !has_gid(&e->cfg.id, in->sgid) : e->cfg.id.lid != slid)
 			continue;
 		if (port && memcmp(port->cfg.id.gids[0], e->cfg.id.gids[0], 16))
 			return NULL; /* the SLID of two ports */

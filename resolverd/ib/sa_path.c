@@ -259,16 +259,23 @@ int sa_verify_path(struct sa_client *sa, struct endpoint *ep, const struct ibres
 }
 
 /* A client's PathRecord to @dgid found none. The client chose its terms (a
- * P_Key, SL, MTU or LID no path has), and any local user may send one: that
- * drops nothing. The daemon asks again in its own terms, from @p in @p's
- * partition, and only that answer may drop the host (route_done()). */
+ * P_Key, SL, MTU or LID no path has, a port of another plane), and any local
+ * user may send one: that drops nothing. For a host @p heard, the daemon asks
+ * again in its own terms, from @p in @p's partition, and only that answer
+ * may drop it (recheck_done()). */
 static void recheck_dest(struct sa_port *p, const uint8_t dgid[16])
 {
 	struct ibres_path_record pr;
 	struct path_query *pq;
+	const struct host *h;
 	struct host_key k;
 
 	host_key_addr(&k, IBRES_KEY_GID, dgid);
+	h = store_lookup(p->sa->store, &k, now_ms(), false);
+	/* a host this port heard: the client may name a port of another
+	 * plane, or a partition the destination is not in */
+	if (!h || p->ep < 0 || p->ep >= 32 || !(host_heard_on(h) >> p->ep & 1))
+		return;
 	if (!p->pkey || !sa_port_usable(p) || sa_query_find(p, &recheck_ops, same_dest, &k))
 		return; /* no partition known, the port down, or asked already */
 	memset(&pr, 0, sizeof(pr));

@@ -315,15 +315,16 @@ def query_sa(sock, dgid, sgid, dlid, slid, pkey):
 
 def test_client_terms_drop_nothing(netfabric, ipnodes):
     """Any local user may send a QUERY_SA whose own terms no path meets (a
-    P_Key the fabric does not have): it is answered ENODATA and drops nothing.
-    The daemon asks the SA again in its own terms, which finds node3."""
+    DLID that is not node3's with node3's GID): it is answered ENODATA and
+    drops nothing. The daemon asks the SA again in its own terms, which
+    finds node3."""
     d = ipnodes[1]
     gid3 = netfabric.hcas[3]["gid"]
     status, out = d.resolve("node3")
     assert status == 0
     path = out["paths"][0]
     before = stats(d.socket)
-    ans = query_sa(d.socket, gid3, path["sgid"], path["dlid"], path["slid"], 0x7123)
+    ans = query_sa(d.socket, gid3, path["sgid"], 0x777, path["slid"], path["pkey"])
     assert ans[2] == ST_ENODATA
     wait_until(lambda: stats(d.socket)["sa_rx"] >= before["sa_rx"] + 2 and
                stats(d.socket)["sa_queries_outstanding"] == 0, 10,

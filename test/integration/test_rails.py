@@ -353,7 +353,8 @@ def test_getaddrinfo_every_rail(r4, helpers):
     rail 0 first, each from the source on that rail with the path between
     them; with a source on rail 1 in the hints, rail 1's pair alone; a
     rail's alias with a source on another rail: EADDRNOTAVAIL, never a pair
-    across planes."""
+    across planes; a source that is no endpoint of ours: the first address,
+    without a path, as before."""
     for s, d in itertools.permutations(sorted(r4.nodes), 2):
         name = r4.nodes[d]["name"]
         ret, pairs = gai_ipv4(r4, s, helpers, name)
@@ -363,6 +364,12 @@ def test_getaddrinfo_every_rail(r4, helpers):
         assert ret == 0 and pairs == [(rail(r4, d, 1)["ipv4"], rail(r4, s, 1)["ipv4"])], pairs
         ret, pairs = gai_ipv4(r4, s, helpers, rail(r4, d, 2)["alias"], rail(r4, s, 1)["ipv4"])
         assert ret == -errno.EADDRNOTAVAIL and not pairs, (ret, pairs)
+        # a source that is no endpoint of ours: the first address, as ever
+        r = run([helpers["nss_libibres"], "gai", name, "7471", "-", "0", "127.0.0.1"],
+                env=client_env(socket_path=r4.sock(s)), timeout=60)
+        ents = gai_entries(r.stdout)
+        assert r.stdout.startswith("ret=0\n") and len(ents) == 2, r.stdout
+        assert ents[1]["dst"].split("/")[1] == rail(r4, d, 0)["ipv4"], r.stdout
 
 
 def test_nss_af_ib_every_rail(r4, helpers):

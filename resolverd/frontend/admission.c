@@ -89,11 +89,7 @@ unsigned admission_quota(unsigned max_clients, unsigned per_uid)
 enum adm_need admission_need(const struct admission *a, uid_t uid, unsigned n_clients,
 			     unsigned max_clients, unsigned quota)
 {
-	/* root's share is half: setuid-root programs a user starts, each
-	 * keeping its connection, cannot lock the other users out */
-	unsigned cap = uid ? quota : max_clients / 2 > quota ? max_clients / 2 : quota;
-
-	if (admission_count(a, uid) >= cap)
+	if (uid != 0 && admission_count(a, uid) >= quota)
 		return ADM_OWN_SLOT;
 	if (n_clients >= max_clients)
 		return ADM_ANY_SLOT;

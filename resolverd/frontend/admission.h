@@ -12,13 +12,9 @@
  * - At max_clients, the oldest such connection of the uid that holds the
  *   most goes. A root connection never goes for another uid's: root is only
  *   ever evicted to make room for root.
- * - Root's quota is half of max_clients (at least the others'): past it, its
- *   own oldest connection that waits for nothing makes room, so that
- *   setuid-root programs a user starts, each keeping a connection, cannot
- *   lock the other users out. When nothing of its own can go, and at
- *   max_clients when nothing can, root may open up to ADM_ROOT_RESERVE
- *   connections over max_clients: its lookups are never starved by what
- *   other users hold.
+ * - Root is exempt from the quota and, when nothing can go, may open up to
+ *   ADM_ROOT_RESERVE connections over max_clients: its lookups are never
+ *   starved by what other users hold.
  */
 #ifndef IBRESD_ADMISSION_H
 #define IBRESD_ADMISSION_H

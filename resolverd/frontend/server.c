@@ -400,8 +400,7 @@ static bool admit(struct server *srv, uid_t uid)
 	case ADM_ROOM:
 		return true;
 	case ADM_OWN_SLOT:
-		if (make_room(srv, uid, true) == 0 ||
-		    (uid == 0 && admission_over_max(uid, srv->n_clients, d->cfg.max_clients)))
+		if (make_room(srv, uid, true) == 0)
 			return true;
 		log_debug("uid %u holds %u connections, every one waiting on a lookup: refusing "
 			  "another (max_clients_per_uid %u)", (unsigned)uid,

@@ -105,17 +105,11 @@ static void test_need(void **state)
 	assert_int_equal(admission_need(&adm, 1000, 4, 16, 4), ADM_OWN_SLOT);
 	assert_int_equal(admission_need(&adm, 1001, 4, 16, 4), ADM_ROOM);
 	assert_int_equal(admission_need(&adm, 1001, 16, 16, 4), ADM_ANY_SLOT);
-	/* root's quota is half of max_clients, not the others' */
+	/* root has no quota */
 	for (int i = 0; i < 4; i++)
 		connect_as(0);
 	assert_int_equal(admission_need(&adm, 0, 8, 16, 4), ADM_ROOM);
-	assert_int_equal(admission_need(&adm, 0, 15, 16, 4), ADM_ROOM);
 	assert_int_equal(admission_need(&adm, 0, 16, 16, 4), ADM_ANY_SLOT);
-	for (int i = 0; i < 4; i++)
-		connect_as(0);
-	assert_int_equal(admission_need(&adm, 0, 12, 16, 4), ADM_OWN_SLOT);
-	assert_int_equal(admission_need(&adm, 0, 12, 64, 4), ADM_ROOM);
-	assert_int_equal(admission_need(&adm, 0, 12, 4, 4), ADM_OWN_SLOT);
 	/* over max_clients: root alone, and only so far */
 	assert_true(admission_over_max(0, 16, 16));
 	assert_true(admission_over_max(0, 16 + ADM_ROOT_RESERVE - 1, 16));

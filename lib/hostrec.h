@@ -13,10 +13,17 @@
 #define IBRES_HOT __attribute__((hot))
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ibres_proto.h"
 #include "tlv.h"
+
+/* Are P_Keys @a and @b one partition (the membership bit 0x8000 aside)? */
+static inline bool hostrec_same_partition(uint16_t a, uint16_t b)
+{
+	return !((a ^ b) & 0x7fff);
+}
 
 struct ibres_hostrec {
 	char names[IBRES_HOST_NAMES_MAX][IBRES_NAME_MAX + 1]; /* [0] canonical */

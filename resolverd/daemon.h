@@ -12,7 +12,6 @@
 #include "core/endpoints.h"
 #include "core/hoststore.h"
 #include "core/hosts_file.h"
-#include "core/list.h"
 #include "core/loop.h"
 #include "engine/resolver.h"
 #include "os/privs.h"
@@ -57,7 +56,6 @@ struct ibresd {
 	struct netlink *netlink; /* NULL: no kernel addresses, config addresses only */
 	struct hostdir_pub *dir; /* NULL: no shared host directory (os/hostdir_pub.h) */
 	struct kpath *kpath;     /* NULL: not answering the kernel's path queries */
-	struct list_node kqueries; /* the kernel's queries in flight (frontend/kernel_paths.c) */
 	int kpath_fd;            /* the NETLINK_RDMA socket systemd passed until started; -1 */
 	struct run_user run_as;   /* [daemon] user, looked up at start (cfg.user set) */
 	struct endpoints eps; /* the local endpoints, owner of their identity */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "confgen.h"
+#include "hostrec.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -108,7 +109,7 @@ static int pkey_index_of(const char *sysfs, const char *device, unsigned port, u
 		v = (unsigned)strtoul(buf, NULL, 16);
 		if (v == pkey)
 			return (int)i;
-		if ((v & 0x7fff) == (pkey & 0x7fff) && partition < 0)
+		if (hostrec_same_partition((uint16_t)v, (uint16_t)pkey) && partition < 0)
 			partition = (int)i;
 	}
 	return read ? partition : -EIO;

@@ -160,7 +160,7 @@ int fabric_learn_check(struct fabric_port *p, const struct fw_msg *m)
 	 * interface, a UD QP's P_Key): a sender naming another forges a
 	 * partition (of a real host's port, to join its rails), or is set up
 	 * wrong, and a path to it would carry a P_Key this port does not use */
-	if ((m->sender.pkey & 0x7fff) != (p->ep->cfg.id.pkey & 0x7fff)) {
+	if (!hostrec_same_partition(m->sender.pkey, p->ep->cfg.id.pkey)) {
 		f->c.rx_mismatch++;
 		log_debug("fabric: %s names P_Key 0x%04x, heard on %s (P_Key 0x%04x); dropped",
 			  m->sender.names[0], m->sender.pkey, p->ep->cfg.label, p->ep->cfg.id.pkey);

@@ -295,17 +295,11 @@ static bool has_gid(const struct ibres_hostrec *id, const uint8_t gid[16])
 	return false;
 }
 
-/* Is @have the partition of P_Key @want (the membership bit aside)? */
-static bool same_partition(uint16_t have, uint16_t want)
-{
-	return (have & 0x7fff) == (want & 0x7fff);
-}
-
 /* The source endpoint a PathRecord names: the port of its SGID (any of an
- * endpoint's GIDs), else of its SLID (a LID two of our ports have names none: planes each number theirs
- * from 1), and of that port's endpoints (its partitions) the one of the
- * record's P_Key, the same one first (0: the default partition's, else the
- * port's first). NULL: none. */
+ * endpoint's GIDs), else of its SLID (a LID two of our ports have names
+ * none: planes each number theirs from 1), and of that port's endpoints (its partitions) the one of
+ * the record's P_Key, the same one first (0: the default partition's, else the port's first). NULL:
+ * none. */
 static struct endpoint *path_source(struct endpoints *eps, const struct ibres_path_record *in)
 {
 	uint16_t want = be16toh(in->pkey), slid = be16toh(in->slid);
@@ -323,11 +317,11 @@ static struct endpoint *path_source(struct endpoints *eps, const struct ibres_pa
 		if (!port)
 			port = e;
 		if (want) {
-			if (same_partition(pk, want) &&
+			if (hostrec_same_partition(pk, want) &&
 			    (!best || (pk == want && best->cfg.id.pkey != want)))
 				best = e;
-		} else if (!best || (same_partition(pk, 0x7fff) &&
-				     !same_partition(best->cfg.id.pkey, 0x7fff))) {
+		} else if (!best || (hostrec_same_partition(pk, 0x7fff) &&
+				     !hostrec_same_partition(best->cfg.id.pkey, 0x7fff))) {
 			best = e;
 		}
 	}

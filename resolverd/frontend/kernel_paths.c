@@ -18,7 +18,6 @@
 struct kernel_query {
 	struct ibresd *d;
 	struct kpath_pending *p;
-	struct list_node node; /* in d->kqueries */
 	struct lookup_waiter waiter;
 	struct loop_timer wake;
 	int wake_status;
@@ -27,7 +26,6 @@ struct kernel_query {
 
 static void query_free(struct kernel_query *kq)
 {
-	list_del(&kq->node);
 	lookup_waiter_cancel(&kq->waiter);
 	loop_timer_cancel(&kq->d->loop, &kq->wake);
 	free(kq);
@@ -51,7 +49,7 @@ static int endpoint_of(struct ibresd *d, const struct kpath_query *q, unsigned *
 		if (strcmp(ep->cfg.device, q->device) || ep->cfg.port_num != q->port)
 			continue;
 		/* the membership bit aside, as the SA matches P_Keys */
-		if ((q->has & KPATH_HAS_PKEY) && (id->pkey & 0x7fff) != (q->pkey & 0x7fff))
+		if ((q->has & KPATH_HAS_PKEY) && !hostrec_same_partition(id->pkey, q->pkey))
 			continue;
 		for (unsigned g = 0; !gid_ok && g < id->n_gids; g++)
 			gid_ok = !memcmp(id->gids[g], q->sgid, 16);
@@ -152,7 +150,6 @@ static void on_query(void *ctx, struct kpath_pending *p)
 	kq->d = d;
 	kq->p = p;
 	p->priv = kq;
-	list_add_tail(&d->kqueries, &kq->node);
 	list_init(&kq->waiter.node);
 	kq->waiter.done = on_waited;
 	kq->wake.cb = on_wake;
@@ -171,26 +168,30 @@ static void on_ended(void *ctx, struct kpath_pending *p)
 	query_free(p->priv);
 }
 
+/* Query @p is refused from a timer, as a waiter's wake is, if it is for
+ * the endpoint @arg (one that went down). */
+static void refuse_on(void *arg, struct kpath_pending *p)
+{
+	const struct endpoint *ep = arg;
+	struct kernel_query *kq = p->priv;
+
+	if (p->q.op != KPATH_OP_RESOLVE || kq->ep != ep->index)
+		return;
+	lookup_waiter_cancel(&kq->waiter);
+	kq->wake_status = -ENETDOWN;
+	loop_timer_arm(&kq->d->loop, &kq->wake, now_ms()); /* -ENOMEM: the bound refuses */
+}
+
 /* A rail went down: its queries waiting on a lookup are refused at once
- * (F_ERR), not at their bound; from a timer, as a waiter's wake is. */
+ * (F_ERR), not at their bound. */
 static void on_endpoint(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
 			unsigned changes)
 {
 	struct ibresd *d = arg;
-	struct list_node *pos, *tmp;
 
 	(void)old;
-	if (!(changes & EP_CHANGE_STATE) || !ep->down)
-		return;
-	list_for_each_safe (pos, tmp, &d->kqueries) {
-		struct kernel_query *kq = list_entry(pos, struct kernel_query, node);
-
-		if (kq->p->q.op != KPATH_OP_RESOLVE || kq->ep != ep->index)
-			continue;
-		lookup_waiter_cancel(&kq->waiter);
-		kq->wake_status = -ENETDOWN;
-		loop_timer_arm(&d->loop, &kq->wake, now_ms()); /* -ENOMEM: the bound refuses */
-	}
+	if ((changes & EP_CHANGE_STATE) && ep->down)
+		kpath_foreach(d->kpath, refuse_on, (void *)ep);
 }
 
 static bool any_device(const struct ibresd *d)
@@ -212,7 +213,6 @@ void kernel_paths_start(struct ibresd *d)
 	struct kpath_ops ops = ops_template;
 
 	ops.ctx = d;
-	list_init(&d->kqueries);
 	if (!d->cfg.kernel_paths) {
 		if (d->kpath_fd >= 0)
 			log_warn("kernel path queries: kernel_paths = no, but systemd passed a "

@@ -276,6 +276,14 @@ void kpath_set_bound(struct kpath *kp, unsigned bound_ms)
 	send_set_timeout(kp);
 }
 
+void kpath_foreach(struct kpath *kp, void (*fn)(void *arg, struct kpath_pending *p), void *arg)
+{
+	struct list_node *pos;
+
+	for (pos = kp ? kp->pending.next : NULL; pos && pos != &kp->pending; pos = pos->next)
+		fn(arg, list_entry(pos, struct kpath_pending, node));
+}
+
 void kpath_stop(struct kpath *kp)
 {
 	struct list_node *pos, *tmp;

@@ -66,6 +66,9 @@ void kpath_set_bound(struct kpath *kp, unsigned bound_ms);
 void kpath_answer_paths(struct kpath_pending *p, const struct ibres_path_record *fwd);
 void kpath_answer_gid(struct kpath_pending *p, const uint8_t gid[16]);
 void kpath_refuse(struct kpath_pending *p);
+/* Call @fn for every query in flight, oldest first; @fn may not answer,
+ * refuse or end one (it may arm a timer that does). */
+void kpath_foreach(struct kpath *kp, void (*fn)(void *arg, struct kpath_pending *p), void *arg);
 
 /* Append the counters (NAME, COUNTER pairs: kpath_*) to a STATS answer;
  * zeros when @kp is NULL, so the names are always there. */

@@ -33,6 +33,7 @@ struct daemon_stats {
 	uint64_t clients_evicted;        /* closed to make room (frontend/admission.h) */
 	uint64_t clients_timed_out;
 	uint64_t clients_output_timed_out; /* an answer left unread for client_timeout */
+	uint64_t directory_unread_refused; /* DIRECTORY refused: unread ones (frontend/passed.h) */
 	uint64_t requests;
 	uint64_t bad_requests;   /* malformed: closed or answered EINVAL */
 	uint64_t admin_denied;   /* state-changing request from uid != 0 */

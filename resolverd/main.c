@@ -182,18 +182,18 @@ static void on_signal(struct loop_fd *lf, uint32_t events)
 	}
 }
 
-/* Room for max_clients connections plus our own descriptors. */
+/* Room for what the server may hold with max_clients, plus our own. */
 static void raise_fd_limit(unsigned max_clients)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)max_clients + 64;
+	rlim_t want = (rlim_t)server_fds_max(max_clients) + 64;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
 		return;
 	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
-		log_warn("open file limit %lu is below max_clients + 64",
-			 (unsigned long)rl.rlim_cur);
+		log_warn("open file limit %lu is below the %lu that max_clients %u needs",
+			 (unsigned long)rl.rlim_cur, (unsigned long)want, max_clients);
 }
 
 int main(int argc, char **argv)

@@ -61,6 +61,8 @@ static const struct metric_desc metrics[] = {
 	  "shared host directory generations written" },
 	{ "directory_failures", C, "directory_failures",
 	  "shared host directory generations that could not be made" },
+	{ "directory_unread_refused", C, "directory_unread_refused",
+	  "directory descriptors not passed: the user left too many unread" },
 	/* the fabric protocol */
 	{ "fabric_tx_mcast", C, "fabric_tx_multicast_messages", "fabric messages sent multicast" },
 	{ "fabric_tx_ucast", C, "fabric_tx_unicast_messages", "fabric messages sent unicast" },

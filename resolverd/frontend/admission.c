@@ -56,11 +56,12 @@ struct adm_uid *admission_get(struct admission *a, uid_t uid)
 	return u;
 }
 
-void admission_put(struct admission *a, struct adm_uid *u)
+/* @u freed if no connection and no kept socket holds it. */
+static void entry_release(struct admission *a, struct adm_uid *u)
 {
 	struct adm_uid **pp;
 
-	if (!u || --u->n)
+	if (u->n || u->unread)
 		return;
 	for (pp = &a->buckets[bucket(u->uid)]; *pp; pp = &(*pp)->next) {
 		if (*pp == u) {
@@ -70,6 +71,25 @@ void admission_put(struct admission *a, struct adm_uid *u)
 			return;
 		}
 	}
+}
+
+void admission_put(struct admission *a, struct adm_uid *u)
+{
+	if (u) {
+		u->n--;
+		entry_release(a, u);
+	}
+}
+
+void admission_unread_get(struct adm_uid *u)
+{
+	u->unread++;
+}
+
+void admission_unread_put(struct admission *a, struct adm_uid *u)
+{
+	u->unread--;
+	entry_release(a, u);
 }
 
 unsigned admission_count(const struct admission *a, uid_t uid)

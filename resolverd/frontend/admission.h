@@ -31,6 +31,7 @@ struct adm_uid {
 	struct adm_uid *next;
 	uid_t uid;
 	unsigned n;
+	unsigned unread; /* sockets kept for a passed descriptor unread (passed.h) */
 };
 
 struct admission {
@@ -44,8 +45,12 @@ void admission_fini(struct admission *a);
 
 /* Count one more connection of @uid: its entry, or NULL without memory. */
 struct adm_uid *admission_get(struct admission *a, uid_t uid);
-/* One connection of @u fewer; frees the entry at 0. */
+/* One connection of @u fewer; frees the entry when nothing holds it. */
 void admission_put(struct admission *a, struct adm_uid *u);
+/* One socket more, or fewer, kept for a descriptor @u's peer has not read
+ * (passed.h): it holds the entry too, but is no connection of the quota. */
+void admission_unread_get(struct adm_uid *u);
+void admission_unread_put(struct admission *a, struct adm_uid *u);
 /* Connections @uid holds now. */
 unsigned admission_count(const struct admission *a, uid_t uid);
 

@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "core/log.h"
 #include "frontend/handlers.h"
+#include "frontend/passed.h"
 #include "frontend/reply.h"
 #include "os/hostdir_pub.h"
 #include "tlv.h"
@@ -25,6 +27,14 @@ int directory_query(struct ibresd *d, struct request *req, uint8_t *reply, size_
 
 	if (fd < 0)
 		return reply_status(req, reply, len, IBRES_STATUS_ENODATA);
+	if (!req->may_pass_fd) {
+		/* its uid leaves too many unread (passed.h): the reader asks the
+		 * daemon for what it looks up, and for the directory again later */
+		req->d->stats.directory_unread_refused++;
+		log_debug("uid %u: %u directory descriptors passed and unread, passing no more",
+			  (unsigned)req->uid, PASSED_UNREAD_PER_UID);
+		return reply_status(req, reply, len, IBRES_STATUS_EAGAIN);
+	}
 	tlv_writer_init(&w, reply + IBRES_HDR_LEN, IBRES_MSG_MAX - IBRES_HDR_LEN);
 	tlv_put_u64(&w, IBRES_T_COUNT, size);
 	hdr.opcode |= IBRES_OP_ACK;

@@ -386,6 +386,7 @@ int stats_query(struct ibresd *d, struct request *req, uint8_t *reply, size_t *l
 		{ "directory_hosts", dir.records },
 		{ "directory_rebuilds", dir.rebuilds },
 		{ "directory_failures", dir.failures },
+		{ "directory_unread_refused", d->stats.directory_unread_refused },
 	};
 	/* the resolver's queries on the fabric, under their historic names */
 	const struct {

@@ -45,6 +45,9 @@ struct request {
 	/* a descriptor to pass with the answer (SCM_RIGHTS), set by a handler that
 	 * answers at once; -1: none. Still the handler's: the server passes a copy. */
 	int pass_fd;
+	/* may it (passed.h)? Set by the server before request_start(); a
+	 * handler that would pass one answers IBRES_STATUS_EAGAIN without */
+	bool may_pass_fd;
 	size_t len;
 	uint8_t msg[ACM_REQ_MAX];
 	/* the lifecycle's */

@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "frontend/admission.h"
 #include "frontend/listener.h"
+#include "frontend/passed.h"
 #include "frontend/request.h"
 
 #define IN_CAP (2 * ACM_REQ_MAX)
@@ -31,6 +32,7 @@ struct client {
 	bool closing; /* close once the answer is out */
 	bool eof;     /* the peer shut down its sending side: answer what it sent, then close */
 	bool dead;
+	bool passed_fd;	     /* an answer carried a descriptor: its socket goes to passed.h */
 	uint64_t wait_since; /* start of the current incomplete request */
 	uint64_t out_since;  /* when out began to wait for the peer to read */
 	struct adm_uid *owner; /* the peer's uid and how many connections it holds */
@@ -43,6 +45,7 @@ struct server {
 	struct ibresd *d;
 	struct listeners *listeners;
 	struct admission adm; /* connections per uid */
+	struct passed passed; /* sockets kept while a descriptor they passed is unread */
 	struct list_node clients;
 	unsigned n_clients;
 	struct list_node dead;
@@ -51,6 +54,14 @@ struct server {
 };
 
 static void client_process(struct client *cl);
+
+/* Descriptors unread in all, at most (passed.h): half of max_clients, so
+ * that with every connection's own they stay below the open-file limit
+ * main.c asks for, which the kernel's count of them in flight is held to. */
+static unsigned passed_bound(unsigned max_clients)
+{
+	return max_clients / 2 > PASSED_UNREAD_PER_UID ? max_clients / 2 : PASSED_UNREAD_PER_UID;
+}
 
 static struct ibresd *cl_daemon(struct client *cl)
 {
@@ -69,7 +80,10 @@ static void client_close(struct client *cl)
 	cl->busy = false;
 	loop_timer_cancel(&srv->d->loop, &cl->idle);
 	loop_del_fd(&srv->d->loop, &cl->lf);
-	close(cl->lf.fd);
+	if (cl->passed_fd)
+		passed_done(&srv->passed, &srv->adm, cl->lf.fd, cl->owner);
+	else
+		close(cl->lf.fd);
 	if (cl->out_fd >= 0)
 		close(cl->out_fd);
 	cl->out_fd = -1;
@@ -187,6 +201,7 @@ static int client_flush(struct client *cl)
 		if (n > 0 && cl->out_fd >= 0) {
 			close(cl->out_fd); /* it went with that byte */
 			cl->out_fd = -1;
+			cl->passed_fd = true;
 		}
 		cl->out_off += (size_t)n;
 	}
@@ -205,11 +220,12 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 	ssize_t n;
 
 	cl->req.pass_fd = -1;
-	/* one descriptor per connection, then it closes: a client that asked
-	 * again and again without reading would otherwise leave a descriptor
-	 * in flight per answer, counted against the daemon's open-file limit,
-	 * until passing any fails for every reader (ETOOMANYREFS). Readers
-	 * fetch on a connection of their own. */
+	/* one descriptor per connection, then it closes (its socket kept while
+	 * the answer is unread, passed.h): a client that asked again and again
+	 * without reading would otherwise leave a descriptor in flight per
+	 * answer, counted against the daemon's open-file limit, until passing
+	 * any fails for every reader (ETOOMANYREFS). Readers fetch on a
+	 * connection of their own. */
 	if (pass >= 0)
 		cl->closing = true;
 	do {
@@ -221,6 +237,8 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 	}
 	if (n < 0)
 		n = 0;
+	if (n > 0 && pass >= 0)
+		cl->passed_fd = true;
 	if ((size_t)n < len) {
 		cl->out = malloc(len - (size_t)n);
 		/* not sent yet: the descriptor goes with the rest, as our own copy
@@ -286,6 +304,8 @@ static void client_process(struct client *cl)
 		memmove(cl->in, cl->in + len, cl->in_len);
 		cl->wait_since = now_ms();
 		d->stats.requests++;
+		cl->req.may_pass_fd = passed_room(&srv->passed, &srv->adm, cl->owner,
+						  passed_bound(d->cfg.max_clients));
 
 		ret = request_start(d, &cl->req, srv->reply, &reply_len);
 		if (ret == -EINPROGRESS) {
@@ -469,6 +489,11 @@ static void on_accept(void *arg, int fd, bool acm)
 	client_rearm(cl);
 }
 
+unsigned server_fds_max(unsigned max_clients)
+{
+	return max_clients + ADM_ROOT_RESERVE + passed_bound(max_clients);
+}
+
 int server_open(struct ibresd *d)
 {
 	struct server *srv = calloc(1, sizeof(*srv));
@@ -481,6 +506,7 @@ int server_open(struct ibresd *d)
 	list_init(&srv->dead);
 	srv->reaper.cb = reap_clients;
 	admission_init(&srv->adm);
+	passed_init(&srv->passed);
 	d->server = srv;
 	ret = listeners_open(&srv->listeners, &d->loop, &d->cfg, on_accept, srv);
 	if (ret)
@@ -502,6 +528,7 @@ void server_close(struct ibresd *d)
 	listeners_close(srv->listeners);
 	loop_timer_cancel(&d->loop, &srv->reaper);
 	reap_clients(&srv->reaper);
+	passed_fini(&srv->passed, &srv->adm);
 	admission_fini(&srv->adm);
 	free(srv);
 	d->server = NULL;

@@ -18,6 +18,10 @@
 struct ibresd;
 
 int server_open(struct ibresd *d);
+/* The descriptors the server may hold at most with @max_clients: every
+ * connection, root's over the bound, and sockets kept for a descriptor
+ * unread (passed.h). */
+unsigned server_fds_max(unsigned max_clients);
 /* Close every connection and listener; remove the sockets and links made. */
 void server_close(struct ibresd *d);
 

@@ -1,6 +1,7 @@
 """Shared fixtures for the integration tests: real ibresd daemons started
 from build/ in temporary directories, and a raw protocol client."""
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -107,7 +108,7 @@ class Daemon:
     """One ibresd process in the foreground, logging to a file."""
 
     def __init__(self, tmpdir, config_text=None, config_path=None, extra_args=(),
-                 netns=None, sock=None):
+                 netns=None, sock=None, nofile=None):
         self.dir = str(tmpdir)
         os.makedirs(self.dir, exist_ok=True)
         if config_path is None:
@@ -119,6 +120,7 @@ class Daemon:
         self.log_path = os.path.join(self.dir, "ibresd.log")
         self.netns = netns
         self.extra_args = list(extra_args)
+        self.nofile = nofile  # an open-file limit (soft and hard) to start it under
         self.proc = None
 
     def start(self, wait=True):
@@ -127,7 +129,11 @@ class Daemon:
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        limit = self.nofile
+        self.proc = subprocess.Popen(
+            cmd, stdout=self.log, stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
+            if limit else None)
         if wait:
             wait_for_socket(self.socket, proc=self.proc)
         return self

@@ -36,6 +36,11 @@ AF_INET = 2
 
 pytestmark = needs_root
 
+try:
+    NOBODY_UID = pwd.getpwnam("nobody").pw_uid
+except KeyError:
+    NOBODY_UID = None
+
 
 @pytest.fixture(scope="module")
 def attacker():
@@ -385,6 +390,89 @@ def test_one_descriptor_per_connection(daemon_factory, attacker, open_dir):
     out = as_user(uid, gid, pipeline_directory_requests, d.socket, 64)
     assert out == "1 1", out
     # and readers still get theirs
+    status, fd = fetch_directory(d.socket)
+    assert status == 0 and fd is not None
+    os.close(fd)
+    assert d.alive()
+
+
+def leave_directories_unread(sock_path, n, ready_w, go_r):
+    """As the attacker: ask for the directory on @n connections one after the
+    other, each answer peeked at (MSG_PEEK takes no descriptor out of flight) and
+    never read; a connection whose answer carried one is kept open. Then tell the
+    test (@ready_w) and hold them until it says (@go_r). Returns "kept refused
+    dropped": answers with a descriptor, answers EAGAIN, connections the daemon
+    closed without an answer."""
+    kept, refused, dropped = [], 0, 0
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(sock_path)
+        s.sendall(directory_request())
+        head = s.recv(HDR_LEN, socket.MSG_PEEK | socket.MSG_WAITALL)
+        if len(head) < HDR_LEN:
+            dropped += 1
+            s.close()
+        elif head[2] == 0:
+            kept.append(s)
+        else:
+            assert head[2] == STATUS_EAGAIN, head
+            refused += 1
+            s.close()
+    os.write(ready_w, b"r")
+    os.read(go_r, 1)
+    for s in kept:
+        s.close()
+    return "%d %d %d" % (len(kept), refused, dropped)
+
+
+STATUS_EAGAIN = 12
+
+
+@pytest.mark.skipif(not NOBODY_UID, reason="no user 'nobody'")
+def test_unread_descriptors_take_nothing_from_others(daemon_factory, attacker, open_dir):
+    """The kernel counts a descriptor in flight against the daemon's user until its
+    reader takes it, and past the daemon's open-file limit passes none
+    (ETOOMANYREFS). A user who asks for the directory on many connections and reads
+    none gets 8 passed, then EAGAIN; every other reader still gets the directory.
+    The daemon runs as nobody with an open-file limit of 64 (root passes without
+    that limit), and the attacker leaves 100 requests unread."""
+    _, uid, gid = attacker
+    conf = static_hosts_config().replace("[daemon]\n", "[daemon]\nuser = nobody\n", 1)
+    d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock"),
+                       nofile=64).start()
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(out_r)
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            out = leave_directories_unread(d.socket, 100, ready_w, go_r)
+        except BaseException as e:  # noqa: B902 -- everything goes back to the test
+            out = "exception: %r" % (e,)
+            os.write(ready_w, b"r")
+        os.write(out_w, out.encode())
+        os._exit(0)
+    os.close(out_w)
+    try:
+        assert os.read(ready_r, 1) == b"r"
+        # while the attacker holds its connections: root's reader gets the directory
+        status, fd = fetch_directory(d.socket)
+        assert status == 0 and fd is not None, status
+        os.close(fd)
+    finally:
+        os.write(go_w, b"g")
+        out = os.read(out_r, 4096).decode()
+        os.waitpid(pid, 0)
+        for f in (ready_r, ready_w, go_r, go_w, out_r):
+            os.close(f)
+    assert out == "8 92 0", out
+    assert stats(d.socket)["directory_unread_refused"] == 92
+    # the attacker gone, its kept sockets close at the next sweep: passing goes on
     status, fd = fetch_directory(d.socket)
     assert status == 0 and fd is not None
     os.close(fd)

@@ -66,6 +66,13 @@ struct fabric_deps {
 	struct fabric_events ev;
 };
 
+/* Does every datagram an endpoint of @cfg with a transport may send fit
+ * one (FW_MAX_LEN bytes): its identity with its host's rails, its groups,
+ * the freshness stamp and HMAC of a cluster key, and the largest item a
+ * message adds (a look-up of a name of IBRES_NAME_MAX bytes)? 0, or
+ * -EMSGSIZE with "file:line: endpoint ...: why" in @err. */
+int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen);
+
 /* Start the fabric protocol on every endpoint that has a transport; *@out
  * stays NULL when none has. 0 or a negative errno. */
 int fabric_start(struct fabric **out, const struct fabric_deps *deps);

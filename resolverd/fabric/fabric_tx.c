@@ -8,6 +8,7 @@
 #include "fabric/fabric_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -36,6 +37,73 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	m->sender.ttl = p->f->cfg->addr_ttl_s;
 	m->n_rails = endpoint_rails(p->f->eps, p->ep, m->rails);
 	port_groups(p, m);
+}
+
+/* The distinct port GIDs of @ep's host in @cfg (FW_T_RAILS), 0 alone: as
+ * endpoint_rails() counts them, over the configuration. */
+static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpoint *ep)
+{
+	unsigned n = 0, others = 0;
+
+	for (unsigned i = 0; i < cfg->n_eps; i++) {
+		const struct cfg_endpoint *o = &cfg->eps[i];
+		bool seen = false;
+
+		if (!cfg_one_host(o, ep))
+			continue;
+		others += o != ep;
+		for (unsigned j = 0; j < i && !seen; j++)
+			seen = cfg_one_host(&cfg->eps[j], ep) &&
+			       !memcmp(cfg->eps[j].id.gids[0], o->id.gids[0], 16);
+		n += !seen;
+	}
+	if (n > HOST_RAILS_MAX)
+		n = HOST_RAILS_MAX;
+	return others ? n : 0;
+}
+
+int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen)
+{
+	static const uint8_t key[FW_HMAC_LEN];
+	uint8_t buf[FW_MAX_LEN];
+	struct fw_msg m;
+
+	for (unsigned i = 0; i < cfg->n_eps; i++) {
+		const struct cfg_endpoint *ep = &cfg->eps[i];
+		int len;
+
+		if (!transport_for(ep))
+			continue;
+		/* the largest message of each kind at once: a REQUEST's target,
+		 * a REPLY's choice, an ANNOUNCE's digest and NEWCOMER time */
+		memset(&m, 0, sizeof(m));
+		m.type = FW_REQUEST;
+		m.sender = ep->id;
+		m.sender.ttl = cfg->addr_ttl_s ? cfg->addr_ttl_s : 1;
+		if (!m.sender.n_gids)
+			m.sender.n_gids = 1; /* the transport finds the port's */
+		m.sender.qpn = 0xffffff;
+		m.n_groups = ep->n_groups < FW_MAX_GROUPS ? ep->n_groups : FW_MAX_GROUPS;
+		m.has_target = true;
+		m.target.type = IBRES_KEY_NAME;
+		m.target.len = IBRES_NAME_MAX;
+		memset(m.target.data, 'a', IBRES_NAME_MAX);
+		m.has_chosen = m.has_stamp = m.has_digest = m.has_up = true;
+		m.n_rails = cfg_rails(cfg, ep);
+		len = fw_encode(&m, cfg->cluster_key_file[0] ? key : NULL, sizeof(key), buf,
+				sizeof(buf));
+		if (len < 0) {
+			snprintf(err, errlen,
+				 "%s:%u: endpoint %s: its names and addresses (%u names, %u IPv4, "
+				 "%u IPv6, %u GIDs) with its host's %u rails leave no room in a "
+				 "fabric datagram (%u bytes) for a look-up of the longest name: "
+				 "fewer or shorter names, or fewer addresses",
+				 cfg->source, ep->line, ep->label, ep->id.n_names, ep->id.n_v4,
+				 ep->id.n_v6, ep->id.n_gids, m.n_rails, FW_MAX_LEN);
+			return -EMSGSIZE;
+		}
+	}
+	return 0;
 }
 
 int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)

@@ -98,6 +98,8 @@ static const struct metric_desc metrics[] = {
 	{ "fabric_replies_sent", C, "fabric_replies_sent", "fabric REPLY messages sent" },
 	{ "fabric_announces_sent", C, "fabric_announces_sent", "fabric ANNOUNCE messages sent" },
 	{ "fabric_goodbyes_rx", C, "fabric_goodbyes_received", "fabric GOODBYE messages received" },
+	{ "fabric_rail_downs_sent", C, "fabric_rail_downs_sent",
+	  "RAIL_DOWN messages sent for a local rail that went down, repeats included" },
 	/* the ib transport's receive queues (recv_depth) */
 	{ "fabric_rx_queue_empty", C, "fabric_rx_queue_empty",
 	  "times an ib endpoint's receive queue was found empty: datagrams arriving then were "

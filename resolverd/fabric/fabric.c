@@ -232,6 +232,7 @@ static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
 						       m->sender.names[0])
 				      : NULL;
 	struct host *target = NULL;
+	struct host_key gk;
 	uint8_t gid[16];
 
 	for (struct host *e = sender ? host_next_endpoint(sender, sender) : NULL; e;
@@ -239,7 +240,11 @@ static void on_rail_down(struct fabric_port *p, const struct fw_msg *m)
 		if (!memcmp(host_gid(e, gid), m->target.data, 16))
 			target = e;
 	if (!target) {
-		f->c.rx_mismatch++;
+		/* a repeat of one taken already (nobody holds the GID now) is
+		 * no mismatch; one from nowhere, or naming another's port, is */
+		host_key_addr(&gk, IBRES_KEY_GID, m->target.data);
+		if (!sender || store_lookup(f->store, &gk, now_ms(), false))
+			f->c.rx_mismatch++;
 		return;
 	}
 	f->c.goodbyes_rx++;
@@ -576,8 +581,6 @@ void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep)
  * forgot when it went down. */
 static void rail_state(struct fabric *f, const struct endpoint *ep)
 {
-	struct fw_msg m;
-
 	if (!ep->down) {
 		log_info("fabric: endpoint %s is up again: announcing it", ep->cfg.label);
 		fabric_resync(f);
@@ -585,16 +588,7 @@ static void rail_state(struct fabric *f, const struct endpoint *ep)
 	}
 	log_info("fabric: endpoint %s is down: its rail answers nothing, peers are told on "
 		 "the others", ep->cfg.label);
-	for (unsigned i = 0; i < f->n_ports; i++) {
-		struct fabric_port *p = &f->ports[i];
-
-		if (!fabric_port_up(p) || p->ep == ep || !ep->cfg.id.n_gids)
-			continue;
-		fabric_msg_init(p, &m, FW_RAIL_DOWN, 0);
-		m.has_target = true;
-		host_key_addr(&m.target, IBRES_KEY_GID, ep->cfg.id.gids[0]);
-		fabric_port_send(p, &m, NULL);
-	}
+	fabric_rail_down_say(f, ep);
 }
 
 /* An endpoint's identity changed (core/endpoints.h): a GOODBYE for a GID
@@ -692,6 +686,7 @@ void fabric_stats(const struct fabric *f, struct tlv_writer *w)
 		{ "fabric_announces_sent", c->announces_sent },
 		{ "fabric_newcomer_repeats", c->newcomer_repeats },
 		{ "fabric_goodbyes_rx", c->goodbyes_rx },
+		{ "fabric_rail_downs_sent", c->rail_downs_sent },
 	};
 
 	struct transport_rx_stats rx_sum;

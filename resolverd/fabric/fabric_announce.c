@@ -88,6 +88,49 @@ void fabric_burst_begin(struct fabric *f)
 	loop_timer_arm(f->loop, &f->announce_timer, now_ms() + jitter_next(&f->rng) % 100);
 }
 
+/* RAIL_DOWN for @ep on every other port that is up. */
+static void rail_down_send(struct fabric *f, const struct endpoint *ep)
+{
+	struct fw_msg m;
+
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		struct fabric_port *p = &f->ports[i];
+
+		if (!fabric_port_up(p) || p->ep == ep || !ep->cfg.id.n_gids)
+			continue;
+		fabric_msg_init(p, &m, FW_RAIL_DOWN, 0);
+		m.has_target = true;
+		host_key_addr(&m.target, IBRES_KEY_GID, ep->cfg.id.gids[0]);
+		if (fabric_port_send(p, &m, NULL) == 0)
+			f->c.rail_downs_sent++;
+	}
+}
+
+void fabric_rail_down_say(struct fabric *f, const struct endpoint *ep)
+{
+	rail_down_send(f, ep);
+	f->rail_down_left[ep->index] = (uint8_t)(f->cfg->goodbye_repeats < UINT8_MAX
+							 ? f->cfg->goodbye_repeats
+							 : UINT8_MAX);
+}
+
+/* With a periodic announcement: the repeats due of rails still down. */
+static void rail_down_repeat(struct fabric *f)
+{
+	for (unsigned i = 0; i < f->eps->n && i < CFG_MAX_ENDPOINTS; i++) {
+		const struct endpoint *ep = &f->eps->ep[i];
+
+		if (!f->rail_down_left[i])
+			continue;
+		if (!ep->down) {
+			f->rail_down_left[i] = 0; /* up again: it announced itself */
+			continue;
+		}
+		f->rail_down_left[i]--;
+		rail_down_send(f, ep);
+	}
+}
+
 void fabric_on_announce_timer(struct loop_timer *t)
 {
 	struct fabric *f = container_of(t, struct fabric, announce_timer);
@@ -128,6 +171,7 @@ void fabric_on_announce_timer(struct loop_timer *t)
 			next = (uint64_t)f->cfg->announce_interval_s * 1000;
 	} else {
 		fabric_announce_all(f, 0, FW_ANNOUNCE, 0);
+		rail_down_repeat(f);
 		next = (uint64_t)f->cfg->announce_interval_s * 1000;
 	}
 	loop_timer_arm(f->loop, t, now_ms() + jitter_apply(&f->rng, next));

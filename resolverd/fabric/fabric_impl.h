@@ -55,7 +55,7 @@ struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
 		rx_auth_failed, rx_auth_second_key, rx_stale, rx_replayed, rx_duplicate, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
 		requests_sent, requests_unicast, replies_sent, announces_sent, goodbyes_rx,
-		newcomer_repeats;
+		newcomer_repeats, rail_downs_sent;
 };
 
 /* Newcomers answered lately, by GID and P_Key hash: a whole cluster can
@@ -119,6 +119,8 @@ struct fabric {
 	struct fabric_counters c;
 	struct fabric_digest dg;
 	struct fabric_departed departed; /* hosts that said goodbye (fabric_departed.h) */
+	/* RAIL_DOWN repeats still due, per local endpoint (fabric_announce.c) */
+	uint8_t rail_down_left[CFG_MAX_ENDPOINTS];
 	struct fabric_gone gone;	 /* their GOODBYEs repeated (fabric_gone.h) */
 	struct fabric_fetch fx;
 	struct fw_msg answer; /* a range query's answer, built (fabric_range.c) */
@@ -186,6 +188,11 @@ void fabric_on_announce_timer(struct loop_timer *t);
 int fabric_newcomer_again(struct fabric *f);
 void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 			    const struct transport_addr *from);
+/* Local endpoint @ep went down: each of the node's other rails that is up
+ * says so (RAIL_DOWN naming its GID) now, and again with the next
+ * goodbye_repeats periodic announcements while it stays down (a peer that
+ * lost the first would serve the dead rail until addr_ttl). */
+void fabric_rail_down_say(struct fabric *f, const struct endpoint *ep);
 
 /* The transports' receive paths, summed (fabric_digest.c). */
 void fabric_rx_sum(const struct fabric *f, struct transport_rx_stats *sum);

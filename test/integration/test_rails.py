@@ -852,6 +852,36 @@ def test_rail_down_and_back(cluster_factory):
 
 
 @pytest.mark.timeout(120)
+def test_lost_rail_down_is_repeated(cluster_factory):
+    """Node 3 misses node 2's RAIL_DOWN for rail 1 (the switch drops whatever
+    reaches node 3 on rail 0, the rail that said it). Node 2 says it again with its
+    next announcements (goodbye_repeats): node 3 drops node 2's rail 1 within a round,
+    not at addr_ttl; node 1, which heard the first, counts no mismatch for the
+    repeats."""
+    c = cluster_factory(3, "--rails", 2, "--planes", "--set", "resolve.announce_interval=3s",
+                        "--set", "resolve.addr_ttl=600s")
+    wait_rails(c)
+    c.wait_settled()
+    n2r1 = rail(c, 2, 1)
+    before = stats(c.sock(1))
+    with cut_off(c, 3, rails=(0,)):
+        c.link(2, "down", rail=1)
+        wait_until(lambda: not knows(c, 1, n2r1["alias"]), 5,
+                   what="node1 drops node2's rail 1 at the first RAIL_DOWN")
+        time.sleep(0.3)
+    assert knows(c, 3, n2r1["alias"]), "node3 heard the first RAIL_DOWN: nothing cut off"
+    wait_until(lambda: not knows(c, 3, n2r1["alias"]), 10,
+               what="node3 drops node2's rail 1 at a repeat")
+    assert knows(c, 3, rail(c, 2, 0)["alias"])
+    wait_until(lambda: stats(c.sock(2))["fabric_rail_downs_sent"] >= 3, 10,
+               what="node2 repeats its RAIL_DOWN")
+    assert stats(c.sock(1))["fabric_rx_mismatch"] == before["fabric_rx_mismatch"]
+    c.link(2, "up", rail=1)
+    wait_until(lambda: knows(c, 1, n2r1["alias"]) and knows(c, 3, n2r1["alias"]), 10,
+               what="rail 1 known again")
+
+
+@pytest.mark.timeout(120)
 def test_rail0_down_next_rail(cluster_factory, helpers):
     """Node 2's rail 0 (its first, preferred rail) loses its link. A lookup
     without a source, on node 2, now takes rail 1 to node 1, by name and by

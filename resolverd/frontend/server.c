@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -437,19 +438,53 @@ static bool admit(struct server *srv, uid_t uid)
 	return false;
 }
 
+/* The real uid of process @pid, from /proc (the kernel's SO_PEERCRED gives the
+ * effective one): 0 or a negative errno. The process may have gone, and its
+ * pid been taken since: what that costs is a connection counted against
+ * another uid's share, never another's rights (those follow SO_PEERCRED). */
+static int real_uid_of(pid_t pid, uid_t *out)
+{
+	char path[32], buf[1024];
+	unsigned long r;
+	const char *at;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	at = strstr(buf, "\nUid:");
+	if (!at || sscanf(at + 5, "%lu", &r) != 1)
+		return -EIO;
+	*out = (uid_t)r;
+	return 0;
+}
+
 /* A connection accepted on one of the listeners (listener.h). */
 static void on_accept(void *arg, int fd, bool acm)
 {
 	struct server *srv = arg;
 	struct ibresd *d = srv->d;
-	struct ucred cred;
+	struct ucred cred = { 0 };
 	socklen_t clen = sizeof(cred);
 	uid_t uid = (uid_t)-1; /* unknown: a uid of its own, under the quota */
+	uid_t share_uid = uid; /* whose share it counts in: the real uid */
 	struct client *cl;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
-		uid = cred.uid;
-	if (!admit(srv, uid)) {
+		uid = share_uid = cred.uid;
+	/* a set-user-ID root program counts against the user who started it:
+	 * else any user could fill the socket with them (root is exempt from
+	 * the per-uid share); its rights stay root's (req.uid) */
+	if (uid == 0 && cred.pid > 0 && real_uid_of(cred.pid, &share_uid) < 0)
+		share_uid = 0;
+	if (!admit(srv, share_uid)) {
 		close(fd);
 		return;
 	}
@@ -458,7 +493,7 @@ static void on_accept(void *arg, int fd, bool acm)
 		close(fd);
 		return;
 	}
-	cl->owner = admission_get(&srv->adm, uid);
+	cl->owner = admission_get(&srv->adm, share_uid);
 	if (!cl->owner) {
 		close(fd);
 		free(cl);

@@ -477,3 +477,78 @@ def test_unread_descriptors_take_nothing_from_others(daemon_factory, attacker, o
     assert status == 0 and fd is not None
     os.close(fd)
     assert d.alive()
+
+
+# A set-user-ID root program a user starts: it connects to the socket in argv[1]
+# (SO_PEERCRED says uid 0), asks CACHE_FLUSH (root's right), prints the answer's
+# status, and keeps its connection until its stdin closes.
+SETUID_HOLDER = r"""
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	unsigned char req[16] = {1, 0x0a, 0, 0, 0, 0, 0, 16}, ans[256];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct pollfd pf[2];
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	ssize_t n;
+
+	if (argc != 2 || strlen(argv[1]) >= sizeof(sa.sun_path))
+		return 2;
+	strcpy(sa.sun_path, argv[1]);
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) || write(s, req, 16) != 16)
+		return 1;
+	n = read(s, ans, sizeof(ans));
+	printf("%d\n", n >= 16 ? ans[2] : -1);
+	fflush(stdout);
+	pf[0] = (struct pollfd){.fd = 0, .events = POLLIN};
+	pf[1] = (struct pollfd){.fd = s, .events = POLLIN};
+	poll(pf, 2, 60000);
+	return 0;
+}
+"""
+
+
+def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open_dir, tmp_path):
+    """Root is exempt from max_clients_per_uid, and a set-user-ID root program runs
+    with uid 0: any user could fill the socket with such programs, each keeping its
+    connection. A connection counts against its process's real uid: the user who
+    started it, at its share (3 here) its own oldest goes; the program keeps root's
+    rights (CACHE_FLUSH answered)."""
+    _, uid, gid = attacker
+    src = tmp_path / "holder.c"
+    src.write_text(SETUID_HOLDER)
+    holder = os.path.join(open_dir, "holder")
+    r = run(["cc", "-o", holder, str(src)])
+    assert r.returncode == 0, r.stderr
+    os.chown(holder, 0, 0)
+    os.chmod(holder, 0o4755)
+    conf = static_hosts_config().replace("[daemon]\n", "[daemon]\nmax_clients_per_uid = 3\n", 1)
+    d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock")).start()
+    base = stats(d.socket)
+    procs = []
+
+    def start_holder():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    try:
+        for _ in range(6):
+            p = subprocess.Popen([holder, d.socket], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, preexec_fn=start_holder)
+            procs.append(p)
+            assert p.stdout.readline().strip() == b"0"  # root's right: flushed
+        s = stats(d.socket)
+        assert s["clients_evicted"] - base["clients_evicted"] == 3, s
+        # the three left, and this stats request
+        assert s["clients_connected"] == 4, s
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(10)
+    assert d.alive()

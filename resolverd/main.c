@@ -82,8 +82,16 @@ static int load_all(const char *path, const char *socket_override, struct ibres_
 	}
 	if (!ret)
 		ret = config_validate(cfg, err, sizeof(err));
-	if (!ret)
+	if (!ret) {
 		ret = fabric_check_config(cfg, err, sizeof(err));
+		if (ret > 0) {
+			if (to_log)
+				log_warn("%s", err);
+			else
+				fprintf(stderr, "ibresd: warning: %s\n", err);
+			ret = 0;
+		}
+	}
 	if (!ret && cfg->hosts_file[0])
 		ret = hosts_load(cfg->hosts_file, hosts, err, sizeof(err));
 	if (!ret && request_bound_ms(cfg) >= IBRES_TIMEOUT_DEFAULT_MS) {

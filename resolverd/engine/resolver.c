@@ -335,7 +335,7 @@ void resolver_fini(struct resolver *r)
 
 int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct cfg_hosts *hosts)
 {
-	bool announced = r->cfg->announce_interval_s > 0;
+	bool announced = r->cfg->announce_interval_s > 0, renamed = cfg->n_eps != r->cfg->n_eps;
 	struct host_store fresh;
 	int ret;
 
@@ -358,6 +358,9 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	/* each module sees (old, new) before the new config takes over; what
 	 * cannot change while running is logged as needing a restart */
 	fabric_reload(r->fabric, r->cfg, cfg);
+	/* both parsed alike (zeroed, then filled): the same bytes, the same identity */
+	for (unsigned i = 0; i < cfg->n_eps && !renamed; i++)
+		renamed = memcmp(&cfg->eps[i].id, &r->cfg->eps[i].id, sizeof(cfg->eps[i].id)) != 0;
 	*r->cfg = *cfg; /* the swap itself: nothing holds the old one */
 	store_set_max_hosts(r->store, r->cfg->cache_size);
 	load_endpoints(r);
@@ -371,6 +374,9 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	/* turned off: peers hear it at once */
 	if (announced && !r->cfg->announce_interval_s)
 		fabric_announce_stopped(r->fabric);
+	/* names or addresses changed: peers hear them now, not at the period */
+	else if (renamed && announced)
+		fabric_identity_reloaded(r->fabric);
 	publish_scope(r);
 	return ret;
 }

@@ -618,6 +618,13 @@ static void on_identity(void *arg, const struct endpoint *ep, const struct ibres
 		m.sender = *old;
 		fabric_port_send(p, &m, NULL);
 	}
+	fabric_identity_reloaded(f);
+}
+
+void fabric_identity_reloaded(struct fabric *f)
+{
+	if (!f)
+		return;
 	fabric_announce_now(f);
 	if (fabric_announcing(f))
 		loop_timer_arm(f->loop, &f->reannounce_timer, now_ms() + REANNOUNCE_MS);

@@ -66,11 +66,12 @@ struct fabric_deps {
 	struct fabric_events ev;
 };
 
-/* Does every datagram an endpoint of @cfg with a transport may send fit
- * one (FW_MAX_LEN bytes): its identity with its host's rails, its groups,
- * the freshness stamp and HMAC of a cluster key, and the largest item a
- * message adds (a look-up of a name of IBRES_NAME_MAX bytes)? 0, or
- * -EMSGSIZE with "file:line: endpoint ...: why" in @err. */
+/* Can every endpoint of @cfg with a transport announce itself in one
+ * datagram (FW_MAX_LEN bytes): its identity with its host's rails, its
+ * groups, a cluster key's stamp and HMAC? 0; -EMSGSIZE with
+ * "file:line: endpoint ...: why" in @err when one cannot; 1 with a warning
+ * in @err when one would not fit a look-up of the longest name once its
+ * interface gave it IBRES_EP_ADDRS_MAX addresses a family. */
 int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen);
 
 /* Start the fabric protocol on every endpoint that has a transport; *@out
@@ -90,6 +91,11 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
  * relearn the directory as at start-up before answering "not found" from it
  * again. */
 void fabric_resync(struct fabric *f);
+
+/* An endpoint's names or addresses changed (a reload, or its port): announce
+ * now and once more a little later, so that peers drop what it no longer
+ * has at once, not at the next period. */
+void fabric_identity_reloaded(struct fabric *f);
 
 /* A reload turned announcements off: one last ANNOUNCE on every port that
  * is up, which says so (its flags), so that peers stop taking this node's

@@ -29,6 +29,7 @@ struct fabric_port {
 	struct cfg_endpoint opened;
 	struct transport t;
 	bool open;
+	bool told_too_long; /* a datagram that did not fit was logged */
 	uint32_t announce_seq; /* multicast announces sent (the DIGEST item's number) */
 	uint64_t mcast_announced_ms; /* when the last one went out (0: none yet) */
 	/* is what this fabric heard complete (fabric_digest.c)? */

@@ -3,6 +3,7 @@
  * opened with; what would need others is logged as needing a restart. */
 #include <netinet/in.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/endpoints.h"
 #include "core/log.h"
@@ -36,10 +37,21 @@ static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_e
 	return false;
 }
 
+/* Does @now give the endpoint whose identity peers know as @was another
+ * identity: another canonical name or port GID (or none: it went)? Peers
+ * take a port under a new name only once the old one said goodbye. */
+static bool identity_differs(const struct ibres_hostrec *was, const struct cfg_endpoint *now)
+{
+	if (!now || !now->id.n_names || strcasecmp(was->names[0], now->id.names[0]))
+		return true;
+	return now->id.n_gids && was->n_gids && memcmp(was->gids[0], now->id.gids[0], 16);
+}
+
 void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		   const struct ibres_config *new)
 {
 	unsigned opened = 0;
+	struct fw_msg m;
 
 	if (strcmp(old->cluster_key_file, new->cluster_key_file))
 		log_warn("cluster_key_file changed: it takes effect at the next restart");
@@ -52,6 +64,16 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
 			log_warn("endpoint %s: its transport settings changed: they take effect at "
 				 "the next restart",
 				 p->opened.label);
+		/* renamed, or gone: the identity peers know says goodbye (as the
+		 * port still has it: its transport's GID and QPN), so that they
+		 * take the new one at its announcement (fabric_identity_reloaded) */
+		if (fabric_port_up(p) && p->ep->cfg.id.n_names &&
+		    identity_differs(&p->ep->cfg.id, e < new->n_eps ? &new->eps[e] : NULL)) {
+			fabric_msg_init(&f->ports[i], &m, FW_GOODBYE, 0);
+			fabric_port_send(&f->ports[i], &m, NULL);
+			log_info("endpoint %s: renamed by the reload: said goodbye as %s",
+				 p->opened.label, p->ep->cfg.id.names[0]);
+		}
 	}
 	for (unsigned e = 0; e < new->n_eps; e++)
 		if (!(opened & (1u << e)) && transport_for(&new->eps[e]) &&

@@ -40,9 +40,11 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 }
 
 /* The distinct port GIDs of @ep's host in @cfg (FW_T_RAILS), 0 alone: as
- * endpoint_rails() counts them, over the configuration. */
+ * endpoint_rails() counts them, over the configuration; an endpoint without
+ * a GID there learns its own from its port, a rail of its own. */
 static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpoint *ep)
 {
+	static const uint8_t none[16];
 	unsigned n = 0, others = 0;
 
 	for (unsigned i = 0; i < cfg->n_eps; i++) {
@@ -52,7 +54,7 @@ static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpo
 		if (!cfg_one_host(o, ep))
 			continue;
 		others += o != ep;
-		for (unsigned j = 0; j < i && !seen; j++)
+		for (unsigned j = 0; j < i && !seen && memcmp(o->id.gids[0], none, 16); j++)
 			seen = cfg_one_host(&cfg->eps[j], ep) &&
 			       !memcmp(cfg->eps[j].id.gids[0], o->id.gids[0], 16);
 		n += !seen;
@@ -62,48 +64,71 @@ static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpo
 	return others ? n : 0;
 }
 
-int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen)
+/* The length of the datagram @ep of @cfg would send, as the largest of its
+ * kinds: an ANNOUNCE (with @lookup, a REQUEST for a name of IBRES_NAME_MAX
+ * bytes, and a REPLY's choice, too; with @kernel_addrs, the addresses the
+ * kernel may add to the configured ones, IBRES_EP_ADDRS_MAX a family); or
+ * a negative errno when it does not fit. */
+static int largest_datagram(const struct ibres_config *cfg, const struct cfg_endpoint *ep,
+			    bool lookup, bool kernel_addrs, struct fw_msg *m)
 {
 	static const uint8_t key[FW_HMAC_LEN];
 	uint8_t buf[FW_MAX_LEN];
+
+	memset(m, 0, sizeof(*m));
+	m->type = FW_ANNOUNCE;
+	m->sender = ep->id;
+	m->sender.ttl = cfg->addr_ttl_s ? cfg->addr_ttl_s : 1;
+	if (!m->sender.n_gids)
+		m->sender.n_gids = 1; /* the transport finds the port's */
+	m->sender.qpn = 0xffffff;
+	if (kernel_addrs && m->sender.n_v4 < IBRES_EP_ADDRS_MAX)
+		m->sender.n_v4 = IBRES_EP_ADDRS_MAX;
+	if (kernel_addrs && m->sender.n_v6 < IBRES_EP_ADDRS_MAX)
+		m->sender.n_v6 = IBRES_EP_ADDRS_MAX;
+	m->n_groups = ep->n_groups < FW_MAX_GROUPS ? ep->n_groups : FW_MAX_GROUPS;
+	m->has_stamp = m->has_digest = m->has_up = true;
+	m->n_rails = cfg_rails(cfg, ep);
+	if (lookup) {
+		m->has_target = m->has_chosen = true;
+		m->target.type = IBRES_KEY_NAME;
+		m->target.len = IBRES_NAME_MAX;
+		memset(m->target.data, 'a', IBRES_NAME_MAX);
+	}
+	return fw_encode(m, cfg->cluster_key_file[0] ? key : NULL, sizeof(key), buf, sizeof(buf));
+}
+
+int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen)
+{
 	struct fw_msg m;
+	int warned = 0;
 
 	for (unsigned i = 0; i < cfg->n_eps; i++) {
 		const struct cfg_endpoint *ep = &cfg->eps[i];
-		int len;
 
 		if (!transport_for(ep))
 			continue;
-		/* the largest message of each kind at once: a REQUEST's target,
-		 * a REPLY's choice, an ANNOUNCE's digest and NEWCOMER time */
-		memset(&m, 0, sizeof(m));
-		m.type = FW_REQUEST;
-		m.sender = ep->id;
-		m.sender.ttl = cfg->addr_ttl_s ? cfg->addr_ttl_s : 1;
-		if (!m.sender.n_gids)
-			m.sender.n_gids = 1; /* the transport finds the port's */
-		m.sender.qpn = 0xffffff;
-		m.n_groups = ep->n_groups < FW_MAX_GROUPS ? ep->n_groups : FW_MAX_GROUPS;
-		m.has_target = true;
-		m.target.type = IBRES_KEY_NAME;
-		m.target.len = IBRES_NAME_MAX;
-		memset(m.target.data, 'a', IBRES_NAME_MAX);
-		m.has_chosen = m.has_stamp = m.has_digest = m.has_up = true;
-		m.n_rails = cfg_rails(cfg, ep);
-		len = fw_encode(&m, cfg->cluster_key_file[0] ? key : NULL, sizeof(key), buf,
-				sizeof(buf));
-		if (len < 0) {
+		if (largest_datagram(cfg, ep, false, false, &m) < 0) {
 			snprintf(err, errlen,
 				 "%s:%u: endpoint %s: its names and addresses (%u names, %u IPv4, "
 				 "%u IPv6, %u GIDs) with its host's %u rails leave no room in a "
-				 "fabric datagram (%u bytes) for a look-up of the longest name: "
-				 "fewer or shorter names, or fewer addresses",
+				 "fabric datagram (%u bytes) to announce it: fewer or shorter "
+				 "names, or fewer addresses",
 				 cfg->source, ep->line, ep->label, ep->id.n_names, ep->id.n_v4,
 				 ep->id.n_v6, ep->id.n_gids, m.n_rails, FW_MAX_LEN);
 			return -EMSGSIZE;
 		}
+		if (!warned && largest_datagram(cfg, ep, true, true, &m) < 0) {
+			snprintf(err, errlen,
+				 "%s:%u: endpoint %s: with %u addresses a family from its "
+				 "interface, its names would leave no room in a fabric datagram "
+				 "(%u bytes) for a look-up of the longest name; such a datagram "
+				 "is not sent (logged)",
+				 cfg->source, ep->line, ep->label, IBRES_EP_ADDRS_MAX, FW_MAX_LEN);
+			warned = 1;
+		}
 	}
-	return 0;
+	return warned;
 }
 
 int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
@@ -122,6 +147,13 @@ int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 			sizeof(f->buf));
 	if (len < 0) {
 		f->c.tx_errors++;
+		if (!p->told_too_long) {
+			p->told_too_long = true;
+			log_warn("fabric: endpoint %s: a datagram (type %u) does not fit %u bytes "
+				 "with its names and addresses: not sent; fewer or shorter names "
+				 "or addresses",
+				 p->ep->cfg.label, m->type, FW_MAX_LEN);
+		}
 		return len;
 	}
 	if (to) {

@@ -28,10 +28,12 @@ int directory_query(struct ibresd *d, struct request *req, uint8_t *reply, size_
 	if (fd < 0)
 		return reply_status(req, reply, len, IBRES_STATUS_ENODATA);
 	if (!req->may_pass_fd) {
-		/* its uid leaves too many unread (passed.h): the reader asks the
-		 * daemon for what it looks up, and for the directory again later */
+		/* its uid leaves too many unread, or all together do (passed.h):
+		 * the reader asks the daemon for what it looks up, and for the
+		 * directory again later */
 		req->d->stats.directory_unread_refused++;
-		log_debug("uid %u: %u directory descriptors passed and unread, passing no more",
+		log_debug("uid %u: directory descriptors passed and unread at a bound (%u a user, "
+			  "half of max_clients in all): passing none now",
 			  (unsigned)req->uid, PASSED_UNREAD_PER_UID);
 		return reply_status(req, reply, len, IBRES_STATUS_EAGAIN);
 	}

@@ -33,7 +33,8 @@ struct client {
 	bool closing; /* close once the answer is out */
 	bool eof;     /* the peer shut down its sending side: answer what it sent, then close */
 	bool dead;
-	bool passed_fd;	     /* an answer carried a descriptor: its socket goes to passed.h */
+	/* a descriptor granted (a slot of passed.h taken), and whether it went */
+	enum { PASS_NONE, PASS_GRANTED, PASS_SENT } pass;
 	uint64_t wait_since; /* start of the current incomplete request */
 	uint64_t out_since;  /* when out began to wait for the peer to read */
 	struct adm_uid *owner; /* the peer's uid and how many connections it holds */
@@ -81,10 +82,14 @@ static void client_close(struct client *cl)
 	cl->busy = false;
 	loop_timer_cancel(&srv->d->loop, &cl->idle);
 	loop_del_fd(&srv->d->loop, &cl->lf);
-	if (cl->passed_fd)
+	if (cl->pass == PASS_SENT) {
 		passed_done(&srv->passed, &srv->adm, cl->lf.fd, cl->owner);
-	else
+	} else {
 		close(cl->lf.fd);
+		if (cl->pass == PASS_GRANTED)
+			passed_cancel(&srv->passed, &srv->adm, cl->owner);
+	}
+	cl->pass = PASS_NONE;
 	if (cl->out_fd >= 0)
 		close(cl->out_fd);
 	cl->out_fd = -1;
@@ -202,7 +207,7 @@ static int client_flush(struct client *cl)
 		if (n > 0 && cl->out_fd >= 0) {
 			close(cl->out_fd); /* it went with that byte */
 			cl->out_fd = -1;
-			cl->passed_fd = true;
+			cl->pass = PASS_SENT;
 		}
 		cl->out_off += (size_t)n;
 	}
@@ -227,8 +232,11 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 	 * answer, counted against the daemon's open-file limit, until passing
 	 * any fails for every reader (ETOOMANYREFS). Readers fetch on a
 	 * connection of their own. */
-	if (pass >= 0)
+	if (pass >= 0) {
 		cl->closing = true;
+		passed_grant(&cl->srv->passed, cl->owner);
+		cl->pass = PASS_GRANTED;
+	}
 	do {
 		n = send_with_fd(cl->lf.fd, buf, len, pass);
 	} while (n < 0 && errno == EINTR);
@@ -239,7 +247,7 @@ static void client_send(struct client *cl, const void *buf, size_t len)
 	if (n < 0)
 		n = 0;
 	if (n > 0 && pass >= 0)
-		cl->passed_fd = true;
+		cl->pass = PASS_SENT;
 	if ((size_t)n < len) {
 		cl->out = malloc(len - (size_t)n);
 		/* not sent yet: the descriptor goes with the rest, as our own copy
@@ -305,8 +313,10 @@ static void client_process(struct client *cl)
 		memmove(cl->in, cl->in + len, cl->in_len);
 		cl->wait_since = now_ms();
 		d->stats.requests++;
-		cl->req.may_pass_fd = passed_room(&srv->passed, &srv->adm, cl->owner,
-						  passed_bound(d->cfg.max_clients));
+		/* only the directory passes one: other requests pay nothing */
+		cl->req.may_pass_fd = hdr.opcode == IBRES_OP_DIRECTORY &&
+				      passed_room(&srv->passed, &srv->adm, cl->owner,
+						  passed_bound(d->cfg.max_clients), now_ms());
 
 		ret = request_start(d, &cl->req, srv->reply, &reply_len);
 		if (ret == -EINPROGRESS) {

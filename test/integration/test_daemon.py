@@ -61,40 +61,49 @@ def test_check_config_reports_file_and_line(tmp_path):
 
 def test_check_config_refuses_an_identity_no_datagram_holds(tmp_path):
     """An endpoint on the fabric sends its names and addresses in every datagram
-    (1400 bytes at most): one whose names leave no room for a look-up of the longest
-    name could never announce itself, which used to fail only at each send (logged
-    at debug). Refused with file:line, and with a cluster key (its stamp and HMAC)
-    the room is smaller still."""
+    (1400 bytes at most): one whose names leave no room to announce it could never
+    be heard, which used to fail only at each send (logged at debug). Refused with
+    file:line; names that leave room for an announcement but not for a look-up of a
+    255-character name once the interface adds 8 addresses a family are a warning;
+    a cluster key (its stamp and HMAC) takes room too."""
     label = "x" * 60
 
-    def config(n_names, key=None):
+    def config(n_names, n_v6=0):
         names = ["node1"] + ["alias%d.%s.%s.%s" % (i, label, label, label)
                              for i in range(n_names - 1)]
-        text = "[daemon]\nsocket = /run/ibres/x.sock\n"
-        if key:
-            text += "[resolve]\ncluster_key_file = %s\n" % key
-        return text + "\n".join([
-            "[endpoint ib0]"] + ["name = %s" % n for n in names] + [
+        return "\n".join([
+            "[daemon]", "socket = /run/ibres/x.sock", "[endpoint ib0]"] +
+            ["name = %s" % n for n in names] + [
+            "address = 2001:db8::%d" % (i + 1) for i in range(n_v6)] + [
             "address = 198.18.0.1", "gid = fe80::2:c903:0:1", "lid = 1",
             "transport = ip", "interface = lo", "group = 239.1.1.1"]) + "\n"
 
+    def check(text):
+        conf.write_text(text)
+        return run([IBRESD, "--check-config", "--config", str(conf)])
+
     conf = tmp_path / "big.conf"
-    conf.write_text(config(8))
+    r = check(config(8))
     line = conf.read_text().split("\n").index("[endpoint ib0]") + 1
-    r = run([IBRESD, "--check-config", "--config", str(conf)])
     assert r.returncode == 1, r.stdout
     assert "%s:%d: endpoint ib0:" % (conf, line) in r.stderr, r.stderr
-    assert "fabric datagram (1400 bytes)" in r.stderr, r.stderr
-    # five such names fit; with a key's 44 bytes more they do not
-    conf.write_text(config(6))
-    r = run([IBRESD, "--check-config", "--config", str(conf)])
+    assert "fabric datagram (1400 bytes) to announce it" in r.stderr, r.stderr
+    r = check(config(6))
+    assert r.returncode == 0, r.stderr
+    assert "warning: %s:%d: endpoint ib0:" % (conf, line) in r.stderr, r.stderr
+    assert "look-up of the longest name" in r.stderr, r.stderr
+    r = check(config(4))
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    # seven names and four IPv6 addresses fit an announcement; with a key's 44
+    # bytes more they do not
+    r = check(config(7, 4))
     assert r.returncode == 0, r.stderr
     key = tmp_path / "cluster.key"
     key.write_bytes(os.urandom(32))
     key.chmod(0o600)
-    conf.write_text(config(6, key))
-    r = run([IBRESD, "--check-config", "--config", str(conf)])
-    assert r.returncode == 1 and "fabric datagram" in r.stderr, (r.stdout, r.stderr)
+    r = check(config(7, 4).replace("[endpoint ib0]", "[resolve]\ncluster_key_file = %s\n"
+                                "[endpoint ib0]" % key))
+    assert r.returncode == 1 and "to announce it" in r.stderr, (r.stdout, r.stderr)
 
 
 def test_check_config_warns_when_clients_give_up_first(tmp_path):

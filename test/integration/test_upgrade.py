@@ -356,3 +356,73 @@ def test_previous_module_reads_an_ordered_directory(tmp_path, daemon_factory, he
             assert set(kv["addrs"].split(",")) == addrs, (mod, r.stdout)
             asked = stats(d.socket)["host_lookups"] - before
             assert asked == 0 if reads else asked >= 1, (mod, name, asked)
+
+
+def knows_every_rail(c, k):
+    """Does node @k hold every rail of every other node under that rail's alias?"""
+    for j in c.nodes:
+        if j == k:
+            continue
+        for rl in c.rails[j]:
+            status, rec = host(c.sock(k), rl["alias"], cache_only=True)
+            if status != ST_SUCCESS or rec["gids"][:1] != [rl["gid"]]:
+                return False
+    return True
+
+
+def every_node_knows_every_rail(c):
+    return all(knows_every_rail(c, k) for k in c.nodes)
+
+
+@pytest.mark.timeout(BUILD_TIMEOUT + 300)
+def test_rolling_upgrade_rails(tmp_path, previous):
+    """Two rails (LIDs distinct: the previous daemon takes a LID for the cluster's).
+    The previous daemon cannot name one host on two endpoints, so a multi-rail
+    cluster upgrades with what it ran: one host name per rail (nodeK-ibR). Each node
+    in turn runs the previous daemon and then the new one; at every step every node
+    resolves every rail of every other by name. Then each node in turn gets its host
+    name on both rails (a reload: each rail says goodbye under its old name and
+    announces the new one at once): its peers take its rails as one host, and at the
+    end every host name lists both rails, every rail name still answers, and nobody
+    counted a conflict."""
+    c = Cluster(tmp_path / "up", 3, "--rails", 2)
+    c.up()
+    try:
+        shared = {k: c.config(k) for k in c.nodes}
+        for k in c.nodes:
+            # one name per rail: each endpoint's first name line goes
+            per_rail = "\n".join(line for line in shared[k].split("\n")
+                                 if line != "name = %s" % c.nodes[k]["name"])
+            assert per_rail != shared[k]
+            with open(os.path.join(c.dir, "node%d" % k, "ibresd.conf"), "w") as f:
+                f.write(per_rail)
+            c.kill(k)
+            c.start(k)
+        wait_until(lambda: every_node_knows_every_rail(c), 20, interval=0.3,
+                   what="every rail known by its own name")
+        for k in sorted(c.nodes):
+            for build in (previous, IBRESD):
+                c.kill(k)
+                emulate("start", "--dir", c.dir, "--node", k, "--ibresd", build, timeout=60)
+                wait_until(lambda: every_node_knows_every_rail(c), 20, interval=0.3,
+                           what="node%d on %s: every rail known" % (k, build))
+        for k in sorted(c.nodes):
+            with open(os.path.join(c.dir, "node%d" % k, "ibresd.conf"), "w") as f:
+                f.write(shared[k])
+            c.kill(k, "HUP")
+        want = {j: [rl["gid"] for rl in c.rails[j]] for j in c.nodes}
+
+        def hosts_whole():
+            for k in c.nodes:
+                for j in c.nodes:
+                    if j == k:
+                        continue
+                    status, rec = host(c.sock(k), c.nodes[j]["name"], cache_only=True)
+                    if status != ST_SUCCESS or sorted(rec["gids"]) != sorted(want[j]):
+                        return False
+            return every_node_knows_every_rail(c)
+        wait_until(hosts_whole, 30, interval=0.3, what="every host name lists both rails")
+        for k in c.nodes:
+            assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
+    finally:
+        c.down()

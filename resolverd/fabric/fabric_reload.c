@@ -37,14 +37,27 @@ static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_e
 	return false;
 }
 
-/* Does @now give the endpoint whose identity peers know as @was another
- * identity: another canonical name or port GID (or none: it went)? Peers
- * take a port under a new name only once the old one said goodbye. */
-static bool identity_differs(const struct ibres_hostrec *was, const struct cfg_endpoint *now)
+/* The endpoint labelled @label in @c, or NULL. */
+static const struct cfg_endpoint *ep_labelled(const struct ibres_config *c, const char *label)
 {
-	if (!now || !now->id.n_names || strcasecmp(was->names[0], now->id.names[0]))
+	for (unsigned i = 0; i < c->n_eps; i++)
+		if (!strcmp(c->eps[i].label, label))
+			return &c->eps[i];
+	return NULL;
+}
+
+/* Does the reload give the endpoint configured as @was another identity:
+ * none (it went), another canonical name, or another configured port GID
+ * (with a device, the port's own GID is used whatever the file says)?
+ * Config against config: what the port gave at run time is in neither.
+ * Peers take a port under a new name only once the old one said goodbye. */
+static bool identity_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
+{
+	if (!now || !now->id.n_names || !was->id.n_names ||
+	    strcasecmp(was->id.names[0], now->id.names[0]))
 		return true;
-	return now->id.n_gids && was->n_gids && memcmp(was->gids[0], now->id.gids[0], 16);
+	return !now->device[0] && now->id.n_gids && was->id.n_gids &&
+	       memcmp(was->id.gids[0], now->id.gids[0], 16);
 }
 
 void fabric_reload(struct fabric *f, const struct ibres_config *old,
@@ -64,11 +77,11 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
 			log_warn("endpoint %s: its transport settings changed: they take effect at "
 				 "the next restart",
 				 p->opened.label);
-		/* renamed, or gone: the identity peers know says goodbye (as the
-		 * port still has it: its transport's GID and QPN), so that they
-		 * take the new one at its announcement (fabric_identity_reloaded) */
-		if (fabric_port_up(p) && p->ep->cfg.id.n_names &&
-		    identity_differs(&p->ep->cfg.id, e < new->n_eps ? &new->eps[e] : NULL)) {
+		/* renamed, or gone: the identity peers know says goodbye (the live
+		 * one, with what its port gave it), so that they take the new one
+		 * at its announcement (fabric_identity_reloaded) */
+		if (fabric_port_up(p) && p->ep->cfg.id.n_names && e < old->n_eps &&
+		    identity_differs(&old->eps[e], ep_labelled(new, old->eps[e].label))) {
 			fabric_msg_init(&f->ports[i], &m, FW_GOODBYE, 0);
 			fabric_port_send(&f->ports[i], &m, NULL);
 			log_info("endpoint %s: renamed by the reload: said goodbye as %s",

@@ -41,7 +41,8 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 
 /* The distinct port GIDs of @ep's host in @cfg (FW_T_RAILS), 0 alone: as
  * endpoint_rails() counts them, over the configuration; an endpoint without
- * a GID there learns its own from its port, a rail of its own. */
+ * a GID there learns its own from its port: a rail of its own, but one per
+ * device and port. */
 static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpoint *ep)
 {
 	static const uint8_t none[16];
@@ -49,14 +50,23 @@ static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpo
 
 	for (unsigned i = 0; i < cfg->n_eps; i++) {
 		const struct cfg_endpoint *o = &cfg->eps[i];
-		bool seen = false;
+		bool gidless = !memcmp(o->id.gids[0], none, 16), seen = false;
 
 		if (!cfg_one_host(o, ep))
 			continue;
 		others += o != ep;
-		for (unsigned j = 0; j < i && !seen && memcmp(o->id.gids[0], none, 16); j++)
-			seen = cfg_one_host(&cfg->eps[j], ep) &&
-			       !memcmp(cfg->eps[j].id.gids[0], o->id.gids[0], 16);
+		/* one port's partitions share its GID: the same GID, or without
+		 * one the same device and port */
+		for (unsigned j = 0; j < i && !seen; j++) {
+			const struct cfg_endpoint *q = &cfg->eps[j];
+
+			if (!cfg_one_host(q, ep))
+				continue;
+			seen = gidless ? q->device[0] && !strcmp(q->device, o->device) &&
+						 q->port_num == o->port_num &&
+						 !memcmp(q->id.gids[0], none, 16)
+				       : !memcmp(q->id.gids[0], o->id.gids[0], 16);
+		}
 		n += !seen;
 	}
 	if (n > HOST_RAILS_MAX)

@@ -397,6 +397,19 @@ def cut_off(c, k, rails=(0,)):
                            timeout=30)
 
 
+def knows_every_rail(c, k):
+    """Does node @k hold every rail of every other node, each under its own alias
+    (rails.tsv's)?"""
+    for j in c.nodes:
+        if j == k:
+            continue
+        for rl in c.rails[j]:
+            status, rec = host(c.sock(k), rl["alias"], cache_only=True)
+            if status != ST_SUCCESS or rec["gids"][:1] != [rl["gid"]]:
+                return False
+    return True
+
+
 def wait_until(pred, timeout, interval=0.05, what="condition"):
     """Poll @pred until it returns something true; bounded."""
     deadline = time.monotonic() + timeout

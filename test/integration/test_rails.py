@@ -32,6 +32,7 @@ from conftest import IBRESCTL, Client, have, needs_root, run
 from fabric_util import cluster_factory  # noqa: F401 (a fixture, shared)
 from fabric_util import (FABRIC_PORT, FW_ANNOUNCE, FW_GOODBYE, ORIGIN_FABRIC, ST_SUCCESS,
                          Cluster, acme, cache_list, cut_off, emulate, fabric_msg, group_items,
+                         knows_every_rail,
                          host, identity_items, path_fields, rails_item, resolve, send_datagrams,
                          stats, wait_until)
 from nss_helpers import NSS_MODULE, client_env, gai_entries, helpers, parse_kv  # noqa: F401
@@ -61,18 +62,6 @@ def lid_key(e):
     lid, _, fabric = e["key"].partition("@")
     assert fabric, e
     return int(lid), int(fabric)
-
-
-def knows_every_rail(c, k):
-    """Does node @k hold every rail of every other node, each under its own alias?"""
-    for j in c.nodes:
-        if j == k:
-            continue
-        for rl in c.rails[j]:
-            status, rec = host(c.sock(k), rl["alias"], cache_only=True)
-            if status != ST_SUCCESS or rec["gids"][:1] != [rl["gid"]]:
-                return False
-    return True
 
 
 def wait_rails(c, timeout=10.0):

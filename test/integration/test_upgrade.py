@@ -39,8 +39,8 @@ import pytest
 
 from conftest import IBRESD, SINGLE_NODE, needs_root, run
 from nss_helpers import NSS_MODULE, client_env, helpers, parse_kv  # noqa: F401
-from fabric_util import (ST_SUCCESS, Cluster, acme, emulate, host, path_fields, stats,
-                         wait_until)
+from fabric_util import (ST_SUCCESS, Cluster, acme, emulate, host, knows_every_rail,
+                         path_fields, stats, wait_until)
 
 pytestmark = [needs_root]
 
@@ -155,6 +155,17 @@ def every_pair_resolves(c):
     return True
 
 
+def upgrade_round(c, previous, resolves, what):
+    """Each node in turn runs @previous and then the new daemon again (down,
+    restarted with the other build); after each step @resolves(c) within 20 s."""
+    for k in sorted(c.nodes):
+        for build in (previous, IBRESD):
+            c.kill(k)
+            emulate("start", "--dir", c.dir, "--node", k, "--ibresd", build, timeout=60)
+            wait_until(lambda: resolves(c), 20, interval=0.3,
+                       what="node%d on %s: %s" % (k, build, what))
+
+
 @pytest.mark.timeout(BUILD_TIMEOUT + 300)
 def test_rolling_upgrade(tmp_path, previous):
     """Three nodes of the new daemon; each in turn runs the previous one and
@@ -166,12 +177,7 @@ def test_rolling_upgrade(tmp_path, previous):
     try:
         wait_until(lambda: every_pair_resolves(c), 15, interval=0.3,
                    what="the new cluster resolves")
-        for k in sorted(c.nodes):
-            for build in (previous, IBRESD):
-                c.kill(k)
-                emulate("start", "--dir", c.dir, "--node", k, "--ibresd", build, timeout=60)
-                wait_until(lambda: every_pair_resolves(c), 15, interval=0.3,
-                           what="node%d on %s resolves and is resolved" % (k, build))
+        upgrade_round(c, previous, every_pair_resolves, "resolves and is resolved")
         for k in c.nodes:
             assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
     finally:
@@ -358,18 +364,6 @@ def test_previous_module_reads_an_ordered_directory(tmp_path, daemon_factory, he
             assert asked == 0 if reads else asked >= 1, (mod, name, asked)
 
 
-def knows_every_rail(c, k):
-    """Does node @k hold every rail of every other node under that rail's alias?"""
-    for j in c.nodes:
-        if j == k:
-            continue
-        for rl in c.rails[j]:
-            status, rec = host(c.sock(k), rl["alias"], cache_only=True)
-            if status != ST_SUCCESS or rec["gids"][:1] != [rl["gid"]]:
-                return False
-    return True
-
-
 def every_node_knows_every_rail(c):
     return all(knows_every_rail(c, k) for k in c.nodes)
 
@@ -400,12 +394,7 @@ def test_rolling_upgrade_rails(tmp_path, previous):
             c.start(k)
         wait_until(lambda: every_node_knows_every_rail(c), 20, interval=0.3,
                    what="every rail known by its own name")
-        for k in sorted(c.nodes):
-            for build in (previous, IBRESD):
-                c.kill(k)
-                emulate("start", "--dir", c.dir, "--node", k, "--ibresd", build, timeout=60)
-                wait_until(lambda: every_node_knows_every_rail(c), 20, interval=0.3,
-                           what="node%d on %s: every rail known" % (k, build))
+        upgrade_round(c, previous, every_node_knows_every_rail, "every rail known")
         for k in sorted(c.nodes):
             with open(os.path.join(c.dir, "node%d" % k, "ibresd.conf"), "w") as f:
                 f.write(shared[k])

@@ -2,8 +2,10 @@
 /*
  * Load generator: N client threads, each with one persistent Unix stream
  * connection, send a cached RESOLVE (by name) and wait for the whole answer,
- * for a fixed time. Prints requests per second.
- *   acm_load SOCKET CLIENTS SECONDS NAME
+ * for a fixed time. Prints requests per second. With "reconnect", each
+ * request on a connection of its own (connect, ask, read, close), as a
+ * process that looks up once does.
+ *   acm_load SOCKET CLIENTS SECONDS NAME [reconnect]
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@ struct worker {
 	const char *path;
 	const char *name;
 	double seconds;
+	int reconnect;
 	uint64_t done;
 	int failed;
 };
@@ -34,18 +37,29 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int open_conn(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 static void *run(void *arg)
 {
 	struct worker *w = arg;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint8_t req[IBRES_HDR_LEN + IBRES_EP_LEN], ans[IBRES_MSG_MAX];
 	struct ibres_hdr *h = (void *)req;
 	struct ibres_ep_entry *e = (void *)(req + IBRES_HDR_LEN);
 	double end;
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	int fd = open_conn(w->path);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", w->path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (fd < 0) {
 		w->failed = 1;
 		return NULL;
 	}
@@ -70,6 +84,14 @@ static void *run(void *arg)
 			break;
 		}
 		w->done++;
+		if (w->reconnect) {
+			close(fd);
+			fd = open_conn(w->path);
+			if (fd < 0) {
+				w->failed = 1;
+				return NULL;
+			}
+		}
 	}
 	close(fd);
 	return NULL;
@@ -82,8 +104,8 @@ int main(int argc, char **argv)
 	int n, failed = 0;
 	double secs, t0;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: acm_load SOCKET CLIENTS SECONDS NAME\n");
+	if (argc != 5 && !(argc == 6 && !strcmp(argv[5], "reconnect"))) {
+		fprintf(stderr, "usage: acm_load SOCKET CLIENTS SECONDS NAME [reconnect]\n");
 		return 2;
 	}
 	n = atoi(argv[2]);
@@ -93,7 +115,9 @@ int main(int argc, char **argv)
 		return 2;
 	t0 = now_s();
 	for (int i = 0; i < n; i++) {
-		ws[i] = (struct worker){ .path = argv[1], .name = argv[4], .seconds = secs };
+		ws[i] = (struct worker){
+			.path = argv[1], .name = argv[4], .seconds = secs, .reconnect = argc == 6
+		};
 		pthread_create(&ws[i].th, NULL, run, &ws[i]);
 	}
 	for (int i = 0; i < n; i++) {

@@ -517,9 +517,10 @@ int main(int argc, char **argv)
 def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open_dir, tmp_path):
     """Root is exempt from max_clients_per_uid, and a set-user-ID root program runs
     with uid 0: any user could fill the socket with such programs, each keeping its
-    connection. A connection counts against its process's real uid: the user who
-    started it, at its share (3 here) its own oldest goes; the program keeps root's
-    rights (CACHE_FLUSH answered)."""
+    connection. Once root holds a share's worth (3 here), a new root connection
+    counts against its process's real uid: the user who started the program, at
+    whose share its own oldest goes. Of 9 programs, 3 are root's, 3 the user's, 3
+    closed; each keeps root's rights (CACHE_FLUSH answered)."""
     _, uid, gid = attacker
     src = tmp_path / "holder.c"
     src.write_text(SETUID_HOLDER)
@@ -538,15 +539,15 @@ def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open
         os.setgid(gid)
         os.setuid(uid)
     try:
-        for _ in range(6):
+        for _ in range(9):
             p = subprocess.Popen([holder, d.socket], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, preexec_fn=start_holder)
             procs.append(p)
             assert p.stdout.readline().strip() == b"0"  # root's right: flushed
         s = stats(d.socket)
         assert s["clients_evicted"] - base["clients_evicted"] == 3, s
-        # the three left, and this stats request
-        assert s["clients_connected"] == 4, s
+        # root's three, the user's three left, and this stats request
+        assert s["clients_connected"] == 7, s
     finally:
         for p in procs:
             p.stdin.close()

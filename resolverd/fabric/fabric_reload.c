@@ -37,19 +37,12 @@ static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_e
 	return false;
 }
 
-/* The endpoint labelled @label in @c, or NULL. */
-static const struct cfg_endpoint *ep_labelled(const struct ibres_config *c, const char *label)
-{
-	for (unsigned i = 0; i < c->n_eps; i++)
-		if (!strcmp(c->eps[i].label, label))
-			return &c->eps[i];
-	return NULL;
-}
-
 /* Does the reload give the endpoint configured as @was another identity:
  * none (it went), another canonical name, or another configured port GID
  * (with a device, the port's own GID is used whatever the file says)?
- * Config against config: what the port gave at run time is in neither.
+ * Config against config, endpoint against the new one at its place (as
+ * endpoints_load() binds them: a relabelled endpoint is the same one, two
+ * swapped are two renamed): what the port gave at run time is in neither.
  * Peers take a port under a new name only once the old one said goodbye. */
 static bool identity_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
 {
@@ -81,7 +74,7 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		 * one, with what its port gave it), so that they take the new one
 		 * at its announcement (fabric_identity_reloaded) */
 		if (fabric_port_up(p) && p->ep->cfg.id.n_names && e < old->n_eps &&
-		    identity_differs(&old->eps[e], ep_labelled(new, old->eps[e].label))) {
+		    identity_differs(&old->eps[e], e < new->n_eps ? &new->eps[e] : NULL)) {
 			fabric_msg_init(&f->ports[i], &m, FW_GOODBYE, 0);
 			fabric_port_send(&f->ports[i], &m, NULL);
 			log_info("endpoint %s: renamed by the reload: said goodbye as %s",

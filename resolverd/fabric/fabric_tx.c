@@ -39,34 +39,35 @@ void fabric_msg_init(struct fabric_port *p, struct fw_msg *m, uint8_t type, uint
 	port_groups(p, m);
 }
 
-/* The distinct port GIDs of @ep's host in @cfg (FW_T_RAILS), 0 alone: as
- * endpoint_rails() counts them, over the configuration; an endpoint without
- * a GID there learns its own from its port: a rail of its own, but one per
- * device and port. */
-static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpoint *ep)
+/* Are @a and @b one port (whose partitions share its GID): the same device
+ * and port (whose own GID is used whatever the file says), or without a
+ * device the same configured GID? Without either, an endpoint learns its GID
+ * from its transport: a port of its own. */
+static bool cfg_same_port(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
 {
 	static const uint8_t none[16];
+
+	if (a->device[0] || b->device[0])
+		return !strcmp(a->device, b->device) && a->port_num == b->port_num;
+	return memcmp(a->id.gids[0], none, 16) && !memcmp(a->id.gids[0], b->id.gids[0], 16);
+}
+
+/* The distinct ports of @ep's host in @cfg (FW_T_RAILS, one GID each), 0
+ * alone: as endpoint_rails() counts them at run time, over the
+ * configuration. */
+static unsigned cfg_rails(const struct ibres_config *cfg, const struct cfg_endpoint *ep)
+{
 	unsigned n = 0, others = 0;
 
 	for (unsigned i = 0; i < cfg->n_eps; i++) {
 		const struct cfg_endpoint *o = &cfg->eps[i];
-		bool gidless = !memcmp(o->id.gids[0], none, 16), seen = false;
+		bool seen = false;
 
 		if (!cfg_one_host(o, ep))
 			continue;
 		others += o != ep;
-		/* one port's partitions share its GID: the same GID, or without
-		 * one the same device and port */
-		for (unsigned j = 0; j < i && !seen; j++) {
-			const struct cfg_endpoint *q = &cfg->eps[j];
-
-			if (!cfg_one_host(q, ep))
-				continue;
-			seen = gidless ? q->device[0] && !strcmp(q->device, o->device) &&
-						 q->port_num == o->port_num &&
-						 !memcmp(q->id.gids[0], none, 16)
-				       : !memcmp(q->id.gids[0], o->id.gids[0], 16);
-		}
+		for (unsigned j = 0; j < i && !seen; j++)
+			seen = cfg_one_host(&cfg->eps[j], ep) && cfg_same_port(&cfg->eps[j], o);
 		n += !seen;
 	}
 	if (n > HOST_RAILS_MAX)

@@ -872,23 +872,27 @@ def test_lost_rail_down_is_repeated(cluster_factory):
 
 @pytest.mark.timeout(120)
 def test_reload_says_goodbye_only_for_a_renamed_endpoint(cluster_factory):
-    """A reload that changes nothing says nothing to the peers; one that renames
-    node 2's rail 1 alone (its own host name there) says goodbye on that rail under
-    the old identity and announces the new one: node 1 drops nothing of rail 0 and
-    knows rail 1 by its new name at once, with no conflict counted."""
+    """A reload that changes nothing says nothing to the peers, nor does one that
+    only relabels an endpoint; one that renames node 2's rail 1 alone (its own host
+    name there) says goodbye on that rail under the old identity and announces the
+    new one: node 1 drops nothing of rail 0 and knows rail 1 by its new name at
+    once, with no conflict counted."""
     c = cluster_factory(2, "--rails", 2)
     wait_rails(c)
     c.wait_settled()
     before = stats(c.sock(1))
-    c.kill(2, "HUP")
-    wait_until(lambda: c.log(2).count("configuration reloaded") >= 1, 10,
-               what="node2 reloaded")
-    time.sleep(0.5)
-    after = stats(c.sock(1))
-    assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"], after
-    assert knows_every_rail(c, 1)
     conf = os.path.join(c.dir, "node2", "ibresd.conf")
     text = c.config(2)
+    for k, changed in enumerate((text, text.replace("[endpoint ib1]", "[endpoint rail1]"))):
+        with open(conf, "w") as f:
+            f.write(changed)
+        c.kill(2, "HUP")
+        wait_until(lambda: c.log(2).count("configuration reloaded") >= k + 1, 10,
+                   what="node2 reloaded")
+        time.sleep(0.5)
+        after = stats(c.sock(1))
+        assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"], (k, after)
+        assert knows_every_rail(c, 1)
     head, _, tail = text.partition("[endpoint ib1]")
     renamed = head + "[endpoint ib1]" + tail.replace("name = node2\n", "name = spare2\n", 1)
     assert renamed != text
@@ -896,6 +900,8 @@ def test_reload_says_goodbye_only_for_a_renamed_endpoint(cluster_factory):
         f.write(renamed)
     c.kill(2, "HUP")
     wait_until(lambda: knows(c, 1, "spare2"), 10, what="node1 knows node2's rail 1 as spare2")
+    wait_until(lambda: c.log(2).count("configuration reloaded") == 3, 10,
+               what="node2's third reload logged")
     status, rec = host(c.sock(1), "spare2", cache_only=True)
     assert status == ST_SUCCESS and rec["gids"] == [rail(c, 2, 1)["gid"]], rec
     status, rec = host(c.sock(1), "node2", cache_only=True)

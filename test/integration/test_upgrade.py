@@ -374,11 +374,11 @@ def test_rolling_upgrade_rails(tmp_path, previous):
     The previous daemon cannot name one host on two endpoints, so a multi-rail
     cluster upgrades with what it ran: one host name per rail (nodeK-ibR). Each node
     in turn runs the previous daemon and then the new one; at every step every node
-    resolves every rail of every other by name. Then each node in turn gets its host
-    name on both rails (a reload: each rail says goodbye under its old name and
-    announces the new one at once): its peers take its rails as one host, and at the
-    end every host name lists both rails, every rail name still answers, and nobody
-    counted a conflict."""
+    resolves every rail of every other by name. Then every node gets its host name on
+    both rails (reloads one after the other, without waiting: each rail says goodbye
+    under its old name and announces the new one at once): peers take each node's
+    rails as one host, every host name lists both rails, every rail name still
+    answers, and nobody counted a conflict."""
     c = Cluster(tmp_path / "up", 3, "--rails", 2)
     c.up()
     try:

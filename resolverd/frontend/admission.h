@@ -5,8 +5,8 @@
  * connections' owners.
  *
  * - A connection is its process's real uid's (the server reads it for an
- *   effective root once root holds a quota's worth: a set-user-ID program
- *   counts against its user).
+ *   effective root once root holds a quota's worth, and for root's others
+ *   when one must go: a set-user-ID program counts against its user).
  * - Each uid but root holds at most max_clients_per_uid connections (0 in
  *   ibresd.conf: a quarter of max_clients, at least 1). A uid at its quota
  *   gets room by closing its own oldest connection that waits for nothing

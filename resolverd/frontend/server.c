@@ -38,6 +38,8 @@ struct client {
 	uint64_t wait_since; /* start of the current incomplete request */
 	uint64_t out_since;  /* when out began to wait for the peer to read */
 	struct adm_uid *owner; /* the peer's uid and how many connections it holds */
+	pid_t pid;	       /* the peer's, at connect (SO_PEERCRED) */
+	bool uid_checked;      /* owner is the real uid's (not root's by default) */
 	struct loop_timer idle;
 	struct request req;
 	uint8_t in[IN_CAP];
@@ -388,6 +390,62 @@ static void on_client(struct loop_fd *lf, uint32_t events)
 		client_process(cl);
 }
 
+/* The real uid of process @pid, from /proc (the kernel's SO_PEERCRED gives the
+ * effective one): 0 or a negative errno. The process may have gone, and its
+ * pid been taken since: what that costs is a connection counted against
+ * another uid's share, never another's rights (those follow SO_PEERCRED). */
+static int real_uid_of(pid_t pid, uid_t *out)
+{
+	char path[32], buf[1024];
+	unsigned long r;
+	const char *at;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	at = strstr(buf, "\nUid:");
+	if (!at || sscanf(at + 5, "%lu", &r) != 1)
+		return -EIO;
+	*out = (uid_t)r;
+	return 0;
+}
+
+/* Root's connections taken without a look at their real uid (below root's
+ * share, on_accept()) are looked at once one must go for a newcomer: a
+ * set-user-ID program's counts against the user who started it from then
+ * on, and may go for another user's. One that passed a descriptor keeps its
+ * owner (its slot of passed.h is counted there). */
+static void recheck_root(struct server *srv)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &srv->clients)
+	{
+		struct client *cl = list_entry(pos, struct client, node);
+		struct adm_uid *u;
+		uid_t real;
+
+		if (cl->uid_checked || cl->owner->uid != 0 || cl->pass != PASS_NONE)
+			continue;
+		cl->uid_checked = true;
+		if (real_uid_of(cl->pid, &real) < 0 || real == 0)
+			continue;
+		u = admission_get(&srv->adm, real);
+		if (!u)
+			continue;
+		admission_put(&srv->adm, cl->owner);
+		cl->owner = u;
+	}
+}
+
 /* Make room for a connection from @uid: close the connection the policy picks
  * (frontend/admission.h) among those that wait for nothing from the daemon: idle (whether
  * it asked anything before or not), in the middle of a request, or with an answer it does
@@ -399,6 +457,8 @@ static int make_room(struct server *srv, uid_t uid, bool own_only)
 	struct adm_pick p;
 	struct client *victim;
 
+	if (!own_only)
+		recheck_root(srv);
 	/* least recently active first */
 	adm_pick_init(&p, uid, own_only);
 	list_for_each_safe(pos, tmp, &srv->clients)
@@ -448,34 +508,6 @@ static bool admit(struct server *srv, uid_t uid)
 	return false;
 }
 
-/* The real uid of process @pid, from /proc (the kernel's SO_PEERCRED gives the
- * effective one): 0 or a negative errno. The process may have gone, and its
- * pid been taken since: what that costs is a connection counted against
- * another uid's share, never another's rights (those follow SO_PEERCRED). */
-static int real_uid_of(pid_t pid, uid_t *out)
-{
-	char path[32], buf[1024];
-	unsigned long r;
-	const char *at;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	at = strstr(buf, "\nUid:");
-	if (!at || sscanf(at + 5, "%lu", &r) != 1)
-		return -EIO;
-	*out = (uid_t)r;
-	return 0;
-}
-
 /* A connection accepted on one of the listeners (listener.h). */
 static void on_accept(void *arg, int fd, bool acm)
 {
@@ -485,6 +517,7 @@ static void on_accept(void *arg, int fd, bool acm)
 	socklen_t clen = sizeof(cred);
 	uid_t uid = (uid_t)-1; /* unknown: a uid of its own, under the quota */
 	uid_t share_uid = uid; /* whose share it counts in: the real uid */
+	bool checked;
 	struct client *cl;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
@@ -493,11 +526,11 @@ static void on_accept(void *arg, int fd, bool acm)
 	 * else any user could fill the socket with them (root is exempt from
 	 * the per-uid share); its rights stay root's (req.uid). Looked up (a
 	 * read in /proc, a fifth of a connection's cost) only once root holds
-	 * a share's worth: below that, what root holds is bounded anyway */
-	if (uid == 0 && cred.pid > 0 &&
-	    admission_count(&srv->adm, 0) >=
-		    admission_quota(d->cfg.max_clients, d->cfg.max_clients_per_uid) &&
-	    real_uid_of(cred.pid, &share_uid) < 0)
+	 * a share's worth; below that, when one must go (recheck_root()) */
+	checked = uid != 0 || cred.pid <= 0 ||
+		  admission_count(&srv->adm, 0) >=
+			  admission_quota(d->cfg.max_clients, d->cfg.max_clients_per_uid);
+	if (uid == 0 && checked && cred.pid > 0 && real_uid_of(cred.pid, &share_uid) < 0)
 		share_uid = 0;
 	if (!admit(srv, share_uid)) {
 		close(fd);
@@ -509,6 +542,8 @@ static void on_accept(void *arg, int fd, bool acm)
 		return;
 	}
 	cl->owner = admission_get(&srv->adm, share_uid);
+	cl->pid = cred.pid;
+	cl->uid_checked = checked;
 	if (!cl->owner) {
 		close(fd);
 		free(cl);

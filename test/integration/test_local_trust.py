@@ -27,7 +27,7 @@ import time
 import pytest
 
 from conftest import IBRESCTL, needs_root, run
-from fabric_util import stats
+from fabric_util import stats, wait_until
 from nss_helpers import (HDR_LEN, NSS_MODULE, client_env, directory_request,  # noqa: F401
                          fetch_directory, helpers, parse_kv,
                          static_hosts_config)
@@ -514,6 +514,38 @@ int main(int argc, char **argv)
 """
 
 
+def build_holders(tmp_path, open_dir):
+    """SETUID_HOLDER built twice where the attacker may run it: set-user-ID root, and
+    plain. (setuid path, plain path)."""
+    src = tmp_path / "holder.c"
+    src.write_text(SETUID_HOLDER)
+    setuid, plain = os.path.join(open_dir, "holder"), os.path.join(open_dir, "holder-plain")
+    for path in (setuid, plain):
+        r = run(["cc", "-o", path, str(src)])
+        assert r.returncode == 0, r.stderr
+        os.chown(path, 0, 0)
+    os.chmod(setuid, 0o4755)
+    os.chmod(plain, 0o755)
+    return setuid, plain
+
+
+def start_holder(path, sock, uid, gid):
+    """@path run as @uid/@gid: (process, the status its CACHE_FLUSH got)."""
+    def drop():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    p = subprocess.Popen([path, sock], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         preexec_fn=drop)
+    return p, p.stdout.readline().strip()
+
+
+def stop_holders(procs):
+    for p in procs:
+        p.stdin.close()
+        p.wait(10)
+
+
 def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open_dir, tmp_path):
     """Root is exempt from max_clients_per_uid, and a set-user-ID root program runs
     with uid 0: any user could fill the socket with such programs, each keeping its
@@ -522,34 +554,54 @@ def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open
     whose share its own oldest goes. Of 9 programs, 3 are root's, 3 the user's, 3
     closed; each keeps root's rights (CACHE_FLUSH answered)."""
     _, uid, gid = attacker
-    src = tmp_path / "holder.c"
-    src.write_text(SETUID_HOLDER)
-    holder = os.path.join(open_dir, "holder")
-    r = run(["cc", "-o", holder, str(src)])
-    assert r.returncode == 0, r.stderr
-    os.chown(holder, 0, 0)
-    os.chmod(holder, 0o4755)
+    holder, _ = build_holders(tmp_path, open_dir)
     conf = static_hosts_config().replace("[daemon]\n", "[daemon]\nmax_clients_per_uid = 3\n", 1)
     d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock")).start()
     base = stats(d.socket)
     procs = []
-
-    def start_holder():
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
     try:
         for _ in range(9):
-            p = subprocess.Popen([holder, d.socket], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, preexec_fn=start_holder)
+            p, status = start_holder(holder, d.socket, uid, gid)
             procs.append(p)
-            assert p.stdout.readline().strip() == b"0"  # root's right: flushed
+            assert status == b"0"  # root's right: flushed
         s = stats(d.socket)
         assert s["clients_evicted"] - base["clients_evicted"] == 3, s
         # root's three, the user's three left, and this stats request
         assert s["clients_connected"] == 7, s
     finally:
-        for p in procs:
-            p.stdin.close()
-            p.wait(10)
+        stop_holders(procs)
+    assert d.alive()
+
+
+@pytest.mark.skipif(not NOBODY_UID, reason="no user 'nobody'")
+def test_setuid_programs_taken_as_roots_go_for_others(daemon_factory, attacker, open_dir,
+                                                     tmp_path):
+    """Below root's share a root connection is taken unchecked (the read in /proc
+    costs). With the socket full (max_clients 4: the user's three set-user-ID programs
+    and nobody's connection), a newcomer makes root's connections looked at: the
+    user's programs count against the user, and one of them goes, not nobody's."""
+    _, uid, gid = attacker
+    holder, plain = build_holders(tmp_path, open_dir)
+    conf = static_hosts_config().replace(
+        "[daemon]\n", "[daemon]\nmax_clients = 4\nmax_clients_per_uid = 3\n", 1)
+    d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock")).start()
+    nobody = pwd.getpwnam("nobody")
+    procs = []
+    try:
+        for _ in range(3):
+            p, status = start_holder(holder, d.socket, uid, gid)
+            procs.append(p)
+            assert status == b"0"
+        other, status = start_holder(plain, d.socket, nobody.pw_uid, nobody.pw_gid)
+        procs.append(other)
+        assert status == b"11"  # nobody may not flush: EPERM
+        s = stats(d.socket)  # a fifth connection: one must go
+        assert s["clients_evicted"] == 1, s
+        wait_until(lambda: procs[0].poll() is not None, 10,
+                   what="the user's oldest program closed")
+        time.sleep(0.3)
+        assert other.poll() is None, "nobody's connection went for the user's programs"
+        assert all(p.poll() is None for p in procs[1:3])
+    finally:
+        stop_holders(procs)
     assert d.alive()

@@ -227,7 +227,8 @@ static void load_endpoints(struct resolver *r)
 		/* before it is published: a device's port data over the
 		 * config's, then its interfaces' addresses after the config's */
 		sa_apply_endpoint(r->sa, ep);
-		fabric_apply_endpoint(r->fabric, ep); /* the transport's QPN (none at start-up) */
+		/* its QPN, a RoCE port's GID (none at start-up) */
+		fabric_apply_endpoint(r->fabric, ep);
 		netlink_merge(r->nl, ep, &ep->cfg.id);
 	}
 }

@@ -435,6 +435,22 @@ static void port_event(struct transport *t, const char *what)
 	sa_port_changed(p->f->sa, p->ep, what);
 }
 
+/* What @p's transport gives its endpoint's identity @id: peers reach it at
+ * its UD QP and, on RoCE, at the GID the transport found in the port's GID
+ * table (the config may name none). At open, and again after a reload
+ * copied the config over the endpoint. */
+static void port_identity(const struct fabric_port *p, struct ibres_hostrec *id)
+{
+	static const uint8_t zero[16];
+
+	id->qpn = p->t.qpn;
+	if (memcmp(p->t.gid, zero, 16)) {
+		memcpy(id->gids[0], p->t.gid, 16);
+		if (!id->n_gids)
+			id->n_gids = 1;
+	}
+}
+
 int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 {
 	struct endpoints *eps = deps->eps;
@@ -500,17 +516,9 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 			goto err;
 		p->open = true;
 		if (p->t.qpn) {
-			/* peers reach this endpoint at its UD QP (and, on RoCE, at
-			 * the GID it found in the port's GID table) */
-			static const uint8_t zero[16];
 			struct ibres_hostrec id = p->ep->cfg.id;
 
-			id.qpn = p->t.qpn;
-			if (memcmp(p->t.gid, zero, 16)) {
-				memcpy(id.gids[0], p->t.gid, 16);
-				if (!id.n_gids)
-					id.n_gids = 1;
-			}
+			port_identity(p, &id);
 			if (memcmp(&id, &p->ep->cfg.id, sizeof(id)))
 				endpoint_update(eps, p->ep, &id);
 		}
@@ -572,7 +580,7 @@ void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep)
 
 	for (unsigned i = 0; f && i < f->n_ports; i++)
 		if (f->ports[i].open && f->ports[i].ep == ep && f->ports[i].t.qpn)
-			ep->cfg.id.qpn = f->ports[i].t.qpn;
+			port_identity(&f->ports[i], &ep->cfg.id);
 }
 
 /* A rail went down: the node's other rails say so (RAIL_DOWN, naming its
@@ -591,34 +599,24 @@ static void rail_state(struct fabric *f, const struct endpoint *ep)
 	fabric_rail_down_say(f, ep);
 }
 
-/* An endpoint's identity changed (core/endpoints.h): a GOODBYE for a GID
- * that went, then an announcement now and once more a little later (for a
- * lost datagram, and for a peer that heard the new owner of a moved address
- * before the old one released it). A new QPN waits for the next period. */
+/* An endpoint's identity changed (core/endpoints.h): an announcement now
+ * and once more a little later (for a lost datagram, and for a peer that
+ * heard the new owner of a moved address before the old one released it).
+ * A new GID is a new identity: its first datagram says goodbye for the old
+ * one first (fabric_tx.c), since peers let a name move only after its old
+ * owner said goodbye (or expired). A new QPN waits for the next period. */
 static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
 			unsigned changes)
 {
 	struct fabric *f = arg;
-	struct fw_msg m;
 
+	(void)old;
 	if (changes & EP_CHANGE_STATE) {
 		rail_state(f, ep);
 		return;
 	}
-	if (!(changes & (EP_CHANGE_ADDRS | EP_CHANGE_PORT | EP_CHANGE_GID)))
-		return;
-	/* a new GID is a new identity: peers let a name move only after its
-	 * old owner said goodbye (or expired) */
-	for (unsigned i = 0; i < f->n_ports && (changes & EP_CHANGE_GID) && old->n_gids; i++) {
-		struct fabric_port *p = &f->ports[i];
-
-		if (!p->open || p->ep != ep)
-			continue;
-		fabric_msg_init(p, &m, FW_GOODBYE, 0);
-		m.sender = *old;
-		fabric_port_send(p, &m, NULL);
-	}
-	fabric_identity_reloaded(f);
+	if (changes & (EP_CHANGE_ADDRS | EP_CHANGE_PORT | EP_CHANGE_GID))
+		fabric_identity_reloaded(f);
 }
 
 void fabric_identity_reloaded(struct fabric *f)

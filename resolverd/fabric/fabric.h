@@ -104,7 +104,8 @@ void fabric_identity_reloaded(struct fabric *f);
 void fabric_announce_stopped(struct fabric *f);
 
 /* A reload copied @ep's config over it: put back what its transport gave
- * it (the ib transport's UD QP number, which peers must reach). */
+ * it (a verbs transport's UD QP number, which peers must reach, and on RoCE
+ * the port's GID when the config names none). */
 void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep);
 
 /* May @k be sent to the fabric? False without a transport, for names

@@ -21,6 +21,15 @@
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
 
+/* The identity peers hold of an endpoint: the one its last datagram carried
+ * (fabric_tx.c). */
+struct said_identity {
+	bool any;		       /* none before the first datagram, nor after a GOODBYE */
+	char name[IBRES_NAME_MAX + 1]; /* the canonical name ("" none) */
+	uint8_t gid[16];	       /* the port GID (zero: none) */
+	uint16_t pkey;
+};
+
 struct fabric_port {
 	struct fabric *f;
 	struct endpoint *ep; /* its live identity */
@@ -30,6 +39,7 @@ struct fabric_port {
 	struct transport t;
 	bool open;
 	bool told_too_long; /* a datagram that did not fit was logged */
+	struct said_identity said;
 	uint32_t announce_seq; /* multicast announces sent (the DIGEST item's number) */
 	uint64_t mcast_announced_ms; /* when the last one went out (0: none yet) */
 	/* is what this fabric heard complete (fabric_digest.c)? */

@@ -3,7 +3,6 @@
  * opened with; what would need others is logged as needing a restart. */
 #include <netinet/in.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/endpoints.h"
 #include "core/log.h"
@@ -37,22 +36,6 @@ static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_e
 	return false;
 }
 
-/* Does the reload give the endpoint configured as @was another identity:
- * none (it went), another canonical name, or another configured port GID
- * (with a device, the port's own GID is used whatever the file says)?
- * Config against config, endpoint against the new one at its place (as
- * endpoints_load() binds them: a relabelled endpoint is the same one, two
- * swapped are two renamed): what the port gave at run time is in neither.
- * Peers take a port under a new name only once the old one said goodbye. */
-static bool identity_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
-{
-	if (!now || !now->id.n_names || !was->id.n_names ||
-	    strcasecmp(was->id.names[0], now->id.names[0]))
-		return true;
-	return !now->device[0] && now->id.n_gids && was->id.n_gids &&
-	       memcmp(was->id.gids[0], now->id.gids[0], 16);
-}
-
 void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		   const struct ibres_config *new)
 {
@@ -70,14 +53,14 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
 			log_warn("endpoint %s: its transport settings changed: they take effect at "
 				 "the next restart",
 				 p->opened.label);
-		/* renamed, or gone: the identity peers know says goodbye (the live
-		 * one, with what its port gave it), so that they take the new one
-		 * at its announcement (fabric_identity_reloaded) */
-		if (fabric_port_up(p) && p->ep->cfg.id.n_names && e < old->n_eps &&
-		    identity_differs(&old->eps[e], e < new->n_eps ? &new->eps[e] : NULL)) {
+		/* gone: the identity peers know says goodbye (the live one, with
+		 * what its port gave it). A renamed one says it before its first
+		 * datagram under the new name (fabric_tx.c): at once, since the
+		 * resolver announces a changed identity, or when its port is up. */
+		if (fabric_port_up(p) && p->ep->cfg.id.n_names && e >= new->n_eps) {
 			fabric_msg_init(&f->ports[i], &m, FW_GOODBYE, 0);
 			fabric_port_send(&f->ports[i], &m, NULL);
-			log_info("endpoint %s: renamed by the reload: said goodbye as %s",
+			log_info("endpoint %s: gone at the reload: said goodbye as %s",
 				 p->opened.label, p->ep->cfg.id.names[0]);
 		}
 	}

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/clock.h"
 #include "core/endpoints.h"
@@ -142,12 +143,65 @@ int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen
 	return warned;
 }
 
+static const uint8_t no_gid[16];
+
+/* Is @h's identity, as a peer keys it (canonical name, port GID, P_Key),
+ * the one @s holds? */
+static bool says(const struct said_identity *s, const struct ibres_hostrec *h)
+{
+	return s->any && s->pkey == h->pkey &&
+	       !memcmp(s->gid, h->n_gids ? h->gids[0] : no_gid, 16) &&
+	       !strcasecmp(s->name, h->n_names ? h->names[0] : "");
+}
+
+static void said_set(struct said_identity *s, const struct ibres_hostrec *h)
+{
+	s->any = true;
+	snprintf(s->name, sizeof(s->name), "%s", h->n_names ? h->names[0] : "");
+	memcpy(s->gid, h->n_gids ? h->gids[0] : no_gid, 16);
+	s->pkey = h->pkey;
+}
+
+/* Peers hold of @p's endpoint what its last datagram said. Before @m says
+ * another identity (a reload renamed it, while its port was up or down; its
+ * port's GID changed), the old one says GOODBYE, multicast, from the
+ * addresses the port has now (a peer checks the datagram's source against
+ * them): peers then take the new identity at once, rather than refuse it as
+ * a claim on what another host owns until the old record expires. */
+static void goodbye_first(struct fabric_port *p, const struct fw_msg *m)
+{
+	struct said_identity was = p->said;
+	struct fw_msg bye;
+
+	if (says(&was, &m->sender)) {
+		if (m->type == FW_GOODBYE)
+			p->said.any = false; /* peers forget it */
+		return;
+	}
+	if (m->type == FW_GOODBYE)
+		return;
+	said_set(&p->said, &m->sender);
+	if (!was.any || !was.name[0] || !memcmp(was.gid, no_gid, 16))
+		return;
+	fabric_msg_init(p, &bye, FW_GOODBYE, 0);
+	bye.sender = m->sender;
+	snprintf(bye.sender.names[0], sizeof(bye.sender.names[0]), "%s", was.name);
+	bye.sender.n_names += !bye.sender.n_names;
+	memcpy(bye.sender.gids[0], was.gid, 16);
+	bye.sender.n_gids += !bye.sender.n_gids;
+	bye.sender.pkey = was.pkey;
+	fabric_port_send(p, &bye, NULL);
+	log_info("fabric: endpoint %s: said goodbye as %s before it speaks as %s", p->ep->cfg.label,
+		 was.name, p->said.name[0] ? p->said.name : "(no name)");
+}
+
 int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
 {
 	struct fabric *f = p->f;
 	struct fw_msg stamped;
 	int len, ret;
 
+	goodbye_first(p, m);
 	if (f->keys.n) {
 		stamped = *m;
 		stamped.has_stamp = true;

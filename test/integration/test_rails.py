@@ -912,6 +912,37 @@ def test_reload_says_goodbye_only_for_a_renamed_endpoint(cluster_factory):
 
 
 @pytest.mark.timeout(120)
+def test_rename_while_the_port_is_down_says_goodbye_once_up(cluster_factory):
+    """Node 2 has one rail: when its link goes down no other rail can tell
+    node 1, which keeps node 2's record. A reload renames node 2 while the
+    port is down (nothing can be sent); once it is up, the old identity says
+    goodbye before the new one speaks, and node 1 knows the port as spare2
+    at once, with no conflict, rather than refuse the new name (a claim on a
+    GID another host owns) until the old record expires."""
+    c = cluster_factory(2)
+    c.wait_settled()
+    assert knows(c, 1, "node2")
+    before = stats(c.sock(1))
+    c.link(2, "down", rail=0)
+    wait_until(lambda: "is down" in c.log(2), 10, what="node2 saw its port go down")
+    text = c.config(2)
+    renamed = text.replace("name = node2\n", "name = spare2\n", 1)
+    assert renamed != text
+    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
+        f.write(renamed)
+    c.kill(2, "HUP")
+    wait_until(lambda: c.log(2).count("configuration reloaded") == 1, 10, what="node2 reloaded")
+    assert knows(c, 1, "node2"), "node 1 still holds the old identity"
+    c.link(2, "up", rail=0)
+    wait_until(lambda: knows(c, 1, "spare2"), 10, what="node1 knows node2's port as spare2")
+    assert not knows(c, 1, "node2")
+    after = stats(c.sock(1))
+    assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"] + 1, after
+    assert after["fabric_rx_conflict"] == before["fabric_rx_conflict"], after
+    assert "said goodbye as node2 before it speaks as spare2" in c.log(2)
+
+
+@pytest.mark.timeout(120)
 def test_rail0_down_next_rail(cluster_factory, helpers):
     """Node 2's rail 0 (its first, preferred rail) loses its link. A lookup
     without a source, on node 2, now takes rail 1 to node 1, by name and by

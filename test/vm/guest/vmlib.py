@@ -96,12 +96,15 @@ def stop_daemon(node, sig=signal.SIGTERM):
     wait_until(gone, 10, "%s exited" % node)
 
 
-def start_daemon(node, extra_resolve=(), argv_prefix=()):
-    """Start @node's daemon again from its config (plus [resolve] lines),
-    through @argv_prefix (a program that ends by exec'ing the rest) if given."""
+def start_daemon(node, extra_resolve=(), argv_prefix=(), drop=()):
+    """Start @node's daemon again from its config (plus [resolve] lines, less
+    the lines setting the keys in @drop), through @argv_prefix (a program
+    that ends by exec'ing the rest) if given."""
     conf = "%s/%s.conf" % (VMDIR, node)
-    if extra_resolve:
+    if extra_resolve or drop:
         text = open(conf).read()
+        for key in drop:
+            text = re.sub(r"(?m)^%s = .*\n" % re.escape(key), "", text)
         for line in extra_resolve:
             key = line.split("=")[0].strip()
             text, n = re.subn(r"(?m)^%s = .*$" % re.escape(key), line, text)

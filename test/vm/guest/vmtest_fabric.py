@@ -2,6 +2,7 @@
 Every node's ibresd runs on its rxe device's UD QP; nothing else carries
 their fabric protocol (no ip transport is configured)."""
 import itertools
+import json
 import os
 import re
 import signal
@@ -9,8 +10,8 @@ import subprocess
 
 import pytest
 
-from vmlib import (QKEY, ROOT, acme, ctl, hw_counters, known, nodes, run, start_daemon, stats,
-                   stop_daemon, wait_until)
+from vmlib import (QKEY, ROOT, VMDIR, acme, ctl, daemon_pid, hw_counters, known, nodes, run,
+                   start_daemon, stats, stop_daemon, wait_until)
 
 NAMES = ["node1", "node2", "node3"]
 
@@ -183,6 +184,35 @@ def test_goodbye_then_back():
     start_daemon("node3")
     wait_until(lambda: known("node1", "node3"), 10, "node1 learned node3 again")
     assert "239.255.73.1" in run(["ip", "maddr", "show", "dev", "n3"], check=True).stdout
+
+
+def test_a_port_gid_from_the_device_survives_a_reload():
+    """An endpoint whose config names no GID takes its port's from the
+    device's GID table at start; a reload (SIGHUP) copies the config over the
+    endpoint and must put it back, as it does the QP number: peers learn
+    node3 at the same GID after it."""
+    gid3 = nodes()["node3"]["gid"]
+    stop_daemon("node3", signal.SIGTERM)
+    try:
+        start_daemon("node3", drop=("gid",))
+        with open("%s/node3-extra.conf" % VMDIR) as f:
+            assert not re.search(r"(?m)^gid = ", f.read())
+        log = "%s/node3.log" % VMDIR
+        reloads = open(log).read().count("configuration reloaded")
+        os.kill(daemon_pid("node3"), signal.SIGHUP)
+        wait_until(lambda: open(log).read().count("configuration reloaded") > reloads, 10,
+                   "node3 reloaded")
+        r = ctl("node3", "--json", "endpoints")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["endpoints"][0]["gids"] == [gid3], r.stdout
+        assert ctl("node1", "cache", "flush", "node3").returncode == 0
+        r = ctl("node1", "--json", "host", "node3")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert json.loads(r.stdout)["gids"] == [gid3], r.stdout
+    finally:
+        stop_daemon("node3", signal.SIGTERM)
+        start_daemon("node3")
+        wait_until(lambda: known("node1", "node3"), 10, "node1 learned node3 again")
 
 
 def test_a_sigkilled_node_expires():

@@ -314,6 +314,13 @@ ssize_t ibc_transact(struct ibres *h, void *req, size_t req_len, void *ans, size
 			break;
 		reused = 0;
 	}
+	/* a process running with privileges it did not start with (set-user-ID,
+	 * file capabilities: AT_SECURE) keeps no connection between calls: a
+	 * user who leaves many of them waiting (sudo at its password prompt,
+	 * after a host lookup) holds no connection of the daemon's, which
+	 * would count as root's where the daemon cannot see who ran them */
+	if (s->fd >= 0 && getauxval(AT_SECURE))
+		slot_drop(s);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }

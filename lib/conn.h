@@ -11,6 +11,8 @@
  * left locked by a thread that vanished in fork() costs one slot, never a
  * deadlock. A slot's connection is dropped after any error or timeout (an
  * answer may still be in flight) and when the pid changed (after fork()).
+ * A process with privileges it did not start with (AT_SECURE) keeps none:
+ * each call connects and closes.
  */
 #ifndef IBRES_CONN_H
 #define IBRES_CONN_H

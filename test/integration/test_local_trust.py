@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from conftest import IBRESCTL, needs_root, run
+from conftest import BUILD, IBRESCTL, ROOT, SAN_CFLAGS, needs_root, run
 from fabric_util import stats, wait_until
 from nss_helpers import (HDR_LEN, NSS_MODULE, client_env, directory_request,  # noqa: F401
                          fetch_directory, helpers, parse_kv,
@@ -604,4 +604,94 @@ def test_setuid_programs_taken_as_roots_go_for_others(daemon_factory, attacker, 
         assert all(p.poll() is None for p in procs[1:3])
     finally:
         stop_holders(procs)
+    assert d.alive()
+
+
+PATH_HOLDER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <ibres.h>
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	struct ibv_path_data *paths = NULL;
+	struct ibres *h;
+	size_t n = 0;
+	char c;
+	int ret;
+
+	if (argc != 2 || inet_pton(AF_INET, argv[1], &dst.sin_addr) != 1)
+		return 2;
+	ret = ibres_open(&h, NULL, 0);
+	if (!ret)
+		ret = ibres_resolve_path(h, NULL, (struct sockaddr *)&dst, 0, &paths, &n);
+	printf("%d\n", ret);
+	fflush(stdout);
+	free(paths);
+	if (read(0, &c, 1) < 0)
+		return 1;
+	ibres_close(h);
+	return 0;
+}
+"""
+
+
+def sockets_of(pid):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except FileNotFoundError:
+            pass
+    return n
+
+
+def test_privileged_programs_keep_no_connection(daemon_factory, attacker, open_dir, tmp_path):
+    """Where the daemon cannot see who runs a set-user-ID root program (the shipped
+    unit's ProtectProc=invisible), its connection counts as root's: so libibres
+    keeps none between calls in a process with privileges it did not start with
+    (AT_SECURE), and a user who leaves many such programs waiting after a look-up
+    (sudo at its password prompt) holds none. Such a program ignores IBRES_SOCKET:
+    it runs in a mount namespace whose /run/ibres is the test daemon's folder. The
+    same program without the set-user-ID bit keeps its connection (one socket)."""
+    _, uid, gid = attacker
+    src = tmp_path / "path_holder.c"
+    src.write_text(PATH_HOLDER)
+    for lib in ("libibres.so.1",):
+        subprocess.run(["cp", os.path.join(BUILD, lib), open_dir], check=True, timeout=10)
+    setuid, plain = os.path.join(open_dir, "path-holder"), os.path.join(open_dir, "path-plain")
+    # a sanitized libibres needs its runtime first: a set-user-ID program ignores
+    # LD_PRELOAD, so the program itself is built with it
+    san = SAN_CFLAGS
+    for path in (setuid, plain):
+        r = run(["cc", "-o", path, str(src), "-I", os.path.join(ROOT, "include"),
+                 os.path.join(open_dir, "libibres.so.1"), "-Wl,-rpath," + open_dir] + san)
+        assert r.returncode == 0, r.stderr
+    os.chmod(setuid, 0o4755)
+    d = daemon_factory(static_hosts_config(), name="d",
+                       sock=os.path.join(open_dir, "ibresd.sock")).start()
+    held = {}
+    for path in (setuid, plain):
+        script = ("mount -t tmpfs tmpfs /run && mkdir /run/ibres && mount --bind %s /run/ibres "
+                  "&& exec setpriv --reuid %d --regid %d --clear-groups %s 198.18.0.2"
+                  % (open_dir, uid, gid, path))
+        env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") +
+                   ":detect_leaks=0")  # no leak check in a set-user-ID process
+        p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                              script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        try:
+            line = p.stdout.readline().strip()
+            assert line and int(line) not in (-errno.ENOENT, -errno.ECONNREFUSED,
+                                              -errno.EACCES), line
+            held[path] = (int(line), sockets_of(p.pid))
+        finally:
+            p.stdin.close()
+            p.wait(10)
+    assert held[plain][1] == 1, held  # the same call keeps its connection there
+    assert held[setuid] == (held[plain][0], 0), held
     assert d.alive()

@@ -873,10 +873,12 @@ def test_lost_rail_down_is_repeated(cluster_factory):
 @pytest.mark.timeout(120)
 def test_reload_says_goodbye_only_for_a_renamed_endpoint(cluster_factory):
     """A reload that changes nothing says nothing to the peers, nor does one that
-    only relabels an endpoint; one that renames node 2's rail 1 alone (its own host
-    name there) says goodbye on that rail under the old identity and announces the
-    new one: node 1 drops nothing of rail 0 and knows rail 1 by its new name at
-    once, with no conflict counted."""
+    only relabels an endpoint, not even before node 2's next datagram (node 2 asks
+    the fabric for node 1 again, which a goodbye would precede); one
+    that renames node 2's rail 1 alone (its own host name there) says goodbye on
+    that rail under the old identity and announces the new one: node 1 drops
+    nothing of rail 0 and knows rail 1 by its new name at once, with no conflict
+    counted."""
     c = cluster_factory(2, "--rails", 2)
     wait_rails(c)
     c.wait_settled()
@@ -889,7 +891,11 @@ def test_reload_says_goodbye_only_for_a_renamed_endpoint(cluster_factory):
         c.kill(2, "HUP")
         wait_until(lambda: c.log(2).count("configuration reloaded") >= k + 1, 10,
                    what="node2 reloaded")
-        time.sleep(0.5)
+        rx = stats(c.sock(1))["fabric_rx"]
+        assert run([IBRESCTL, "-s", c.sock(2), "cache", "flush", "node1"]).returncode == 0
+        assert host(c.sock(2), "node1")[0] == ST_SUCCESS
+        wait_until(lambda: stats(c.sock(1))["fabric_rx"] > rx, 10,
+                   what="node1 heard node2 ask for it")
         after = stats(c.sock(1))
         assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"], (k, after)
         assert knows_every_rail(c, 1)

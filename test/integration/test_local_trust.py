@@ -65,9 +65,10 @@ def open_dir():
     subprocess.run(["rm", "-rf", d], timeout=30)
 
 
-def as_user(uid, gid, fn, *args):
+def as_user_start(uid, gid, fn, *args):
     """Run fn(*args) in a child that dropped to @uid/@gid for good; its return value
-    (a short str) or the exception's text comes back through a pipe."""
+    (a short str) or the exception's text comes back through a pipe: (pid, the
+    pipe's end to give as_user_result())."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -82,6 +83,11 @@ def as_user(uid, gid, fn, *args):
         os.write(w, out.encode()[:65536])
         os._exit(0)
     os.close(w)
+    return pid, r
+
+
+def as_user_result(pid, r):
+    """What the child as_user_start() made returned, once it ended."""
     chunks = []
     while True:
         b = os.read(r, 65536)
@@ -91,6 +97,11 @@ def as_user(uid, gid, fn, *args):
     os.close(r)
     os.waitpid(pid, 0)
     return b"".join(chunks).decode()
+
+
+def as_user(uid, gid, fn, *args):
+    """fn(*args) run as @uid/@gid (as_user_start()), waited for: what it returned."""
+    return as_user_result(*as_user_start(uid, gid, fn, *args))
 
 
 def try_all(fd):
@@ -443,21 +454,15 @@ def test_unread_descriptors_take_nothing_from_others(daemon_factory, attacker, o
                        nofile=64).start()
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
-    out_r, out_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(out_r)
+
+    def attack():
         try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            out = leave_directories_unread(d.socket, 100, ready_w, go_r)
-        except BaseException as e:  # noqa: B902 -- everything goes back to the test
-            out = "exception: %r" % (e,)
-            os.write(ready_w, b"r")
-        os.write(out_w, out.encode())
-        os._exit(0)
-    os.close(out_w)
+            return leave_directories_unread(d.socket, 100, ready_w, go_r)
+        except BaseException:
+            os.write(ready_w, b"r")  # the test waits for it
+            raise
+
+    pid, out_r = as_user_start(uid, gid, attack)
     try:
         assert os.read(ready_r, 1) == b"r"
         # while the attacker holds its connections: root's reader gets the directory
@@ -466,9 +471,8 @@ def test_unread_descriptors_take_nothing_from_others(daemon_factory, attacker, o
         os.close(fd)
     finally:
         os.write(go_w, b"g")
-        out = os.read(out_r, 4096).decode()
-        os.waitpid(pid, 0)
-        for f in (ready_r, ready_w, go_r, go_w, out_r):
+        out = as_user_result(pid, out_r)
+        for f in (ready_r, ready_w, go_r, go_w):
             os.close(f)
     assert out == "8 92 0", out
     assert stats(d.socket)["directory_unread_refused"] == 92

@@ -170,16 +170,17 @@ static void said_set(struct said_identity *s, const struct ibres_hostrec *h)
  * a claim on what another host owns until the old record expires. */
 static void goodbye_first(struct fabric_port *p, const struct fw_msg *m)
 {
-	struct said_identity was = p->said;
+	struct said_identity was;
 	struct fw_msg bye;
 
-	if (says(&was, &m->sender)) {
+	if (says(&p->said, &m->sender)) {
 		if (m->type == FW_GOODBYE)
 			p->said.any = false; /* peers forget it */
 		return;
 	}
 	if (m->type == FW_GOODBYE)
 		return;
+	was = p->said;
 	said_set(&p->said, &m->sender);
 	if (!was.any || !was.name[0] || !memcmp(was.gid, no_gid, 16))
 		return;

@@ -365,6 +365,9 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	*r->cfg = *cfg; /* the swap itself: nothing holds the old one */
 	store_set_max_hosts(r->store, r->cfg->cache_size);
 	load_endpoints(r);
+	/* a renamed endpoint's old identity says goodbye, every one before any
+	 * announcement, with announcements off too */
+	fabric_say_goodbyes(r->fabric);
 	ret = load_authoritative(r, hosts);
 	forget_static_hosts(r, hosts);
 	end_all_answered(r);
@@ -376,7 +379,7 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	if (announced && !r->cfg->announce_interval_s)
 		fabric_announce_stopped(r->fabric);
 	/* names or addresses changed: peers hear them now, not at the period */
-	else if (renamed && announced)
+	else if (renamed)
 		fabric_identity_reloaded(r->fabric);
 	publish_scope(r);
 	return ret;

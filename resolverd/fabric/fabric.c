@@ -591,6 +591,7 @@ static void rail_state(struct fabric *f, const struct endpoint *ep)
 {
 	if (!ep->down) {
 		log_info("fabric: endpoint %s is up again: announcing it", ep->cfg.label);
+		fabric_say_goodbyes(f); /* renamed while down: announcements off too */
 		fabric_resync(f);
 		return;
 	}
@@ -602,8 +603,8 @@ static void rail_state(struct fabric *f, const struct endpoint *ep)
 /* An endpoint's identity changed (core/endpoints.h): an announcement now
  * and once more a little later (for a lost datagram, and for a peer that
  * heard the new owner of a moved address before the old one released it).
- * A new GID is a new identity: its first datagram says goodbye for the old
- * one first (fabric_tx.c), since peers let a name move only after its old
+ * A new GID or P_Key is a new identity: the old one says goodbye first
+ * (fabric_say_goodbyes), since peers let a name move only after its old
  * owner said goodbye (or expired). A new QPN waits for the next period. */
 static void on_identity(void *arg, const struct endpoint *ep, const struct ibres_hostrec *old,
 			unsigned changes)
@@ -615,8 +616,10 @@ static void on_identity(void *arg, const struct endpoint *ep, const struct ibres
 		rail_state(f, ep);
 		return;
 	}
-	if (changes & (EP_CHANGE_ADDRS | EP_CHANGE_PORT | EP_CHANGE_GID))
+	if (changes & (EP_CHANGE_ADDRS | EP_CHANGE_PORT | EP_CHANGE_GID)) {
+		fabric_say_goodbyes(f);
 		fabric_identity_reloaded(f);
+	}
 }
 
 void fabric_identity_reloaded(struct fabric *f)

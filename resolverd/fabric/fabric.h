@@ -97,6 +97,13 @@ void fabric_resync(struct fabric *f);
  * has at once, not at the next period. */
 void fabric_identity_reloaded(struct fabric *f);
 
+/* Every endpoint whose port is up and whose identity (canonical name, port
+ * GID, P_Key) is not the one its last datagram carried says goodbye under
+ * that one now, all before any announcement under the new ones; with
+ * announcements off too (a port down says it once up, before its first
+ * datagram). After a reload swapped the endpoints' identities. */
+void fabric_say_goodbyes(struct fabric *f);
+
 /* A reload turned announcements off: one last ANNOUNCE on every port that
  * is up, which says so (its flags), so that peers stop taking this node's
  * silence for its absence now (fabric_departed.h), not at its next

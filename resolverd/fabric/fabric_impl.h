@@ -54,14 +54,6 @@ struct fabric_port {
 	const struct transport_addr *rx_from;
 };
 
-/* Is @p a rail now: open, its port and link up? Nothing goes out through
- * one that is not, and what it heard neither vouches nor waits. */
-static inline bool fabric_port_up(const struct fabric_port *p)
-{
-	return p->open && !p->ep->down;
-}
-
-
 struct fabric_counters {
 	uint64_t tx_mcast, tx_ucast, tx_errors, rx, rx_self, rx_malformed, rx_bad_version,
 		rx_auth_failed, rx_auth_second_key, rx_stale, rx_replayed, rx_duplicate, rx_unsolicited, rx_mismatch, rx_conflict, overheard,
@@ -138,6 +130,15 @@ struct fabric {
 	struct fabric_events ev;
 	uint8_t buf[FW_MAX_LEN];
 };
+
+/* Is @p a rail now: open, its port and link up, its endpoint still
+ * configured (one a reload removed stays open, silent, until a restart)?
+ * Nothing goes out through one that is not, and what it heard neither
+ * vouches nor waits. */
+static inline bool fabric_port_up(const struct fabric_port *p)
+{
+	return p->open && !p->ep->down && p->ep->index < p->f->eps->n;
+}
 
 /* fabric_tx.c: a message from @p (its identity, groups, rails) of @type
  * with transaction id @tid; sent unicast to @to, or (NULL) multicast on

@@ -36,6 +36,11 @@ static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_e
 	return false;
 }
 
+static bool gid_changed(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
+{
+	return now->id.n_gids && memcmp(was->id.gids[0], now->id.gids[0], 16);
+}
+
 void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		   const struct ibres_config *new)
 {
@@ -52,6 +57,11 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		if (e >= new->n_eps || transport_differs(&p->opened, &new->eps[e]))
 			log_warn("endpoint %s: its transport settings changed: they take effect at "
 				 "the next restart",
+				 p->opened.label);
+		/* a verbs transport sends from the GID it found at open */
+		else if (p->t.qpn && e < old->n_eps && gid_changed(&old->eps[e], &new->eps[e]))
+			log_warn("endpoint %s: its gid changed: the port keeps the one it found at "
+				 "start until the next restart",
 				 p->opened.label);
 		/* gone: the identity peers know says goodbye (the live one, with
 		 * what its port gave it). A renamed one says it before its first

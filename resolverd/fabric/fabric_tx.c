@@ -7,6 +7,7 @@
  */
 #include "fabric/fabric_impl.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,66 +144,12 @@ int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen
 	return warned;
 }
 
-static const uint8_t no_gid[16];
-
-/* Is @h's identity, as a peer keys it (canonical name, port GID, P_Key),
- * the one @s holds? */
-static bool says(const struct said_identity *s, const struct ibres_hostrec *h)
-{
-	return s->any && s->pkey == h->pkey &&
-	       !memcmp(s->gid, h->n_gids ? h->gids[0] : no_gid, 16) &&
-	       !strcasecmp(s->name, h->n_names ? h->names[0] : "");
-}
-
-static void said_set(struct said_identity *s, const struct ibres_hostrec *h)
-{
-	s->any = true;
-	snprintf(s->name, sizeof(s->name), "%s", h->n_names ? h->names[0] : "");
-	memcpy(s->gid, h->n_gids ? h->gids[0] : no_gid, 16);
-	s->pkey = h->pkey;
-}
-
-/* Peers hold of @p's endpoint what its last datagram said. Before @m says
- * another identity (a reload renamed it, while its port was up or down; its
- * port's GID changed), the old one says GOODBYE, multicast, from the
- * addresses the port has now (a peer checks the datagram's source against
- * them): peers then take the new identity at once, rather than refuse it as
- * a claim on what another host owns until the old record expires. */
-static void goodbye_first(struct fabric_port *p, const struct fw_msg *m)
-{
-	struct said_identity was;
-	struct fw_msg bye;
-
-	if (says(&p->said, &m->sender)) {
-		if (m->type == FW_GOODBYE)
-			p->said.any = false; /* peers forget it */
-		return;
-	}
-	if (m->type == FW_GOODBYE)
-		return;
-	was = p->said;
-	said_set(&p->said, &m->sender);
-	if (!was.any || !was.name[0] || !memcmp(was.gid, no_gid, 16))
-		return;
-	fabric_msg_init(p, &bye, FW_GOODBYE, 0);
-	bye.sender = m->sender;
-	snprintf(bye.sender.names[0], sizeof(bye.sender.names[0]), "%s", was.name);
-	bye.sender.n_names += !bye.sender.n_names;
-	memcpy(bye.sender.gids[0], was.gid, 16);
-	bye.sender.n_gids += !bye.sender.n_gids;
-	bye.sender.pkey = was.pkey;
-	fabric_port_send(p, &bye, NULL);
-	log_info("fabric: endpoint %s: said goodbye as %s before it speaks as %s", p->ep->cfg.label,
-		 was.name, p->said.name[0] ? p->said.name : "(no name)");
-}
-
-int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
+static int port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
 {
 	struct fabric *f = p->f;
 	struct fw_msg stamped;
 	int len, ret;
 
-	goodbye_first(p, m);
 	if (f->keys.n) {
 		stamped = *m;
 		stamped.has_stamp = true;
@@ -242,6 +189,101 @@ int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 	if (ret < 0) {
 		f->c.tx_errors++;
 		log_debug("fabric: send on %s failed: %s", p->ep->cfg.label, strerror(-ret));
+	}
+	return ret;
+}
+
+static const uint8_t no_gid[16];
+
+/* Is @h's identity, as a peer keys it (canonical name, port GID, P_Key),
+ * the one @s holds? */
+static bool says(const struct said_identity *s, const struct ibres_hostrec *h)
+{
+	return s->any && s->pkey == h->pkey &&
+	       !memcmp(s->gid, h->n_gids ? h->gids[0] : no_gid, 16) &&
+	       !strcasecmp(s->name, h->n_names ? h->names[0] : "");
+}
+
+static void said_set(struct said_identity *s, const struct ibres_hostrec *h)
+{
+	s->any = true;
+	snprintf(s->name, sizeof(s->name), "%s", h->n_names ? h->names[0] : "");
+	memcpy(s->gid, h->n_gids ? h->gids[0] : no_gid, 16);
+	s->pkey = h->pkey;
+}
+
+/* A GID and P_Key for a log line. */
+static const char *id_text(const uint8_t gid[16], uint16_t pkey, char *buf, size_t len)
+{
+	char g[INET6_ADDRSTRLEN];
+
+	inet_ntop(AF_INET6, gid, g, sizeof(g));
+	snprintf(buf, len, "%s P_Key 0x%04x", g, pkey);
+	return buf;
+}
+
+/* Peers hold of @p's endpoint the identity its last datagram that went out
+ * carried (p->said). Before a datagram under another one, @now (a reload
+ * renamed the endpoint, while its port was up or down; its port's GID or
+ * P_Key changed), that one says GOODBYE, multicast, from the addresses the
+ * port has now (a receiver checks the datagram's source against those the
+ * GOODBYE lists): peers then take @now at once, rather than refuse it as a
+ * claim on what another host owns until the old record expires. Only what
+ * a receiver reads goes in: the old name, GID and P_Key, the addresses and
+ * LID. An identity without a GID (a device's port not read yet) says none:
+ * it is no new owner. True when one is owed and could not go (the port not
+ * joined yet): the next datagram tries again. */
+static bool goodbye_first(struct fabric_port *p, const struct ibres_hostrec *now)
+{
+	const struct said_identity *was = &p->said;
+	char a[96], b[96];
+	struct fw_msg bye;
+
+	if (!was->any || says(was, now) || !now->n_gids || !memcmp(now->gids[0], no_gid, 16))
+		return false;
+	if (!was->name[0] || !memcmp(was->gid, no_gid, 16)) {
+		p->said.any = false; /* nothing a peer keys */
+		return false;
+	}
+	fabric_msg_init(p, &bye, FW_GOODBYE, 0);
+	bye.sender = *now;
+	bye.n_rails = 0;
+	bye.sender.n_names = 1;
+	snprintf(bye.sender.names[0], sizeof(bye.sender.names[0]), "%s", was->name);
+	memcpy(bye.sender.gids[0], was->gid, 16);
+	bye.sender.pkey = was->pkey;
+	if (port_send(p, &bye, NULL) < 0)
+		return true;
+	log_info("fabric: endpoint %s: said goodbye as %s (%s) before it speaks as %s (%s)",
+		 p->ep->cfg.label, was->name, id_text(was->gid, was->pkey, a, sizeof(a)),
+		 now->n_names ? now->names[0] : "(no name)",
+		 id_text(now->gids[0], now->pkey, b, sizeof(b)));
+	p->said.any = false;
+	return false;
+}
+
+void fabric_say_goodbyes(struct fabric *f)
+{
+	for (unsigned i = 0; f && i < f->n_ports; i++)
+		if (fabric_port_up(&f->ports[i]))
+			(void)goodbye_first(&f->ports[i], &f->ports[i].ep->cfg.id);
+}
+
+int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
+{
+	/* a goodbye owed and not sent: the identity peers hold stays the old
+	 * one, whatever goes out now, and the next datagram tries again */
+	bool owed = goodbye_first(p, &m->sender);
+	int ret = port_send(p, m, to);
+
+	if (ret < 0 || owed)
+		return ret;
+	if (says(&p->said, &m->sender)) {
+		if (m->type == FW_GOODBYE)
+			p->said.any = false; /* peers forget it */
+	} else if (m->type != FW_GOODBYE && m->sender.n_gids &&
+		   memcmp(m->sender.gids[0], no_gid, 16)) {
+		said_set(&p->said, &m->sender);
 	}
 	return ret;
 }

@@ -136,13 +136,14 @@ void sa_apply_endpoint(struct sa_client *sa, struct endpoint *ep)
 	for (unsigned i = 0; i < sa->n_ports; i++) {
 		struct sa_port *p = &sa->ports[i];
 
-		if (strcmp(p->label + strlen("endpoint "), ep->cfg.label)) {
-			/* that slot now holds another endpoint */
-			if (p->ep == (int)ep->index)
-				p->ep = -1;
+		/* the endpoint at the place it was opened for, as endpoints_load()
+		 * and the fabric bind them: a relabelled one is the same (its
+		 * port's GID stays its own), one the reload removed has none
+		 * (sa_query.c), a place that names another port keeps this one
+		 * until a restart, as its transport does */
+		if (p->ep != (int)ep->index)
 			continue;
-		}
-		p->ep = (int)ep->index;
+		snprintf(p->label, sizeof(p->label), "endpoint %s", ep->cfg.label);
 		if (strcmp(ep->cfg.device, p->dev) || ep->cfg.port_num != p->port_num)
 			log_warn("%s: device or port changed: it takes effect at the next restart",
 				 p->label);

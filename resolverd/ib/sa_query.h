@@ -43,8 +43,8 @@ struct sa_counters {
 /* The port of one endpoint that names an IB device. */
 struct sa_port {
 	struct sa_client *sa;
-	int ep; /* index into the endpoints; -1 once a reload removed the endpoint */
-	char label[64];
+	int ep;		/* the place in the endpoints it was opened for (past their end: removed) */
+	char label[80]; /* "endpoint " and the [endpoint] label */
 	char dev[64];
 	unsigned port_num;
 	unsigned pkey_index;

@@ -80,6 +80,35 @@ def test_reload_keeps_port_data(fabric, nodes):
     assert status == 0 and rec["lid"] == fabric.hcas[2]["lid"]
 
 
+def test_relabel_keeps_port_data(fabric, nodes):
+    """A reload that only relabels an endpoint with a device keeps what its port
+    gave it (GID, LID): the SA port stays bound to the endpoint at its place, as
+    the fabric's transport does, not to its label."""
+    import signal
+    d = nodes[3]
+    text = open(d.config).read()
+    relabelled = text.replace("[endpoint ib0]", "[endpoint rail0]", 1)
+    assert relabelled != text
+    with open(d.config, "w") as f:
+        f.write(relabelled)
+    reloads = d.logtext().count("configuration reloaded")
+    try:
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: d.logtext().count("configuration reloaded") > reloads, 10,
+                   what="reload")
+        ep = d.endpoint()
+        assert ep["label"] == "rail0", ep
+        assert ep["gids"] == [fabric.hcas[3]["gid"]] and ep["lid"] == fabric.hcas[3]["lid"], ep
+        status, rec = host(d.socket, "node3")
+        assert status == 0 and rec["gids"] == [fabric.hcas[3]["gid"]], rec
+    finally:
+        with open(d.config, "w") as f:
+            f.write(text)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: d.logtext().count("configuration reloaded") > reloads + 1, 10,
+                   what="reload back")
+
+
 def test_groups_joined_in_sa(fabric, nodes):
     mgid = group_mgid(0xffff, 4, 3, GROUP[0])
     wait_until(lambda: all(stats(d.socket)["mcast_groups_joined"] == 1 for d in nodes.values()),

@@ -894,8 +894,8 @@ def test_reload_says_goodbye_only_for_a_renamed_endpoint(cluster_factory):
         rx = stats(c.sock(1))["fabric_rx"]
         assert run([IBRESCTL, "-s", c.sock(2), "cache", "flush", "node1"]).returncode == 0
         assert host(c.sock(2), "node1")[0] == ST_SUCCESS
-        wait_until(lambda: stats(c.sock(1))["fabric_rx"] > rx, 10,
-                   what="node1 heard node2 ask for it")
+        wait_until(lambda: stats(c.sock(1))["fabric_rx"] >= rx + 2, 10,
+                   what="node1 heard node2 ask for it on both rails")
         after = stats(c.sock(1))
         assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"], (k, after)
         assert knows_every_rail(c, 1)
@@ -945,7 +945,69 @@ def test_rename_while_the_port_is_down_says_goodbye_once_up(cluster_factory):
     after = stats(c.sock(1))
     assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"] + 1, after
     assert after["fabric_rx_conflict"] == before["fabric_rx_conflict"], after
-    assert "said goodbye as node2 before it speaks as spare2" in c.log(2)
+    assert re.search(r"said goodbye as node2 \(\S+ P_Key 0xffff\) before it speaks as spare2",
+                     c.log(2))
+
+
+@pytest.mark.timeout(120)
+def test_rename_with_announcements_off_says_goodbye_at_once(cluster_factory):
+    """With announcements off nothing goes out after a reload by itself: node 2
+    renamed by one still says goodbye under its old name at once, so node 1 drops
+    it then, not when the record expires, and finds the new name by asking, with
+    no conflict (node2b: a name the cluster's name_pattern node* admits, which
+    node 1 asks the fabric for)."""
+    c = cluster_factory(2, "--set", "resolve.announce_interval=0")
+    c.wait_settled()
+    wait_until(lambda: host(c.sock(1), "node2")[0] == ST_SUCCESS, 10,
+               what="node1 knows node2")
+    before = stats(c.sock(1))
+    text = c.config(2)
+    renamed = text.replace("name = node2\n", "name = node2b\n", 1)
+    assert renamed != text
+    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
+        f.write(renamed)
+    c.kill(2, "HUP")
+    wait_until(lambda: not knows(c, 1, "node2"), 10, what="node1 dropped node2 at the goodbye")
+    status, rec = host(c.sock(1), "node2b")
+    assert status == ST_SUCCESS and rec["gids"] == [rail(c, 2, 0)["gid"]], rec
+    after = stats(c.sock(1))
+    assert after["fabric_goodbyes_rx"] == before["fabric_goodbyes_rx"] + 1, after
+    assert after["fabric_rx_conflict"] == before["fabric_rx_conflict"], after
+
+
+@pytest.mark.timeout(120)
+def test_reload_removing_an_endpoint_silences_its_port(cluster_factory):
+    """A reload that removes node 2's rail 1 endpoint says goodbye for it, and its
+    port (open until a restart) sends nothing after: node 1 drops rail 1, and hears
+    no announcement of it after the reload's (it would refuse one as a conflict)."""
+    c = cluster_factory(2, "--rails", 2)
+    wait_rails(c)
+    c.wait_settled()
+    text = c.config(2)
+    head, sep, tail = text.partition("[endpoint ib1]")
+    assert sep
+    nxt = tail.find("\n[")
+    removed = head + (tail[nxt + 1:] if nxt >= 0 else "")
+    alias = rail(c, 2, 1)["alias"]
+    assert knows(c, 1, alias)
+    sent = stats(c.sock(2))["fabric_announces_sent"]
+    rx, conflicts = (stats(c.sock(1))[k] for k in ("fabric_rx", "fabric_rx_conflict"))
+    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
+        f.write(removed)
+    c.kill(2, "HUP")
+    wait_until(lambda: c.log(2).count("configuration reloaded") == 1, 10, what="node2 reloaded")
+    wait_until(lambda: not knows(c, 1, alias), 10, what="node1 dropped node2's rail 1")
+    # the announcement at the reload and the one a moment later, then node 1 hears them
+    wait_until(lambda: stats(c.sock(2))["fabric_announces_sent"] >= sent + 2, 10,
+               what="node2 announced twice after the reload")
+    wait_until(lambda: stats(c.sock(1))["fabric_rx"] >= rx + 3, 10,
+               what="node1 heard the goodbye and both announcements")
+    assert not knows(c, 1, alias)
+    assert knows(c, 1, rail(c, 2, 0)["alias"])
+    assert "gone at the reload: said goodbye" in c.log(2)
+    # its port said nothing more: no announcement of the removed identity, which node
+    # 1 would refuse as a claim on node 2's name (its rails no longer include it)
+    assert stats(c.sock(1))["fabric_rx_conflict"] == conflicts
 
 
 @pytest.mark.timeout(120)

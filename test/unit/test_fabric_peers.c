@@ -27,7 +27,7 @@
 struct fx {
 	struct fabric *f;
 	struct host_store store;
-	struct endpoint eps[PORTS];
+	struct endpoints eps; /* PORTS of them */
 };
 
 static int setup(void **state)
@@ -40,10 +40,12 @@ static int setup(void **state)
 	assert_int_equal(store_init(&x->store, 64), 0);
 	x->f->store = &x->store;
 	x->f->n_ports = PORTS;
+	x->f->eps = &x->eps;
+	x->eps.n = PORTS;
 	for (unsigned i = 0; i < PORTS; i++) {
-		x->eps[i].index = i;
+		x->eps.ep[i].index = i;
 		x->f->ports[i].f = x->f;
-		x->f->ports[i].ep = &x->eps[i];
+		x->f->ports[i].ep = &x->eps.ep[i];
 		x->f->ports[i].open = true;
 		x->f->ports[i].rule.incomplete = true;
 	}
@@ -166,7 +168,7 @@ static void test_no_peer_through_a_port_down(void **state)
 	hear(f, 2, 1, 0);
 	hear(f, 2, 2, 7);
 	assert_true(fetch_claim_waits(f));
-	x->eps[0].down = true;
+	x->eps.ep[0].down = true;
 	f->ports[2].open = false;
 	assert_false(fetch_claim_waits(f));
 	for (unsigned i = 0; i < 4; i++) {
@@ -178,7 +180,7 @@ static void test_no_peer_through_a_port_down(void **state)
 	assert_false(fetch_pick_peer(f, NULL, &later, true));
 	assert_int_equal(later, UINT64_MAX);
 	/* back up: its claimed peer first again */
-	x->eps[0].down = false;
+	x->eps.ep[0].down = false;
 	assert_true(fetch_claim_waits(f));
 	assert_true(fetch_pick_peer(f, NULL, &later, false));
 	assert_int_equal(picked(f), 2);

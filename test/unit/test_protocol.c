@@ -91,6 +91,7 @@ static struct {
 	unsigned opens, closes, joins, leaves;
 	uint32_t qpn; /* set into t->qpn by open, as the ib transport does */
 	uint64_t sock_drops; /* what rx_stats says our sockets dropped */
+	unsigned mcast_fails; /* the next this many multicast sends fail (not joined yet) */
 } fake;
 
 /* With a cluster key: the key the daemon signs with (the first of its file). */
@@ -156,6 +157,10 @@ static int fake_leave(struct transport *t, unsigned g)
 static int fake_send_mcast(struct transport *t, unsigned g, const void *buf, size_t len)
 {
 	assert_true(g < t->ep->n_groups);
+	if (fake.mcast_fails) {
+		fake.mcast_fails--;
+		return -EAGAIN;
+	}
 	record(t, false, g, NULL, buf, len);
 	return 0;
 }
@@ -1515,16 +1520,17 @@ static void test_identity_change_gid(void **state)
 	h2 = find(key_name("node2"));
 	assert_null(host_route(&ctx.store, h2, 0, fake_now));
 
-	/* the old identity says goodbye just before the first datagram under
-	 * the new one, the announcement that follows at once */
-	assert_int_equal(fake.n_sent, before);
-	advance(0);
-	assert_int_equal(fake.n_sent, before + 2);
-	s = &fake.sent[before];
+	/* the old identity says goodbye at once, then the new one is announced */
+	assert_int_equal(fake.n_sent, before + 1);
+	s = last_sent();
 	assert_int_equal(s->m.type, FW_GOODBYE);
 	assert_false(s->ucast);
 	assert_memory_equal(s->m.sender.gids[0], old.gids[0], 16);
 	assert_string_equal(s->m.sender.names[0], "node1");
+	assert_int_equal(s->m.sender.pkey, old.pkey);
+	assert_int_equal(s->m.sender.lid, ep->cfg.id.lid);
+	advance(0);
+	assert_int_equal(fake.n_sent, before + 2);
 	s = last_sent();
 	assert_int_equal(s->m.type, FW_ANNOUNCE);
 	assert_is_us(&s->m.sender);
@@ -1532,6 +1538,45 @@ static void test_identity_change_gid(void **state)
 	assert_non_null(resolver_route(&ctx.res, ep, h2, &pr, &cached));
 	assert_false(cached);
 	assert_memory_equal(pr.sgid, ep->cfg.id.gids[0], 16);
+}
+
+/* A goodbye that cannot go (the port's multicast not joined yet) is owed:
+ * each datagram tries it first; one that goes while it is owed goes under
+ * the new identity, and the goodbye after it is still the old one's. */
+static void test_identity_change_goodbye_retried(void **state)
+{
+	struct ibres_hostrec old, id;
+	struct endpoint *ep;
+	unsigned before;
+
+	(void)state;
+	start(DIRECTORY, NULL);
+	ep = &ctx.eps.ep[0];
+	advance(3000);
+	old = ep->cfg.id;
+	id = old;
+	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:99", id.gids[0]), 1);
+	before = fake.n_sent;
+	fake.mcast_fails = 2; /* the goodbye at the change, and again at the announce */
+	assert_int_equal(endpoint_update(&ctx.eps, ep, &id), EP_CHANGE_GID);
+	assert_int_equal(fake.n_sent, before);
+	advance(0);
+	assert_int_equal(fake.mcast_fails, 0);
+	assert_int_equal(fake.n_sent, before + 1);
+	assert_int_equal(last_sent()->m.type, FW_ANNOUNCE);
+	assert_memory_equal(last_sent()->m.sender.gids[0], id.gids[0], 16);
+	advance(1000); /* REANNOUNCE_MS */
+	assert_int_equal(fake.n_sent, before + 3);
+	assert_int_equal(fake.sent[before + 1].m.type, FW_GOODBYE);
+	assert_memory_equal(fake.sent[before + 1].m.sender.gids[0], old.gids[0], 16);
+	assert_string_equal(fake.sent[before + 1].m.sender.names[0], "node1");
+	assert_int_equal(fake.sent[before + 1].m.sender.n_names, 1);
+	assert_int_equal(fake.sent[before + 1].m.sender.lid, id.lid);
+	assert_int_equal(fake.sent[before + 1].m.sender.pkey, old.pkey);
+	assert_int_equal(last_sent()->m.type, FW_ANNOUNCE);
+	/* said once: no more */
+	advance(1000); /* REANNOUNCE_MS */
+	assert_int_equal(count_sent(FW_GOODBYE), 1);
 }
 
 /* A reload replaces the static hosts and the settings and keeps what was
@@ -3494,6 +3539,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_expiry, teardown),
 		cmocka_unit_test_teardown(test_identity_change_lid, teardown),
 		cmocka_unit_test_teardown(test_identity_change_gid, teardown),
+		cmocka_unit_test_teardown(test_identity_change_goodbye_retried, teardown),
 		cmocka_unit_test_teardown(test_reload, teardown),
 		cmocka_unit_test_teardown(test_reload_announcements, teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_transport_qpn, teardown),

@@ -32,19 +32,36 @@ void endpoints_unlisten(struct endpoints *e, endpoint_listener_fn fn, void *arg)
 		}
 }
 
+/* Do @a and @b name the same port and partition (what its transport and
+ * SA port were opened for)? A relabelled endpoint is the same one. */
+static bool same_port(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
+{
+	return a->transport == b->transport && !strcmp(a->device, b->device) &&
+	       a->port_num == b->port_num && a->pkey_index == b->pkey_index &&
+	       !strcmp(a->interface, b->interface);
+}
+
 void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 {
+	unsigned was = e->n;
+
 	e->n = cfg->n_eps;
 	for (unsigned i = 0; i < e->n; i++) {
 		struct endpoint *ep = &e->ep[i];
 
-		/* counters survive a reload of the same endpoint */
-		if (strcmp(ep->cfg.label, cfg->eps[i].label)) {
+		/* counters and state survive a reload of the same port */
+		if (i >= was || !same_port(&ep->cfg, &cfg->eps[i])) {
 			memset(ep->counters, 0, sizeof(ep->counters));
 			ep->down = false; /* another port: its state is news */
 		}
 		ep->index = i;
 		ep->cfg = cfg->eps[i];
+	}
+	/* what endpoints the reload removed heard, and the paths from them, go:
+	 * no rail reaches it now */
+	for (unsigned i = e->n; i < was; i++) {
+		store_forget_fabric(e->store, i);
+		store_drop_routes(e->store, (int)i, NULL);
 	}
 }
 

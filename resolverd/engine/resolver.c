@@ -379,7 +379,7 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	if (announced && !r->cfg->announce_interval_s)
 		fabric_announce_stopped(r->fabric);
 	/* names or addresses changed: peers hear them now, not at the period */
-	else if (renamed)
+	else if (renamed && announced)
 		fabric_identity_reloaded(r->fabric);
 	publish_scope(r);
 	return ret;

@@ -294,8 +294,10 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	enum fw_error err;
 
 	f->c.rx++;
-	if (p->ep->down)
-		return; /* a datagram from before the rail went down: nothing to learn there */
+	/* a datagram from before the rail went down, or to a port whose
+	 * endpoint a reload removed: nothing to learn there, nothing to answer */
+	if (!fabric_port_up(p))
+		return;
 	err = fw_decode(buf, len, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], &m);
 	if (err == FW_ERR_AUTH && f->keys.n > 1) {
 		/* a key change in progress: the other key of the file */
@@ -426,6 +428,8 @@ static void port_event(struct transport *t, const char *what)
 {
 	struct fabric_port *p = t->owner;
 
+	if (p->ep->index >= p->f->eps->n)
+		return; /* its endpoint removed by a reload: no rail */
 	/* the port's own word on its state: a RoCE port has no SA port that
 	 * polls it (ib/port.c), an IB port's poll says the same */
 	if (!strcmp(what, "PORT_ERR"))
@@ -470,6 +474,7 @@ int fabric_start(struct fabric **out, const struct fabric_deps *deps)
 	f->ev = deps->ev;
 	f->announce_timer.cb = fabric_on_announce_timer;
 	f->reannounce_timer.cb = on_reannounce;
+	f->goodbye_timer.cb = fabric_on_goodbye_timer;
 	jitter_seed(&f->rng);
 	/* tables of senders: every endpoint of a full cache, the hosts having
 	 * as many endpoints as this one (identical nodes) */
@@ -647,6 +652,7 @@ void fabric_stop(struct fabric *f)
 	endpoints_unlisten(f->eps, on_identity, f);
 	loop_timer_cancel(f->loop, &f->announce_timer);
 	loop_timer_cancel(f->loop, &f->reannounce_timer);
+	loop_timer_cancel(f->loop, &f->goodbye_timer);
 	fabric_fetch_stop(f);
 	fabric_digest_stop(f);
 	for (unsigned i = 0; i < f->n_ports; i++) {

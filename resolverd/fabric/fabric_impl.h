@@ -108,6 +108,8 @@ struct fabric {
 	unsigned n_ports;
 	struct loop_timer announce_timer;
 	struct loop_timer reannounce_timer;
+	struct loop_timer goodbye_timer; /* goodbyes owed, tried again (fabric_tx.c) */
+	uint32_t goodbye_retry_ms;	 /* its last wait (0: none owed) */
 	unsigned startup_announces_left;
 	uint64_t burst_overheard; /* c.overheard when the burst began: heard anyone since? */
 	uint64_t burst_began_ms;  /* since then we keep what we hear (NEWCOMER's UP) */
@@ -197,6 +199,8 @@ static inline bool fabric_directory_mode(const struct fabric *f)
 unsigned fabric_announce_all(struct fabric *f, uint16_t flags, uint8_t type, uint64_t tid);
 void fabric_burst_begin(struct fabric *f);
 void fabric_on_announce_timer(struct loop_timer *t);
+/* fabric_tx.c: goodbyes owed tried again (fabric_say_goodbyes) */
+void fabric_on_goodbye_timer(struct loop_timer *t);
 int fabric_newcomer_again(struct fabric *f);
 void fabric_answer_newcomer(struct fabric_port *p, const struct fw_msg *m,
 			    const struct transport_addr *from);

@@ -36,9 +36,12 @@ static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_e
 	return false;
 }
 
+static const uint8_t no_gid[16];
+
 static bool gid_changed(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
 {
-	return now->id.n_gids && memcmp(was->id.gids[0], now->id.gids[0], 16);
+	return was->id.n_gids != now->id.n_gids ||
+	       (now->id.n_gids && memcmp(was->id.gids[0], now->id.gids[0], 16));
 }
 
 void fabric_reload(struct fabric *f, const struct ibres_config *old,
@@ -58,15 +61,17 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
 			log_warn("endpoint %s: its transport settings changed: they take effect at "
 				 "the next restart",
 				 p->opened.label);
-		/* a verbs transport sends from the GID it found at open */
-		else if (p->t.qpn && e < old->n_eps && gid_changed(&old->eps[e], &new->eps[e]))
+		/* RoCE sends from the GID it found at open (an IB port's is the
+		 * port's own, whatever the file says) */
+		else if (memcmp(p->t.gid, no_gid, 16) && e < old->n_eps &&
+			 gid_changed(&old->eps[e], &new->eps[e]))
 			log_warn("endpoint %s: its gid changed: the port keeps the one it found at "
 				 "start until the next restart",
 				 p->opened.label);
 		/* gone: the identity peers know says goodbye (the live one, with
-		 * what its port gave it). A renamed one says it before its first
-		 * datagram under the new name (fabric_tx.c): at once, since the
-		 * resolver announces a changed identity, or when its port is up. */
+		 * what its port gave it), tried once: the port says nothing after
+		 * (fabric_port_up). A renamed one's goodbye is said after the
+		 * swap (fabric_say_goodbyes). */
 		if (fabric_port_up(p) && p->ep->cfg.id.n_names && e >= new->n_eps) {
 			fabric_msg_init(&f->ports[i], &m, FW_GOODBYE, 0);
 			fabric_port_send(&f->ports[i], &m, NULL);

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/endpoints.h"
+#include "core/list.h"
 #include "core/log.h"
 #include "fabric/fabric_wire.h"
 #include "fabric/transport.h"
@@ -238,6 +239,7 @@ static bool goodbye_first(struct fabric_port *p, const struct ibres_hostrec *now
 	const struct said_identity *was = &p->said;
 	char a[96], b[96];
 	struct fw_msg bye;
+	int ret;
 
 	if (!was->any || says(was, now) || !now->n_gids || !memcmp(now->gids[0], no_gid, 16))
 		return false;
@@ -252,7 +254,12 @@ static bool goodbye_first(struct fabric_port *p, const struct ibres_hostrec *now
 	snprintf(bye.sender.names[0], sizeof(bye.sender.names[0]), "%s", was->name);
 	memcpy(bye.sender.gids[0], was->gid, 16);
 	bye.sender.pkey = was->pkey;
-	if (port_send(p, &bye, NULL) < 0)
+	ret = port_send(p, &bye, NULL);
+	if (ret == -ENOSPC || ret == -EINVAL) {
+		p->said.any = false; /* it never fits: owing it would only fail again */
+		return false;
+	}
+	if (ret < 0)
 		return true;
 	log_info("fabric: endpoint %s: said goodbye as %s (%s) before it speaks as %s (%s)",
 		 p->ep->cfg.label, was->name, id_text(was->gid, was->pkey, a, sizeof(a)),
@@ -262,19 +269,49 @@ static bool goodbye_first(struct fabric_port *p, const struct ibres_hostrec *now
 	return false;
 }
 
+/* Goodbyes owed are tried again after this, doubled each time up to the max
+ * (an IB port joins its group again after a port change; with announcements
+ * off nothing else would carry them). */
+#define GOODBYE_RETRY_MS     100u
+#define GOODBYE_RETRY_MAX_MS 5000u
+
 void fabric_say_goodbyes(struct fabric *f)
 {
+	bool owed = false;
+
 	for (unsigned i = 0; f && i < f->n_ports; i++)
 		if (fabric_port_up(&f->ports[i]))
-			(void)goodbye_first(&f->ports[i], &f->ports[i].ep->cfg.id);
+			owed |= goodbye_first(&f->ports[i], &f->ports[i].ep->cfg.id);
+	if (!f)
+		return;
+	if (!owed) {
+		f->goodbye_retry_ms = 0;
+		return;
+	}
+	f->goodbye_retry_ms *= 2;
+	if (f->goodbye_retry_ms < GOODBYE_RETRY_MS)
+		f->goodbye_retry_ms = GOODBYE_RETRY_MS;
+	if (f->goodbye_retry_ms > GOODBYE_RETRY_MAX_MS)
+		f->goodbye_retry_ms = GOODBYE_RETRY_MAX_MS;
+	loop_timer_arm(f->loop, &f->goodbye_timer, now_ms() + f->goodbye_retry_ms);
+}
+
+void fabric_on_goodbye_timer(struct loop_timer *t)
+{
+	fabric_say_goodbyes(container_of(t, struct fabric, goodbye_timer));
 }
 
 int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
 {
+	bool owed;
+	int ret;
+
+	if (!fabric_port_up(p))
+		return -ENOTCONN; /* down, or its endpoint removed by a reload */
 	/* a goodbye owed and not sent: the identity peers hold stays the old
 	 * one, whatever goes out now, and the next datagram tries again */
-	bool owed = goodbye_first(p, &m->sender);
-	int ret = port_send(p, m, to);
+	owed = goodbye_first(p, &m->sender);
+	ret = port_send(p, m, to);
 
 	if (ret < 0 || owed)
 		return ret;

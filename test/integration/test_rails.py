@@ -978,8 +978,9 @@ def test_rename_with_announcements_off_says_goodbye_at_once(cluster_factory):
 @pytest.mark.timeout(120)
 def test_reload_removing_an_endpoint_silences_its_port(cluster_factory):
     """A reload that removes node 2's rail 1 endpoint says goodbye for it, and its
-    port (open until a restart) sends nothing after: node 1 drops rail 1, and hears
-    no announcement of it after the reload's (it would refuse one as a conflict)."""
+    port (open until a restart) sends nothing after: node 1 drops rail 1, hears no
+    announcement of it after the reload's (it would refuse one as a conflict), and
+    asking the fabric for it gets no answer."""
     c = cluster_factory(2, "--rails", 2)
     wait_rails(c)
     c.wait_settled()
@@ -991,23 +992,50 @@ def test_reload_removing_an_endpoint_silences_its_port(cluster_factory):
     alias = rail(c, 2, 1)["alias"]
     assert knows(c, 1, alias)
     sent = stats(c.sock(2))["fabric_announces_sent"]
-    rx, conflicts = (stats(c.sock(1))[k] for k in ("fabric_rx", "fabric_rx_conflict"))
+    conflicts = stats(c.sock(1))["fabric_rx_conflict"]
     with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
         f.write(removed)
     c.kill(2, "HUP")
     wait_until(lambda: c.log(2).count("configuration reloaded") == 1, 10, what="node2 reloaded")
     wait_until(lambda: not knows(c, 1, alias), 10, what="node1 dropped node2's rail 1")
-    # the announcement at the reload and the one a moment later, then node 1 hears them
+    # the announcement at the reload and the one a moment later
     wait_until(lambda: stats(c.sock(2))["fabric_announces_sent"] >= sent + 2, 10,
                what="node2 announced twice after the reload")
-    wait_until(lambda: stats(c.sock(1))["fabric_rx"] >= rx + 3, 10,
-               what="node1 heard the goodbye and both announcements")
+    # node 1 asks the fabric for the removed alias, then (forgotten) for node 2 on
+    # every rail: the removed endpoint's port hears both and answers neither
+    replies = stats(c.sock(2))["fabric_replies_sent"]
+    assert host(c.sock(1), alias)[0] != ST_SUCCESS
+    assert run([IBRESCTL, "-s", c.sock(1), "cache", "flush", "node2"]).returncode == 0
+    assert host(c.sock(1), "node2")[0] == ST_SUCCESS
+    wait_until(lambda: stats(c.sock(2))["fabric_replies_sent"] > replies, 10,
+               what="node2 answered on rail 0")
+    assert stats(c.sock(2))["fabric_replies_sent"] == replies + 1
     assert not knows(c, 1, alias)
     assert knows(c, 1, rail(c, 2, 0)["alias"])
     assert "gone at the reload: said goodbye" in c.log(2)
-    # its port said nothing more: no announcement of the removed identity, which node
-    # 1 would refuse as a claim on node 2's name (its rails no longer include it)
+    # nor did it announce the removed identity, which node 1 would refuse as a
+    # claim on node 2's name (its rails no longer include it)
     assert stats(c.sock(1))["fabric_rx_conflict"] == conflicts
+
+
+@pytest.mark.timeout(120)
+def test_relabel_keeps_a_rail_down(cluster_factory):
+    """A reload that only relabels an endpoint keeps its port's state: node 2's rail
+    1, whose link is down, stays down under its new label (it would be taken for up
+    and serve lookups until its link changed again), and comes back with its link."""
+    c = cluster_factory(2, "--rails", 2)
+    wait_rails(c)
+    c.link(2, "down", rail=1)
+    wait_until(lambda: endpoint_states(c, 2)["ib1"] == "down", 10, what="rail 1 down")
+    text = c.config(2)
+    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
+        f.write(text.replace("[endpoint ib1]", "[endpoint rail1]", 1))
+    c.kill(2, "HUP")
+    wait_until(lambda: c.log(2).count("configuration reloaded") == 1, 10, what="node2 reloaded")
+    assert endpoint_states(c, 2) == {"ib0": "up", "rail1": "down"}
+    c.link(2, "up", rail=1)
+    wait_until(lambda: endpoint_states(c, 2)["rail1"] == "up", 10, what="rail 1 up again")
+    wait_rails(c)
 
 
 @pytest.mark.timeout(120)

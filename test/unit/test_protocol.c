@@ -1574,8 +1574,11 @@ static void test_identity_change_goodbye_retried(void **state)
 	assert_int_equal(fake.sent[before + 1].m.sender.lid, id.lid);
 	assert_int_equal(fake.sent[before + 1].m.sender.pkey, old.pkey);
 	assert_int_equal(last_sent()->m.type, FW_ANNOUNCE);
-	/* said once: no more */
-	advance(1000); /* REANNOUNCE_MS */
+	/* said once: the next periodic announcement goes alone */
+	before = fake.n_sent;
+	advance(11000); /* announce_interval 10 s, +- 10 % */
+	assert_true(fake.n_sent > before);
+	assert_int_equal(last_sent()->m.type, FW_ANNOUNCE);
 	assert_int_equal(count_sent(FW_GOODBYE), 1);
 }
 

@@ -38,7 +38,7 @@ static bool same_port(const struct cfg_endpoint *a, const struct cfg_endpoint *b
 {
 	return a->transport == b->transport && !strcmp(a->device, b->device) &&
 	       a->port_num == b->port_num && a->pkey_index == b->pkey_index &&
-	       !strcmp(a->interface, b->interface);
+	       !strcmp(a->interface, b->interface) && a->udp_port == b->udp_port;
 }
 
 void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
@@ -49,7 +49,9 @@ void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 	for (unsigned i = 0; i < e->n; i++) {
 		struct endpoint *ep = &e->ep[i];
 
-		/* counters and state survive a reload of the same port */
+		/* counters and state survive a reload of the same port (a place
+		 * given another one: the SA port's state is put back, an
+		 * interface's follows netlink) */
 		if (i >= was || !same_port(&ep->cfg, &cfg->eps[i])) {
 			memset(ep->counters, 0, sizeof(ep->counters));
 			ep->down = false; /* another port: its state is news */

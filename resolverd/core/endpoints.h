@@ -60,9 +60,11 @@ int endpoints_listen(struct endpoints *e, endpoint_listener_fn fn, void *arg);
 /* Forget @fn (a listener going away). */
 void endpoints_unlisten(struct endpoints *e, endpoint_listener_fn fn, void *arg);
 
-/* Take the endpoints of @cfg (start, reload): an endpoint of the same label
- * keeps its counters. Identities come from the config as they are; put them
- * in the store with endpoints_publish() once port and kernel data are in. */
+/* Take the endpoints of @cfg (start, reload), bound by their place in it:
+ * one that names the same port as before (whatever its label) keeps its
+ * counters and state; what one the reload removed heard is forgotten.
+ * Identities come from the config as they are; put them in the store with
+ * endpoints_publish() once port and kernel data are in. */
 void endpoints_load(struct endpoints *e, const struct ibres_config *cfg);
 /* Put every endpoint's identity into the store (LOCAL, never expires). 0 or
  * the first error (logged by the caller). */

@@ -101,7 +101,9 @@ void fabric_identity_reloaded(struct fabric *f);
  * GID, P_Key) is not the one its last datagram carried says goodbye under
  * that one now, all before any announcement under the new ones; with
  * announcements off too (a port down says it once up, before its first
- * datagram). After a reload swapped the endpoints' identities. */
+ * datagram). One that cannot go yet (an IB port not joined again) is owed:
+ * tried before each datagram of its port and on a timer, 0.1 s doubling to
+ * 5 s. After a reload swapped the endpoints' identities. */
 void fabric_say_goodbyes(struct fabric *f);
 
 /* A reload turned announcements off: one last ANNOUNCE on every port that

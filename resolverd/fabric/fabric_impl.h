@@ -109,7 +109,7 @@ struct fabric {
 	struct loop_timer announce_timer;
 	struct loop_timer reannounce_timer;
 	struct loop_timer goodbye_timer; /* goodbyes owed, tried again (fabric_tx.c) */
-	uint32_t goodbye_retry_ms;	 /* its last wait (0: none owed) */
+	uint32_t goodbye_retry_ms;	 /* its last wait */
 	unsigned startup_announces_left;
 	uint64_t burst_overheard; /* c.overheard when the burst began: heard anyone since? */
 	uint64_t burst_began_ms;  /* since then we keep what we hear (NEWCOMER's UP) */

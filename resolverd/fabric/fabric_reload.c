@@ -24,10 +24,10 @@ static bool same_group(const struct cfg_group *a, const struct cfg_group *b)
 /* Would @now's endpoint need another transport than @was was opened with? */
 static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
 {
-	if (strcmp(was->label, now->label) || was->transport != now->transport ||
-	    strcmp(was->interface, now->interface) || was->udp_port != now->udp_port ||
-	    strcmp(was->device, now->device) || was->port_num != now->port_num ||
-	    was->pkey_index != now->pkey_index || was->n_groups != now->n_groups ||
+	if (was->transport != now->transport || strcmp(was->interface, now->interface) ||
+	    was->udp_port != now->udp_port || strcmp(was->device, now->device) ||
+	    was->port_num != now->port_num || was->pkey_index != now->pkey_index ||
+	    was->n_groups != now->n_groups ||
 	    (was->transport == TRANSPORT_IB && was->recv_depth != now->recv_depth))
 		return true;
 	for (unsigned g = 0; g < was->n_groups; g++)

@@ -145,11 +145,17 @@ int fabric_check_config(const struct ibres_config *cfg, char *err, size_t errlen
 	return warned;
 }
 
-static int port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
+/* @m encoded and sent; *@unencodable (if given) set when it cannot be
+ * encoded at all (too long for a datagram), as against a send that failed. */
+static int port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to,
+		     bool *unencodable)
 {
 	struct fabric *f = p->f;
 	struct fw_msg stamped;
 	int len, ret;
+
+	if (unencodable)
+		*unencodable = false;
 
 	if (f->keys.n) {
 		stamped = *m;
@@ -160,6 +166,8 @@ static int port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 	len = fw_encode(m, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], f->buf,
 			sizeof(f->buf));
 	if (len < 0) {
+		if (unencodable)
+			*unencodable = true;
 		f->c.tx_errors++;
 		if (!p->told_too_long) {
 			p->told_too_long = true;
@@ -238,6 +246,7 @@ static bool goodbye_first(struct fabric_port *p, const struct ibres_hostrec *now
 {
 	const struct said_identity *was = &p->said;
 	char a[96], b[96];
+	bool unencodable;
 	struct fw_msg bye;
 	int ret;
 
@@ -254,8 +263,8 @@ static bool goodbye_first(struct fabric_port *p, const struct ibres_hostrec *now
 	snprintf(bye.sender.names[0], sizeof(bye.sender.names[0]), "%s", was->name);
 	memcpy(bye.sender.gids[0], was->gid, 16);
 	bye.sender.pkey = was->pkey;
-	ret = port_send(p, &bye, NULL);
-	if (ret == -ENOSPC || ret == -EINVAL) {
+	ret = port_send(p, &bye, NULL, &unencodable);
+	if (unencodable) {
 		p->said.any = false; /* it never fits: owing it would only fail again */
 		return false;
 	}
@@ -275,30 +284,35 @@ static bool goodbye_first(struct fabric_port *p, const struct ibres_hostrec *now
 #define GOODBYE_RETRY_MS     100u
 #define GOODBYE_RETRY_MAX_MS 5000u
 
-void fabric_say_goodbyes(struct fabric *f)
+/* Every port up says the goodbye it owes; true when one is still owed. */
+static bool say_all(struct fabric *f)
 {
 	bool owed = false;
 
-	for (unsigned i = 0; f && i < f->n_ports; i++)
+	for (unsigned i = 0; i < f->n_ports; i++)
 		if (fabric_port_up(&f->ports[i]))
 			owed |= goodbye_first(&f->ports[i], &f->ports[i].ep->cfg.id);
-	if (!f)
+	return owed;
+}
+
+void fabric_say_goodbyes(struct fabric *f)
+{
+	if (!f || !say_all(f) || loop_timer_armed(&f->goodbye_timer))
 		return;
-	if (!owed) {
-		f->goodbye_retry_ms = 0;
-		return;
-	}
-	f->goodbye_retry_ms *= 2;
-	if (f->goodbye_retry_ms < GOODBYE_RETRY_MS)
-		f->goodbye_retry_ms = GOODBYE_RETRY_MS;
-	if (f->goodbye_retry_ms > GOODBYE_RETRY_MAX_MS)
-		f->goodbye_retry_ms = GOODBYE_RETRY_MAX_MS;
+	f->goodbye_retry_ms = GOODBYE_RETRY_MS;
 	loop_timer_arm(f->loop, &f->goodbye_timer, now_ms() + f->goodbye_retry_ms);
 }
 
 void fabric_on_goodbye_timer(struct loop_timer *t)
 {
-	fabric_say_goodbyes(container_of(t, struct fabric, goodbye_timer));
+	struct fabric *f = container_of(t, struct fabric, goodbye_timer);
+
+	if (!say_all(f))
+		return;
+	f->goodbye_retry_ms = f->goodbye_retry_ms < GOODBYE_RETRY_MAX_MS / 2
+				      ? 2 * f->goodbye_retry_ms
+				      : GOODBYE_RETRY_MAX_MS;
+	loop_timer_arm(f->loop, &f->goodbye_timer, now_ms() + f->goodbye_retry_ms);
 }
 
 int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct transport_addr *to)
@@ -311,7 +325,7 @@ int fabric_port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 	/* a goodbye owed and not sent: the identity peers hold stays the old
 	 * one, whatever goes out now, and the next datagram tries again */
 	owed = goodbye_first(p, &m->sender);
-	ret = port_send(p, m, to);
+	ret = port_send(p, m, to, NULL);
 
 	if (ret < 0 || owed)
 		return ret;

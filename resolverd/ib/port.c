@@ -136,18 +136,21 @@ void sa_apply_endpoint(struct sa_client *sa, struct endpoint *ep)
 	for (unsigned i = 0; i < sa->n_ports; i++) {
 		struct sa_port *p = &sa->ports[i];
 
-		/* the endpoint that names the port and P_Key index it was opened
-		 * for, wherever it is and whatever its label (its GID and LID are
-		 * this port's); none: a reload removed it, or gave it another
-		 * port, which waits for a restart (the fabric logs it) */
-		if (strcmp(ep->cfg.device, p->dev) || ep->cfg.port_num != p->port_num ||
-		    ep->cfg.pkey_index != p->pkey_index) {
-			if (p->ep == (int)ep->index)
-				p->ep = -1; /* that place holds another endpoint now */
+		/* the endpoint at the place it was opened for, as endpoints_load()
+		 * and the fabric's transports bind them: a relabelled one is the
+		 * same (its GID and LID stay this port's); one the reload removed
+		 * has none (sa_port_ep()); a place that names another port keeps
+		 * this one until a restart, as its transport does */
+		if (p->ep != (int)ep->index)
 			continue;
-		}
-		p->ep = (int)ep->index;
 		snprintf(p->label, sizeof(p->label), "endpoint %s", ep->cfg.label);
+		if (strcmp(ep->cfg.device, p->dev) || ep->cfg.port_num != p->port_num ||
+		    ep->cfg.pkey_index != p->pkey_index)
+			log_warn("%s: device, port or P_Key index changed: it takes effect at the "
+				 "next restart",
+				 p->label);
+		if (p->have_info)
+			ep->down = p->pi.state != SA_PORT_ACTIVE; /* its port's, as ever */
 		/* a copy from the config has the configured values: put ours
 		 * back (before it is published) */
 		fill_endpoint(p, ep, &ep->cfg.id);

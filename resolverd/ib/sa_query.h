@@ -43,7 +43,7 @@ struct sa_counters {
 /* The port of one endpoint that names an IB device. */
 struct sa_port {
 	struct sa_client *sa;
-	int ep;		/* its endpoint's place in the endpoints; -1: none (a reload) */
+	int ep;		/* the place in the endpoints it was opened for (past their end: removed) */
 	char label[80]; /* "endpoint " and the [endpoint] label */
 	char dev[64];
 	unsigned port_num;

@@ -1540,6 +1540,45 @@ static void test_identity_change_gid(void **state)
 	assert_memory_equal(pr.sgid, ep->cfg.id.gids[0], 16);
 }
 
+/* With announcements off nothing else goes out: an owed goodbye is tried
+ * on a timer, 100 ms then doubling, and once said the timer stops. */
+static void test_owed_goodbye_timer(void **state)
+{
+	struct ibres_hostrec old, id;
+	struct endpoint *ep;
+	struct fw_msg m;
+	unsigned before;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	ep = &ctx.eps.ep[0];
+	advance(3000);
+	old = ep->cfg.id;
+	id = old;
+	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:99", id.gids[0]), 1);
+	/* a datagram under the old identity first (an answer): peers hold it */
+	peer_request(&m, 2, 0x3000, key_name("node1"));
+	deliver(&m, 2);
+	assert_int_equal(last_sent()->m.type, FW_REPLY);
+	before = fake.n_sent;
+	fake.mcast_fails = 2; /* at the change, and at the first retry */
+	assert_int_equal(endpoint_update(&ctx.eps, ep, &id), EP_CHANGE_GID);
+	assert_int_equal(fake.n_sent, before);
+	advance(99);
+	assert_int_equal(fake.n_sent, before);
+	advance(1); /* 100 ms: fails again */
+	assert_int_equal(fake.mcast_fails, 0);
+	assert_int_equal(fake.n_sent, before);
+	advance(199);
+	assert_int_equal(fake.n_sent, before);
+	advance(1); /* 200 ms later: it goes */
+	assert_int_equal(fake.n_sent, before + 1);
+	assert_int_equal(last_sent()->m.type, FW_GOODBYE);
+	assert_memory_equal(last_sent()->m.sender.gids[0], old.gids[0], 16);
+	advance(60000);
+	assert_int_equal(fake.n_sent, before + 1);
+}
+
 /* A goodbye that cannot go (the port's multicast not joined yet) is owed:
  * each datagram tries it first; one that goes while it is owed goes under
  * the new identity, and the goodbye after it is still the old one's. */
@@ -3543,6 +3582,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_identity_change_lid, teardown),
 		cmocka_unit_test_teardown(test_identity_change_gid, teardown),
 		cmocka_unit_test_teardown(test_identity_change_goodbye_retried, teardown),
+		cmocka_unit_test_teardown(test_owed_goodbye_timer, teardown),
 		cmocka_unit_test_teardown(test_reload, teardown),
 		cmocka_unit_test_teardown(test_reload_announcements, teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_transport_qpn, teardown),

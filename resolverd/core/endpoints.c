@@ -49,13 +49,12 @@ void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 	for (unsigned i = 0; i < e->n; i++) {
 		struct endpoint *ep = &e->ep[i];
 
-		/* counters and state survive a reload of the same port (a place
-		 * given another one: the SA port's state is put back, an
-		 * interface's follows netlink) */
-		if (i >= was || !same_port(&ep->cfg, &cfg->eps[i])) {
+		/* a place keeps the port it was opened on until a restart, and
+		 * so its state; its counters, while it names that port */
+		if (i >= was)
+			ep->down = false; /* a new place: its port's state is news */
+		if (i >= was || !same_port(&ep->cfg, &cfg->eps[i]))
 			memset(ep->counters, 0, sizeof(ep->counters));
-			ep->down = false; /* another port: its state is news */
-		}
 		ep->index = i;
 		ep->cfg = cfg->eps[i];
 	}

@@ -61,8 +61,9 @@ int endpoints_listen(struct endpoints *e, endpoint_listener_fn fn, void *arg);
 void endpoints_unlisten(struct endpoints *e, endpoint_listener_fn fn, void *arg);
 
 /* Take the endpoints of @cfg (start, reload), bound by their place in it:
- * one that names the same port as before (whatever its label) keeps its
- * counters and state; what one the reload removed heard is forgotten.
+ * a place keeps its state (the port it was opened on is its port until a
+ * restart), and its counters while it names the same port (whatever its
+ * label); what one the reload removed heard is forgotten.
  * Identities come from the config as they are; put them in the store with
  * endpoints_publish() once port and kernel data are in. */
 void endpoints_load(struct endpoints *e, const struct ibres_config *cfg);

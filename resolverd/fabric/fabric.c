@@ -296,8 +296,12 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	f->c.rx++;
 	/* a datagram from before the rail went down, or to a port whose
 	 * endpoint a reload removed: nothing to learn there, nothing to answer */
-	if (!fabric_port_up(p))
+	if (!fabric_port_up(p)) {
+		if (p->ep->index >= f->eps->n)
+			log_debug("fabric: a datagram to the port of removed endpoint %s: ignored",
+				  p->opened.label);
 		return;
+	}
 	err = fw_decode(buf, len, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], &m);
 	if (err == FW_ERR_AUTH && f->keys.n > 1) {
 		/* a key change in progress: the other key of the file */

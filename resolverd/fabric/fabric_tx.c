@@ -166,8 +166,8 @@ static int port_send(struct fabric_port *p, const struct fw_msg *m, const struct
 	len = fw_encode(m, f->keys.n ? f->keys.key[0] : NULL, f->keys.len[0], f->buf,
 			sizeof(f->buf));
 	if (len < 0) {
-		if (unencodable)
-			*unencodable = true;
+		if (unencodable) /* not a signing failure (-EIO): that may pass */
+			*unencodable = len == -ENOSPC || len == -EINVAL;
 		f->c.tx_errors++;
 		if (!p->told_too_long) {
 			p->told_too_long = true;
@@ -297,7 +297,8 @@ static bool say_all(struct fabric *f)
 
 void fabric_say_goodbyes(struct fabric *f)
 {
-	if (!f || !say_all(f) || loop_timer_armed(&f->goodbye_timer))
+	/* a new change: tried again soon, whatever an older one backed off to */
+	if (!f || !say_all(f))
 		return;
 	f->goodbye_retry_ms = GOODBYE_RETRY_MS;
 	loop_timer_arm(f->loop, &f->goodbye_timer, now_ms() + f->goodbye_retry_ms);

@@ -149,8 +149,6 @@ void sa_apply_endpoint(struct sa_client *sa, struct endpoint *ep)
 			log_warn("%s: device, port or P_Key index changed: it takes effect at the "
 				 "next restart",
 				 p->label);
-		if (p->have_info)
-			ep->down = p->pi.state != SA_PORT_ACTIVE; /* its port's, as ever */
 		/* a copy from the config has the configured values: put ours
 		 * back (before it is published) */
 		fill_endpoint(p, ep, &ep->cfg.id);

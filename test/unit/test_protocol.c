@@ -1604,7 +1604,7 @@ static void test_identity_change_goodbye_retried(void **state)
 	assert_int_equal(fake.n_sent, before + 1);
 	assert_int_equal(last_sent()->m.type, FW_ANNOUNCE);
 	assert_memory_equal(last_sent()->m.sender.gids[0], id.gids[0], 16);
-	advance(1000); /* REANNOUNCE_MS */
+	advance(1000); /* the goodbye timer (100 ms), then REANNOUNCE_MS */
 	assert_int_equal(fake.n_sent, before + 3);
 	assert_int_equal(fake.sent[before + 1].m.type, FW_GOODBYE);
 	assert_memory_equal(fake.sent[before + 1].m.sender.gids[0], old.gids[0], 16);

@@ -791,6 +791,16 @@ def endpoint_states(c, k):
     return {e["label"]: e["state"] for e in json.loads(r.stdout)["endpoints"]}
 
 
+def reload_with(c, k, text):
+    """Node @k's config replaced by @text and reloaded (SIGHUP), once it logged so."""
+    done = c.log(k).count("configuration reloaded")
+    with open(os.path.join(c.dir, "node%d" % k, "ibresd.conf"), "w") as f:
+        f.write(text)
+    c.kill(k, "HUP")
+    wait_until(lambda: c.log(k).count("configuration reloaded") > done, 10,
+               what="node%d reloaded" % k)
+
+
 def knows(c, k, key):
     return host(c.sock(k), key, cache_only=True)[0] == ST_SUCCESS
 
@@ -934,10 +944,7 @@ def test_rename_while_the_port_is_down_says_goodbye_once_up(cluster_factory):
     text = c.config(2)
     renamed = text.replace("name = node2\n", "name = spare2\n", 1)
     assert renamed != text
-    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
-        f.write(renamed)
-    c.kill(2, "HUP")
-    wait_until(lambda: c.log(2).count("configuration reloaded") == 1, 10, what="node2 reloaded")
+    reload_with(c, 2, renamed)
     assert knows(c, 1, "node2"), "node 1 still holds the old identity"
     c.link(2, "up", rail=0)
     wait_until(lambda: knows(c, 1, "spare2"), 10, what="node1 knows node2's port as spare2")
@@ -964,9 +971,7 @@ def test_rename_with_announcements_off_says_goodbye_at_once(cluster_factory):
     text = c.config(2)
     renamed = text.replace("name = node2\n", "name = node2b\n", 1)
     assert renamed != text
-    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
-        f.write(renamed)
-    c.kill(2, "HUP")
+    reload_with(c, 2, renamed)
     wait_until(lambda: not knows(c, 1, "node2"), 10, what="node1 dropped node2 at the goodbye")
     status, rec = host(c.sock(1), "node2b")
     assert status == ST_SUCCESS and rec["gids"] == [rail(c, 2, 0)["gid"]], rec
@@ -993,10 +998,7 @@ def test_reload_removing_an_endpoint_silences_its_port(cluster_factory):
     assert knows(c, 1, alias)
     sent = stats(c.sock(2))["fabric_announces_sent"]
     conflicts = stats(c.sock(1))["fabric_rx_conflict"]
-    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
-        f.write(removed)
-    c.kill(2, "HUP")
-    wait_until(lambda: c.log(2).count("configuration reloaded") == 1, 10, what="node2 reloaded")
+    reload_with(c, 2, removed)
     wait_until(lambda: not knows(c, 1, alias), 10, what="node1 dropped node2's rail 1")
     # the announcement at the reload and the one a moment later
     wait_until(lambda: stats(c.sock(2))["fabric_announces_sent"] >= sent + 2, 10,
@@ -1028,11 +1030,7 @@ def test_relabel_keeps_a_rail_down(cluster_factory):
     wait_rails(c)
     c.link(2, "down", rail=1)
     wait_until(lambda: endpoint_states(c, 2)["ib1"] == "down", 10, what="rail 1 down")
-    text = c.config(2)
-    with open(os.path.join(c.dir, "node2", "ibresd.conf"), "w") as f:
-        f.write(text.replace("[endpoint ib1]", "[endpoint rail1]", 1))
-    c.kill(2, "HUP")
-    wait_until(lambda: c.log(2).count("configuration reloaded") == 1, 10, what="node2 reloaded")
+    reload_with(c, 2, c.config(2).replace("[endpoint ib1]", "[endpoint rail1]", 1))
     assert endpoint_states(c, 2) == {"ib0": "up", "rail1": "down"}
     c.link(2, "up", rail=1)
     wait_until(lambda: endpoint_states(c, 2)["rail1"] == "up", 10, what="rail 1 up again")

@@ -1540,6 +1540,23 @@ static void test_identity_change_gid(void **state)
 	assert_memory_equal(pr.sgid, ep->cfg.id.gids[0], 16);
 }
 
+/* Started with @conf and past its start-up: endpoint 0's identity in
+ * *@old, and in *@id the same with another port GID (fe80::2:c903:0:99),
+ * for endpoint_update(). */
+static struct endpoint *start_for_gid_change(const char *conf, struct ibres_hostrec *old,
+					     struct ibres_hostrec *id)
+{
+	struct endpoint *ep;
+
+	start(conf, NULL);
+	ep = &ctx.eps.ep[0];
+	advance(3000);
+	*old = ep->cfg.id;
+	*id = *old;
+	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:99", id->gids[0]), 1);
+	return ep;
+}
+
 /* With announcements off nothing else goes out: an owed goodbye is tried
  * on a timer, 100 ms then doubling, and once said the timer stops. */
 static void test_owed_goodbye_timer(void **state)
@@ -1550,12 +1567,7 @@ static void test_owed_goodbye_timer(void **state)
 	unsigned before;
 
 	(void)state;
-	start(ANNOUNCE_OFF, NULL);
-	ep = &ctx.eps.ep[0];
-	advance(3000);
-	old = ep->cfg.id;
-	id = old;
-	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:99", id.gids[0]), 1);
+	ep = start_for_gid_change(ANNOUNCE_OFF, &old, &id);
 	/* a datagram under the old identity first (an answer): peers hold it */
 	peer_request(&m, 2, 0x3000, key_name("node1"));
 	deliver(&m, 2);
@@ -1589,12 +1601,7 @@ static void test_identity_change_goodbye_retried(void **state)
 	unsigned before;
 
 	(void)state;
-	start(DIRECTORY, NULL);
-	ep = &ctx.eps.ep[0];
-	advance(3000);
-	old = ep->cfg.id;
-	id = old;
-	assert_int_equal(inet_pton(AF_INET6, "fe80::2:c903:0:99", id.gids[0]), 1);
+	ep = start_for_gid_change(DIRECTORY, &old, &id);
 	before = fake.n_sent;
 	fake.mcast_fails = 2; /* the goodbye at the change, and again at the announce */
 	assert_int_equal(endpoint_update(&ctx.eps, ep, &id), EP_CHANGE_GID);

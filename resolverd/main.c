@@ -117,6 +117,7 @@ static int load_all(const char *path, const char *socket_override, struct ibres_
 static void reload(struct ibresd *d)
 {
 	static struct ibres_config cfg; /* large: keep it off the stack */
+	char err[CFG_ERR_MAX];
 	struct cfg_hosts hosts;
 	int ret;
 
@@ -124,6 +125,11 @@ static void reload(struct ibresd *d)
 	sd_notify(0, "RELOADING=1");
 	if (load_all(d->config_path, d->socket_override, &cfg, &hosts, true)) {
 		log_err("reload failed; keeping the running configuration");
+		goto out;
+	}
+	if (config_reload_check(&d->cfg, &cfg, err, sizeof(err))) {
+		log_err("reload refused: %s; keeping the running configuration", err);
+		hosts_free(&hosts);
 		goto out;
 	}
 	if (strcmp(cfg.socket_path, d->cfg.socket_path) ||

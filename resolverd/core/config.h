@@ -122,6 +122,18 @@ int config_validate(const struct ibres_config *cfg, char *err, size_t errlen);
  * the endpoints' rails. */
 bool cfg_one_host(const struct cfg_endpoint *a, const struct cfg_endpoint *b);
 
+/* Would endpoint @now need another port than @was (transport, device,
+ * port_num, pkey_index, interface, udp_port)? A place keeps the port it was
+ * opened on until a restart: the one rule for the reload's check, the
+ * fabric's and the endpoints'. */
+bool cfg_port_moved(const struct cfg_endpoint *was, const struct cfg_endpoint *now);
+/* May @cfg replace the @running configuration at a reload: does every
+ * endpoint place both have keep its port (cfg_port_moved())? Endpoints
+ * added or removed at the end may come and go. 0 or -EINVAL with a message
+ * (file:line of the endpoint). */
+int config_reload_check(const struct ibres_config *running, const struct ibres_config *cfg,
+			char *err, size_t errlen);
+
 /* Give every endpoint that has no name @hostname as its name (and, when
  * @hostname has dots, its first label as an alias), so that one config file
  * serves a whole cluster and a multi-rail node is one host. Call before config_validate. 0 (also when every

@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -179,6 +180,52 @@ int config_validate(const struct ibres_config *cfg, char *err, size_t errlen)
 			at_line(cfg, ep, err, errlen);
 			return ret;
 		}
+	}
+	return 0;
+}
+
+bool cfg_port_moved(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
+{
+	return was->transport != now->transport || strcmp(was->device, now->device) ||
+	       was->port_num != now->port_num || was->pkey_index != now->pkey_index ||
+	       strcmp(was->interface, now->interface) || was->udp_port != now->udp_port;
+}
+
+/* @ep's port as an administrator wrote it: "device D port P pkey_index K", or
+ * "interface I udp_port U" (the ip transport), into @buf. */
+static const char *port_words(const struct cfg_endpoint *ep, char *buf, size_t len)
+{
+	if (ep->transport == TRANSPORT_IP)
+		snprintf(buf, len, "interface %.15s udp_port %u", ep->interface, ep->udp_port);
+	else if (ep->device[0])
+		snprintf(buf, len, "device %.63s port %u pkey_index %u", ep->device, ep->port_num,
+			 ep->pkey_index);
+	else
+		snprintf(buf, len, "no port (transport none, interface %.15s)",
+			 ep->interface[0] ? ep->interface : "any");
+	return buf;
+}
+
+int config_reload_check(const struct ibres_config *running, const struct ibres_config *cfg,
+			char *err, size_t errlen)
+{
+	char was[128], now[128];
+
+	for (unsigned e = 0; e < running->n_eps && e < cfg->n_eps; e++) {
+		const struct cfg_endpoint *r = &running->eps[e], *ep = &cfg->eps[e];
+
+		if (!cfg_port_moved(r, ep))
+			continue;
+		cfg_set_err(err, errlen,
+			    "endpoint '%.63s' is endpoint %u of the file, whose port the daemon "
+			    "opened as '%.63s' (%s); it would be %s: a reload cannot give an "
+			    "endpoint's place another port (endpoints reordered, one removed that "
+			    "is not the last, another transport, device, port_num, pkey_index, "
+			    "interface or udp_port): restart ibresd for that",
+			    ep->label, e + 1, r->label, port_words(r, was, sizeof(was)),
+			    port_words(ep, now, sizeof(now)));
+		at_line(cfg, ep, err, errlen);
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -34,13 +34,6 @@ void endpoints_unlisten(struct endpoints *e, endpoint_listener_fn fn, void *arg)
 
 /* Do @a and @b name the same port and partition (what its transport and
  * SA port were opened for)? A relabelled endpoint is the same one. */
-static bool same_port(const struct cfg_endpoint *a, const struct cfg_endpoint *b)
-{
-	return a->transport == b->transport && !strcmp(a->device, b->device) &&
-	       a->port_num == b->port_num && a->pkey_index == b->pkey_index &&
-	       !strcmp(a->interface, b->interface) && a->udp_port == b->udp_port;
-}
-
 void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 {
 	unsigned was = e->n;
@@ -50,11 +43,12 @@ void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 		struct endpoint *ep = &e->ep[i];
 
 		/* a place keeps the port it was opened on until a restart, and
-		 * so its state; its counters, while it names that port */
-		if (i >= was)
+		 * so its state and counters (a reload that would give it
+		 * another port is refused: config_reload_check()) */
+		if (i >= was) {
 			ep->down = false; /* a new place: its port's state is news */
-		if (i >= was || !same_port(&ep->cfg, &cfg->eps[i]))
 			memset(ep->counters, 0, sizeof(ep->counters));
+		}
 		ep->index = i;
 		ep->cfg = cfg->eps[i];
 	}

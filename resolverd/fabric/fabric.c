@@ -297,7 +297,7 @@ static void on_datagram(struct transport *t, const uint8_t *buf, size_t len,
 	/* a datagram from before the rail went down, or to a port whose
 	 * endpoint a reload removed: nothing to learn there, nothing to answer */
 	if (!fabric_port_up(p)) {
-		if (p->ep->index >= f->eps->n)
+		if (fabric_port_removed(p))
 			log_debug("fabric: a datagram to the port of removed endpoint %s: ignored",
 				  p->opened.label);
 		return;
@@ -432,7 +432,7 @@ static void port_event(struct transport *t, const char *what)
 {
 	struct fabric_port *p = t->owner;
 
-	if (p->ep->index >= p->f->eps->n)
+	if (fabric_port_removed(p))
 		return; /* its endpoint removed by a reload: no rail */
 	/* the port's own word on its state: a RoCE port has no SA port that
 	 * polls it (ib/port.c), an IB port's poll says the same */

@@ -133,13 +133,19 @@ struct fabric {
 	uint8_t buf[FW_MAX_LEN];
 };
 
+/* Did a reload remove @p's endpoint (the last places of the file)? Its
+ * port stays open, silent, until a restart. */
+static inline bool fabric_port_removed(const struct fabric_port *p)
+{
+	return p->ep->index >= p->f->eps->n;
+}
+
 /* Is @p a rail now: open, its port and link up, its endpoint still
- * configured (one a reload removed stays open, silent, until a restart)?
- * Nothing goes out through one that is not, and what it heard neither
- * vouches nor waits. */
+ * configured? Nothing goes out through one that is not, and what it heard
+ * neither vouches nor waits. */
 static inline bool fabric_port_up(const struct fabric_port *p)
 {
-	return p->open && !p->ep->down && p->ep->index < p->f->eps->n;
+	return p->open && !p->ep->down && !fabric_port_removed(p);
 }
 
 /* fabric_tx.c: a message from @p (its identity, groups, rails) of @type

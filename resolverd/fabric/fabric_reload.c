@@ -24,10 +24,7 @@ static bool same_group(const struct cfg_group *a, const struct cfg_group *b)
 /* Would @now's endpoint need another transport than @was was opened with? */
 static bool transport_differs(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
 {
-	if (was->transport != now->transport || strcmp(was->interface, now->interface) ||
-	    was->udp_port != now->udp_port || strcmp(was->device, now->device) ||
-	    was->port_num != now->port_num || was->pkey_index != now->pkey_index ||
-	    was->n_groups != now->n_groups ||
+	if (cfg_port_moved(was, now) || was->n_groups != now->n_groups ||
 	    (was->transport == TRANSPORT_IB && was->recv_depth != now->recv_depth))
 		return true;
 	for (unsigned g = 0; g < was->n_groups; g++)
@@ -57,9 +54,11 @@ void fabric_reload(struct fabric *f, const struct ibres_config *old,
 		unsigned e = p->ep->index;
 
 		opened |= 1u << e;
-		if (e >= new->n_eps || transport_differs(&p->opened, &new->eps[e]))
-			log_warn("endpoint %s: its transport settings changed: they take effect at "
-				 "the next restart",
+		/* its port stays (config_reload_check()): its groups or
+		 * receive queue may have changed */
+		if (e < new->n_eps && transport_differs(&p->opened, &new->eps[e]))
+			log_warn("endpoint %s: its transport settings changed (group, recv_depth): "
+				 "they take effect at the next restart",
 				 p->opened.label);
 		/* RoCE sends from the GID it found at open (an IB port's is the
 		 * port's own, whatever the file says) */

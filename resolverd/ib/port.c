@@ -139,16 +139,11 @@ void sa_apply_endpoint(struct sa_client *sa, struct endpoint *ep)
 		/* the endpoint at the place it was opened for, as endpoints_load()
 		 * and the fabric's transports bind them: a relabelled one is the
 		 * same (its GID and LID stay this port's); one the reload removed
-		 * has none (sa_port_ep()); a place that names another port keeps
-		 * this one until a restart, as its transport does */
+		 * has none (sa_port_ep()); a reload never gives a place another
+		 * port (config_reload_check()) */
 		if (p->ep != (int)ep->index)
 			continue;
 		snprintf(p->label, sizeof(p->label), "endpoint %s", ep->cfg.label);
-		if (strcmp(ep->cfg.device, p->dev) || ep->cfg.port_num != p->port_num ||
-		    ep->cfg.pkey_index != p->pkey_index)
-			log_warn("%s: device, port or P_Key index changed: it takes effect at the "
-				 "next restart",
-				 p->label);
 		/* a copy from the config has the configured values: put ours
 		 * back (before it is published) */
 		fill_endpoint(p, ep, &ep->cfg.id);

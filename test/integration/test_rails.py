@@ -1021,6 +1021,50 @@ def test_reload_removing_an_endpoint_silences_its_port(cluster_factory):
     assert stats(c.sock(1))["fabric_rx_conflict"] == conflicts
 
 
+def sections(text):
+    """@text's lines before its first [endpoint], and each [endpoint] section."""
+    parts = text.split("\n[endpoint ")
+    return parts[0] + "\n", ["[endpoint " + p.rstrip("\n") + "\n" for p in parts[1:]]
+
+
+@pytest.mark.timeout(120)
+def test_reload_moving_an_endpoint_is_refused(cluster_factory):
+    """A reload that would give an endpoint's place another port (the sections
+    swapped, the first one removed, another interface) is refused with the
+    endpoint's file:line, and the daemon keeps its running configuration: its
+    endpoints, their labels and what node 1 knows of them. A reload that keeps
+    every place's port (a relabel, the last endpoint removed) still applies."""
+    c = cluster_factory(2, "--rails", 2)
+    wait_rails(c)
+    c.wait_settled()
+    text = c.config(2)
+    head, (ib0, ib1) = sections(text)
+    assert ib0.startswith("[endpoint ib0]") and ib1.startswith("[endpoint ib1]")
+    path = os.path.join(c.dir, "node2", "ibresd.conf")
+    other = ib1.replace("interface = %s" % rail(c, 2, 1)["interface"], "interface = lo")
+    assert other != ib1
+    for bad in (head + ib1 + "\n" + ib0, head + ib1, head + ib0 + "\n" + other):
+        refused = c.log(2).count("reload refused")
+        reloaded = c.log(2).count("configuration reloaded")
+        with open(path, "w") as f:
+            f.write(bad)
+        c.kill(2, "HUP")
+        wait_until(lambda: c.log(2).count("reload refused") > refused, 10,
+                   what="node2 refused the reload")
+        line = [ln for ln in c.log(2).splitlines() if "reload refused" in ln][-1]
+        assert "%s:" % path in line and "restart ibresd" in line, line
+        assert c.log(2).count("configuration reloaded") == reloaded
+        assert endpoint_states(c, 2) == {"ib0": "up", "ib1": "up"}
+    for r in (0, 1):
+        assert knows(c, 1, rail(c, 2, r)["alias"])
+    # the running configuration still answers, and is still the one reloaded
+    assert host(c.sock(2), rail(c, 1, 1)["alias"])[0] == ST_SUCCESS
+    reload_with(c, 2, head + ib0 + "\n" + ib1.replace("[endpoint ib1]", "[endpoint rail1]"))
+    assert endpoint_states(c, 2) == {"ib0": "up", "rail1": "up"}
+    reload_with(c, 2, head + ib0)
+    assert endpoint_states(c, 2) == {"ib0": "up"}
+
+
 @pytest.mark.timeout(120)
 def test_relabel_keeps_a_rail_down(cluster_factory):
     """A reload that only relabels an endpoint keeps its port's state: node 2's rail

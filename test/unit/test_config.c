@@ -864,6 +864,60 @@ static void test_duplicates_in_endpoint(void **state)
 
 /* ---- config_validate ---------------------------------------------------- */
 
+/* config_reload_check(): @text against the running @run. */
+static int reload_check(const char *run, const char *text)
+{
+	assert_int_equal(config_parse("run.conf", run, strlen(run), &cfg2, err, sizeof(err)), 0);
+	assert_int_equal(parse(text), 0);
+	return config_reload_check(&cfg2, &cfg, err, sizeof(err));
+}
+
+#define TWO_RAILS                                                                                  \
+	"[endpoint ib0]\nname = n\ndevice = mlx5_0\n[endpoint ib1]\nname = n\ndevice = mlx5_1\n"
+
+static void test_reload_check(void **state)
+{
+	(void)state;
+	/* every place keeps its port: the same file, a relabel, one added or
+	 * the last removed */
+	assert_int_equal(reload_check(TWO_RAILS, TWO_RAILS), 0);
+	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib0]\nname = m\ndevice = mlx5_0\n"
+						 "[endpoint rail1]\nname = m\ndevice = mlx5_1\n"),
+			 0);
+	assert_int_equal(reload_check(TWO_RAILS, TWO_RAILS "[endpoint ib2]\nname = n\n"
+							   "device = mlx5_2\n"),
+			 0);
+	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib0]\nname = n\ndevice = mlx5_0\n"), 0);
+	/* reordered, the first removed: the file's line of the moved one */
+	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib1]\nname = n\ndevice = mlx5_1\n"
+						 "[endpoint ib0]\nname = n\ndevice = mlx5_0\n"),
+			 -EINVAL);
+	assert_non_null(strstr(err,
+			       "t.conf:1: endpoint 'ib1' is endpoint 1 of the file, whose "
+			       "port the daemon opened as 'ib0' (device mlx5_0 port 1 "
+			       "pkey_index 0); it would be device mlx5_1 port 1 pkey_index 0"));
+	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib1]\nname = n\ndevice = mlx5_1\n"),
+			 -EINVAL);
+	/* another port, P_Key index or transport at a place */
+	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib0]\nname = n\ndevice = mlx5_0\n"
+						 "\n[endpoint ib1]\nname = n\ndevice = mlx5_1\n"
+						 "pkey_index = 1\n"),
+			 -EINVAL);
+	assert_non_null(strstr(err, "t.conf:5: endpoint 'ib1' is endpoint 2 of the file"));
+	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib0]\nname = n\ndevice = mlx5_0\n"
+						 "port_num = 2\n"),
+			 -EINVAL);
+	assert_int_equal(reload_check(EP_OK "transport = ip\ninterface = ib0\n",
+				      EP_OK "transport = ip\ninterface = ib1\n"),
+			 -EINVAL);
+	assert_non_null(strstr(
+		err, "(interface ib0 udp_port 4790); it would be interface ib1 udp_port 4790"));
+	assert_int_equal(reload_check(EP_OK "transport = ip\ninterface = ib0\n",
+				      EP_OK "transport = ip\ninterface = ib0\nudp_port = 4792\n"),
+			 -EINVAL);
+	assert_int_equal(reload_check(EP_OK, EP_OK "transport = ip\ninterface = ib0\n"), -EINVAL);
+}
+
 static void test_validate(void **state)
 {
 	(void)state;
@@ -1233,6 +1287,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_duplicates_in_endpoint),
 		cmocka_unit_test(test_validate),
+		cmocka_unit_test(test_reload_check),
 		cmocka_unit_test(test_default_names),
 		cmocka_unit_test(test_print_round_trip),
 		cmocka_unit_test(test_load_errors),

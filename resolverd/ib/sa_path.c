@@ -21,6 +21,9 @@
 struct path_query {
 	struct sa_query q;     /* first: the engine allocates and frees the whole */
 	struct host_key dest; /* route: the destination's GID (or LID) key */
+	/* route: the destination endpoint's LID and P_Key (a port's
+	 * partitions share its GID key, which leads to one of them) */
+	uint16_t dest_lid, dest_pkey;
 	uint8_t dgid[16];      /* the answer must be about it */
 	bool check_dgid;
 	struct list_node waiters; /* the client requests still there */
@@ -191,6 +194,8 @@ int sa_route_query(struct sa_client *sa, struct endpoint *ep, const struct host 
 	ret = route_new(p, &route_ops, &k, &pr, mask, p->pkey ? p->pkey : ep->cfg.id.pkey, &pq);
 	if (ret)
 		return ret;
+	pq->dest_lid = host_lid(h);
+	pq->dest_pkey = host_pkey(h);
 	return path_submit(sa, pq, w);
 }
 
@@ -213,8 +218,26 @@ static void drop_stale(struct sa_client *sa, const uint8_t gid[16])
 	store_remove_gid(sa->store, gid);
 }
 
-/* Store the answer with the destination host (all its names and addresses
- * share the path) and wake the requests waiting for it. */
+/* The endpoint the route query @pq was for, or NULL (it left meanwhile):
+ * of the destination's port GID (or LID), the one of its P_Key, whichever
+ * of the port's partitions the key leads to. */
+static struct host *route_owner(struct sa_client *sa, const struct path_query *pq, uint64_t now)
+{
+	struct host *h = store_lookup(sa->store, &pq->dest, now, false);
+	uint8_t gid[16];
+
+	for (struct host *e = h; e; e = host_next_endpoint(h, e)) {
+		if (host_pkey(e) != pq->dest_pkey)
+			continue;
+		if (pq->dest.type == IBRES_KEY_GID ? !memcmp(host_gid(e, gid), pq->dest.data, 16)
+						   : host_lid(e) == pq->dest_lid)
+			return e;
+	}
+	return NULL;
+}
+
+/* Store the answer with the destination endpoint (all its names and
+ * addresses share the path) and wake the requests waiting for it. */
 static void route_done(struct sa_query *q, int status, const union sa_answer *ans)
 {
 	struct path_query *pq = path_query_of(q);
@@ -223,7 +246,7 @@ static void route_done(struct sa_query *q, int status, const union sa_answer *an
 	char ks[HOST_KEY_STR_MAX];
 	struct host *h;
 
-	h = store_lookup(sa->store, &pq->dest, now, false);
+	h = route_owner(sa, pq, now);
 	if (!h) {
 		lookup_waiters_wake(&pq->waiters, -ENODATA); /* the host left meanwhile */
 		return;

@@ -14,8 +14,10 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <arpa/inet.h>
 
 #include "daemon.h"
+#include "ib/sa.h"
 #include "ib/sa_query.h"
 #include "ib/umad_io.h"
 
@@ -453,6 +455,63 @@ static void test_too_many_queries(void **state)
 	sa->n_queries = 0;
 }
 
+static int route_status = 1;
+
+static void route_woken(struct lookup_waiter *w, int status)
+{
+	(void)w;
+	route_status = status;
+}
+
+/* A remote port in two partitions: two endpoints (P_Keys 0xffff and 0x8001)
+ * of one host, sharing the port's GID, whose key leads to the first one
+ * heard. route_prot sa from our endpoint of 0x8001 asks for the second one,
+ * and the SA's answer is that one's path: stored on the first, the request
+ * found none for the second, asked again, and waited again, for ever. */
+static void test_route_to_a_second_partition(void **state)
+{
+	struct store_put how = {.origin = IBRES_ORIGIN_FABRIC, .rails = 0x1234, .ttl_s = 60};
+	struct lookup_waiter w = {.done = route_woken};
+	struct ibres_hostrec r;
+	struct host *first, *second;
+	uint64_t now = now_ms();
+
+	(void)state;
+	assert_int_equal(store_init(&d.store, 64), 0);
+	d.eps.n = 2;
+	for (unsigned i = 0; i < 2; i++)
+		d.eps.ep[i].index = i;
+	d.eps.ep[0].cfg.id.pkey = 0xffff;
+	d.eps.ep[1].cfg.id.pkey = 0x8001;
+	port->ep = 1;
+	port->pkey = 0x8001;
+	port->pi.gid_prefix = 0xfe80000000000000ull;
+	port->port_guid = 2;
+	memset(&r, 0, sizeof(r));
+	strcpy(r.names[0], "peer");
+	r.n_names = 1;
+	assert_int_equal(inet_pton(AF_INET6, "fe80::9", r.gids[0]), 1);
+	r.n_gids = 1;
+	r.lid = 9;
+	r.qpn = 5;
+	r.pkey = 0xffff;
+	how.heard_on = 1u << 0;
+	assert_int_equal(store_insert(&d.store, &r, &how, now, &first), 0);
+	r.pkey = 0x8001;
+	how.heard_on = 1u << 1;
+	assert_int_equal(store_insert(&d.store, &r, &how, now, &second), 0);
+	assert_ptr_not_equal(first, second);
+	assert_int_equal(host_endpoint_count(second), 2);
+
+	assert_int_equal(sa_route_query(sa, &d.eps.ep[1], second, &w), 0);
+	assert_int_equal(n_sends, 1);
+	answer(0, 0, 0); /* the query echoed: the path to fe80::9 from our port */
+	assert_int_equal(route_status, 0);
+	assert_non_null(host_route(&d.store, second, 1, now_ms()));
+	assert_null(host_route(&d.store, first, 1, now_ms()));
+	store_fini(&d.store);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +527,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_queries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_route_to_a_second_partition, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,16 +121,18 @@ bool admission_over_max(uid_t uid, unsigned n_clients, unsigned max_clients)
 	return uid == 0 && n_clients < max_clients + ADM_ROOT_RESERVE;
 }
 
-void adm_pick_init(struct adm_pick *p, uid_t newcomer, bool own_only)
+void adm_pick_init(struct adm_pick *p, uid_t newcomer, bool own_only, unsigned quota)
 {
 	memset(p, 0, sizeof(*p));
 	p->newcomer = newcomer;
 	p->own_only = own_only;
+	p->quota = quota;
 }
 
 void adm_pick_offer(struct adm_pick *p, void *conn, const struct adm_uid *owner)
 {
-	bool root = owner->uid == 0;
+	/* root's within its quota (admission.h); beyond, root ranks as any uid */
+	bool root = owner->uid == 0 && owner->n <= p->quota;
 
 	if (p->own_only && owner->uid != p->newcomer)
 		return;

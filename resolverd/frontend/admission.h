@@ -13,8 +13,13 @@
  *   from the daemon (idle, partial or unread); it is refused when all of its
  *   own wait on a lookup.
  * - At max_clients, the oldest such connection of the uid that holds the
- *   most goes. A root connection never goes for another uid's: root is only
- *   ever evicted to make room for root.
+ *   most goes. Root's first quota's worth never goes for another uid's: root
+ *   is only ever evicted to make room for root while it holds no more than
+ *   a quota; beyond, its connections that wait for nothing go as any uid's.
+ *   Those are the ones the server could not tell from a user's set-user-ID
+ *   programs (their real uid hidden, ProtectProc=invisible): a user who
+ *   stops such programs mid-lookup cannot fill the socket with them, and a
+ *   root program whose idle connection goes connects again.
  * - Root is exempt from the quota and, when nothing can go, may open up to
  *   ADM_ROOT_RESERVE connections over max_clients: its lookups are never
  *   starved by what other users hold.
@@ -75,16 +80,17 @@ bool admission_over_max(uid_t uid, unsigned n_clients, unsigned max_clients);
 
 /* Choosing the connection to close for a newcomer. Offer every connection that waits for
  * nothing from the daemon, oldest first; the pick is the oldest of the uid holding the
- * most, never root's for another uid, root's last for root. */
+ * most, never root's for another uid while root holds at most @quota, root's last. */
 struct adm_pick {
 	uid_t newcomer;
 	bool own_only; /* ADM_OWN_SLOT: the newcomer's own */
+	unsigned quota; /* root's connections sheltered from other uids */
 	void *best;
 	unsigned best_n;
 	bool best_root;
 };
 
-void adm_pick_init(struct adm_pick *p, uid_t newcomer, bool own_only);
+void adm_pick_init(struct adm_pick *p, uid_t newcomer, bool own_only, unsigned quota);
 void adm_pick_offer(struct adm_pick *p, void *conn, const struct adm_uid *owner);
 /* The connection to close, or NULL. */
 void *adm_pick_result(const struct adm_pick *p);

@@ -460,7 +460,8 @@ static int make_room(struct server *srv, uid_t uid, bool own_only)
 	if (!own_only)
 		recheck_root(srv);
 	/* least recently active first */
-	adm_pick_init(&p, uid, own_only);
+	adm_pick_init(&p, uid, own_only,
+		      admission_quota(srv->d->cfg.max_clients, srv->d->cfg.max_clients_per_uid));
 	list_for_each_safe(pos, tmp, &srv->clients)
 	{
 		struct client *cl = list_entry(pos, struct client, node);

@@ -108,7 +108,7 @@ class Daemon:
     """One ibresd process in the foreground, logging to a file."""
 
     def __init__(self, tmpdir, config_text=None, config_path=None, extra_args=(),
-                 netns=None, sock=None, nofile=None):
+                 netns=None, sock=None, nofile=None, wrap=()):
         self.dir = str(tmpdir)
         os.makedirs(self.dir, exist_ok=True)
         if config_path is None:
@@ -121,6 +121,7 @@ class Daemon:
         self.netns = netns
         self.extra_args = list(extra_args)
         self.nofile = nofile  # an open-file limit (soft and hard) to start it under
+        self.wrap = list(wrap)  # a command that runs the daemon's (its argv last)
         self.proc = None
 
     def start(self, wait=True):
@@ -128,6 +129,7 @@ class Daemon:
                "--socket", self.socket] + self.extra_args
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
+        cmd = self.wrap + cmd
         self.log = open(self.log_path, "ab")
         limit = self.nofile
         self.proc = subprocess.Popen(

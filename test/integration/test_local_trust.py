@@ -612,6 +612,47 @@ def test_setuid_programs_taken_as_roots_go_for_others(daemon_factory, attacker, 
     assert d.alive()
 
 
+# The daemon under its own /proc, mounted hidepid=invisible: as the shipped unit's
+# ProtectProc=invisible does, it hides every process the daemon (run as nobody)
+# may not trace, a set-user-ID program among them.
+HIDDEN_PROC = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               'mount -t proc -o hidepid=invisible proc /proc && exec "$@"', "sh"]
+
+
+@pytest.mark.skipif(not NOBODY_UID, reason="no user 'nobody'")
+def test_hidden_setuid_programs_cannot_fill_the_socket(daemon_factory, attacker, open_dir,
+                                                      tmp_path):
+    """A daemon that cannot read a set-user-ID program's real uid (ProtectProc=invisible)
+    counts its connection as root's. A user who leaves four such programs holding
+    theirs (stopped mid-lookup) fills max_clients 4; nobody's connection still comes
+    in: root's connections beyond its quota (1) that wait for nothing go as any uid's,
+    the oldest first. Before, root's never went for another uid and nobody was refused."""
+    _, uid, gid = attacker
+    holder, plain = build_holders(tmp_path, open_dir)
+    conf = static_hosts_config().replace(
+        "[daemon]\n", "[daemon]\nuser = nobody\nmax_clients = 4\nmax_clients_per_uid = 1\n",
+        1)
+    d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock"),
+                       wrap=HIDDEN_PROC).start()
+    nobody = pwd.getpwnam("nobody")
+    procs = []
+    try:
+        for _ in range(4):
+            p, status = start_holder(holder, d.socket, uid, gid)
+            procs.append(p)
+            assert status == b"0"  # root's right: flushed
+        other, status = start_holder(plain, d.socket, nobody.pw_uid, nobody.pw_gid)
+        procs.append(other)
+        assert status == b"11"  # let in (and nobody may not flush: EPERM)
+        wait_until(lambda: procs[0].poll() is not None, 10,
+                   what="the oldest set-user-ID program's connection closed")
+        assert all(p.poll() is None for p in procs[1:])
+        assert stats(d.socket)["clients_evicted"] >= 1
+    finally:
+        stop_holders(procs)
+    assert d.alive()
+
+
 PATH_HOLDER = r"""
 #include <stdio.h>
 #include <stdlib.h>

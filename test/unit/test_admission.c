@@ -16,6 +16,9 @@ struct conn {
 };
 
 static struct admission adm;
+/* Root's sheltered connections (adm_pick_init()): past what these tests hold
+ * unless one says otherwise. */
+static unsigned quota;
 static struct conn conns[64];
 static unsigned n_conns;
 
@@ -24,6 +27,7 @@ static int setup(void **state)
 	(void)state;
 	admission_init(&adm);
 	n_conns = 0;
+	quota = 64;
 	return 0;
 }
 
@@ -51,7 +55,7 @@ static struct conn *pick(uid_t newcomer, bool own_only)
 {
 	struct adm_pick p;
 
-	adm_pick_init(&p, newcomer, own_only);
+	adm_pick_init(&p, newcomer, own_only, quota);
 	for (unsigned i = 0; i < n_conns; i++)
 		if (!conns[i].waits)
 			adm_pick_offer(&p, &conns[i], conns[i].owner);
@@ -157,6 +161,31 @@ static void test_root_is_never_evicted_for_others(void **state)
 	assert_null(pick(1001, false));
 }
 
+/* Root beyond its quota (connections whose real uid the server could not
+ * read: a user's stopped set-user-ID programs, under ProtectProc=invisible):
+ * those that wait for nothing go for another uid as any uid's, the biggest
+ * holder's first; within its quota root is sheltered again. */
+static void test_root_beyond_its_quota_goes_for_others(void **state)
+{
+	struct conn *user;
+
+	(void)state;
+	quota = 4;
+	user = connect_as(1000);
+	for (int i = 0; i < 5; i++)
+		connect_as(0);
+	assert_ptr_equal(pick(2000, false), &conns[1]);
+	assert_ptr_equal(pick(1000, false), &conns[1]);
+	/* a root connection waiting on a lookup stays: the next one goes */
+	conns[1].waits = true;
+	assert_ptr_equal(pick(2000, false), &conns[2]);
+	/* root back at its quota: sheltered, the user's goes */
+	admission_put(&adm, conns[--n_conns].owner);
+	assert_ptr_equal(pick(2000, false), user);
+	user->waits = true;
+	assert_null(pick(2000, false));
+}
+
 /* At the quota: the newcomer's own oldest free connection, nobody else's. */
 static void test_own_slot(void **state)
 {
@@ -180,6 +209,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_need, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pick_the_biggest_holder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_root_is_never_evicted_for_others, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_root_beyond_its_quota_goes_for_others, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_own_slot, setup, teardown),
 	};

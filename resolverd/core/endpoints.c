@@ -32,8 +32,6 @@ void endpoints_unlisten(struct endpoints *e, endpoint_listener_fn fn, void *arg)
 		}
 }
 
-/* Do @a and @b name the same port and partition (what its transport and
- * SA port were opened for)? A relabelled endpoint is the same one. */
 void endpoints_load(struct endpoints *e, const struct ibres_config *cfg)
 {
 	unsigned was = e->n;
@@ -129,8 +127,40 @@ static unsigned changes_of(const struct ibres_hostrec *a, const struct ibres_hos
 	return c;
 }
 
+void endpoint_port_id(const struct endpoint *ep, struct endpoint_port_id *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ep->cfg.id.n_gids)
+		memcpy(out->gid, ep->cfg.id.gids[0], 16);
+	out->lid = ep->cfg.id.lid;
+	out->pkey = ep->cfg.id.pkey;
+}
+
+/* @ep was @was: the paths from it carry its old GID, LID and P_Key; the
+ * peers it heard in another partition are none of this one's (those that
+ * are members too are heard again). */
+static void port_id_moved(struct endpoints *e, const struct endpoint *ep,
+			  const struct endpoint_port_id *was)
+{
+	struct endpoint_port_id now;
+
+	endpoint_port_id(ep, &now);
+	if (!memcmp(&now, was, sizeof(now)))
+		return;
+	if (now.pkey != was->pkey)
+		store_forget_fabric(e->store, ep->index);
+	store_drop_routes(e->store, (int)ep->index, NULL);
+}
+
+void endpoints_reloaded(struct endpoints *e, const struct endpoint_port_id *was, unsigned n)
+{
+	for (unsigned i = 0; i < n && i < e->n; i++)
+		port_id_moved(e, &e->ep[i], &was[i]);
+}
+
 int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres_hostrec *id)
 {
+	struct endpoint_port_id was;
 	struct ibres_hostrec old = ep->cfg.id;
 	uint64_t now = now_ms();
 	unsigned changes = changes_of(&old, id);
@@ -138,6 +168,7 @@ int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres
 
 	if (!changes)
 		return 0;
+	endpoint_port_id(ep, &was);
 	ep->cfg.id = *id;
 	/* a new GID is a new identity: local records are never replaced by
 	 * another identity's, so the old ones go first and all come back */
@@ -153,9 +184,7 @@ int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres
 		/* same identity: replaced in place, keys it no longer has go */
 		ret = publish_one(e, ep, now);
 	}
-	/* paths from it carry its old LID or GID */
-	if (changes & (EP_CHANGE_GID | EP_CHANGE_PORT))
-		store_drop_routes(e->store, (int)ep->index, NULL);
+	port_id_moved(e, ep, &was);
 	for (unsigned i = 0; i < e->n_listeners; i++)
 		e->listeners[i].fn(e->listeners[i].arg, ep, &old, changes);
 	return ret ? ret : (int)changes;

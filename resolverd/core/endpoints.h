@@ -61,20 +61,36 @@ int endpoints_listen(struct endpoints *e, endpoint_listener_fn fn, void *arg);
 void endpoints_unlisten(struct endpoints *e, endpoint_listener_fn fn, void *arg);
 
 /* Take the endpoints of @cfg (start, reload), bound by their place in it:
- * a place keeps its state (the port it was opened on is its port until a
- * restart), and its counters while it names the same port (whatever its
- * label); what one the reload removed heard is forgotten.
+ * a place keeps its state and counters (the port it was opened on is its
+ * port until a restart, whatever its label); what one the reload removed
+ * heard is forgotten.
  * Identities come from the config as they are; put them in the store with
  * endpoints_publish() once port and kernel data are in. */
 void endpoints_load(struct endpoints *e, const struct ibres_config *cfg);
+
+/* What of an endpoint's identity the paths from it and the peers it heard
+ * depend on. */
+struct endpoint_port_id {
+	uint8_t gid[16]; /* its port GID (zeros: none) */
+	uint16_t lid, pkey;
+};
+/* @ep's now. */
+void endpoint_port_id(const struct endpoint *ep, struct endpoint_port_id *out);
+/* A reload gave each place its identity again (port and kernel data put
+ * back): @was[i] the one place i had before, for the first @n places. As
+ * for endpoint_update(): the paths from a place whose GID, LID or P_Key
+ * changed go, and what a place whose P_Key changed heard (peers of the old
+ * partition). */
+void endpoints_reloaded(struct endpoints *e, const struct endpoint_port_id *was, unsigned n);
 /* Put every endpoint's identity into the store (LOCAL, never expires). 0 or
  * the first error (logged by the caller). */
 int endpoints_publish(struct endpoints *e, unsigned *failed_ep);
 
 /* @ep's identity is now @id: the only way to change it once published. The
  * store is refreshed (a new GID is a new identity: the old record goes
- * first), paths from @ep are dropped when its LID or GID changed, and the
- * listeners hear what changed. Nothing happens when nothing changed.
+ * first), paths from @ep are dropped when its LID, GID or P_Key changed,
+ * the endpoints it heard when its P_Key changed, and the listeners hear
+ * what changed. Nothing happens when nothing changed.
  * Returns the changes (enum endpoint_change), or a negative errno when the
  * store refused the record (the endpoint keeps the new identity; the
  * listeners are still told). */

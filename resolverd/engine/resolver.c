@@ -337,6 +337,8 @@ void resolver_fini(struct resolver *r)
 int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct cfg_hosts *hosts)
 {
 	bool announced = r->cfg->announce_interval_s > 0, renamed = cfg->n_eps != r->cfg->n_eps;
+	struct endpoint_port_id was[CFG_MAX_ENDPOINTS];
+	unsigned n_was = r->eps->n;
 	struct host_store fresh;
 	int ret;
 
@@ -362,9 +364,14 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	/* both parsed alike (zeroed, then filled): the same bytes, the same identity */
 	for (unsigned i = 0; i < cfg->n_eps && !renamed; i++)
 		renamed = memcmp(&cfg->eps[i].id, &r->cfg->eps[i].id, sizeof(cfg->eps[i].id)) != 0;
+	for (unsigned i = 0; i < n_was; i++)
+		endpoint_port_id(&r->eps->ep[i], &was[i]);
 	*r->cfg = *cfg; /* the swap itself: nothing holds the old one */
 	store_set_max_hosts(r->store, r->cfg->cache_size);
 	load_endpoints(r);
+	/* a place's new GID, LID or P_Key (an ip endpoint's, from the file):
+	 * its paths, and what it heard in another partition, go */
+	endpoints_reloaded(r->eps, was, n_was);
 	/* a renamed endpoint's old identity says goodbye, every one before any
 	 * announcement, with announcements off too */
 	fabric_say_goodbyes(r->fabric);
@@ -401,7 +408,10 @@ static bool reaches(const struct host *h, const struct endpoint *ep)
 
 	if (ep->down)
 		return false; /* a rail that is down answers nothing */
-	return !on || (ep->index < 32 && (on >> ep->index & 1));
+	/* a static host (heard on none): the rails of its partition */
+	if (!on)
+		return hostrec_same_partition(host_pkey(h), ep->cfg.id.pkey);
+	return ep->index < 32 && (on >> ep->index & 1);
 }
 
 struct host *resolver_on_rail(const struct host *h, const struct host_key *k,

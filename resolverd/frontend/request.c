@@ -3,6 +3,8 @@
 #include "frontend/request.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "daemon.h"
 #include "engine/resolver.h"
@@ -11,6 +13,10 @@
 
 /* Slack past the fabric's own bound before a waiting request gives up. */
 #define WAIT_SLACK_MS 500
+/* A request waits at most this many bounds in all (its look-up, its path,
+ * the path's check): a wait that ends only to start again (a path the SA
+ * gives and that leaves the request waiting for it still) ends too. */
+#define REQUEST_WAITS_MAX 3
 
 /* The query ended (called from inside the resolver or the SA client: do
  * nothing but schedule). */
@@ -30,8 +36,21 @@ uint64_t request_bound_ms(const struct ibres_config *cfg)
 
 static void request_arm(struct ibresd *d, struct request *req)
 {
+	uint64_t at = now_ms() + request_bound_ms(&d->cfg);
+
 	req->woken = false;
-	loop_timer_arm(&d->loop, &req->deadline, now_ms() + request_bound_ms(&d->cfg));
+	loop_timer_arm(&d->loop, &req->deadline, at < req->until_ms ? at : req->until_ms);
+}
+
+/* @req fails with @status (a negative errno): the client hears so. */
+static void request_fail(struct ibresd *d, struct request *req, int status)
+{
+	size_t len = 0;
+
+	if (status == -ETIMEDOUT)
+		d->stats.pending_timeouts++;
+	reply_status(req, d->scratch, &len, ibres_errno_to_status(status));
+	req->complete(req, d->scratch, len);
 }
 
 /* The wait ended: woken, or the bound passed. */
@@ -48,15 +67,18 @@ static void request_resume(struct loop_timer *t)
 	req->woken = false;
 	if (status < 0) {
 		/* the query failed (timed out, flushed): say so */
-		if (status == -ETIMEDOUT)
-			d->stats.pending_timeouts++;
-		reply_status(req, d->scratch, &len, ibres_errno_to_status(status));
-		req->complete(req, d->scratch, len);
+		request_fail(d, req, status);
 		return;
 	}
 	ret = req->op->finish(d, req, d->scratch, &len);
-	if (ret == REQ_WAIT) {
+	if (ret == REQ_WAIT && now_ms() < req->until_ms) {
 		request_arm(d, req);
+		return;
+	}
+	if (ret == REQ_WAIT) {
+		/* every bound it had spent: it waits no more */
+		lookup_waiter_cancel(&req->waiter);
+		request_fail(d, req, -ETIMEDOUT);
 		return;
 	}
 	if (ret < 0)
@@ -83,12 +105,15 @@ int request_start(struct ibresd *d, struct request *req, uint8_t *reply, size_t 
 		return reply_status(req, reply, len, IBRES_STATUS_EINVAL);
 	}
 	req->op = op;
+	/* a connection's requests share the struct: each starts the handler's
+	 * part over (a RESOLVE without a source left pick_rail set, and the
+	 * next one's own source was passed over for another rail) */
+	memset(&req->stage, 0, sizeof(*req) - offsetof(struct request, stage));
 	req->stage = REQ_STAGE_LOOKUP;
-	req->has_src = req->nodelay = req->route_asked = false;
-	req->by_addr = req->src_given = false;
 	req->waiter.done = request_woken;
 	list_init(&req->waiter.node);
 	req->deadline.cb = request_resume;
+	req->until_ms = now_ms() + REQUEST_WAITS_MAX * request_bound_ms(&d->cfg);
 	ret = op->start(d, req, reply, len);
 	if (ret != REQ_WAIT)
 		return ret;

@@ -54,9 +54,11 @@ struct request {
 	const struct opcode_handler *op;
 	struct lookup_waiter waiter; /* what the handler waits on */
 	struct loop_timer deadline;  /* the bound; also the wake-up after the waiter */
+	uint64_t until_ms;	     /* no wait goes past it (request_start()) */
 	bool woken;
 	int wake_status;
-	/* the handler's, from start to finish */
+	/* the handler's, from start to finish: from here to the end,
+	 * request_start() zeroes them */
 	enum req_stage stage;
 	struct host_key key;     /* what is looked up */
 	unsigned ep;             /* the local endpoint it is asked from */

@@ -215,6 +215,35 @@ def test_static_hosts_file(daemon_factory, tmp_path):
     assert (T_NAME, b"node7") in items and (T_IPV4, bytes([198, 18, 0, 7])) in items
 
 
+def test_static_host_in_its_partition(daemon_factory, tmp_path):
+    """A static host of P_Key 0x8001 gets its path from this node's endpoint of
+    that partition (a second endpoint of node1's port): by name with no source
+    that one serves, and from the default partition's address there is no path
+    (a path with P_Key 0xffff would lead to a port that is no member)."""
+    from fabric_util import resolve
+    hosts = tmp_path / "hosts"
+    hosts.write_text("fe80::2:c903:0:20 32 storage1 198.18.1.20 pkey=0x8001\n"
+                     "fe80::2:c903:0:2 2 node2 198.18.0.2\n")
+    conf = config_with({"resolve": ["hosts_file = %s" % hosts]}) + (
+        "\n[endpoint ib0.8001]\nname = node1\naddress = 198.18.0.11\n"
+        "gid = fe80::2:c903:0:1\nlid = 1\npkey = 0x8001\nqpn = 1\nmtu = 2048\n"
+        "rate = 10\nsl = 0\ntransport = none\n")
+    d = daemon_factory(conf).start()
+    cl = Client(d.socket)
+    try:
+        status, path = resolve(cl, "storage1")
+        assert status == 0 and path["pkey"] == 0x8001 and path["dlid"] == 32, path
+        status, path = resolve(cl, "storage1", "198.18.0.11")
+        assert status == 0 and path["pkey"] == 0x8001, path
+        status, path = resolve(cl, "storage1", "198.18.0.1")
+        assert status != 0, path
+        # the default partition's static hosts still go out of ib0
+        status, path = resolve(cl, "node2", "198.18.0.1")
+        assert status == 0 and path["pkey"] == 0xffff, path
+    finally:
+        cl.close()
+
+
 def test_acm_socket_and_link(daemon_factory, tmp_path):
     acm = tmp_path / "run" / "ibacm-unix.sock"
     os.makedirs(acm.parent)

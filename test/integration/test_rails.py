@@ -213,7 +213,9 @@ def test_without_source_first_rail(r4):
 
 def test_no_path_across_rails(r4):
     """A source on rail R asking for another rail's own name or address:
-    EDESTADDR, never a path from one fabric to another."""
+    EDESTADDR, never a path from one fabric to another. Each follows, on the
+    same connection, a RESOLVE of it without a source (which rail q answers):
+    what that one chose is not the next one's."""
     for s, d in itertools.permutations(sorted(r4.nodes), 2):
         cl = Client(r4.sock(s))
         try:
@@ -221,6 +223,7 @@ def test_no_path_across_rails(r4):
                 for key in ("alias", "ipv4", "ipv6"):
                     src = rail(r4, s, r)[key]
                     dst = rail(r4, d, q)[key]
+                    assert resolve(cl, dst)[0] == ST_SUCCESS
                     status, path = resolve(cl, dst, src)
                     assert status == ST_EDESTADDR and path is None, \
                         "node%d rail %d -> %s of rail %d: status %d, path %s" % (
@@ -1063,6 +1066,61 @@ def test_reload_moving_an_endpoint_is_refused(cluster_factory):
     assert endpoint_states(c, 2) == {"ib0": "up", "rail1": "up"}
     reload_with(c, 2, head + ib0)
     assert endpoint_states(c, 2) == {"ib0": "up"}
+
+
+def path_from(c, k, src, dest):
+    """RESOLVE on node @k from @src to @dest: (status, path)."""
+    cl = Client(c.sock(k))
+    try:
+        return resolve(cl, dest, src)
+    finally:
+        cl.close()
+
+
+@pytest.mark.timeout(120)
+def test_reload_new_lid_drops_the_paths_from_it(cluster_factory):
+    """A reload that gives node 1's rail 1 another LID (an ip endpoint's LID is
+    the file's) drops the paths cached from that rail: the next RESOLVE from it
+    carries the new SLID, not the old one for route_ttl (an hour). Rail 0's
+    paths stay."""
+    c = cluster_factory(2, "--rails", 2)
+    wait_rails(c)
+    src0, src1 = rail(c, 1, 0)["ipv4"], rail(c, 1, 1)["ipv4"]
+    dst0, dst1 = rail(c, 2, 0)["ipv4"], rail(c, 2, 1)["ipv4"]
+    old = rail(c, 1, 1)["lid"]
+    status, path = path_from(c, 1, src1, dst1)
+    assert status == ST_SUCCESS and path["slid"] == old, path
+    assert path_from(c, 1, src0, dst0)[0] == ST_SUCCESS
+    text = c.config(1)
+    head, (ib0, ib1) = sections(text)
+    assert "lid = %d\n" % old in ib1
+    reload_with(c, 1, head + ib0 + "\n" + ib1.replace("lid = %d\n" % old,
+                                                     "lid = %d\n" % (old + 500)))
+    status, path = path_from(c, 1, src1, dst1)
+    assert status == ST_SUCCESS and path["slid"] == old + 500, path
+    status, path = path_from(c, 1, src0, dst0)
+    assert status == ST_SUCCESS and path["slid"] == rail(c, 1, 0)["lid"], path
+
+
+@pytest.mark.timeout(120)
+def test_reload_new_pkey_forgets_the_old_partition(cluster_factory):
+    """A reload that moves node 1's rail 1 to another partition (P_Key 0x8002;
+    node 2's rail 1 stays in 0xffff) forgets what that rail heard in the old
+    one: a RESOLVE from it to node 2's rail 1 finds no path, rather than a path
+    with P_Key 0x8002 to a port that is not a member; rail 0 still resolves."""
+    c = cluster_factory(2, "--rails", 2)
+    wait_rails(c)
+    src0, src1 = rail(c, 1, 0)["ipv4"], rail(c, 1, 1)["ipv4"]
+    alias = rail(c, 2, 1)["alias"]
+    status, path = path_from(c, 1, src1, alias)
+    assert status == ST_SUCCESS and path["pkey"] == 0xffff, path
+    head, (ib0, ib1) = sections(c.config(1))
+    assert "pkey = 0xffff\n" in ib1
+    reload_with(c, 1, head + ib0 + "\n" + ib1.replace("pkey = 0xffff\n", "pkey = 0x8002\n"))
+    status, path = path_from(c, 1, src1, alias)
+    assert status != ST_SUCCESS, path
+    status, path = path_from(c, 1, src0, rail(c, 2, 0)["alias"])
+    assert status == ST_SUCCESS and path["pkey"] == 0xffff, path
 
 
 @pytest.mark.timeout(120)

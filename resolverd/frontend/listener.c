@@ -71,6 +71,19 @@ static void listener_resume(struct loop_timer *t)
 	loop_mod_fd(ls->set->loop, &ls->lf, EPOLLIN);
 }
 
+/* Every connection accepted on @fd carries its sender's credentials with
+ * what it sends (SO_PASSCRED, inherited at accept): the kernel's word for
+ * the sender's real uid, which the server reads where SO_PEERCRED says root
+ * (a set-user-ID program's user). Without it, the server counts such a
+ * connection as root's, as before. */
+static void pass_credentials(int fd)
+{
+	int one = 1;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0)
+		log_debug("SO_PASSCRED: %s", strerror(errno));
+}
+
 static void on_listener(struct loop_fd *lf, uint32_t events)
 {
 	struct listener *ls = container_of(lf, struct listener, lf);
@@ -298,6 +311,7 @@ static int listener_open(struct listeners *set, struct listener *ls, const char 
 		goto err_unlink;
 	}
 	tmp = NULL; /* bound at its name now */
+	pass_credentials(fd);
 	ls->lf.fd = fd;
 	ls->lf.cb = on_listener;
 	ret = loop_add_fd(set->loop, &ls->lf, EPOLLIN);
@@ -430,6 +444,7 @@ static int listener_adopt(struct listeners *set, struct listener *ls, int fd, co
 		ret = -errno;
 		goto err;
 	}
+	pass_credentials(fd);
 	ls->lf.fd = fd;
 	ls->lf.cb = on_listener;
 	ret = loop_add_fd(set->loop, &ls->lf, EPOLLIN);

@@ -40,6 +40,9 @@ struct client {
 	struct adm_uid *owner; /* the peer's uid and how many connections it holds */
 	pid_t pid;	       /* the peer's, at connect (SO_PEERCRED) */
 	bool uid_checked;      /* owner is the real uid's (not root's by default) */
+	/* root's by SO_PEERCRED and counted so: what it sends first carries
+	 * its real uid (SO_PASSCRED, listener.c) */
+	bool want_creds;
 	struct loop_timer idle;
 	struct request req;
 	uint8_t in[IN_CAP];
@@ -339,10 +342,79 @@ static void client_process(struct client *cl)
 	client_rearm(cl);
 }
 
+static void client_charge(struct server *srv, struct client *cl, uid_t real);
+static int make_room(struct server *srv, uid_t uid, bool own_only);
+
+/* @cl now counts against @uid, a user whose set-user-ID program it is: past
+ * that user's share, its own oldest connection that waits for nothing goes,
+ * as at its accept (this one if it is that) */
+static void charge_share(struct server *srv, struct client *cl)
+{
+	struct ibresd *d = srv->d;
+	uid_t uid = cl->owner->uid;
+
+	if (uid == 0 || admission_count(&srv->adm, uid) <=
+				admission_quota(d->cfg.max_clients, d->cfg.max_clients_per_uid))
+		return;
+	if (make_room(srv, uid, true) < 0) {
+		d->stats.clients_quota_rejected++;
+		client_close(cl);
+	}
+}
+
+/* recv() for a connection whose credentials are awaited (want_creds): the
+ * first SCM_CREDENTIALS, the kernel's word for its sender's real uid,
+ * charges it; a descriptor a client sent along is closed. */
+static ssize_t recv_with_creds(struct client *cl, void *buf, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		uint8_t b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = &ctl,
+			    .msg_controllen = sizeof(ctl)};
+	ssize_t n = recvmsg(cl->lf.fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct ucred)) && cl->want_creds) {
+			struct ucred uc;
+
+			memcpy(&uc, CMSG_DATA(c), sizeof(uc));
+			cl->want_creds = false;
+			client_charge(cl->srv, cl, uc.uid);
+			charge_share(cl->srv, cl);
+		} else if (c->cmsg_type == SCM_RIGHTS) {
+			size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < nfd; i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+				close(fd);
+			}
+		}
+	}
+	return n;
+}
+
 static void client_read(struct client *cl, bool hup)
 {
 	while (!cl->dead && cl->in_len < IN_CAP) {
-		ssize_t n = recv(cl->lf.fd, cl->in + cl->in_len, IN_CAP - cl->in_len, MSG_DONTWAIT);
+		ssize_t n = cl->want_creds
+				    ? recv_with_creds(cl, cl->in + cl->in_len, IN_CAP - cl->in_len)
+				    : recv(cl->lf.fd, cl->in + cl->in_len, IN_CAP - cl->in_len,
+					   MSG_DONTWAIT);
+
+		if (cl->dead)
+			return; /* over its user's share (charge_share()) */
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -418,11 +490,28 @@ static int real_uid_of(pid_t pid, uid_t *out)
 	return 0;
 }
 
-/* Root's connections taken without a look at their real uid (below root's
- * share, on_accept()) are looked at once one must go for a newcomer: a
- * set-user-ID program's counts against the user who started it from then
- * on, and may go for another user's. One that passed a descriptor keeps its
+/* @cl, counted as root's, is a process of real uid @real: a set-user-ID
+ * program's counts against the user who started it from then on (its
+ * rights stay root's, req.uid). One that passed a descriptor keeps its
  * owner (its slot of passed.h is counted there). */
+static void client_charge(struct server *srv, struct client *cl, uid_t real)
+{
+	struct adm_uid *u;
+
+	cl->uid_checked = true;
+	if (real == 0 || cl->owner->uid != 0 || cl->pass != PASS_NONE)
+		return;
+	u = admission_get(&srv->adm, real);
+	if (!u)
+		return;
+	admission_put(&srv->adm, cl->owner);
+	cl->owner = u;
+}
+
+/* Root's connections taken without a look at their real uid (below root's
+ * share, on_accept()), and that sent nothing yet (recv_with_creds()), are
+ * looked at in /proc once one must go for a newcomer, and may go for
+ * another user's. */
 static void recheck_root(struct server *srv)
 {
 	struct list_node *pos, *tmp;
@@ -430,19 +519,13 @@ static void recheck_root(struct server *srv)
 	list_for_each_safe(pos, tmp, &srv->clients)
 	{
 		struct client *cl = list_entry(pos, struct client, node);
-		struct adm_uid *u;
 		uid_t real;
 
 		if (cl->uid_checked || cl->owner->uid != 0 || cl->pass != PASS_NONE)
 			continue;
-		cl->uid_checked = true;
-		if (real_uid_of(cl->pid, &real) < 0 || real == 0)
-			continue;
-		u = admission_get(&srv->adm, real);
-		if (!u)
-			continue;
-		admission_put(&srv->adm, cl->owner);
-		cl->owner = u;
+		if (real_uid_of(cl->pid, &real) < 0)
+			real = 0;
+		client_charge(srv, cl, real);
 	}
 }
 
@@ -545,6 +628,8 @@ static void on_accept(void *arg, int fd, bool acm)
 	cl->owner = admission_get(&srv->adm, share_uid);
 	cl->pid = cred.pid;
 	cl->uid_checked = checked;
+	/* root by SO_PEERCRED, counted as root's: what it sends says who it is */
+	cl->want_creds = uid == 0 && share_uid == 0;
 	if (!cl->owner) {
 		close(fd);
 		free(cl);

@@ -486,7 +486,9 @@ def test_unread_descriptors_take_nothing_from_others(daemon_factory, attacker, o
 
 # A set-user-ID root program a user starts: it connects to the socket in argv[1]
 # (SO_PEERCRED says uid 0), asks CACHE_FLUSH (root's right), prints the answer's
-# status, and keeps its connection until its stdin closes.
+# status, and keeps its connection until its stdin closes. With a second
+# argument "dir" it asks DIRECTORY instead, prints 0 and never reads the answer;
+# with "silent" it sends nothing (a program stopped before it asked) and prints 0.
 SETUID_HOLDER = r"""
 #include <poll.h>
 #include <stdio.h>
@@ -503,17 +505,27 @@ int main(int argc, char **argv)
 	int s = socket(AF_UNIX, SOCK_STREAM, 0);
 	ssize_t n;
 
-	if (argc != 2 || strlen(argv[1]) >= sizeof(sa.sun_path))
+	if (argc < 2 || strlen(argv[1]) >= sizeof(sa.sun_path))
 		return 2;
+	if (argc > 2)
+		req[1] = 0x0d; /* DIRECTORY, its answer (and descriptor) left unread */
 	strcpy(sa.sun_path, argv[1]);
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) || write(s, req, 16) != 16)
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)))
 		return 1;
-	n = read(s, ans, sizeof(ans));
-	printf("%d\n", n >= 16 ? ans[2] : -1);
+	if (argc > 2 && !strcmp(argv[2], "silent")) {
+		n = 0; /* stopped before it sent anything */
+	} else if (write(s, req, 16) != 16) {
+		return 1;
+	} else {
+		n = argc > 2 ? 0 : read(s, ans, sizeof(ans));
+		n = n >= 16 ? ans[2] : argc > 2 ? 0 : -1;
+	}
+	printf("%d\n", (int)n);
 	fflush(stdout);
 	pf[0] = (struct pollfd){.fd = 0, .events = POLLIN};
 	pf[1] = (struct pollfd){.fd = s, .events = POLLIN};
-	poll(pf, 2, 60000);
+	/* the unread answer would wake it: then only stdin */
+	poll(pf, argc > 2 && !strcmp(argv[2], "dir") ? 1 : 2, 60000);
 	return 0;
 }
 """
@@ -534,14 +546,14 @@ def build_holders(tmp_path, open_dir):
     return setuid, plain
 
 
-def start_holder(path, sock, uid, gid):
+def start_holder(path, sock, uid, gid, *args):
     """@path run as @uid/@gid: (process, the status its CACHE_FLUSH got)."""
     def drop():
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
-    p = subprocess.Popen([path, sock], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         preexec_fn=drop)
+    p = subprocess.Popen([path, sock] + list(args), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, preexec_fn=drop)
     return p, p.stdout.readline().strip()
 
 
@@ -554,9 +566,10 @@ def stop_holders(procs):
 def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open_dir, tmp_path):
     """Root is exempt from max_clients_per_uid, and a set-user-ID root program runs
     with uid 0: any user could fill the socket with such programs, each keeping its
-    connection. Once root holds a share's worth (3 here), a new root connection
-    counts against its process's real uid: the user who started the program, at
-    whose share its own oldest goes. Of 9 programs, 3 are root's, 3 the user's, 3
+    connection. Such a connection counts against its process's real uid: the user
+    who started the program, at whose share (3 here) its own oldest goes. What the
+    program sends says who it is (SO_PASSCRED); once root holds a share's worth,
+    /proc says so at its accept already. Of 9 programs, 3 are the user's and 6
     closed; each keeps root's rights (CACHE_FLUSH answered)."""
     _, uid, gid = attacker
     holder, _ = build_holders(tmp_path, open_dir)
@@ -570,9 +583,9 @@ def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open
             procs.append(p)
             assert status == b"0"  # root's right: flushed
         s = stats(d.socket)
-        assert s["clients_evicted"] - base["clients_evicted"] == 3, s
-        # root's three, the user's three left, and this stats request
-        assert s["clients_connected"] == 7, s
+        assert s["clients_evicted"] - base["clients_evicted"] == 6, s
+        # the user's three left, and this stats request
+        assert s["clients_connected"] == 4, s
     finally:
         stop_holders(procs)
     assert d.alive()
@@ -623,10 +636,11 @@ HIDDEN_PROC = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
 def test_hidden_setuid_programs_cannot_fill_the_socket(daemon_factory, attacker, open_dir,
                                                       tmp_path):
     """A daemon that cannot read a set-user-ID program's real uid (ProtectProc=invisible)
-    counts its connection as root's. A user who leaves four such programs holding
-    theirs (stopped mid-lookup) fills max_clients 4; nobody's connection still comes
-    in: root's connections beyond its quota (1) that wait for nothing go as any uid's,
-    the oldest first. Before, root's never went for another uid and nobody was refused."""
+    counts its connection as root's until it sends something (SO_PASSCRED then says
+    whose it is). A user who leaves four such programs holding theirs, stopped before
+    they asked, fills max_clients 4; nobody's connection still comes in: root's
+    connections beyond its quota (1) that wait for nothing go as any uid's, the
+    oldest first. Before, root's never went for another uid and nobody was refused."""
     _, uid, gid = attacker
     holder, plain = build_holders(tmp_path, open_dir)
     conf = static_hosts_config().replace(
@@ -638,9 +652,9 @@ def test_hidden_setuid_programs_cannot_fill_the_socket(daemon_factory, attacker,
     procs = []
     try:
         for _ in range(4):
-            p, status = start_holder(holder, d.socket, uid, gid)
+            p, status = start_holder(holder, d.socket, uid, gid, "silent")
             procs.append(p)
-            assert status == b"0"  # root's right: flushed
+            assert status == b"0"
         other, status = start_holder(plain, d.socket, nobody.pw_uid, nobody.pw_gid)
         procs.append(other)
         assert status == b"11"  # let in (and nobody may not flush: EPERM)
@@ -648,6 +662,35 @@ def test_hidden_setuid_programs_cannot_fill_the_socket(daemon_factory, attacker,
                    what="the oldest set-user-ID program's connection closed")
         assert all(p.poll() is None for p in procs[1:])
         assert stats(d.socket)["clients_evicted"] >= 1
+    finally:
+        stop_holders(procs)
+    assert d.alive()
+
+
+@pytest.mark.skipif(not NOBODY_UID, reason="no user 'nobody'")
+def test_hidden_setuid_programs_leave_root_its_directory(daemon_factory, attacker, open_dir,
+                                                        tmp_path):
+    """A daemon that cannot read a set-user-ID program's real uid in /proc learns it
+    from what the program sends (SO_PASSCRED: the kernel's word for its sender's
+    real uid). A user whose ten such programs ask for the directory and never read
+    the answer takes its own 8 slots of unread descriptors, not root's: root's reader
+    still gets the directory. Before, they were root's, and root got EAGAIN."""
+    _, uid, gid = attacker
+    holder, _ = build_holders(tmp_path, open_dir)
+    conf = static_hosts_config().replace("[daemon]\n", "[daemon]\nuser = nobody\n", 1)
+    d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock"),
+                       wrap=HIDDEN_PROC).start()
+    procs = []
+    try:
+        for _ in range(10):
+            p, status = start_holder(holder, d.socket, uid, gid, "dir")
+            procs.append(p)
+            assert status == b"0"
+        wait_until(lambda: stats(d.socket)["directory_unread_refused"] >= 2, 10,
+                   what="the user's ninth and tenth requests refused")
+        status, fd = fetch_directory(d.socket)
+        assert status == 0 and fd is not None, status
+        os.close(fd)
     finally:
         stop_holders(procs)
     assert d.alive()

@@ -47,6 +47,10 @@ struct ibresd {
 	char socket_override[CFG_SOCKET_MAX]; /* --socket, survives reloads */
 	bool foreground;
 	struct ibres_config cfg;
+	/* each place's port as opened at start, where it stays until a restart
+	 * (config_reload_check()); places a reload added were opened never */
+	struct cfg_endpoint opened[CFG_MAX_ENDPOINTS];
+	unsigned n_opened;
 	struct cfg_hosts static_hosts; /* parsed; the resolver frees them once in the store */
 	struct loop loop;
 	struct host_store store; /* what is known (core/hoststore.h) */

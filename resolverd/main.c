@@ -127,7 +127,7 @@ static void reload(struct ibresd *d)
 		log_err("reload failed; keeping the running configuration");
 		goto out;
 	}
-	if (config_reload_check(&d->cfg, &cfg, err, sizeof(err))) {
+	if (config_reload_check(d->opened, d->n_opened, &cfg, err, sizeof(err))) {
 		log_err("reload refused: %s; keeping the running configuration", err);
 		hosts_free(&hosts);
 		goto out;
@@ -272,6 +272,8 @@ int main(int argc, char **argv)
 
 	if (load_all(d.config_path, d.socket_override, &d.cfg, &d.static_hosts, false))
 		return 1;
+	d.n_opened = d.cfg.n_eps;
+	memcpy(d.opened, d.cfg.eps, d.n_opened * sizeof(d.opened[0]));
 	snprintf(d.run_as.name, sizeof(d.run_as.name), "%s", d.cfg.user);
 	if (privs_lookup(&d.run_as)) {
 		hosts_free(&d.static_hosts);

@@ -123,16 +123,18 @@ int config_validate(const struct ibres_config *cfg, char *err, size_t errlen);
 bool cfg_one_host(const struct cfg_endpoint *a, const struct cfg_endpoint *b);
 
 /* Would endpoint @now need another port than @was (transport, device,
- * port_num, pkey_index, interface, udp_port)? A place keeps the port it was
- * opened on until a restart: the one rule for the reload's check, the
- * fabric's and the endpoints'. */
+ * port_num, pkey_index; the ip transport's interface and udp_port)? A place
+ * keeps the port it was opened on until a restart: the one rule for the
+ * reload's check and the fabric's. (Another transport's interface only
+ * says where its addresses come from, which netlink follows.) */
 bool cfg_port_moved(const struct cfg_endpoint *was, const struct cfg_endpoint *now);
-/* May @cfg replace the @running configuration at a reload: does every
- * endpoint place both have keep its port (cfg_port_moved())? Endpoints
- * added or removed at the end may come and go. 0 or -EINVAL with a message
- * (file:line of the endpoint). */
-int config_reload_check(const struct ibres_config *running, const struct ibres_config *cfg,
-			char *err, size_t errlen);
+/* May @cfg be loaded at a reload of a daemon that opened the first
+ * @n_opened places at start on the ports @opened gives: does each of them
+ * that @cfg has keep its port (cfg_port_moved())? Places past them (added
+ * by a reload, opened never) and the last ones removed may change. 0 or
+ * -EINVAL with a message (file:line of the endpoint). */
+int config_reload_check(const struct cfg_endpoint *opened, unsigned n_opened,
+			const struct ibres_config *cfg, char *err, size_t errlen);
 
 /* Give every endpoint that has no name @hostname as its name (and, when
  * @hostname has dots, its first label as an alias), so that one config file

@@ -186,9 +186,11 @@ int config_validate(const struct ibres_config *cfg, char *err, size_t errlen)
 
 bool cfg_port_moved(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
 {
-	return was->transport != now->transport || strcmp(was->device, now->device) ||
-	       was->port_num != now->port_num || was->pkey_index != now->pkey_index ||
-	       strcmp(was->interface, now->interface) || was->udp_port != now->udp_port;
+	if (was->transport != now->transport || strcmp(was->device, now->device) ||
+	    was->port_num != now->port_num || was->pkey_index != now->pkey_index)
+		return true;
+	return now->transport == TRANSPORT_IP &&
+	       (strcmp(was->interface, now->interface) || was->udp_port != now->udp_port);
 }
 
 /* @ep's port as an administrator wrote it: "device D port P pkey_index K", or
@@ -196,23 +198,24 @@ bool cfg_port_moved(const struct cfg_endpoint *was, const struct cfg_endpoint *n
 static const char *port_words(const struct cfg_endpoint *ep, char *buf, size_t len)
 {
 	if (ep->transport == TRANSPORT_IP)
-		snprintf(buf, len, "interface %.15s udp_port %u", ep->interface, ep->udp_port);
+		snprintf(buf, len, "transport ip, interface %.15s udp_port %u", ep->interface,
+			 ep->udp_port);
 	else if (ep->device[0])
-		snprintf(buf, len, "device %.63s port %u pkey_index %u", ep->device, ep->port_num,
+		snprintf(buf, len, "transport %s, device %.63s port %u pkey_index %u",
+			 ep->transport == TRANSPORT_IB ? "ib" : "none", ep->device, ep->port_num,
 			 ep->pkey_index);
 	else
-		snprintf(buf, len, "no port (transport none, interface %.15s)",
-			 ep->interface[0] ? ep->interface : "any");
+		snprintf(buf, len, "transport none, no device");
 	return buf;
 }
 
-int config_reload_check(const struct ibres_config *running, const struct ibres_config *cfg,
-			char *err, size_t errlen)
+int config_reload_check(const struct cfg_endpoint *opened, unsigned n_opened,
+			const struct ibres_config *cfg, char *err, size_t errlen)
 {
 	char was[128], now[128];
 
-	for (unsigned e = 0; e < running->n_eps && e < cfg->n_eps; e++) {
-		const struct cfg_endpoint *r = &running->eps[e], *ep = &cfg->eps[e];
+	for (unsigned e = 0; e < n_opened && e < cfg->n_eps; e++) {
+		const struct cfg_endpoint *r = &opened[e], *ep = &cfg->eps[e];
 
 		if (!cfg_port_moved(r, ep))
 			continue;

@@ -147,7 +147,7 @@ static void port_id_moved(struct endpoints *e, const struct endpoint *ep,
 	endpoint_port_id(ep, &now);
 	if (!memcmp(&now, was, sizeof(now)))
 		return;
-	if (now.pkey != was->pkey)
+	if (!hostrec_same_partition(now.pkey, was->pkey))
 		store_forget_fabric(e->store, ep->index);
 	store_drop_routes(e->store, (int)ep->index, NULL);
 }

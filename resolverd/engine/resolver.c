@@ -378,9 +378,11 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	ret = load_authoritative(r, hosts);
 	forget_static_hosts(r, hosts);
 	end_all_answered(r);
-	/* announcements turned on: announce as a newcomer, and ask misses on
-	 * the fabric for a settle time, as at start-up */
-	if (!announced && r->cfg->announce_interval_s)
+	/* announcements turned on, or places past the old last (one removed
+	 * before and configured again knows no peer there, as a rail back up):
+	 * announce as a newcomer, and ask misses on the fabric for a settle
+	 * time, as at start-up */
+	if (r->cfg->announce_interval_s && (!announced || r->eps->n > n_was))
 		fabric_resync(r->fabric);
 	/* turned off: peers hear it at once */
 	if (announced && !r->cfg->announce_interval_s)
@@ -408,9 +410,11 @@ static bool reaches(const struct host *h, const struct endpoint *ep)
 
 	if (ep->down)
 		return false; /* a rail that is down answers nothing */
-	/* a static host (heard on none): the rails of its partition */
+	/* a static host (heard on none): the rails of its partition; one of
+	 * the default partition (a hosts line without pkey=) from any rail */
 	if (!on)
-		return hostrec_same_partition(host_pkey(h), ep->cfg.id.pkey);
+		return hostrec_same_partition(host_pkey(h), 0xffff) ||
+		       hostrec_same_partition(host_pkey(h), ep->cfg.id.pkey);
 	return ep->index < 32 && (on >> ep->index & 1);
 }
 

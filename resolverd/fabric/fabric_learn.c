@@ -131,10 +131,8 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, 
 		if (same && keys[i].type == IBRES_KEY_NAME && rails && host_rails(e) == rails &&
 		    room_for(e, h))
 			continue;
-		/* a LID another fabric holds is another subnet's; a static
-		 * host's (heard on none) is every fabric's */
-		if (keys[i].type == IBRES_KEY_LID && host_heard_on(e) &&
-		    !(host_heard_on(e) >> fabric & 1))
+		/* a LID another fabric holds is another subnet's */
+		if (keys[i].type == IBRES_KEY_LID && !(host_heard_on(e) >> fabric & 1))
 			continue;
 		if (host_origin(e) != IBRES_ORIGIN_FABRIC || host_expires_ms(e) > now)
 			return true;

@@ -13,13 +13,11 @@
  *   from the daemon (idle, partial or unread); it is refused when all of its
  *   own wait on a lookup.
  * - At max_clients, the oldest such connection of the uid that holds the
- *   most goes. Root's first quota's worth never goes for another uid's: root
- *   is only ever evicted to make room for root while it holds no more than
- *   a quota; beyond, its connections that wait for nothing go as any uid's.
- *   Those are the ones the server could not tell from a user's set-user-ID
- *   programs (their real uid hidden, ProtectProc=invisible): a user who
- *   stops such programs mid-lookup cannot fill the socket with them, and a
- *   root program whose idle connection goes connects again.
+ *   most goes. A root connection goes only to make room for root, but for
+ *   one whose real uid nothing told yet (it sent nothing, and /proc did
+ *   not say) while root holds more than a quota: such ones go as any uid's.
+ *   They may be a user's set-user-ID programs stopped before they asked: a
+ *   user cannot fill the socket with them.
  * - Root is exempt from the quota and, when nothing can go, may open up to
  *   ADM_ROOT_RESERVE connections over max_clients: its lookups are never
  *   starved by what other users hold.
@@ -79,19 +77,20 @@ enum adm_need admission_need(const struct admission *a, uid_t uid, unsigned n_cl
 bool admission_over_max(uid_t uid, unsigned n_clients, unsigned max_clients);
 
 /* Choosing the connection to close for a newcomer. Offer every connection that waits for
- * nothing from the daemon, oldest first; the pick is the oldest of the uid holding the
- * most, never root's for another uid while root holds at most @quota, root's last. */
+ * nothing from the daemon, oldest first (@unknown: root's by SO_PEERCRED, its real uid
+ * not known); the pick is the oldest of the uid holding the most, never root's for
+ * another uid (but an @unknown one while root holds more than @quota), root's last. */
 struct adm_pick {
 	uid_t newcomer;
 	bool own_only; /* ADM_OWN_SLOT: the newcomer's own */
-	unsigned quota; /* root's connections sheltered from other uids */
+	unsigned quota; /* root's share: past it, its @unknown ones go as any uid's */
 	void *best;
 	unsigned best_n;
 	bool best_root;
 };
 
 void adm_pick_init(struct adm_pick *p, uid_t newcomer, bool own_only, unsigned quota);
-void adm_pick_offer(struct adm_pick *p, void *conn, const struct adm_uid *owner);
+void adm_pick_offer(struct adm_pick *p, void *conn, const struct adm_uid *owner, bool unknown);
 /* The connection to close, or NULL. */
 void *adm_pick_result(const struct adm_pick *p);
 

@@ -343,11 +343,11 @@ static void client_process(struct client *cl)
 }
 
 static void client_charge(struct server *srv, struct client *cl, uid_t real);
-static int make_room(struct server *srv, uid_t uid, bool own_only);
+static int make_room(struct server *srv, uid_t uid, bool own_only, const struct client *spare);
 
 /* @cl now counts against @uid, a user whose set-user-ID program it is: past
  * that user's share, its own oldest connection that waits for nothing goes,
- * as at its accept (this one if it is that) */
+ * as at its accept; this one when none of the others can */
 static void charge_share(struct server *srv, struct client *cl)
 {
 	struct ibresd *d = srv->d;
@@ -356,7 +356,7 @@ static void charge_share(struct server *srv, struct client *cl)
 	if (uid == 0 || admission_count(&srv->adm, uid) <=
 				admission_quota(d->cfg.max_clients, d->cfg.max_clients_per_uid))
 		return;
-	if (make_room(srv, uid, true) < 0) {
+	if (make_room(srv, uid, true, cl) < 0) {
 		d->stats.clients_quota_rejected++;
 		client_close(cl);
 	}
@@ -534,7 +534,7 @@ static void recheck_root(struct server *srv)
  * it asked anything before or not), in the middle of a request, or with an answer it does
  * not read; else connections that hold on could take every slot, and every lookup on the
  * node would fail. A lookup in progress is not cut short. 0 if one was closed. */
-static int make_room(struct server *srv, uid_t uid, bool own_only)
+static int make_room(struct server *srv, uid_t uid, bool own_only, const struct client *spare)
 {
 	struct list_node *pos, *tmp;
 	struct adm_pick p;
@@ -549,8 +549,8 @@ static int make_room(struct server *srv, uid_t uid, bool own_only)
 	{
 		struct client *cl = list_entry(pos, struct client, node);
 
-		if (!cl->busy)
-			adm_pick_offer(&p, cl, cl->owner);
+		if (!cl->busy && cl != spare)
+			adm_pick_offer(&p, cl, cl->owner, cl->want_creds);
 	}
 	victim = adm_pick_result(&p);
 	if (!victim)
@@ -575,7 +575,7 @@ static bool admit(struct server *srv, uid_t uid)
 	case ADM_ROOM:
 		return true;
 	case ADM_OWN_SLOT:
-		if (make_room(srv, uid, true) == 0)
+		if (make_room(srv, uid, true, NULL) == 0)
 			return true;
 		log_debug("uid %u holds %u connections, every one waiting on a lookup: refusing "
 			  "another (max_clients_per_uid %u)", (unsigned)uid,
@@ -583,7 +583,7 @@ static bool admit(struct server *srv, uid_t uid)
 		d->stats.clients_quota_rejected++;
 		return false;
 	case ADM_ANY_SLOT:
-		if (make_room(srv, uid, false) == 0 ||
+		if (make_room(srv, uid, false, NULL) == 0 ||
 		    admission_over_max(uid, srv->n_clients, d->cfg.max_clients))
 			return true;
 		d->stats.clients_rejected++;

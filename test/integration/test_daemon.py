@@ -219,7 +219,9 @@ def test_static_host_in_its_partition(daemon_factory, tmp_path):
     """A static host of P_Key 0x8001 gets its path from this node's endpoint of
     that partition (a second endpoint of node1's port): by name with no source
     that one serves, and from the default partition's address there is no path
-    (a path with P_Key 0xffff would lead to a port that is no member)."""
+    (a path with P_Key 0xffff would lead to a port that is no member). The
+    request without a source comes first on the connection: its choice of
+    rail is not the next request's."""
     from fabric_util import resolve
     hosts = tmp_path / "hosts"
     hosts.write_text("fe80::2:c903:0:20 32 storage1 198.18.1.20 pkey=0x8001\n"
@@ -237,9 +239,12 @@ def test_static_host_in_its_partition(daemon_factory, tmp_path):
         assert status == 0 and path["pkey"] == 0x8001, path
         status, path = resolve(cl, "storage1", "198.18.0.1")
         assert status != 0, path
-        # the default partition's static hosts still go out of ib0
+        # a static host of the default partition (no pkey= on its line) is
+        # reached from every endpoint, with that endpoint's P_Key, as before
         status, path = resolve(cl, "node2", "198.18.0.1")
         assert status == 0 and path["pkey"] == 0xffff, path
+        status, path = resolve(cl, "node2", "198.18.0.11")
+        assert status == 0 and path["pkey"] == 0x8001, path
     finally:
         cl.close()
 

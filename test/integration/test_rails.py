@@ -1066,6 +1066,17 @@ def test_reload_moving_an_endpoint_is_refused(cluster_factory):
     assert endpoint_states(c, 2) == {"ib0": "up", "rail1": "up"}
     reload_with(c, 2, head + ib0)
     assert endpoint_states(c, 2) == {"ib0": "up"}
+    # the removed place is still the port it was opened on: configured again
+    # there, it is refused elsewhere, and taken back on it
+    refused = c.log(2).count("reload refused")
+    with open(path, "w") as f:
+        f.write(head + ib0 + "\n" + other)
+    c.kill(2, "HUP")
+    wait_until(lambda: c.log(2).count("reload refused") > refused, 10,
+               what="node2 refused the removed place on another port")
+    reload_with(c, 2, head + ib0 + "\n" + ib1)
+    assert endpoint_states(c, 2) == {"ib0": "up", "ib1": "up"}
+    wait_rails(c)
 
 
 def path_from(c, k, src, dest):

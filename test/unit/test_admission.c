@@ -12,7 +12,8 @@
 
 struct conn {
 	struct adm_uid *owner;
-	bool waits; /* a lookup in progress: not offered */
+	bool waits;   /* a lookup in progress: not offered */
+	bool unknown; /* root's, its real uid not known (it sent nothing yet) */
 };
 
 static struct admission adm;
@@ -46,7 +47,7 @@ static struct conn *connect_as(uid_t uid)
 	struct conn *c = &conns[n_conns++];
 
 	c->owner = admission_get(&adm, uid);
-	c->waits = false;
+	c->waits = c->unknown = false;
 	assert_non_null(c->owner);
 	return c;
 }
@@ -58,7 +59,7 @@ static struct conn *pick(uid_t newcomer, bool own_only)
 	adm_pick_init(&p, newcomer, own_only, quota);
 	for (unsigned i = 0; i < n_conns; i++)
 		if (!conns[i].waits)
-			adm_pick_offer(&p, &conns[i], conns[i].owner);
+			adm_pick_offer(&p, &conns[i], conns[i].owner, conns[i].unknown);
 	return adm_pick_result(&p);
 }
 
@@ -161,10 +162,10 @@ static void test_root_is_never_evicted_for_others(void **state)
 	assert_null(pick(1001, false));
 }
 
-/* Root beyond its quota (connections whose real uid the server could not
- * read: a user's stopped set-user-ID programs, under ProtectProc=invisible):
- * those that wait for nothing go for another uid as any uid's, the biggest
- * holder's first; within its quota root is sheltered again. */
+/* Root's connections whose real uid nothing told (they sent nothing: a
+ * user's set-user-ID programs stopped right after connecting, maybe), past
+ * root's quota: those go for another uid as any uid's, the biggest holder's
+ * first; root's known ones stay, and within its quota all are sheltered. */
 static void test_root_beyond_its_quota_goes_for_others(void **state)
 {
 	struct conn *user;
@@ -172,18 +173,23 @@ static void test_root_beyond_its_quota_goes_for_others(void **state)
 	(void)state;
 	quota = 4;
 	user = connect_as(1000);
-	for (int i = 0; i < 5; i++)
-		connect_as(0);
-	assert_ptr_equal(pick(2000, false), &conns[1]);
-	assert_ptr_equal(pick(1000, false), &conns[1]);
-	/* a root connection waiting on a lookup stays: the next one goes */
-	conns[1].waits = true;
+	connect_as(0); /* root's own, known */
+	for (int i = 0; i < 4; i++)
+		connect_as(0)->unknown = true;
 	assert_ptr_equal(pick(2000, false), &conns[2]);
-	/* root back at its quota: sheltered, the user's goes */
-	admission_put(&adm, conns[--n_conns].owner);
+	assert_ptr_equal(pick(1000, false), &conns[2]);
+	/* an unknown one waiting on a lookup stays: the next one goes */
+	conns[2].waits = true;
+	assert_ptr_equal(pick(2000, false), &conns[3]);
+	/* root's known one never goes for another uid */
+	conns[3].waits = conns[4].waits = conns[5].waits = true;
 	assert_ptr_equal(pick(2000, false), user);
 	user->waits = true;
 	assert_null(pick(2000, false));
+	/* root back at its quota: its unknown ones are sheltered too */
+	conns[5].waits = user->waits = false;
+	admission_put(&adm, conns[--n_conns].owner);
+	assert_ptr_equal(pick(2000, false), user);
 }
 
 /* At the quota: the newcomer's own oldest free connection, nobody else's. */

@@ -869,7 +869,7 @@ static int reload_check(const char *run, const char *text)
 {
 	assert_int_equal(config_parse("run.conf", run, strlen(run), &cfg2, err, sizeof(err)), 0);
 	assert_int_equal(parse(text), 0);
-	return config_reload_check(&cfg2, &cfg, err, sizeof(err));
+	return config_reload_check(cfg2.eps, cfg2.n_eps, &cfg, err, sizeof(err));
 }
 
 #define TWO_RAILS                                                                                  \
@@ -892,10 +892,10 @@ static void test_reload_check(void **state)
 	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib1]\nname = n\ndevice = mlx5_1\n"
 						 "[endpoint ib0]\nname = n\ndevice = mlx5_0\n"),
 			 -EINVAL);
-	assert_non_null(strstr(err,
-			       "t.conf:1: endpoint 'ib1' is endpoint 1 of the file, whose "
-			       "port the daemon opened as 'ib0' (device mlx5_0 port 1 "
-			       "pkey_index 0); it would be device mlx5_1 port 1 pkey_index 0"));
+	assert_non_null(strstr(err, "t.conf:1: endpoint 'ib1' is endpoint 1 of the file, whose "
+				    "port the daemon opened as 'ib0' (transport none, device "
+				    "mlx5_0 port 1 pkey_index 0); it would be transport none, "
+				    "device mlx5_1 port 1 pkey_index 0"));
 	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib1]\nname = n\ndevice = mlx5_1\n"),
 			 -EINVAL);
 	/* another port, P_Key index or transport at a place */
@@ -910,12 +910,21 @@ static void test_reload_check(void **state)
 	assert_int_equal(reload_check(EP_OK "transport = ip\ninterface = ib0\n",
 				      EP_OK "transport = ip\ninterface = ib1\n"),
 			 -EINVAL);
-	assert_non_null(strstr(
-		err, "(interface ib0 udp_port 4790); it would be interface ib1 udp_port 4790"));
+	assert_non_null(strstr(err, "(transport ip, interface ib0 udp_port 4790); it would be "
+				    "transport ip, interface ib1 udp_port 4790"));
 	assert_int_equal(reload_check(EP_OK "transport = ip\ninterface = ib0\n",
 				      EP_OK "transport = ip\ninterface = ib0\nudp_port = 4792\n"),
 			 -EINVAL);
 	assert_int_equal(reload_check(EP_OK, EP_OK "transport = ip\ninterface = ib0\n"), -EINVAL);
+	/* another transport's interface only says where its addresses come from */
+	assert_int_equal(reload_check(EP_OK "interface = ib0\n", EP_OK "interface = ib1\n"), 0);
+	assert_int_equal(reload_check(TWO_RAILS "interface = ib1\n", TWO_RAILS "interface = ib3\n"),
+			 0);
+	/* the ports as opened, not the last file: a place removed, then
+	 * configured again, is on the port it was opened on */
+	assert_int_equal(reload_check(TWO_RAILS, "[endpoint ib0]\nname = n\ndevice = mlx5_0\n"
+						 "[endpoint x]\nname = n\ndevice = mlx5_2\n"),
+			 -EINVAL);
 }
 
 static void test_validate(void **state)

@@ -131,9 +131,9 @@ void adm_pick_init(struct adm_pick *p, uid_t newcomer, bool own_only, unsigned q
 
 void adm_pick_offer(struct adm_pick *p, void *conn, const struct adm_uid *owner, bool unknown)
 {
-	/* root's, sheltered; but for one of unknown real uid past root's share
-	 * (admission.h), which ranks as any uid's */
-	bool root = owner->uid == 0 && !(unknown && owner->n > p->quota);
+	/* root's, sheltered; but for another uid's newcomer, one of unknown
+	 * real uid past root's share (admission.h), which ranks as any uid's */
+	bool root = owner->uid == 0 && (p->newcomer == 0 || !unknown || owner->n <= p->quota);
 
 	if (p->own_only && owner->uid != p->newcomer)
 		return;

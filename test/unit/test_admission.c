@@ -178,6 +178,12 @@ static void test_root_beyond_its_quota_goes_for_others(void **state)
 		connect_as(0)->unknown = true;
 	assert_ptr_equal(pick(2000, false), &conns[2]);
 	assert_ptr_equal(pick(1000, false), &conns[2]);
+	/* for root's own newcomer as ever: others' first, then root's oldest
+	 * (the known one; unknown ones are no worse for root) */
+	assert_ptr_equal(pick(0, false), user);
+	user->waits = true;
+	assert_ptr_equal(pick(0, false), &conns[1]);
+	user->waits = false;
 	/* an unknown one waiting on a lookup stays: the next one goes */
 	conns[2].waits = true;
 	assert_ptr_equal(pick(2000, false), &conns[3]);

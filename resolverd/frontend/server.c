@@ -343,6 +343,17 @@ static void client_process(struct client *cl)
 }
 
 static void client_charge(struct server *srv, struct client *cl, uid_t real);
+
+/* No more credentials on what goes either way on @fd (the listener's
+ * SO_PASSCRED, inherited): once known, or for a connection that needs none,
+ * they would cost every message a reference on its sender (struct pid),
+ * one cache line for all threads of a process. */
+static void creds_off(int fd)
+{
+	int zero = 0;
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
+}
 static int make_room(struct server *srv, uid_t uid, bool own_only, const struct client *spare);
 
 /* @cl now counts against @uid, a user whose set-user-ID program it is: past
@@ -389,6 +400,7 @@ static ssize_t recv_with_creds(struct client *cl, void *buf, size_t len)
 
 			memcpy(&uc, CMSG_DATA(c), sizeof(uc));
 			cl->want_creds = false;
+			creds_off(cl->lf.fd);
 			client_charge(cl->srv, cl, uc.uid);
 			charge_share(cl->srv, cl);
 		} else if (c->cmsg_type == SCM_RIGHTS) {
@@ -630,6 +642,8 @@ static void on_accept(void *arg, int fd, bool acm)
 	cl->uid_checked = checked;
 	/* root by SO_PEERCRED, counted as root's: what it sends says who it is */
 	cl->want_creds = uid == 0 && share_uid == 0;
+	if (!cl->want_creds)
+		creds_off(fd);
 	if (!cl->owner) {
 		close(fd);
 		free(cl);

@@ -591,28 +591,38 @@ def test_setuid_programs_count_against_their_user(daemon_factory, attacker, open
     assert d.alive()
 
 
+def silent_programs_then_nobody(d, holder, plain, uid, gid, n, procs):
+    """@n of the user's set-user-ID programs (@holder, run as @uid/@gid) stopped before
+    they asked anything, then nobody's connection (@plain), let in: its CACHE_FLUSH
+    gets EPERM. Each process goes into @procs as it starts."""
+    nobody = pwd.getpwnam("nobody")
+    for _ in range(n):
+        p, status = start_holder(holder, d.socket, uid, gid, "silent")
+        procs.append(p)
+        assert status == b"0"
+    p, status = start_holder(plain, d.socket, nobody.pw_uid, nobody.pw_gid)
+    procs.append(p)
+    assert status == b"11"  # let in (and nobody may not flush: EPERM)
+
+
 @pytest.mark.skipif(not NOBODY_UID, reason="no user 'nobody'")
 def test_setuid_programs_taken_as_roots_go_for_others(daemon_factory, attacker, open_dir,
                                                      tmp_path):
-    """Below root's share a root connection is taken unchecked (the read in /proc
-    costs). With the socket full (max_clients 4: the user's three set-user-ID programs
-    and nobody's connection), a newcomer makes root's connections looked at: the
-    user's programs count against the user, and one of them goes, not nobody's."""
+    """Below root's share a root connection that has sent nothing is taken unchecked
+    (the read in /proc costs; what it sends would say whose it is). With the socket
+    full (max_clients 4: three of the user's set-user-ID programs, stopped before they
+    asked, and nobody's connection), a newcomer makes root's connections looked at in
+    /proc: the user's programs count against the user, and one of them goes, not
+    nobody's."""
     _, uid, gid = attacker
     holder, plain = build_holders(tmp_path, open_dir)
     conf = static_hosts_config().replace(
         "[daemon]\n", "[daemon]\nmax_clients = 4\nmax_clients_per_uid = 3\n", 1)
     d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock")).start()
-    nobody = pwd.getpwnam("nobody")
     procs = []
     try:
-        for _ in range(3):
-            p, status = start_holder(holder, d.socket, uid, gid)
-            procs.append(p)
-            assert status == b"0"
-        other, status = start_holder(plain, d.socket, nobody.pw_uid, nobody.pw_gid)
-        procs.append(other)
-        assert status == b"11"  # nobody may not flush: EPERM
+        silent_programs_then_nobody(d, holder, plain, uid, gid, 3, procs)
+        other = procs[-1]
         s = stats(d.socket)  # a fifth connection: one must go
         assert s["clients_evicted"] == 1, s
         wait_until(lambda: procs[0].poll() is not None, 10,
@@ -648,16 +658,9 @@ def test_hidden_setuid_programs_cannot_fill_the_socket(daemon_factory, attacker,
         1)
     d = daemon_factory(conf, name="d", sock=os.path.join(open_dir, "ibresd.sock"),
                        wrap=HIDDEN_PROC).start()
-    nobody = pwd.getpwnam("nobody")
     procs = []
     try:
-        for _ in range(4):
-            p, status = start_holder(holder, d.socket, uid, gid, "silent")
-            procs.append(p)
-            assert status == b"0"
-        other, status = start_holder(plain, d.socket, nobody.pw_uid, nobody.pw_gid)
-        procs.append(other)
-        assert status == b"11"  # let in (and nobody may not flush: EPERM)
+        silent_programs_then_nobody(d, holder, plain, uid, gid, 4, procs)
         wait_until(lambda: procs[0].poll() is not None, 10,
                    what="the oldest set-user-ID program's connection closed")
         assert all(p.poll() is None for p in procs[1:])

@@ -127,13 +127,13 @@ static unsigned changes_of(const struct ibres_hostrec *a, const struct ibres_hos
 	return c;
 }
 
-void endpoint_port_id(const struct endpoint *ep, struct endpoint_port_id *out)
+void endpoint_port_id(const struct ibres_hostrec *id, struct endpoint_port_id *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (ep->cfg.id.n_gids)
-		memcpy(out->gid, ep->cfg.id.gids[0], 16);
-	out->lid = ep->cfg.id.lid;
-	out->pkey = ep->cfg.id.pkey;
+	if (id->n_gids)
+		memcpy(out->gid, id->gids[0], 16);
+	out->lid = id->lid;
+	out->pkey = id->pkey;
 }
 
 /* @ep was @was: the paths from it carry its old GID, LID and P_Key; the
@@ -144,7 +144,7 @@ static void port_id_moved(struct endpoints *e, const struct endpoint *ep,
 {
 	struct endpoint_port_id now;
 
-	endpoint_port_id(ep, &now);
+	endpoint_port_id(&ep->cfg.id, &now);
 	if (!memcmp(&now, was, sizeof(now)))
 		return;
 	if (!hostrec_same_partition(now.pkey, was->pkey))
@@ -168,7 +168,6 @@ int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres
 
 	if (!changes)
 		return 0;
-	endpoint_port_id(ep, &was);
 	ep->cfg.id = *id;
 	/* a new GID is a new identity: local records are never replaced by
 	 * another identity's, so the old ones go first and all come back */
@@ -184,6 +183,7 @@ int endpoint_update(struct endpoints *e, struct endpoint *ep, const struct ibres
 		/* same identity: replaced in place, keys it no longer has go */
 		ret = publish_one(e, ep, now);
 	}
+	endpoint_port_id(&old, &was);
 	port_id_moved(e, ep, &was);
 	for (unsigned i = 0; i < e->n_listeners; i++)
 		e->listeners[i].fn(e->listeners[i].arg, ep, &old, changes);

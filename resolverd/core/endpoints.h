@@ -74,8 +74,8 @@ struct endpoint_port_id {
 	uint8_t gid[16]; /* its port GID (zeros: none) */
 	uint16_t lid, pkey;
 };
-/* @ep's now. */
-void endpoint_port_id(const struct endpoint *ep, struct endpoint_port_id *out);
+/* That part of identity @id. */
+void endpoint_port_id(const struct ibres_hostrec *id, struct endpoint_port_id *out);
 /* A reload gave each place its identity again (port and kernel data put
  * back): @was[i] the one place i had before, for the first @n places. As
  * for endpoint_update(): the paths from a place whose GID, LID or P_Key

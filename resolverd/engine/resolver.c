@@ -365,7 +365,7 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 	for (unsigned i = 0; i < cfg->n_eps && !renamed; i++)
 		renamed = memcmp(&cfg->eps[i].id, &r->cfg->eps[i].id, sizeof(cfg->eps[i].id)) != 0;
 	for (unsigned i = 0; i < n_was; i++)
-		endpoint_port_id(&r->eps->ep[i], &was[i]);
+		endpoint_port_id(&r->eps->ep[i].cfg.id, &was[i]);
 	*r->cfg = *cfg; /* the swap itself: nothing holds the old one */
 	store_set_max_hosts(r->store, r->cfg->cache_size);
 	load_endpoints(r);

@@ -354,6 +354,7 @@ static void creds_off(int fd)
 
 	(void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
 }
+
 static int make_room(struct server *srv, uid_t uid, bool own_only, const struct client *spare);
 
 /* @cl now counts against @uid, a user whose set-user-ID program it is: past

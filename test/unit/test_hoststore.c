@@ -1085,6 +1085,46 @@ static void test_ttl_expiry_lookup(void **state)
 	store_fini(&s);
 }
 
+/* A host's endpoint that expired is not served through another's key
+ * before the sweep: a look-up by the host's name finds an endpoint alive
+ * and none of the ring past its time. */
+static void test_ttl_expiry_ring(void **state)
+{
+	struct ibres_hostrec h;
+	struct host_store s;
+	struct host *e;
+
+	(void)state;
+	assert_int_equal(store_init(&s, 16), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		char gid[32];
+
+		rec_init(&h, "m");
+		snprintf(gid, sizeof(gid), "fe80::%u", i + 1);
+		rec_gid(&h, gid);
+		/* the name leads to the first: the one that lives longest */
+		assert_int_equal(store_insert(&s, &h,
+					      &(struct store_put){.origin = IBRES_ORIGIN_FABRIC,
+								  .heard_on = 1u << i,
+								  .rails = 0x77,
+								  .ttl_s = i ? 10 : 100},
+					      1000, NULL),
+				 0);
+		check(&s);
+	}
+	e = lk_name(&s, "m", 10999);
+	assert_non_null(e);
+	assert_int_equal(host_endpoint_count(e), 3);
+	e = lk_name(&s, "m", 11000);
+	assert_non_null(e);
+	assert_int_equal(host_expires_ms(e), 101000);
+	assert_int_equal(host_endpoint_count(e), 1);
+	assert_int_equal(s.stats.expirations, 2);
+	assert_int_equal(s.stats.hosts, 1);
+	assert_null(peek(&s, kaddr(IBRES_KEY_GID, "fe80::2"), 11000));
+	store_fini(&s);
+}
+
 static void test_ttl_expiry_sweep(void **state)
 {
 	struct host_store s;
@@ -4441,6 +4481,7 @@ int main(void)
 		cmocka_unit_test(test_lookup_passes_to_a_live_endpoint),
 		cmocka_unit_test(test_identity_rules),
 		cmocka_unit_test(test_ttl_expiry_lookup),
+		cmocka_unit_test(test_ttl_expiry_ring),
 		cmocka_unit_test(test_ttl_expiry_sweep),
 		cmocka_unit_test(test_pinned_never_expire),
 		cmocka_unit_test(test_routes),

@@ -625,6 +625,35 @@ def test_ipv6_groups_per_rail(cluster_factory):
 
 
 @pytest.mark.timeout(120)
+def test_one_ipv6_group_on_every_rail(cluster_factory):
+    """Every rail with the same IPv6 group (ff15::4901, as the man page's example
+    gives it): the kernel hands an IPv6 multicast datagram to every socket that
+    joined its group, on whichever interface, so rail 1's socket heard rail 0's
+    peers, took them for its own, and answered rail 1's source with rail 0's
+    port. Each rail's socket is bound to its interface: rail to rail only."""
+    c = cluster_factory(2, "--rails", 2, "--planes", "--ipv6",
+                        "--set", "endpoint.group=ff15::4901 mtu=2048 rate=10")
+    wait_rails(c)
+    c.wait_settled()
+    for s, d in itertools.permutations(sorted(c.nodes), 2):
+        for r in range(2):
+            assert_rail_path(c, s, d, r, "n", rail(c, s, r)["alias"], rail(c, d, r)["alias"])
+        cl = Client(c.sock(s))
+        try:
+            for r, q in itertools.permutations(range(2), 2):
+                for key in ("alias", "ipv4", "ipv6"):
+                    src, dst = rail(c, s, r)[key], rail(c, d, q)[key]
+                    status, path = resolve(cl, dst, src)
+                    assert status == ST_EDESTADDR and path is None, \
+                        "node%d rail %d -> %s of rail %d: status %d, path %s" % (
+                            s, r, dst, q, status, path)
+        finally:
+            cl.close()
+    for k in c.nodes:
+        assert stats(c.sock(k))["fabric_rx_conflict"] == 0, c.logs()
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("sig", ["TERM", "KILL"])
 def test_restarted_node_rejoins_on_every_rail(cluster_factory, sig):
     """A node restarted (after a GOODBYE, or killed without one) is its own

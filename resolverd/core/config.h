@@ -128,6 +128,9 @@ bool cfg_one_host(const struct cfg_endpoint *a, const struct cfg_endpoint *b);
  * reload's check and the fabric's. (Another transport's interface only
  * says where its addresses come from, which netlink follows.) */
 bool cfg_port_moved(const struct cfg_endpoint *was, const struct cfg_endpoint *now);
+/* Would paths from endpoint @now differ from @was's (MTU, rate, SL, packet
+ * life, its groups and theirs)? Then paths cached from it are stale. */
+bool cfg_paths_differ(const struct cfg_endpoint *was, const struct cfg_endpoint *now);
 /* May @cfg be loaded at a reload of a daemon that opened the first
  * @n_opened places at start on the ports @opened gives: does each of them
  * that @cfg has keep its port (cfg_port_moved())? Places past them (added

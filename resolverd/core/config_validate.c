@@ -193,6 +193,14 @@ bool cfg_port_moved(const struct cfg_endpoint *was, const struct cfg_endpoint *n
 	       (strcmp(was->interface, now->interface) || was->udp_port != now->udp_port);
 }
 
+bool cfg_paths_differ(const struct cfg_endpoint *was, const struct cfg_endpoint *now)
+{
+	/* both parsed alike (zeroed, then filled): the same groups, the same bytes */
+	return was->mtu != now->mtu || was->rate != now->rate || was->sl != now->sl ||
+	       was->packet_life != now->packet_life || was->n_groups != now->n_groups ||
+	       memcmp(was->groups, now->groups, sizeof(was->groups[0]) * now->n_groups);
+}
+
 /* @ep's port as an administrator wrote it: "device D port P pkey_index K", or
  * "interface I udp_port U" (the ip transport), into @buf. */
 static const char *port_words(const struct cfg_endpoint *ep, char *buf, size_t len)

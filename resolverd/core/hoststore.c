@@ -587,8 +587,10 @@ int store_insert(struct host_store *s, const struct ibres_hostrec *r, const stru
 	if (old) {
 		nh->grp_mtu = old->grp_mtu;
 		nh->grp_rate = old->grp_rate;
-		if (old->lid == nh->lid)
-			hs_routes_move(s, old, nh); /* paths carry the LID: still right */
+		/* paths carry the LID, and the common group's MTU and rate */
+		if (old->lid == nh->lid &&
+		    (!grp_mtu || (grp_mtu == old->grp_mtu && grp_rate == old->grp_rate)))
+			hs_routes_move(s, old, nh);
 		nh->cookie = old->cookie; /* the observer's records follow the host */
 		nh->cookie_all = old->cookie_all;
 		old->cookie = old->cookie_all = 0;

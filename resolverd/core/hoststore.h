@@ -195,8 +195,8 @@ int store_set_negative(struct host_store *s, const struct host_key *k, uint32_t 
  * - An insert for an identity a higher-authority host holds changes nothing
  *   and returns 0: overhearing our own announcement does not unpin us.
  * - A refresh of the same identity replaces the record; keys it no longer
- *   lists are dropped; paths survive when the LID did not change; the best
- *   common group survives unless @grp_mtu is set.
+ *   lists are dropped; paths survive when the LID and the best common group
+ *   did not change; the group survives unless @grp_mtu is set.
  * - Negative answers for its keys are forgotten.
  * - A learned host over max_hosts makes the least recently used one go.
  * - All or nothing: on -ENOMEM or -EINVAL (no key, an empty or unterminated

@@ -366,6 +366,11 @@ int resolver_reload(struct resolver *r, const struct ibres_config *cfg, struct c
 		renamed = memcmp(&cfg->eps[i].id, &r->cfg->eps[i].id, sizeof(cfg->eps[i].id)) != 0;
 	for (unsigned i = 0; i < n_was; i++)
 		endpoint_port_id(&r->eps->ep[i].cfg.id, &was[i]);
+	/* paths built with another MTU, rate, SL or route_prot go */
+	for (unsigned i = 0; i < n_was && i < cfg->n_eps; i++)
+		if (cfg->route_prot != r->cfg->route_prot ||
+		    cfg_paths_differ(&r->cfg->eps[i], &cfg->eps[i]))
+			store_drop_routes(r->store, (int)i, NULL);
 	*r->cfg = *cfg; /* the swap itself: nothing holds the old one */
 	store_set_max_hosts(r->store, r->cfg->cache_size);
 	load_endpoints(r);

@@ -1143,6 +1143,27 @@ def test_reload_new_lid_drops_the_paths_from_it(cluster_factory):
 
 
 @pytest.mark.timeout(120)
+def test_reload_new_sl_drops_the_paths_from_it(cluster_factory):
+    """A reload that gives node 1's rail 1 another SL (ibresd(8): everything else
+    applies at once) drops the paths cached from that rail: the next RESOLVE from
+    it carries SL 3, not the cached SL 0 for route_ttl (an hour). Rail 0's stay."""
+    c = cluster_factory(2, "--rails", 2)
+    wait_rails(c)
+    src0, src1 = rail(c, 1, 0)["ipv4"], rail(c, 1, 1)["ipv4"]
+    dst0, dst1 = rail(c, 2, 0)["ipv4"], rail(c, 2, 1)["ipv4"]
+    for src, dst in ((src0, dst0), (src1, dst1)):
+        status, path = path_from(c, 1, src, dst)
+        assert status == ST_SUCCESS and path["sl"] == 0, path
+    head, (ib0, ib1) = sections(c.config(1))
+    assert "sl = 0\n" in ib1
+    reload_with(c, 1, head + ib0 + "\n" + ib1.replace("sl = 0\n", "sl = 3\n"))
+    status, path = path_from(c, 1, src1, dst1)
+    assert status == ST_SUCCESS and path["sl"] == 3, path
+    status, path = path_from(c, 1, src0, dst0)
+    assert status == ST_SUCCESS and path["sl"] == 0, path
+
+
+@pytest.mark.timeout(120)
 def test_reload_new_pkey_forgets_the_old_partition(cluster_factory):
     """A reload that moves node 1's rail 1 to another partition (P_Key 0x8002;
     node 2's rail 1 stays in 0xffff) forgets what that rail heard in the old

@@ -2734,16 +2734,23 @@ static void test_group(void **state)
 	host_group(out, &mtu, &rate);
 	assert_int_equal(mtu, 4);
 	assert_int_equal(rate, 7);
-	/* a refresh without a group keeps it */
+	{
+		struct ibres_path_record p = path_with_dlid(9);
+
+		set_route(&s, out, 0, &p, 0, 1);
+	}
+	/* a refresh without a group keeps it, and the path built with it */
 	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 60, 0, 9, 2, &out), 0);
 	host_group(out, &mtu, &rate);
 	assert_int_equal(mtu, 4);
 	assert_int_equal(rate, 7);
-	/* a new one replaces it */
+	assert_int_equal(route_dlid(&s, out, 0, 2), 9);
+	/* a new one replaces it: the path built with the old MTU and rate goes */
 	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_FABRIC, 60, 5, 3, 3, &out), 0);
 	host_group(lk_name(&s, "a", 3), &mtu, &rate);
 	assert_int_equal(mtu, 5);
 	assert_int_equal(rate, 3);
+	assert_int_equal(route_dlid(&s, out, 0, 3), 0);
 	/* kept across a change of LID and of origin */
 	h.lid = 12;
 	assert_int_equal(insert_grp(&s, &h, IBRES_ORIGIN_STATIC, 0, 0, 0, 4, &out), 0);
@@ -3243,7 +3250,8 @@ static void m_insert(struct model *m, const struct ibres_hostrec *r, uint8_t ori
 
 		x->grp_mtu = o->grp_mtu;
 		x->grp_rate = o->grp_rate;
-		if (o->rec.lid == r->lid)
+		if (o->rec.lid == r->lid &&
+		    (!mtu || (mtu == o->grp_mtu && rate == o->grp_rate)))
 			memcpy(x->path, o->path, sizeof(x->path));
 		if (!m_pinned_origin(o->origin) && !m_pinned_origin(origin))
 			x->seq = o->seq; /* a refresh is not a use */

@@ -3250,8 +3250,7 @@ static void m_insert(struct model *m, const struct ibres_hostrec *r, uint8_t ori
 
 		x->grp_mtu = o->grp_mtu;
 		x->grp_rate = o->grp_rate;
-		if (o->rec.lid == r->lid &&
-		    (!mtu || (mtu == o->grp_mtu && rate == o->grp_rate)))
+		if (o->rec.lid == r->lid && (!mtu || (mtu == o->grp_mtu && rate == o->grp_rate)))
 			memcpy(x->path, o->path, sizeof(x->path));
 		if (!m_pinned_origin(o->origin) && !m_pinned_origin(origin))
 			x->seq = o->seq; /* a refresh is not a use */

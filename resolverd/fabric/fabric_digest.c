@@ -606,10 +606,19 @@ uint64_t fabric_digest_hold_end(const struct fabric *f)
 
 bool fabric_digest_incomplete(const struct fabric *f)
 {
-	for (unsigned i = 0; i < f->n_ports; i++)
-		if (fabric_port_incomplete(&f->ports[i]))
+	bool hears = false;
+
+	for (unsigned i = 0; i < f->n_ports; i++) {
+		const struct fabric_port *p = &f->ports[i];
+
+		if (fabric_port_incomplete(p))
 			return true;
-	return f->dg.burst_pending;
+		hears |= fabric_port_up(p) && p->t.mcast_since_ms;
+	}
+	/* no rail up and in its group (every link down, or IB's join not
+	 * through yet): the node hears nobody, and what it forgot or never
+	 * heard is no proof that a host does not exist */
+	return (f->n_ports && !hears) || f->dg.burst_pending;
 }
 
 void fabric_digest_stats(const struct fabric *f, bool complete, struct tlv_writer *w)

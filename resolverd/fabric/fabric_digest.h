@@ -160,7 +160,8 @@ void fabric_digest_lost(struct fabric_port *p);
  * not fewer; fabric_fetch.c): K is at most as many. */
 void fabric_digest_voices(struct fabric *f, unsigned n);
 /* The directory may lack a live host (the settle time aside): some
- * fabric's rule says so, or the start-up burst is not checked yet. */
+ * fabric's rule says so, no rail is up in its group, or the start-up burst
+ * is not checked yet. */
 bool fabric_digest_incomplete(const struct fabric *f);
 /* Port @p's fabric may lack a live host's endpoint (its rule alone). */
 bool fabric_port_incomplete(const struct fabric_port *p);

@@ -60,18 +60,21 @@ int acm_parse_resolve(const void *msg, size_t len, struct acm_resolve_req *r)
 	if (r->n_entries == 0 || r->n_entries > ACM_MAX_ENTRIES)
 		return IBRES_STATUS_EINVAL;
 
-	/* A PATH entry anywhere makes this a path lookup; librdmacm may put an
-	 * IP SOURCE entry before it, which carries nothing we need. */
-	for (unsigned i = 0; i < r->n_entries; i++) {
+	/* A PATH entry anywhere makes this a path lookup (the first one). An
+	 * address entry beside it says what the path leaves blank: librdmacm
+	 * puts the IP source of a path to a GID before it, libibres the
+	 * destination of a path from a GID. */
+	for (unsigned i = 0; i < r->n_entries && !r->path; i++) {
 		if (e[i].type == IBRES_EP_TYPE_PATH) {
 			r->is_path = true;
 			r->path = &e[i];
 			r->query_sa = e[i].flags & IBRES_FLAG_QUERY_SA;
-			return 0;
 		}
 	}
 
 	for (unsigned i = 0; i < r->n_entries; i++) {
+		if (e[i].type == IBRES_EP_TYPE_PATH)
+			continue;
 		if (e[i].flags & IBRES_EP_FLAG_SOURCE) {
 			if (r->src)
 				return IBRES_STATUS_ESRCADDR;
@@ -87,10 +90,12 @@ int acm_parse_resolve(const void *msg, size_t len, struct acm_resolve_req *r)
 				return ret;
 			r->dst = &e[i];
 			r->dst_flags = e[i].flags;
-		} else {
+		} else if (!r->is_path) {
 			return IBRES_STATUS_EINVAL;
 		}
 	}
+	if (r->is_path)
+		return 0;
 	if (!r->dst)
 		return IBRES_STATUS_EDESTADDR;
 	return 0;

@@ -28,8 +28,10 @@ size_t msg_error(void *out, const struct ibres_hdr *req, uint8_t status);
 struct acm_resolve_req {
 	bool is_path;                     /* a PATH lookup (by GID or LID) */
 	bool query_sa;                    /* PATH with QUERY_SA: verify against the SA */
-	const struct ibres_ep_entry *src; /* address resolution: SOURCE or NULL */
-	const struct ibres_ep_entry *dst; /* address resolution: DEST */
+	/* address resolution: SOURCE or NULL, and DEST; beside a PATH entry,
+	 * either may be there (NULL: not) to say what the path leaves blank */
+	const struct ibres_ep_entry *src;
+	const struct ibres_ep_entry *dst;
 	const struct ibres_ep_entry *path;
 	uint32_t dst_flags;
 	unsigned n_entries;

@@ -333,7 +333,7 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 {
 	const struct ibres_path_record *in = &r->path->info.path;
 	struct endpoint *ep = NULL;
-	struct host_key dkey;
+	struct host_key dkey, skey;
 
 	if (r->query_sa && !d->sa) {
 		/* Verification needs a Subnet Administrator; none is configured. */
@@ -342,6 +342,11 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 	}
 	if (!gid_is_zero(in->sgid) || in->slid) {
 		ep = path_source(&d->eps, in);
+	} else if (r->src) {
+		/* the path's source as an address (librdmacm's IP SOURCE):
+		 * that endpoint, its rail and partition, and no other */
+		if (key_from_entry(r->src, &skey) == 0)
+			ep = endpoint_by_key(&d->eps, &skey);
 	} else if (d->eps.n) {
 		/* no source: the first rail that reaches the destination */
 		ep = &d->eps.ep[0];
@@ -357,6 +362,8 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		host_key_addr(&dkey, IBRES_KEY_GID, in->dgid);
 	} else if (in->dlid) {
 		host_key_lid(&dkey, be16toh(in->dlid), (uint8_t)ep->index);
+	} else if (r->dst && key_from_entry(r->dst, &dkey) == 0) {
+		/* a path from a GID to an address or name (libibres) */
 	} else {
 		count(d, ep, IBRES_CNTR_ERROR);
 		return reply_status(req, reply, len, IBRES_STATUS_EDESTADDR);

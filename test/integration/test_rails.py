@@ -1327,14 +1327,14 @@ def test_partitions_rail_to_rail(r4p2):
 ST_ESRCADDR = 7             # IBRES_STATUS_ESRCADDR (include/ibres_proto.h)
 
 
-def path_by_record(c, s, sgid, dgid, pkey):
-    """A RESOLVE of a PathRecord (ib_acme -f g, with a P_Key) on node @s:
-    (status, path dict or None)."""
+def path_by_record(c, s, sgid, dgid, pkey, before=b"", after=b""):
+    """A RESOLVE of a PathRecord (ib_acme -f g, with a P_Key) on node @s, the
+    entries @before and @after beside it: (status, path dict or None)."""
     from conftest import acm_hdr, ep_entry
     from fabric_util import OP_RESOLVE, PR, TYPE_PATH, parse_hdr, parse_path
     rec = PR.pack(0, ipaddress.IPv6Address(dgid).packed, ipaddress.IPv6Address(sgid).packed,
                   0, 0, 0, 0, 0x81, pkey, 0, 0, 0, 0, 0)
-    body = ep_entry(0, TYPE_PATH, rec)
+    body = before + ep_entry(0, TYPE_PATH, rec) + after
     cl = Client(c.sock(s))
     try:
         ans = cl.request(acm_hdr(OP_RESOLVE, 16 + len(body)) + body)
@@ -1364,6 +1364,39 @@ def test_partitions_by_path_record(r4p2):
             assert status == ST_ESRCADDR and path is None, (s, r, status)
     f, out = acme_path(c, 1, "l", "1", "2")
     assert f is None, out
+
+
+@pytest.mark.timeout(120)
+def test_partitions_path_beside_an_address(r4p2):
+    """A PATH entry with an address entry beside it, as librdmacm and libibres
+    send one when source and destination are of different kinds: an IP SOURCE
+    and a path to a GID is the path from that address's endpoint (its rail and
+    P_Key), not from the first rail that reaches the GID; a path from a GID to
+    an IP DEST is the path to that address's endpoint, not EDESTADDR. An IP
+    SOURCE that is not ours: ESRCADDR."""
+    from conftest import ep_entry
+    from fabric_util import FLAG_DEST, FLAG_SOURCE, TYPE_IP
+    zero = "::"
+
+    def ip(flags, a):
+        return ep_entry(flags, TYPE_IP, ipaddress.IPv4Address(a).packed)
+    c = r4p2
+    for s, d in itertools.permutations(sorted(c.nodes), 2):
+        for e in c.parts[s]:
+            r = e["rail"]
+            sgid, dgid = rail(c, s, r)["gid"], rail(c, d, r)["gid"]
+            dst = next(x for x in c.parts[d] if x["rail"] == r)
+            status, path = path_by_record(c, s, zero, dgid, 0,
+                                          before=ip(FLAG_SOURCE, e["ipv4"]))
+            assert status == 0, (s, e["alias"], status)
+            assert (path["sgid"], path["dgid"], path["pkey"]) == (sgid, dgid, e["pkey"]), path
+            status, path = path_by_record(c, s, sgid, zero, e["pkey"],
+                                          after=ip(FLAG_DEST, dst["ipv4"]))
+            assert status == 0, (s, e["alias"], status)
+            assert (path["sgid"], path["dgid"], path["pkey"]) == (sgid, dgid, e["pkey"]), path
+        status, path = path_by_record(c, s, zero, rail(c, d, 0)["gid"], 0,
+                                      before=ip(FLAG_SOURCE, rail(c, d, 0)["ipv4"]))
+        assert status == ST_ESRCADDR and path is None, status
 
 
 FW_RAIL_DOWN = 5            # resolverd/fabric/fabric_wire.h

@@ -245,6 +245,20 @@ static void test_resolve_path(void **state)
 	assert_int_equal(acm_parse_resolve(&m, build(&m, 2), &r), 0);
 	assert_true(r.is_path);
 	assert_ptr_equal(r.path, &m.e[1]);
+	/* ... which says the path's source: kept, as a destination is */
+	assert_ptr_equal(r.src, &m.e[0]);
+	assert_null(r.dst);
+	m.e[2].flags = IBRES_EP_FLAG_DEST;
+	m.e[2].type = IBRES_EP_TYPE_IP6;
+	assert_int_equal(acm_parse_resolve(&m, build(&m, 3), &r), 0);
+	assert_ptr_equal(r.src, &m.e[0]);
+	assert_ptr_equal(r.dst, &m.e[2]);
+	/* beside a path too, an address entry must be one */
+	set_name(&m.e[2], IBRES_EP_FLAG_DEST, "");
+	assert_int_equal(acm_parse_resolve(&m, build(&m, 3), &r), IBRES_STATUS_EINVAL);
+	m.e[2].type = IBRES_EP_TYPE_PATH; /* a second PATH entry: the first counts */
+	assert_int_equal(acm_parse_resolve(&m, build(&m, 3), &r), 0);
+	assert_ptr_equal(r.path, &m.e[1]);
 }
 
 int main(void)

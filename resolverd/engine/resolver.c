@@ -435,15 +435,39 @@ struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
 	return NULL;
 }
 
+static bool in_partition(const struct endpoint *ep, uint16_t pkey)
+{
+	return !pkey || hostrec_same_partition(ep->cfg.id.pkey, pkey);
+}
+
 struct endpoint *resolver_pick_rail(struct resolver *r, struct host *h, const struct host_key *k,
-				    struct host **dst)
+				    uint16_t pkey, struct host **dst)
 {
 	for (unsigned i = 0; i < r->eps->n; i++) {
+		if (!in_partition(&r->eps->ep[i], pkey))
+			continue;
 		*dst = resolver_on_rail(h, k, &r->eps->ep[i]);
 		if (*dst)
 			return &r->eps->ep[i];
 	}
 	*dst = NULL;
+	return NULL;
+}
+
+struct endpoint *resolver_lid_rail(struct resolver *r, uint16_t lid, uint16_t pkey)
+{
+	uint64_t now = now_ms();
+	struct host_key k;
+
+	for (unsigned i = 0; i < r->eps->n; i++) {
+		struct endpoint *ep = &r->eps->ep[i];
+
+		if (ep->down || !in_partition(ep, pkey) ||
+		    host_key_lid(&k, lid, (uint8_t)ep->index) < 0)
+			continue;
+		if (store_lookup(r->store, &k, now, false))
+			return ep;
+	}
 	return NULL;
 }
 

@@ -106,11 +106,15 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
  * endpoint). */
 struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
 			      const struct endpoint *ep);
-/* Without a source: the first local endpoint, in config order, that reaches
- * @h (as resolver_on_rail), and the endpoint of @h's host it reaches in
- * *@dst. NULL when none does. */
+/* Without a source: the first local endpoint, in config order, of the
+ * partition of @pkey (0: any) that reaches @h (as resolver_on_rail), and the
+ * endpoint of @h's host it reaches in *@dst. NULL when none does. */
 struct endpoint *resolver_pick_rail(struct resolver *r, struct host *h, const struct host_key *k,
-				    struct host **dst);
+				    uint16_t pkey, struct host **dst);
+/* Without a source, a destination by LID alone (LIDs are a fabric's): the
+ * first local endpoint, in config order, of the partition of @pkey (0: any),
+ * up, whose fabric has a host of LID @lid; NULL when none has. */
+struct endpoint *resolver_lid_rail(struct resolver *r, uint16_t lid, uint16_t pkey);
 
 /* The path from @ep to @h, cached with the host, into @out. Sets *cached
  * when it came from the store. Returns @out. */

@@ -205,7 +205,8 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 	 * our choosing, the first rail that reaches it */
 	dst = resolver_on_rail(h, &req->key, ep);
 	if (!dst && req->pick_rail) {
-		struct endpoint *other = resolver_pick_rail(&d->res, h, &req->key, &dst);
+		struct endpoint *other =
+			resolver_pick_rail(&d->res, h, &req->key, req->pick_pkey, &dst);
 
 		if (other && (!req->has_src || source_entry(other, req->src.type, &req->src) == 0)) {
 			ep = other;
@@ -347,10 +348,23 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 		 * that endpoint, its rail and partition, and no other */
 		if (key_from_entry(r->src, &skey) == 0)
 			ep = endpoint_by_key(&d->eps, &skey);
-	} else if (d->eps.n) {
-		/* no source: the first rail that reaches the destination */
-		ep = &d->eps.ep[0];
+	} else {
+		/* no source: the first rail of the record's partition (P_Key
+		 * 0: any) that reaches the destination; by LID, whose fabric
+		 * has it */
 		req->pick_rail = true;
+		req->pick_pkey = be16toh(in->pkey);
+		for (unsigned i = 0; i < d->eps.n && !ep; i++)
+			if (!req->pick_pkey ||
+			    hostrec_same_partition(d->eps.ep[i].cfg.id.pkey, req->pick_pkey))
+				ep = &d->eps.ep[i];
+		if (ep && gid_is_zero(in->dgid) && in->dlid) {
+			struct endpoint *at = resolver_lid_rail(&d->res, be16toh(in->dlid),
+								req->pick_pkey);
+
+			if (at)
+				ep = at;
+		}
 	}
 	if (!ep) {
 		count(d, NULL, IBRES_CNTR_ERROR);

@@ -67,6 +67,7 @@ struct request {
 	bool has_src;            /* RESOLVE without a source: the one we chose */
 	bool src_given;          /* RESOLVE with a source: src is the client's */
 	bool pick_rail;          /* no source given: the first rail that reaches it */
+	uint16_t pick_pkey;      /* ... of this partition (a path's P_Key); 0: any */
 	struct ibres_ep_entry src;
 	bool route_asked;        /* counted its SA route query */
 	struct ibres_path_record sa_path; /* QUERY_SA: the SA's record */

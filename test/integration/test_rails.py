@@ -1327,13 +1327,14 @@ def test_partitions_rail_to_rail(r4p2):
 ST_ESRCADDR = 7             # IBRES_STATUS_ESRCADDR (include/ibres_proto.h)
 
 
-def path_by_record(c, s, sgid, dgid, pkey, before=b"", after=b""):
-    """A RESOLVE of a PathRecord (ib_acme -f g, with a P_Key) on node @s, the
-    entries @before and @after beside it: (status, path dict or None)."""
+def path_by_record(c, s, sgid, dgid, pkey, before=b"", after=b"", dlid=0):
+    """A RESOLVE of a PathRecord (ib_acme -f g, with a P_Key; or a DLID) on
+    node @s, the entries @before and @after beside it: (status, path dict or
+    None)."""
     from conftest import acm_hdr, ep_entry
     from fabric_util import OP_RESOLVE, PR, TYPE_PATH, parse_hdr, parse_path
     rec = PR.pack(0, ipaddress.IPv6Address(dgid).packed, ipaddress.IPv6Address(sgid).packed,
-                  0, 0, 0, 0, 0x81, pkey, 0, 0, 0, 0, 0)
+                  dlid, 0, 0, 0, 0x81, pkey, 0, 0, 0, 0, 0)
     body = before + ep_entry(0, TYPE_PATH, rec) + after
     cl = Client(c.sock(s))
     try:
@@ -1350,7 +1351,9 @@ def test_partitions_by_path_record(r4p2):
     answer is the path from that partition's endpoint, in that P_Key, to the
     destination's endpoint of the rail and P_Key; P_Key 0 is the default
     partition; a P_Key neither node has is no source (ESRCADDR), and an SLID
-    that every plane numbers the same names none either."""
+    that every plane numbers the same names none either. Without SGID and SLID,
+    the source is the first endpoint of the record's P_Key that reaches the
+    DGID (before, any P_Key's)."""
     c = r4p2
     for s, d in itertools.permutations(sorted(c.nodes), 2):
         for r in range(RAILS):
@@ -1361,6 +1364,17 @@ def test_partitions_by_path_record(r4p2):
                 assert status == 0, (s, r, hex(pkey), status)
                 assert (path["sgid"], path["dgid"], path["pkey"]) == (sgid, dgid, want), path
             status, path = path_by_record(c, s, sgid, dgid, 0x7123)
+            assert status == ST_ESRCADDR and path is None, (s, r, status)
+            # no source: the first endpoint of the record's P_Key that
+            # reaches the DGID; a P_Key no endpoint has is no source
+            for e in [x for x in c.parts[s] if x["rail"] == r]:
+                status, path = path_by_record(c, s, "::", dgid, e["pkey"])
+                assert status == 0, (s, r, hex(e["pkey"]), status)
+                assert (path["sgid"], path["dgid"], path["pkey"]) == (sgid, dgid, e["pkey"]), \
+                    path
+            status, path = path_by_record(c, s, "::", dgid, 0)
+            assert status == 0 and (path["sgid"], path["dgid"]) == (sgid, dgid), path
+            status, path = path_by_record(c, s, "::", dgid, 0x7123)
             assert status == ST_ESRCADDR and path is None, (s, r, status)
     f, out = acme_path(c, 1, "l", "1", "2")
     assert f is None, out
@@ -1397,6 +1411,25 @@ def test_partitions_path_beside_an_address(r4p2):
         status, path = path_by_record(c, s, zero, rail(c, d, 0)["gid"], 0,
                                       before=ip(FLAG_SOURCE, rail(c, d, 0)["ipv4"]))
         assert status == ST_ESRCADDR and path is None, status
+
+
+@pytest.mark.timeout(120)
+def test_path_by_dlid_alone_on_a_rail_up(cluster_factory):
+    """A PathRecord with a DLID alone (ib_acme -f l -d LID): a LID is its
+    fabric's, so the path is from the first rail up whose fabric has it; with
+    rail 0 down, rail 1's (before: rail 0's fabric was the only one asked)."""
+    c = cluster_factory(2, "--rails", 2, "--planes")
+    wait_rails(c)
+
+    def by_dlid():
+        return path_by_record(c, 1, "::", "::", 0, dlid=rail(c, 2, 0)["lid"])
+    status, path = by_dlid()
+    assert status == 0 and (path["sgid"], path["dgid"]) == (
+        rail(c, 1, 0)["gid"], rail(c, 2, 0)["gid"]), (status, path)
+    c.link(1, "down", rail=0)
+    wait_until(lambda: by_dlid()[0] == 0 and by_dlid()[1]["sgid"] == rail(c, 1, 1)["gid"], 10,
+               interval=0.2, what="the path by DLID from rail 1 once rail 0 is down")
+    assert by_dlid()[1]["dgid"] == rail(c, 2, 1)["gid"]
 
 
 FW_RAIL_DOWN = 5            # resolverd/fabric/fabric_wire.h

@@ -359,8 +359,8 @@ static int resolve_path(struct ibresd *d, struct request *req, const struct acm_
 			    hostrec_same_partition(d->eps.ep[i].cfg.id.pkey, req->pick_pkey))
 				ep = &d->eps.ep[i];
 		if (ep && gid_is_zero(in->dgid) && in->dlid) {
-			struct endpoint *at = resolver_lid_rail(&d->res, be16toh(in->dlid),
-								req->pick_pkey);
+			struct endpoint *at =
+				resolver_lid_rail(&d->res, be16toh(in->dlid), req->pick_pkey);
 
 			if (at)
 				ep = at;

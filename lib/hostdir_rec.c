@@ -465,21 +465,17 @@ static int view_select(uint8_t *rec, struct ibdir_view *v, uint32_t want)
 	return cut_items(rec, v, want, v->set_w);
 }
 
-/* What a look-up by item @at_key (key_index()'s order) of table @tab gives
- * from the view @v over the copy @rec, its lengths checked: a record of
- * several endpoints cut, in place, to the key's endpoints (a name of two or
- * more of them is the host's: the whole record), the names it keeps
- * checked. 0 or -EBADMSG. */
-static int view_answer(uint8_t *rec, struct ibdir_view *v, unsigned tab, unsigned at_key)
+/* What a look-up by item @at_key (key_index()'s order) gives from the view
+ * @v over the copy @rec, its lengths checked: a record of
+ * several endpoints cut, in place, to the key's endpoints (the host's name,
+ * which every endpoint has: all of them; a rail's alias its partitions
+ * share: theirs, and no other rail's), the names it keeps checked. 0 or
+ * -EBADMSG. */
+static int view_answer(uint8_t *rec, struct ibdir_view *v, unsigned at_key)
 {
-	uint32_t want;
-
 	if (!v->eps)
 		return 0;
-	want = eps_of(v, at_key);
-	if (tab == IBDIR_TAB_NAME && (want & (want - 1)))
-		want = UINT32_MAX;
-	return view_select(rec, v, want) || view_names_ok(v) ? -EBADMSG : 0;
+	return view_select(rec, v, eps_of(v, at_key)) || view_names_ok(v) ? -EBADMSG : 0;
 }
 
 /* ibdir_impl.h: checked by view_init_named(), cut by view_answer(). */
@@ -493,7 +489,7 @@ IBRES_HOT int ibdir_view_for_key(uint8_t *rec, size_t len, unsigned tab, const v
 	at = tab == IBDIR_TAB_NAME ? named : key_index(v, tab, key, klen);
 	if (at < 0)
 		return 1;
-	return view_answer(rec, v, tab, (unsigned)at);
+	return view_answer(rec, v, (unsigned)at);
 }
 
 int ibdir_rec_answer(uint8_t *rec, size_t len, unsigned tab, const void *key, size_t klen,

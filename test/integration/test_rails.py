@@ -1324,6 +1324,30 @@ def test_partitions_rail_to_rail(r4p2):
         assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
 
 
+@pytest.mark.timeout(120)
+def test_rail_alias_of_two_partitions(cluster_factory):
+    """A rail's alias both its partitions carry (node1-r0 on ib0 and ib0.8001)
+    names that rail: its two endpoints' addresses, from the socket and from the
+    shared directory alike, never the other rail's (it gave the whole host)."""
+    sets = []
+    for label, alias in (("ib0", "node1-ib0"), ("ib0.8001", "node1-ib0-8001")):
+        for name in ("node1", alias, "node1-r0"):
+            sets += ["--node-set", "1:endpoint %s.name=%s" % (label, name)]
+    c = cluster_factory(2, "--rails", 2, "--partitions", 2, "--planes", *sets)
+    part0 = next(e for e in c.parts[1] if e["rail"] == 0)
+    assert part0["alias"] == "node1-ib0-8001", part0
+    want = sorted([rail(c, 1, 0)["ipv4"], part0["ipv4"]])
+    wait_until(lambda: knows(c, 2, "node1-r0") and knows(c, 2, part0["alias"]), 10,
+               interval=0.1, what="node2 knows node1's rail-0 alias")
+    status, rec = host(c.sock(2), "node1-r0", cache_only=True)
+    assert status == ST_SUCCESS and sorted(rec["ipv4"]) == want, rec
+    r = getent(c, 2, "ahostsv4", "node1-r0")
+    assert sorted(unique_addrs(r)) == want, r.stdout
+    # the host's name is still every endpoint's
+    status, rec = host(c.sock(2), "node1", cache_only=True)
+    assert status == ST_SUCCESS and len(rec["ipv4"]) == 4, rec
+
+
 ST_ESRCADDR = 7             # IBRES_STATUS_ESRCADDR (include/ibres_proto.h)
 
 

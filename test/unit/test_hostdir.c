@@ -1463,14 +1463,17 @@ static void test_one_record_of_several_endpoints(void **state)
 	assert_int_equal(got.pkey, 0xffff);
 	dir_image_free(&m);
 
-	/* a name two of the endpoints have is the host's, as the daemon
-	 * answers (host_key_shared): every endpoint's */
+	/* a rail's alias its two partitions have: theirs, not the other
+	 * rail's (it once gave the whole host) */
 	e.names[1] = 3;
 	dir_image_init(&m, IMG_SLOTS, IMG_AREA, now);
 	dir_image_put_eps(&m, &r, &e, 0);
 	assert_int_equal(ibdir_lookup(m.b, m.size, now, IBRES_T_NAME, "mr1-ib0", 7, &got), 0);
-	assert_int_equal(got.n_names, 4);
-	assert_int_equal(got.n_v4, 3);
+	assert_int_equal(got.n_names, 3);
+	assert_int_equal(got.n_v4, 2);
+	assert_int_equal(got.v4[0].s_addr, a0);
+	assert_int_equal(got.v4[1].s_addr, a0p);
+	assert_int_equal(got.n_gids, 1);
 	dir_image_free(&m);
 	e.names[1] = 1;
 

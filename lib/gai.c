@@ -293,6 +293,12 @@ static int from_record(struct ibc_gai *g, const struct ibres_hostrec *rec, int f
 	return g->ip_len ? 0 : -ENODATA;
 }
 
+/* Do the hints name a source? */
+static bool has_source(const struct rdma_addrinfo *hints)
+{
+	return hints && hints->ai_src_addr && hints->ai_src_len;
+}
+
 /* Ask for paths to the destination; failures just mean no AF_IB route.
  * *@said (when not NULL): the daemon's answer status (IBRES_STATUS_*), or
  * -1 when there was none. */
@@ -305,7 +311,7 @@ static int add_route(struct ibc_gai *g, const struct rdma_addrinfo *hints, struc
 	const struct sockaddr *src = NULL;
 	int n, ret;
 
-	if (hints && hints->ai_src_addr && hints->ai_src_len)
+	if (has_source(hints))
 		src = hints->ai_src_addr;
 	if (!g->ip_len) {
 		if (!g->have_gid)
@@ -372,7 +378,7 @@ static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int famil
 	struct rdma_addrinfo *head = NULL, **tail = &head;
 	bool v4 = rec->n_v4 && family != AF_INET6;
 	unsigned n = v4 ? rec->n_v4 : family == AF_INET ? 0 : rec->n_v6, routed = 0;
-	int ret = from_record(g, rec, family), said = 0, refused = 0;
+	int ret = from_record(g, rec, family), said = 0, refused = 0, pick = -1;
 
 	if (ret)
 		return ret;
@@ -402,26 +408,32 @@ static int by_name(struct ibc_gai *g, const struct ibres_hostrec *rec, int famil
 		if (ret)
 			goto out;
 		routed += gs[i].n_paths > 0;
-		/* the same refusal for every address, or none counts (a source
-		 * that is no endpoint of ours, ESRCADDR, is no refusal: the
-		 * first address, as before) */
+		/* refused: not on the source's fabric, or its rail down (a
+		 * source that is no endpoint of ours, ESRCADDR, is no refusal:
+		 * the first address, as before); else the first not refused */
 		if (said == IBRES_STATUS_EDESTADDR || said == IBRES_STATUS_ENOTCONN)
-			refused = !i || refused == said ? said : 0;
-		else
-			refused = 0;
+			refused = !refused || refused == said ? said : IBRES_STATUS_EDESTADDR;
+		else if (pick < 0)
+			pick = (int)i;
 	}
-	if (!routed && refused && hints && hints->ai_src_addr && hints->ai_src_len) {
-		ret = refused == IBRES_STATUS_ENOTCONN ? -ENOTCONN : -EADDRNOTAVAIL;
-		goto out;
+	if (!routed && n && refused && has_source(hints)) {
+		/* with a source, never an address the daemon refused: it is on
+		 * another fabric than the source, or its rail is down */
+		if (pick < 0) {
+			ret = refused == IBRES_STATUS_ENOTCONN ? -ENOTCONN : -EADDRNOTAVAIL;
+			goto out;
+		}
+	} else {
+		pick = 0;
 	}
 	if (!routed) {
-		/* no path anywhere (or none asked for): the first address, as before */
+		/* no path anywhere (or none asked for): that address, as before */
 		if (n) {
-			gs[0].paths = NULL;
-			gs[0].n_paths = 0;
+			gs[pick].paths = NULL;
+			gs[pick].n_paths = 0;
 		}
-		hint_source(n ? &gs[0] : g, hints);
-		ret = append(n ? &gs[0] : g, &tail);
+		hint_source(n ? &gs[pick] : g, hints);
+		ret = append(n ? &gs[pick] : g, &tail);
 		goto out;
 	}
 	for (unsigned i = 0; i < n && !ret; i++) {
@@ -502,9 +514,18 @@ IBRES_EXPORT int ibres_getaddrinfo(const char *node, const char *service,
 	}
 
 	if (!g.passive && !(g.flags & RAI_NOROUTE)) {
-		ret = add_route(&g, hints, &rt, NULL);
+		int said = -1;
+
+		ret = add_route(&g, hints, &rt, &said);
 		if (ret)
 			goto out;
+		/* with a source, an address on another fabric (or a rail
+		 * down) is an error, as it is for a name's addresses */
+		if (!g.n_paths && has_source(hints) &&
+		    (said == IBRES_STATUS_EDESTADDR || said == IBRES_STATUS_ENOTCONN)) {
+			ret = said == IBRES_STATUS_ENOTCONN ? -ENOTCONN : -EADDRNOTAVAIL;
+			goto out;
+		}
 	}
 	hint_source(&g, hints);
 	ret = ibc_gai_build(&g, res);

@@ -344,8 +344,8 @@ def test_getaddrinfo_every_rail(r4, helpers):
     """ibres_getaddrinfo(nodeD): a pair of entries (AF_IB, IPv4) per rail,
     rail 0 first, each from the source on that rail with the path between
     them; with a source on rail 1 in the hints, rail 1's pair alone; a
-    rail's alias with a source on another rail: EADDRNOTAVAIL, never a pair
-    across planes; a source that is no endpoint of ours: the first address,
+    rail's alias or address with a source on another rail: EADDRNOTAVAIL,
+    never a pair across planes; a source that is no endpoint of ours: the first address,
     without a path, as before."""
     for s, d in itertools.permutations(sorted(r4.nodes), 2):
         name = r4.nodes[d]["name"]
@@ -355,6 +355,9 @@ def test_getaddrinfo_every_rail(r4, helpers):
         ret, pairs = gai_ipv4(r4, s, helpers, name, rail(r4, s, 1)["ipv4"])
         assert ret == 0 and pairs == [(rail(r4, d, 1)["ipv4"], rail(r4, s, 1)["ipv4"])], pairs
         ret, pairs = gai_ipv4(r4, s, helpers, rail(r4, d, 2)["alias"], rail(r4, s, 1)["ipv4"])
+        assert ret == -errno.EADDRNOTAVAIL and not pairs, (ret, pairs)
+        # a rail's address, numeric, likewise (it gave the pair, no path)
+        ret, pairs = gai_ipv4(r4, s, helpers, rail(r4, d, 2)["ipv4"], rail(r4, s, 1)["ipv4"])
         assert ret == -errno.EADDRNOTAVAIL and not pairs, (ret, pairs)
         # a source that is no endpoint of ours: the first address, as ever
         r = run([helpers["nss_libibres"], "gai", name, "7471", "-", "0", "127.0.0.1"],

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fabric/fabric.h"
 #include "core/hosts_file.h"
@@ -100,7 +101,7 @@ static uint64_t hint_wait(const struct ibres_config *cfg, const struct pending_q
 {
 	uint64_t w = attempt_wait(cfg, k);
 
-	if (!q->has_at)
+	if (!q->has_at || !q->hinted) /* a client's, or asked on one rail for one */
 		return w;
 	return w / 4 > 10 ? w / 4 : 10;
 }
@@ -501,6 +502,40 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 		return LOOKUP_ERROR;
 	if (nodelay)
 		return LOOKUP_NOTFOUND;
+	pending_wait(q, w);
+	return LOOKUP_WAIT;
+}
+
+enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_waiter *w,
+					   const struct host *h, const struct host_key *k,
+					   const struct endpoint *ep)
+{
+	char name[IBRES_NAME_MAX + 1];
+	struct pending_query *q;
+	struct fabric_at at;
+
+	/* the host's name (its rails' aliases name those rails alone), a
+	 * cluster name the directory may lack there, a fabric up there */
+	if (k->type != IBRES_KEY_NAME || k->len != strlen(host_name(h, name)) ||
+	    strncasecmp((const char *)k->data, name, k->len) || !fabric_may_query(r->fabric, k) ||
+	    fabric_at_rail(r->fabric, ep, &at))
+		return LOOKUP_NOTFOUND;
+	q = pending_find(&r->pending, k);
+	if (q) {
+		r->stats.queries_joined++;
+	} else {
+		q = pending_add(&r->pending, k);
+		if (!q)
+			return LOOKUP_ERROR;
+		q->attempts = 1;
+		q->has_at = true; /* ended once an endpoint is heard there */
+		q->at = at;
+		if (pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0))) < 0) {
+			pending_end(q, -ENOMEM);
+			return LOOKUP_ERROR;
+		}
+		fabric_send_request_at(r->fabric, k, q->tid, &at);
+	}
 	pending_wait(q, w);
 	return LOOKUP_WAIT;
 }

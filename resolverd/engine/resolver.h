@@ -111,6 +111,14 @@ struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
  * endpoint of @h's host it reaches in *@dst. NULL when none does. */
 struct endpoint *resolver_pick_rail(struct resolver *r, struct host *h, const struct host_key *k,
 				    uint16_t pkey, struct host **dst);
+/* The host @h, found by @k, has no endpoint @ep reaches: while the
+ * directory may lack one (not authoritative), ask @ep's fabric alone for
+ * the host's name @k (a rail's alias names another rail: not asked), and
+ * LOOKUP_WAIT with @w queued until an endpoint is heard there or the
+ * query's bound; else LOOKUP_NOTFOUND (or LOOKUP_ERROR). */
+enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_waiter *w,
+					   const struct host *h, const struct host_key *k,
+					   const struct endpoint *ep);
 /* Without a source, a destination by LID alone (LIDs are a fabric's): the
  * first local endpoint, in config order, of the partition of @pkey (0: any),
  * up, whose fabric has a host of LID @lid; NULL when none has. */

@@ -96,11 +96,24 @@ int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t 
 	fabric_msg_init(p, &m, FW_REQUEST, tid);
 	m.has_target = true;
 	m.target = *k;
-	if (fabric_port_send(p, &m, &at->addr) < 0)
+	if (fabric_port_send(p, &m, at->group ? NULL : &at->addr) < 0)
 		return -EIO;
 	f->c.requests_sent++;
-	f->c.requests_unicast++;
+	f->c.requests_unicast += !at->group;
 	return 0;
+}
+
+int fabric_at_rail(const struct fabric *f, const struct endpoint *ep, struct fabric_at *at)
+{
+	for (unsigned i = 0; f && i < f->n_ports; i++) {
+		if (f->ports[i].ep != ep || !fabric_port_up(&f->ports[i]))
+			continue;
+		memset(at, 0, sizeof(*at));
+		at->port = i;
+		at->group = true;
+		return 0;
+	}
+	return -ENOENT;
 }
 
 /* --- receiving ---------------------------------------------------------------- */

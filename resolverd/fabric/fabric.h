@@ -31,6 +31,7 @@ struct fabric_at {
 	unsigned port;
 	struct transport_addr addr;
 	uint64_t named_by; /* the peer whose hint named it (digest_sender()); 0: none */
+	bool group;	   /* not @addr: the port's group (fabric_at_rail()) */
 };
 
 /* What the protocol core reports up (registered by the resolver, which owns
@@ -134,7 +135,8 @@ uint64_t fabric_authoritative_from(const struct fabric *f);
  * when no port could send. */
 int fabric_send_request(struct fabric *f, const struct host_key *k, uint64_t tid);
 /* The same, by unicast to @at only (a hint's, see fabric_events.hint), on
- * the port that heard the hint; a multicast REQUEST when @at is NULL. */
+ * the port that heard the hint, or on that port's group (@at->group); a
+ * multicast REQUEST on every port when @at is NULL. */
 int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t tid,
 			   const struct fabric_at *at);
 /* A hint's query for @k to @at went unanswered, every attempt: the host is
@@ -142,6 +144,10 @@ int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t 
  * Unless we heard @k say goodbye (fabric_departed.h), the directory of
  * @at's fabric counts incomplete until peers vouch again (fabric_digest.h). */
 void fabric_hint_unanswered(struct fabric *f, const struct host_key *k, const struct fabric_at *at);
+/* Where a host known on other rails is asked on @ep's fabric alone: its
+ * port's group (a lookup from a source there, while the directory may lack
+ * the host's endpoint there). 0, or -ENOENT when @ep has no fabric port up. */
+int fabric_at_rail(const struct fabric *f, const struct endpoint *ep, struct fabric_at *at);
 /* Does the store hold the host named by @k with an endpoint heard on the
  * fabric of @at's port (a static host: anywhere)? */
 bool fabric_holds_at(struct fabric *f, const struct host_key *k, const struct fabric_at *at);

@@ -268,6 +268,7 @@ static bool unicast_where(const struct fw_where *w)
  * does not fit that port's transport, or is no host's. */
 static bool hint_at(const struct fetch_peer *peer, const struct fw_where *w, struct fabric_at *at)
 {
+	memset(at, 0, sizeof(*at));
 	at->port = peer->port;
 	at->addr = peer->addr;
 	if (!unicast_where(w))

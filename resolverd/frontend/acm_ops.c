@@ -189,6 +189,7 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 		return reply_status(req, reply, len, IBRES_STATUS_ESRCADDR);
 	}
 	ep = &d->eps.ep[req->ep];
+	req->finish_on_failure = false; /* the rail's ask below sets it, for its wait */
 	if (first)
 		ep->counters[IBRES_CNTR_RESOLVE]++;
 	if (ep->down && !req->pick_rail) {
@@ -213,6 +214,18 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 			req->ep = ep->index;
 		} else {
 			dst = NULL;
+		}
+	}
+	if (!dst && !req->pick_rail && !req->rail_asked && !ep->down && !req->nodelay) {
+		/* known on other rails: its endpoint here may be one the
+		 * directory lacks yet (a boot's lost announcements); asked
+		 * here once, while it may */
+		req->rail_asked = true;
+		res = resolver_lookup_on_rail(&d->res, &req->waiter, h, &req->key, ep);
+		if (res == LOOKUP_WAIT) {
+			/* not heard there within the query's bound: EDESTADDR */
+			req->finish_on_failure = true;
+			return answer_lookup(d, req, ep, res, first, reply, len);
 		}
 	}
 	if (!dst) {

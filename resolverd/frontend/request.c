@@ -65,7 +65,7 @@ static void request_resume(struct loop_timer *t)
 	if (!req->woken)
 		lookup_waiter_cancel(&req->waiter); /* every wait has a bound */
 	req->woken = false;
-	if (status < 0) {
+	if (status < 0 && !req->finish_on_failure) {
 		/* the query failed (timed out, flushed): say so */
 		request_fail(d, req, status);
 		return;

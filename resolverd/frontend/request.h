@@ -68,6 +68,8 @@ struct request {
 	bool src_given;          /* RESOLVE with a source: src is the client's */
 	bool pick_rail;          /* no source given: the first rail that reaches it */
 	uint16_t pick_pkey;      /* ... of this partition (a path's P_Key); 0: any */
+	bool rail_asked;	 /* the source's fabric was asked for the host */
+	bool finish_on_failure;	 /* a wait that failed is the handler's to answer too */
 	struct ibres_ep_entry src;
 	bool route_asked;        /* counted its SA route query */
 	struct ibres_path_record sa_path; /* QUERY_SA: the SA's record */

@@ -841,6 +841,31 @@ def knows(c, k, key):
 
 
 @pytest.mark.timeout(120)
+def test_host_known_elsewhere_is_asked_on_the_source_rail(cluster_factory):
+    """Announcements off (no directory is ever known complete): node 1 learns
+    node 2 from a lookup while node 2's rail 1 is down, so on rail 0 alone.
+    Back up, a RESOLVE of node 2's name from node 1's rail-1 source asks rail
+    1's fabric and gets rail 1's path (it was EDESTADDR at once, forever: a
+    host known elsewhere was taken for one not on that fabric, as after a
+    boot's lost announcements); rail 0's alias from there is EDESTADDR still."""
+    c = cluster_factory(2, "--rails", 2, "--planes", "--set", "resolve.announce_interval=0")
+    src0, src1 = rail(c, 1, 0)["ipv4"], rail(c, 1, 1)["ipv4"]
+    c.link(2, "down", rail=1)
+    wait_until(lambda: path_from(c, 1, src0, "node2")[0] == ST_SUCCESS, 20, interval=0.5,
+               what="node1 learns node2 on rail 0")
+    assert not knows(c, 1, rail(c, 2, 1)["alias"])
+    c.link(2, "up", rail=1)
+
+    def rail1_path():
+        status, path = path_from(c, 1, src1, "node2")
+        return status == ST_SUCCESS and (path["sgid"], path["dgid"]) == (
+            rail(c, 1, 1)["gid"], rail(c, 2, 1)["gid"])
+    wait_until(rail1_path, 40, interval=0.5, what="node2's rail-1 path from node1's rail 1")
+    status, path = path_from(c, 1, src1, rail(c, 2, 0)["alias"])
+    assert status == ST_EDESTADDR and path is None, (status, path)
+
+
+@pytest.mark.timeout(120)
 def test_rail_down_and_back(cluster_factory):
     """Node 2's rail 1 loses its link. Node 2 says so on its other rails and
     node 1 drops that endpoint only: rail 1's name, address and GID no

@@ -413,6 +413,14 @@ bool host_key_shared(const struct host *h, const struct host_key *k)
 	return false;
 }
 
+bool host_key_everyones(const struct host *h, const struct host_key *k)
+{
+	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
+		if (!host_has_key(e, k))
+			return false;
+	return true;
+}
+
 /* The preferred rail first: the lowest local endpoint that heard it. */
 static unsigned rail_rank(const struct host *h)
 {

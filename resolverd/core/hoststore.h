@@ -301,6 +301,9 @@ unsigned host_keys_held(const struct host *h);
 /* Does another endpoint of @h's host list @k too (a name of the whole host,
  * not of one rail)? */
 bool host_key_shared(const struct host *h, const struct host_key *k);
+/* Does every endpoint of @h's host list key @k (the host's name, not a
+ * name some of its rails or partitions share)? */
+bool host_key_everyones(const struct host *h, const struct host_key *k);
 /* The record of @h's whole host: its endpoints in order of the local
  * endpoint that heard them first (the preferred rail first; ours in config
  * order; then by port GID and P_Key, whichever endpoint @h is), names and

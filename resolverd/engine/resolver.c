@@ -92,6 +92,27 @@ static int on_query_key(void *arg, uint64_t tid, struct host_key *k)
 	return 0;
 }
 
+/* The name @k asked on fabric port @port, unanswered (struct rail_miss). */
+static void rail_miss_add(struct resolver *r, const struct host_key *k, unsigned port, uint64_t now)
+{
+	r->rail_misses[r->rail_miss_next++ % RAIL_MISSES_MAX] =
+		(struct rail_miss){.term = host_digest_term(k),
+				   .port = port,
+				   .until_ms = now + (uint64_t)r->cfg->negative_ttl_s * 1000};
+}
+
+static bool rail_missed(const struct resolver *r, const struct host_key *k, unsigned port,
+			uint64_t now)
+{
+	uint64_t term = host_digest_term(k);
+
+	for (unsigned i = 0; i < RAIL_MISSES_MAX; i++)
+		if (r->rail_misses[i].term == term && r->rail_misses[i].port == port &&
+		    now < r->rail_misses[i].until_ms)
+			return true;
+	return false;
+}
+
 /* How long attempt @k of @q waits: a quarter of a client's when a hint's
  * (nobody waits; the host was named, and its REPLY or our REQUEST lost
  * at a lossy boot is best asked again soon, at the cost of a duplicate
@@ -125,6 +146,8 @@ static void on_query_timer(struct pending_query *q, void *arg)
 		 * said it lives; the loss may have been ours) */
 		store_set_negative(r->store, &q->key, r->cfg->negative_ttl_s,
 				   q->has_at ? -EHOSTUNREACH : -ETIMEDOUT, now);
+		if (q->has_at && q->at.group)
+			rail_miss_add(r, &q->key, q->at.port, now);
 		if (q->hinted)
 			fabric_hint_unanswered(r->fabric, &q->key, &q->at);
 		pending_end(q, -ETIMEDOUT);
@@ -152,7 +175,7 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 
 	if (q) {
 		r->stats.queries_joined++;
-		if (at && !q->hinted) {
+		if (at && !q->hinted && !q->has_at) { /* not a rail's ask either */
 			/* a client's query a peer then named the host in: asked as
 			 * the client's still, its silence a loss all the same */
 			q->hinted = true;
@@ -491,6 +514,10 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 		return LOOKUP_FOUND;
 	if (!fabric_may_query(r->fabric, k))
 		return LOOKUP_NOTFOUND;
+	/* every rail down: nothing can be asked, and nothing known is proof
+	 * (fabric_digest_incomplete()): try again later, at once */
+	if (!fabric_can_send(r->fabric))
+		return LOOKUP_TIMEDOUT;
 	/* a miss that does not wait starts a query only while the table is
 	 * at most half full: such requests cost the asker nothing to send in
 	 * a stream, and must not take the table from the lookups that wait */
@@ -508,7 +535,7 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 
 enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_waiter *w,
 					   const struct host *h, const struct host_key *k,
-					   const struct endpoint *ep)
+					   const struct endpoint *ep, bool *asked)
 {
 	char name[IBRES_NAME_MAX + 1];
 	struct pending_query *q;
@@ -518,9 +545,11 @@ enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_wai
 	 * cluster name the directory may lack there, a fabric up there */
 	if (k->type != IBRES_KEY_NAME || k->len != strlen(host_name(h, name)) ||
 	    strncasecmp((const char *)k->data, name, k->len) || !fabric_may_query(r->fabric, k) ||
-	    fabric_at_rail(r->fabric, ep, &at))
+	    fabric_at_rail(r->fabric, ep, &at) || rail_missed(r, k, at.port, now_ms()))
 		return LOOKUP_NOTFOUND;
 	q = pending_find(&r->pending, k);
+	/* another query of the name (a hint's, another rail's): its end first */
+	*asked = !q || (q->has_at && q->at.group && q->at.port == at.port);
 	if (q) {
 		r->stats.queries_joined++;
 	} else {

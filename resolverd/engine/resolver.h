@@ -43,6 +43,15 @@ struct resolver_deps {
 	struct netlink *nl; /* NULL: no kernel addresses */
 };
 
+/* A host's name asked on one rail's fabric (resolver_lookup_on_rail()) that
+ * nothing there answered: not asked there again before negative_ttl. */
+#define RAIL_MISSES_MAX 64u
+struct rail_miss {
+	uint64_t term; /* host_digest_term() of the name */
+	unsigned port; /* the fabric's port (struct fabric_at) */
+	uint64_t until_ms;
+};
+
 struct resolver {
 	struct ibres_config *cfg;
 	struct loop *loop;
@@ -58,6 +67,8 @@ struct resolver {
 	struct jitter_rng rng; /* query jitter */
 	unsigned n_static_hosts;
 	bool listening; /* to the endpoints' state (a rail down or back) */
+	struct rail_miss rail_misses[RAIL_MISSES_MAX]; /* a ring, the oldest overwritten */
+	unsigned rail_miss_next;
 };
 
 /* Fill the store (initialised here, bounded by cfg->cache_size) with the
@@ -115,10 +126,13 @@ struct endpoint *resolver_pick_rail(struct resolver *r, struct host *h, const st
  * directory may lack one (not authoritative), ask @ep's fabric alone for
  * the host's name @k (a rail's alias names another rail: not asked), and
  * LOOKUP_WAIT with @w queued until an endpoint is heard there or the
- * query's bound; else LOOKUP_NOTFOUND (or LOOKUP_ERROR). */
+ * query's bound; else LOOKUP_NOTFOUND (or LOOKUP_ERROR). A name asked there
+ * lately that nothing answered is not asked again (negative_ttl). *@asked:
+ * the wait is for that ask (false: for another query of the name in flight,
+ * whose end is worth a look before asking). */
 enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_waiter *w,
 					   const struct host *h, const struct host_key *k,
-					   const struct endpoint *ep);
+					   const struct endpoint *ep, bool *asked);
 /* Without a source, a destination by LID alone (LIDs are a fabric's): the
  * first local endpoint, in config order, of the partition of @pkey (0: any),
  * up, whose fabric has a host of LID @lid; NULL when none has. */

@@ -103,6 +103,14 @@ int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t 
 	return 0;
 }
 
+bool fabric_can_send(const struct fabric *f)
+{
+	for (unsigned i = 0; f && i < f->n_ports; i++)
+		if (fabric_port_up(&f->ports[i]))
+			return true;
+	return false;
+}
+
 int fabric_at_rail(const struct fabric *f, const struct endpoint *ep, struct fabric_at *at)
 {
 	for (unsigned i = 0; f && i < f->n_ports; i++) {

@@ -369,7 +369,7 @@ static int ip_join(struct transport *t, unsigned g)
 		struct sockaddr_in6 *sin6 = (void *)&ss;
 		struct ipv6_mreq mr = { .ipv6mr_multiaddr = sin6->sin6_addr,
 					.ipv6mr_interface = p->ifindex };
-		int ifindex = (int)p->ifindex;
+		char ifname[IF_NAMESIZE];
 
 		sin6->sin6_port = htons(t->ep->udp_port);
 		sin6->sin6_scope_id = p->ifindex;
@@ -377,9 +377,10 @@ static int ip_join(struct transport *t, unsigned g)
 		 * that group, on whichever interface (it has no
 		 * IP_MULTICAST_ALL's ifindex check): rails sharing a group
 		 * would hear each other's peers. Bound to its interface, a
-		 * socket hears its own rail only (no privilege needed for a
-		 * socket not bound yet, Linux 5.7 on). */
-		if (setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &ifindex, sizeof(ifindex)) < 0 ||
+		 * socket hears its own rail only (by name: SO_BINDTOIFINDEX
+		 * is Linux 5.0's; joins are made before privileges drop). */
+		if (!if_indextoname(p->ifindex, ifname) ||
+		    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, sizeof(ifname)) < 0 ||
 		    bind(fd, (struct sockaddr *)sin6, sizeof(*sin6)) < 0 ||
 		    setsockopt(fd, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
 			goto err;

@@ -220,12 +220,16 @@ static int answer_route(struct ibresd *d, struct request *req, bool first, uint8
 		/* known on other rails: its endpoint here may be one the
 		 * directory lacks yet (a boot's lost announcements); asked
 		 * here once, while it may */
-		req->rail_asked = true;
-		res = resolver_lookup_on_rail(&d->res, &req->waiter, h, &req->key, ep);
+		bool asked = false;
+
+		res = resolver_lookup_on_rail(&d->res, &req->waiter, h, &req->key, ep, &asked);
+		req->rail_asked = asked || res != LOOKUP_WAIT;
 		if (res == LOOKUP_WAIT) {
-			/* not heard there within the query's bound: EDESTADDR */
+			/* not heard there within the query's bound: EDESTADDR
+			 * (counted as a cache hit already: not as a query) */
 			req->finish_on_failure = true;
-			return answer_lookup(d, req, ep, res, first, reply, len);
+			req->stage = REQ_STAGE_LOOKUP;
+			return REQ_WAIT;
 		}
 	}
 	if (!dst) {

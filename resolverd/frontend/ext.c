@@ -175,12 +175,14 @@ static int host_answer(struct ibresd *d, struct request *req, bool cache_only, u
 		return reply_status(req, reply, len, IBRES_STATUS_ENOMEM);
 	}
 	/* a host of several endpoints one record holds: as the shared directory
-	 * answers (lib/hostdir_rec.c, one rule for both); else a name of the whole
-	 * host: every rail's addresses, the preferred first; an address, GID or
-	 * a rail's own name: that endpoint's */
+	 * answers (lib/hostdir_rec.c, one rule for both); else (more names or
+	 * addresses than a record holds) the host's name, which every endpoint
+	 * lists: every rail's addresses, the preferred first; any other name, an
+	 * address or GID: the endpoint it leads to (as the directory's views) */
 	if (host_next_endpoint(h, h) && !answer_as_directory(h, &req->key, &rec)) {
 		/* rec is the answer */
-	} else if (req->key.type == IBRES_KEY_NAME && host_key_shared(h, &req->key)) {
+	} else if (req->key.type == IBRES_KEY_NAME && host_next_endpoint(h, h) &&
+		   host_key_everyones(h, &req->key)) {
 		rec.ttl = hostrec_ttl_left(host_record_all(h, &rec, now_ms()), now_ms());
 	} else {
 		host_record(h, &rec, now_ms());

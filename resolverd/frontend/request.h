@@ -4,7 +4,8 @@
  * message; the opcode's handler starts it and either answers at once or
  * leaves it waiting on a query (a fabric lookup, an SA path). A wait ends
  * once: the query ended, or the bound passed; the handler's finish answers
- * (a failed wait is answered with its status here). Nothing is ever run
+ * (a failed wait is answered with its status here, unless the handler set
+ * finish_on_failure: then its finish answers that too). Nothing is ever run
  * again from the opcode table. The answer goes back through the completion
  * callback the server set.
  */

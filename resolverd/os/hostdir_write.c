@@ -79,7 +79,8 @@ bool hostdir_holds(const struct hostdir_pub *p, const struct host *h, const stru
 		return holder && same_host(h, holder);
 	if (holder != h)
 		return false;
-	return (view == VIEW_SHARED) == (k->tab == IBDIR_TAB_NAME && host_key_shared(h, &hk));
+	return (view == VIEW_SHARED) ==
+	       (k->tab == IBDIR_TAB_NAME && host_next_endpoint(h, h) && host_key_everyones(h, &hk));
 }
 
 /* The endpoint of @h's host that writes the host's one record: the lowest

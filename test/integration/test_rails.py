@@ -847,13 +847,21 @@ def test_host_known_elsewhere_is_asked_on_the_source_rail(cluster_factory):
     Back up, a RESOLVE of node 2's name from node 1's rail-1 source asks rail
     1's fabric and gets rail 1's path (it was EDESTADDR at once, forever: a
     host known elsewhere was taken for one not on that fabric, as after a
-    boot's lost announcements); rail 0's alias from there is EDESTADDR still."""
+    boot's lost announcements). While rail 1 is down, the ask ends in
+    EDESTADDR and is not made again for negative_ttl. Rail 0's alias from
+    rail 1 is EDESTADDR still."""
     c = cluster_factory(2, "--rails", 2, "--planes", "--set", "resolve.announce_interval=0")
     src0, src1 = rail(c, 1, 0)["ipv4"], rail(c, 1, 1)["ipv4"]
     c.link(2, "down", rail=1)
     wait_until(lambda: path_from(c, 1, src0, "node2")[0] == ST_SUCCESS, 20, interval=0.5,
                what="node1 learns node2 on rail 0")
     assert not knows(c, 1, rail(c, 2, 1)["alias"])
+    # asked on rail 1, where nothing answers: EDESTADDR; not asked there
+    # again within negative_ttl (2 s): EDESTADDR at once
+    assert path_from(c, 1, src1, "node2")[0] == ST_EDESTADDR
+    sent = stats(c.sock(1))["fabric_requests_sent"]
+    assert path_from(c, 1, src1, "node2")[0] == ST_EDESTADDR
+    assert stats(c.sock(1))["fabric_requests_sent"] == sent
     c.link(2, "up", rail=1)
 
     def rail1_path():
@@ -1374,6 +1382,29 @@ def test_rail_alias_of_two_partitions(cluster_factory):
     # the host's name is still every endpoint's
     status, rec = host(c.sock(2), "node1", cache_only=True)
     assert status == ST_SUCCESS and len(rec["ipv4"]) == 4, rec
+
+
+@pytest.mark.timeout(180)
+def test_rail_alias_of_two_partitions_of_eight_rails(cluster_factory):
+    """The same on 8 rails x 2 partitions: 18 names, more than one record holds,
+    so the host is written one record an endpoint. The shared rail alias gives
+    rail 0's addresses (the endpoint it leads to), never another rail's (it gave
+    the whole host); the host's name every rail's."""
+    sets = []
+    for label, alias in (("ib0", "node1-ib0"), ("ib0.8001", "node1-ib0-8001")):
+        for name in ("node1", alias, "node1-r0"):
+            sets += ["--node-set", "1:endpoint %s.name=%s" % (label, name)]
+    c = cluster_factory(2, "--rails", 8, "--partitions", 2, "--planes", *sets)
+    part0 = next(e for e in c.parts[1] if e["rail"] == 0)
+    rail0 = {rail(c, 1, 0)["ipv4"], part0["ipv4"]}
+    wait_until(lambda: knows(c, 2, "node1-r0") and knows(c, 2, "node1-ib7-8001"), 20,
+               interval=0.1, what="node2 knows node1's aliases")
+    status, rec = host(c.sock(2), "node1-r0", cache_only=True)
+    assert status == ST_SUCCESS and rec["ipv4"] and set(rec["ipv4"]) <= rail0, rec
+    r = getent(c, 2, "ahostsv4", "node1-r0")
+    assert unique_addrs(r) and set(unique_addrs(r)) <= rail0, r.stdout
+    status, rec = host(c.sock(2), "node1", cache_only=True)
+    assert status == ST_SUCCESS and len(rec["ipv4"]) == 16, rec
 
 
 ST_ESRCADDR = 7             # IBRES_STATUS_ESRCADDR (include/ibres_proto.h)

@@ -134,6 +134,14 @@ static bool identity_conflicts(struct fabric *f, const struct ibres_hostrec *h, 
 		/* a LID another fabric holds is another subnet's */
 		if (keys[i].type == IBRES_KEY_LID && !(host_heard_on(e) >> fabric & 1))
 			continue;
+		/* a LID the subnet manager gave the sender since (a failover's
+		 * reassignment): the datagram comes from it, an InfiniBand
+		 * SLID the sending port's HCA sets and no peer can, so it
+		 * moves from the host that had it; an IP sender's word proves
+		 * no LID */
+		if (keys[i].type == IBRES_KEY_LID && from && !from->len && from->lid &&
+		    from->lid == h->lid)
+			continue;
 		if (host_origin(e) != IBRES_ORIGIN_FABRIC || host_expires_ms(e) > now)
 			return true;
 	}

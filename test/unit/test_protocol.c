@@ -1059,6 +1059,55 @@ static void test_owner_replies(void **state)
 	assert_int_equal(last_sent()->m.flags, SAYS_ON);
 }
 
+/* Peer @n's InfiniBand source: the SLID of its datagram (no IP address). */
+static void deliver_from_lid(const struct fw_msg *m, uint16_t slid)
+{
+	struct transport_addr a = { .lid = slid, .qpn = m->sender.qpn };
+	uint8_t buf[FW_MAX_LEN];
+	int len = fw_encode(m, NULL, 0, buf, sizeof(buf));
+
+	assert_true(len > FW_HDR_LEN);
+	memcpy(a.gid, m->sender.gids[0], 16);
+	fake.t->recv(fake.t, buf, (size_t)len, &a);
+}
+
+/* The subnet manager gave two live peers each other's LID (a failover's
+ * reassignment): the SLID of an InfiniBand datagram, which the sending
+ * port's HCA sets, proves the new LID, and the sender takes it from the
+ * host that had it; the same claim from another SLID, or over IP, is a
+ * conflict still. */
+static void test_lid_moved_by_the_subnet_manager(void **state)
+{
+	struct fw_msg m;
+	struct host *h;
+
+	(void)state;
+	start(ANNOUNCE_OFF, NULL);
+	peer_msg(&m, FW_ANNOUNCE, 2, 0);
+	deliver_from_lid(&m, 2);
+	peer_msg(&m, FW_ANNOUNCE, 3, 0);
+	deliver_from_lid(&m, 3);
+	assert_non_null(find(key_name("node2")));
+	assert_non_null(find(key_name("node3")));
+	/* node2 says LID 3, from another SLID, or over IP: node3's still */
+	peer_msg(&m, FW_ANNOUNCE, 2, 0);
+	m.sender.lid = 3;
+	deliver_from_lid(&m, 2);
+	assert_int_equal(counter("fabric_rx_conflict"), 1);
+	deliver(&m, 2);
+	assert_int_equal(counter("fabric_rx_conflict"), 2);
+	h = find(key_lid(3));
+	assert_non_null(h);
+	assert_string_equal(host_name(h, (char[IBRES_NAME_MAX + 1]){0}), "node3");
+	/* from SLID 3: the subnet manager moved it; node2 holds LID 3 now */
+	deliver_from_lid(&m, 3);
+	assert_int_equal(counter("fabric_rx_conflict"), 2);
+	h = find(key_lid(3));
+	assert_non_null(h);
+	assert_string_equal(host_name(h, (char[IBRES_NAME_MAX + 1]){0}), "node2");
+	assert_null(find(key_lid(2)));
+}
+
 /* First come, first served: a second identity claiming a live peer's name,
  * address or GID, a static host's or our own is dropped and counted; a
  * REQUEST from it gets no REPLY. */
@@ -3560,6 +3609,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_overhear_request, teardown),
 		cmocka_unit_test_teardown(test_owner_replies, teardown),
 		cmocka_unit_test_teardown(test_conflicts, teardown),
+		cmocka_unit_test_teardown(test_lid_moved_by_the_subnet_manager, teardown),
 		cmocka_unit_test_teardown(test_directory_rule, teardown),
 		cmocka_unit_test_teardown(test_unicast_answer_no_gap, teardown),
 		cmocka_unit_test_teardown(test_disturbed_digest_says_so, teardown),

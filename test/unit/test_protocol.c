@@ -1062,7 +1062,7 @@ static void test_owner_replies(void **state)
 /* Peer @n's InfiniBand source: the SLID of its datagram (no IP address). */
 static void deliver_from_lid(const struct fw_msg *m, uint16_t slid)
 {
-	struct transport_addr a = { .lid = slid, .qpn = m->sender.qpn };
+	struct transport_addr a = {.lid = slid, .qpn = m->sender.qpn};
 	uint8_t buf[FW_MAX_LEN];
 	int len = fw_encode(m, NULL, 0, buf, sizeof(buf));
 

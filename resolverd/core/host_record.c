@@ -491,14 +491,21 @@ uint64_t host_record_eps(const struct host *h, struct ibres_hostrec *r, struct h
 			 bool *whole, uint64_t now_ms)
 {
 	const struct host *eps[RAILS_SEEN_MAX] = { h };
-	uint64_t soonest = host_soonest_expires_ms(h);
+	uint64_t soonest = h->expires_ms; /* of the endpoints it holds */
 	struct ibres_hostrec one;
 	unsigned n = 1;
 	bool all;
 
 	for (const struct host *e = host_next_endpoint(h, h); e && n < RAILS_SEEN_MAX;
 	     e = host_next_endpoint(h, e)) {
-		unsigned at = n++;
+		unsigned at;
+
+		/* past its time, though not swept yet: answered with none */
+		if (now_ms && e->expires_ms <= now_ms)
+			continue;
+		if (e->expires_ms < soonest)
+			soonest = e->expires_ms;
+		at = n++;
 
 		/* insertion in endpoint_before() order */
 		while (at && endpoint_before(e, eps[at - 1])) {

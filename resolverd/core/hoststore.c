@@ -315,25 +315,6 @@ static long lid_elsewhere(const struct host_store *s, const struct host_key *k)
 	return hs_slot_find(s, &o, hs_hash(s, &o));
 }
 
-/* The other endpoints of @h's host that expired go too: a name, or a GID
- * the host's partitions share, answers with any endpoint of the ring (a
- * rail's, resolver_on_rail()), and none may be served past its time, not
- * even until the next sweep. */
-static void ring_expire(struct host_store *s, struct host *h, uint64_t now_ms)
-{
-	struct host *e = h->sib_next;
-
-	while (e && e != h) {
-		struct host *next = e->sib_next;
-
-		if (e->expires_ms <= now_ms) {
-			hs_host_remove(s, e);
-			s->stats.expirations++;
-		}
-		e = next;
-	}
-}
-
 struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64_t now_ms,
 			  bool count)
 {
@@ -366,8 +347,6 @@ struct host *store_lookup(struct host_store *s, const struct host_key *k, uint64
 			return NULL;
 		}
 	}
-	if (h->sib_next)
-		ring_expire(s, h, now_ms);
 	if (count) {
 		s->stats.hits++;
 		if (!origin_pinned(h->origin))

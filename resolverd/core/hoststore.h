@@ -309,7 +309,9 @@ bool host_key_everyones(const struct host *h, const struct host_key *k);
  * order; then by port GID and P_Key, whichever endpoint @h is), names and
  * addresses of each after the ones before, without
  * repeats, as many as the record holds; LID, QPN and P_Key of the first; the
- * TTL of the soonest to expire. Returns the soonest expiry (UINT64_MAX: never). */
+ * TTL of the soonest to expire. An endpoint other than @h past @now_ms (not
+ * swept yet) is left out (@now_ms 0: none is). Returns the soonest expiry of
+ * those it holds (UINT64_MAX: never). */
 uint64_t host_record_all(const struct host *h, struct ibres_hostrec *out, uint64_t now_ms);
 /* host_record_all(), and which endpoints (bit e: the e-th of the record's
  * order) each name and address came from into @eps; *@whole false when the

@@ -450,11 +450,15 @@ static bool reaches(const struct host *h, const struct endpoint *ep)
 struct host *resolver_on_rail(const struct host *h, const struct host_key *k,
 			      const struct endpoint *ep)
 {
+	uint64_t now = now_ms();
+
 	if (!host_key_shared(h, k))
 		return reaches(h, ep) ? (struct host *)h : NULL;
-	/* a name of the host, or a port GID its partitions share */
+	/* a name of the host, or a port GID its partitions share; an endpoint
+	 * past its time is none, though the sweep has not taken it yet (the
+	 * look-up that found @h checked @h's alone) */
 	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
-		if (host_has_key(e, k) && reaches(e, ep))
+		if (host_has_key(e, k) && reaches(e, ep) && host_expires_ms(e) > now)
 			return (struct host *)e;
 	return NULL;
 }

@@ -1085,12 +1085,12 @@ static void test_ttl_expiry_lookup(void **state)
 	store_fini(&s);
 }
 
-/* A host's endpoint that expired is not served through another's key
- * before the sweep: a look-up by the host's name finds an endpoint alive
- * and none of the ring past its time. */
+/* A host's endpoint that expired is not answered through another's key
+ * before the sweep takes it: the host's record from an endpoint alive
+ * leaves it out, and its TTL is that of the endpoints it holds. */
 static void test_ttl_expiry_ring(void **state)
 {
-	struct ibres_hostrec h;
+	struct ibres_hostrec h, r;
 	struct host_store s;
 	struct host *e;
 
@@ -1114,13 +1114,18 @@ static void test_ttl_expiry_ring(void **state)
 	}
 	e = lk_name(&s, "m", 10999);
 	assert_non_null(e);
-	assert_int_equal(host_endpoint_count(e), 3);
+	host_record_all(e, &r, 10999);
+	assert_int_equal(r.n_gids, 3);
+	assert_int_equal(r.ttl, 1);
 	e = lk_name(&s, "m", 11000);
 	assert_non_null(e);
 	assert_int_equal(host_expires_ms(e), 101000);
-	assert_int_equal(host_endpoint_count(e), 1);
-	assert_int_equal(s.stats.expirations, 2);
-	assert_int_equal(s.stats.hosts, 1);
+	assert_int_equal(host_record_all(e, &r, 11000), 101000);
+	assert_int_equal(r.n_gids, 1);
+	assert_int_equal(r.ttl, 90);
+	/* the directory's writer (no time) still sees the ring whole */
+	host_record_all(e, &r, 0);
+	assert_int_equal(r.n_gids, 3);
 	assert_null(peek(&s, kaddr(IBRES_KEY_GID, "fe80::2"), 11000));
 	store_fini(&s);
 }

@@ -1059,7 +1059,7 @@ static void test_owner_replies(void **state)
 	assert_int_equal(last_sent()->m.flags, SAYS_ON);
 }
 
-/* Peer @n's InfiniBand source: the SLID of its datagram (no IP address). */
+/* @m, from an InfiniBand port of SLID @slid (no IP address). */
 static void deliver_from_lid(const struct fw_msg *m, uint16_t slid)
 {
 	struct transport_addr a = {.lid = slid, .qpn = m->sender.qpn};

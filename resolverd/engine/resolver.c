@@ -502,7 +502,7 @@ struct endpoint *resolver_lid_rail(struct resolver *r, uint16_t lid, uint16_t pk
 enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 				   const struct host_key *k, bool nodelay, struct host **out)
 {
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(), cut;
 	struct pending_query *q;
 	int neg;
 
@@ -518,9 +518,12 @@ enum lookup_result resolver_lookup(struct resolver *r, struct lookup_waiter *w,
 		return LOOKUP_FOUND;
 	if (!fabric_may_query(r->fabric, k))
 		return LOOKUP_NOTFOUND;
-	/* every rail down: nothing can be asked, and nothing known is proof
-	 * (fabric_digest_incomplete()): try again later, at once */
-	if (!fabric_can_send(r->fabric))
+	/* every rail down for longer than a query could wait (a flap's query
+	 * is answered once a rail is back, a boot's once a port is active):
+	 * nothing can be asked, nothing known is proof (fabric_digest.h),
+	 * try again later, at once */
+	cut = fabric_cut_off_since(r->fabric);
+	if (cut && now - cut >= resolver_bound_ms(r->cfg))
 		return LOOKUP_TIMEDOUT;
 	/* a miss that does not wait starts a query only while the table is
 	 * at most half full: such requests cost the asker nothing to send in
@@ -548,8 +551,8 @@ enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_wai
 	/* the host's name (its rails' aliases name those rails alone), a
 	 * cluster name the directory may lack there, a fabric up there */
 	if (k->type != IBRES_KEY_NAME || k->len != strlen(host_name(h, name)) ||
-	    strncasecmp((const char *)k->data, name, k->len) || !fabric_may_query(r->fabric, k) ||
-	    fabric_at_rail(r->fabric, ep, &at) || rail_missed(r, k, at.port, now_ms()))
+	    strncasecmp((const char *)k->data, name, k->len) || fabric_at_rail(r->fabric, ep, &at) ||
+	    rail_missed(r, k, at.port, now_ms()) || !fabric_may_query(r->fabric, k))
 		return LOOKUP_NOTFOUND;
 	q = pending_find(&r->pending, k);
 	/* another query of the name (a hint's, another rail's): its end first */

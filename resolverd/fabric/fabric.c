@@ -103,12 +103,19 @@ int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t 
 	return 0;
 }
 
-bool fabric_can_send(const struct fabric *f)
+uint64_t fabric_cut_off_since(struct fabric *f)
 {
-	for (unsigned i = 0; f && i < f->n_ports; i++)
-		if (fabric_port_up(&f->ports[i]))
-			return true;
-	return false;
+	bool up = false;
+
+	if (!f || !f->n_ports)
+		return 0;
+	for (unsigned i = 0; i < f->n_ports; i++)
+		up |= fabric_port_up(&f->ports[i]);
+	if (up)
+		f->cut_off_since_ms = 0;
+	else if (!f->cut_off_since_ms)
+		f->cut_off_since_ms = now_ms() ? now_ms() : 1;
+	return f->cut_off_since_ms;
 }
 
 int fabric_at_rail(const struct fabric *f, const struct endpoint *ep, struct fabric_at *at)
@@ -619,6 +626,7 @@ void fabric_apply_endpoint(struct fabric *f, struct endpoint *ep)
  * forgot when it went down. */
 static void rail_state(struct fabric *f, const struct endpoint *ep)
 {
+	fabric_cut_off_since(f); /* the last one down starts the count */
 	if (!ep->down) {
 		log_info("fabric: endpoint %s is up again: announcing it", ep->cfg.label);
 		fabric_say_goodbyes(f); /* renamed while down: announcements off too */

@@ -144,8 +144,9 @@ int fabric_send_request_at(struct fabric *f, const struct host_key *k, uint64_t 
  * Unless we heard @k say goodbye (fabric_departed.h), the directory of
  * @at's fabric counts incomplete until peers vouch again (fabric_digest.h). */
 void fabric_hint_unanswered(struct fabric *f, const struct host_key *k, const struct fabric_at *at);
-/* Can a query go out: is any port up? (None: every link down.) */
-bool fabric_can_send(const struct fabric *f);
+/* Since when no port has been up (every link down, or none active yet:
+ * nothing can be asked), CLOCK_MONOTONIC ms; 0 while one is. */
+uint64_t fabric_cut_off_since(struct fabric *f);
 /* Where a host known on other rails is asked on @ep's fabric alone: its
  * port's group (a lookup from a source there, while the directory may lack
  * the host's endpoint there). 0, or -ENOENT when @ep has no fabric port up. */

@@ -300,8 +300,8 @@ static bool held(struct fabric *f, const struct host_key *k, const struct fabric
 	if (!h || !p || host_origin(h) == IBRES_ORIGIN_STATIC)
 		return h != NULL;
 	for (const struct host *e = h; e; e = host_next_endpoint(h, e))
-		if (host_heard_on(e) >> p->ep->index & 1)
-			return true;
+		if ((host_heard_on(e) >> p->ep->index & 1) && host_expires_ms(e) > now_ms())
+			return true; /* (one past its time, not swept yet, is none) */
 	return false;
 }
 

@@ -117,6 +117,7 @@ struct fabric {
 	unsigned newcomer_repeats_left; /* NEWCOMER announces the burst may still repeat */
 	uint64_t burst; /* names this start-up's (or resync's) NEWCOMER announces */
 	uint64_t settled_ms;
+	uint64_t cut_off_since_ms; /* fabric_cut_off_since() */
 	struct jitter_rng rng;
 	struct fabric_keys keys; /* n = 0: no cluster key */
 	struct freshness fresh;  /* with a key */

@@ -51,7 +51,7 @@ static void where_of(struct fabric_port *p, const char *name, const struct trans
 	h = store_lookup(p->f->store, &k, now, false);
 	for (struct host *e = h; e; e = host_next_endpoint(h, e)) {
 		if (host_origin(e) != IBRES_ORIGIN_FABRIC ||
-		    !(host_heard_on(e) >> p->ep->index & 1))
+		    !(host_heard_on(e) >> p->ep->index & 1) || host_expires_ms(e) <= now)
 			continue;
 		host_record(e, &rec, now);
 		if (from->len && from->ss.ss_family == AF_INET && rec.n_v4) {

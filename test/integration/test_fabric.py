@@ -373,9 +373,9 @@ def test_node_cut_off_times_out(cluster_factory):
 def test_node_whose_link_is_down_is_not_authoritative(cluster_factory):
     """A node whose only rail goes down forgets what it heard there and hears
     nobody: no cluster name is known not to exist. node1's name is ETIMEDOUT
-    there, at once (NSS: TRYAGAIN; it was ENODATA for as long as the link was
-    down), and the directory says it is not complete; back up, node1 resolves
-    again."""
+    there (NSS: TRYAGAIN; it was ENODATA for as long as the link was down),
+    once down longer than a query's bound at once and with nothing sent, and
+    the directory says it is not complete; back up, node1 resolves again."""
     c = cluster_factory(3)
     c.wait_settled()
     wait_directory(c)
@@ -383,9 +383,13 @@ def test_node_whose_link_is_down_is_not_authoritative(cluster_factory):
     c.link(2, "down")
     wait_until(lambda: host(c.sock(2), "node1", cache_only=True)[0] != ST_SUCCESS, 10,
                interval=0.1, what="node2 forgets node1 as its link goes down")
-    # nothing can be asked either: try again later, at once
-    status, _ = host(c.sock(2), "node1", timeout=3)
+    # nothing can be asked either: once down longer than a query could
+    # wait, try again later, at once, and nothing is sent
+    time.sleep(fabric_bound())
+    sent = stats(c.sock(2))["fabric_requests_sent"]
+    status, _ = host(c.sock(2), "node1", timeout=min(1.0, fabric_bound() / 2))
     assert status == ST_ETIMEDOUT, status
+    assert stats(c.sock(2))["fabric_requests_sent"] == sent
     assert stats(c.sock(2))["directory_complete"] == 0
     c.link(2, "up")
     wait_until(lambda: host(c.sock(2), "node1")[0] == ST_SUCCESS, 15, interval=0.5,

@@ -551,8 +551,9 @@ enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_wai
 	/* the host's name (its rails' aliases name those rails alone), a
 	 * cluster name the directory may lack there, a fabric up there */
 	if (k->type != IBRES_KEY_NAME || k->len != strlen(host_name(h, name)) ||
-	    strncasecmp((const char *)k->data, name, k->len) || fabric_at_rail(r->fabric, ep, &at) ||
-	    rail_missed(r, k, at.port, now_ms()) || !fabric_may_query(r->fabric, k))
+	    strncasecmp((const char *)k->data, name, k->len) ||
+	    fabric_at_rail(r->fabric, ep, &at) || rail_missed(r, k, at.port, now_ms()) ||
+	    !fabric_may_query(r->fabric, k))
 		return LOOKUP_NOTFOUND;
 	q = pending_find(&r->pending, k);
 	/* another query of the name (a hint's, another rail's): its end first */

@@ -217,19 +217,26 @@ def test_no_path_across_rails(r4):
     same connection, a RESOLVE of it without a source (which rail q answers):
     what that one chose is not the next one's."""
     for s, d in itertools.permutations(sorted(r4.nodes), 2):
-        cl = Client(r4.sock(s))
-        try:
-            for r, q in itertools.permutations(range(RAILS), 2):
-                for key in ("alias", "ipv4", "ipv6"):
-                    src = rail(r4, s, r)[key]
-                    dst = rail(r4, d, q)[key]
+        assert_no_path_across(r4, s, d, RAILS, unsourced_first=True)
+
+
+def assert_no_path_across(c, s, d, rails, unsourced_first=False):
+    """On one connection to node @s, for each pair of its rails r != q: node @d's
+    rail-q alias, IPv4 and IPv6 from the source of rail r: EDESTADDR, no path
+    (@unsourced_first: each after a RESOLVE of it without a source)."""
+    cl = Client(c.sock(s))
+    try:
+        for r, q in itertools.permutations(range(rails), 2):
+            for key in ("alias", "ipv4", "ipv6"):
+                src, dst = rail(c, s, r)[key], rail(c, d, q)[key]
+                if unsourced_first:
                     assert resolve(cl, dst)[0] == ST_SUCCESS
-                    status, path = resolve(cl, dst, src)
-                    assert status == ST_EDESTADDR and path is None, \
-                        "node%d rail %d -> %s of rail %d: status %d, path %s" % (
-                            s, r, dst, q, status, path)
-        finally:
-            cl.close()
+                status, path = resolve(cl, dst, src)
+                assert status == ST_EDESTADDR and path is None, \
+                    "node%d rail %d -> %s of rail %d: status %d, path %s" % (
+                        s, r, dst, q, status, path)
+    finally:
+        cl.close()
 
 
 def test_path_query_by_gid(r4):
@@ -641,17 +648,7 @@ def test_one_ipv6_group_on_every_rail(cluster_factory):
     for s, d in itertools.permutations(sorted(c.nodes), 2):
         for r in range(2):
             assert_rail_path(c, s, d, r, "n", rail(c, s, r)["alias"], rail(c, d, r)["alias"])
-        cl = Client(c.sock(s))
-        try:
-            for r, q in itertools.permutations(range(2), 2):
-                for key in ("alias", "ipv4", "ipv6"):
-                    src, dst = rail(c, s, r)[key], rail(c, d, q)[key]
-                    status, path = resolve(cl, dst, src)
-                    assert status == ST_EDESTADDR and path is None, \
-                        "node%d rail %d -> %s of rail %d: status %d, path %s" % (
-                            s, r, dst, q, status, path)
-        finally:
-            cl.close()
+        assert_no_path_across(c, s, d, 2)
     for k in c.nodes:
         assert stats(c.sock(k))["fabric_rx_conflict"] == 0, c.logs()
 
@@ -1153,6 +1150,13 @@ def path_from(c, k, src, dest):
         cl.close()
 
 
+def reload_rail1(c, old, new):
+    """Reload node 1 with its rail-1 section's line @old made @new."""
+    head, (ib0, ib1) = sections(c.config(1))
+    assert old in ib1, ib1
+    reload_with(c, 1, head + ib0 + "\n" + ib1.replace(old, new))
+
+
 @pytest.mark.timeout(120)
 def test_reload_new_lid_drops_the_paths_from_it(cluster_factory):
     """A reload that gives node 1's rail 1 another LID (an ip endpoint's LID is
@@ -1167,11 +1171,7 @@ def test_reload_new_lid_drops_the_paths_from_it(cluster_factory):
     status, path = path_from(c, 1, src1, dst1)
     assert status == ST_SUCCESS and path["slid"] == old, path
     assert path_from(c, 1, src0, dst0)[0] == ST_SUCCESS
-    text = c.config(1)
-    head, (ib0, ib1) = sections(text)
-    assert "lid = %d\n" % old in ib1
-    reload_with(c, 1, head + ib0 + "\n" + ib1.replace("lid = %d\n" % old,
-                                                     "lid = %d\n" % (old + 500)))
+    reload_rail1(c, "lid = %d\n" % old, "lid = %d\n" % (old + 500))
     status, path = path_from(c, 1, src1, dst1)
     assert status == ST_SUCCESS and path["slid"] == old + 500, path
     status, path = path_from(c, 1, src0, dst0)
@@ -1190,9 +1190,7 @@ def test_reload_new_sl_drops_the_paths_from_it(cluster_factory):
     for src, dst in ((src0, dst0), (src1, dst1)):
         status, path = path_from(c, 1, src, dst)
         assert status == ST_SUCCESS and path["sl"] == 0, path
-    head, (ib0, ib1) = sections(c.config(1))
-    assert "sl = 0\n" in ib1
-    reload_with(c, 1, head + ib0 + "\n" + ib1.replace("sl = 0\n", "sl = 3\n"))
+    reload_rail1(c, "sl = 0\n", "sl = 3\n")
     status, path = path_from(c, 1, src1, dst1)
     assert status == ST_SUCCESS and path["sl"] == 3, path
     status, path = path_from(c, 1, src0, dst0)
@@ -1211,9 +1209,7 @@ def test_reload_new_pkey_forgets_the_old_partition(cluster_factory):
     alias = rail(c, 2, 1)["alias"]
     status, path = path_from(c, 1, src1, alias)
     assert status == ST_SUCCESS and path["pkey"] == 0xffff, path
-    head, (ib0, ib1) = sections(c.config(1))
-    assert "pkey = 0xffff\n" in ib1
-    reload_with(c, 1, head + ib0 + "\n" + ib1.replace("pkey = 0xffff\n", "pkey = 0x8002\n"))
+    reload_rail1(c, "pkey = 0xffff\n", "pkey = 0x8002\n")
     status, path = path_from(c, 1, src1, alias)
     assert status != ST_SUCCESS, path
     status, path = path_from(c, 1, src0, rail(c, 2, 0)["alias"])
@@ -1360,16 +1356,19 @@ def test_partitions_rail_to_rail(r4p2):
         assert stats(c.sock(k))["fabric_rx_conflict"] == 0, k
 
 
+# node 1's rail 0, both partitions: the host's name, each one's alias, and
+# node1-r0, which the two share
+R0_SHARED = [a for label, alias in (("ib0", "node1-ib0"), ("ib0.8001", "node1-ib0-8001"))
+             for name in ("node1", alias, "node1-r0")
+             for a in ("--node-set", "1:endpoint %s.name=%s" % (label, name))]
+
+
 @pytest.mark.timeout(120)
 def test_rail_alias_of_two_partitions(cluster_factory):
     """A rail's alias both its partitions carry (node1-r0 on ib0 and ib0.8001)
     names that rail: its two endpoints' addresses, from the socket and from the
     shared directory alike, never the other rail's (it gave the whole host)."""
-    sets = []
-    for label, alias in (("ib0", "node1-ib0"), ("ib0.8001", "node1-ib0-8001")):
-        for name in ("node1", alias, "node1-r0"):
-            sets += ["--node-set", "1:endpoint %s.name=%s" % (label, name)]
-    c = cluster_factory(2, "--rails", 2, "--partitions", 2, "--planes", *sets)
+    c = cluster_factory(2, "--rails", 2, "--partitions", 2, "--planes", *R0_SHARED)
     part0 = next(e for e in c.parts[1] if e["rail"] == 0)
     assert part0["alias"] == "node1-ib0-8001", part0
     want = sorted([rail(c, 1, 0)["ipv4"], part0["ipv4"]])
@@ -1390,11 +1389,7 @@ def test_rail_alias_of_two_partitions_of_eight_rails(cluster_factory):
     so the host is written one record an endpoint. The shared rail alias gives
     rail 0's addresses (the endpoint it leads to), never another rail's (it gave
     the whole host); the host's name every rail's."""
-    sets = []
-    for label, alias in (("ib0", "node1-ib0"), ("ib0.8001", "node1-ib0-8001")):
-        for name in ("node1", alias, "node1-r0"):
-            sets += ["--node-set", "1:endpoint %s.name=%s" % (label, name)]
-    c = cluster_factory(2, "--rails", 8, "--partitions", 2, "--planes", *sets)
+    c = cluster_factory(2, "--rails", 8, "--partitions", 2, "--planes", *R0_SHARED)
     part0 = next(e for e in c.parts[1] if e["rail"] == 0)
     rail0 = {rail(c, 1, 0)["ipv4"], part0["ipv4"]}
     wait_until(lambda: knows(c, 2, "node1-r0") and knows(c, 2, "node1-ib7-8001"), 20,

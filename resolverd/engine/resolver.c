@@ -162,6 +162,30 @@ static void on_query_timer(struct pending_query *q, void *arg)
 	q->attempts++;
 }
 
+/* A new query for @k, its first attempt sent: to @at alone when not NULL
+ * (@hinted: a hint's, else a rail's ask on its group), else the whole
+ * fabric. NULL when the table is full or the timer cannot be armed. */
+static struct pending_query *query_new(struct resolver *r, const struct host_key *k,
+				       const struct fabric_at *at, bool hinted)
+{
+	struct pending_query *q = pending_add(&r->pending, k);
+
+	if (!q)
+		return NULL;
+	q->attempts = 1;
+	if (at) {
+		q->has_at = true;
+		q->hinted = hinted;
+		q->at = *at;
+	}
+	if (pending_arm(q, now_ms() + jitter_apply(&r->rng, hint_wait(r->cfg, q, 0))) < 0) {
+		pending_end(q, -ENOMEM);
+		return NULL;
+	}
+	fabric_send_request_at(r->fabric, k, q->tid, at);
+	return q;
+}
+
 /* Ask the fabric for @k, or join the query in flight; every attempt to @at
  * alone when a hint said where the host is. A client's lookup (@at NULL)
  * that joins a hint's query makes it a client's from then on: the whole
@@ -189,20 +213,7 @@ static struct pending_query *query_start_at(struct resolver *r, const struct hos
 		}
 		return q;
 	}
-	q = pending_add(&r->pending, k);
-	if (!q)
-		return NULL;
-	q->attempts = 1;
-	if (at) {
-		q->has_at = q->hinted = true;
-		q->at = *at;
-	}
-	if (pending_arm(q, now_ms() + jitter_apply(&r->rng, hint_wait(r->cfg, q, 0))) < 0) {
-		pending_end(q, -ENOMEM);
-		return NULL;
-	}
-	fabric_send_request_at(r->fabric, k, q->tid, at);
-	return q;
+	return query_new(r, k, at, true);
 }
 
 static struct pending_query *query_start(struct resolver *r, const struct host_key *k)
@@ -558,21 +569,10 @@ enum lookup_result resolver_lookup_on_rail(struct resolver *r, struct lookup_wai
 	q = pending_find(&r->pending, k);
 	/* another query of the name (a hint's, another rail's): its end first */
 	*asked = !q || (q->has_at && q->at.group && q->at.port == at.port);
-	if (q) {
+	if (q)
 		r->stats.queries_joined++;
-	} else {
-		q = pending_add(&r->pending, k);
-		if (!q)
-			return LOOKUP_ERROR;
-		q->attempts = 1;
-		q->has_at = true; /* ended once an endpoint is heard there */
-		q->at = at;
-		if (pending_arm(q, now_ms() + jitter_apply(&r->rng, attempt_wait(r->cfg, 0))) < 0) {
-			pending_end(q, -ENOMEM);
-			return LOOKUP_ERROR;
-		}
-		fabric_send_request_at(r->fabric, k, q->tid, &at);
-	}
+	else if (!(q = query_new(r, k, &at, false))) /* ended once heard there */
+		return LOOKUP_ERROR;
 	pending_wait(q, w);
 	return LOOKUP_WAIT;
 }
